@@ -1,0 +1,68 @@
+package v1alpha1
+
+// Condition types. Ready, Reconciling and Stalled follow kstatus
+// (sigs.k8s.io/cli-utils/pkg/kstatus), so that Flux, Argo CD and `kubectl wait` judge health
+// without custom logic; the others are the sub-conditions Ready is computed from.
+const (
+	// ConditionReady is True when the object's latest generation is fully in effect:
+	// every sub-condition is satisfied. Normal polarity (True is good).
+	ConditionReady = "Ready"
+
+	// ConditionReconciling is True while the controller is working towards Ready and expects
+	// to get there without user action; it is removed once the generation is handled.
+	// Abnormal polarity (present and True means "not settled yet").
+	ConditionReconciling = "Reconciling"
+
+	// ConditionStalled is True when the controller cannot make progress without a change to
+	// the spec (or to an object it references): a terminal error. Abnormal polarity.
+	ConditionStalled = "Stalled"
+
+	// ConditionCredentialsResolved (Classifier) is True when the Secret named by
+	// spec.credentialsSecretRef exists and holds the key, or when the backend needs none.
+	// Normal polarity.
+	ConditionCredentialsResolved = "CredentialsResolved"
+
+	// ConditionClassifierResolved (Guardrail) is True when spec.classifierRef names an
+	// existing, Ready Classifier that the Guardrail fits (its categories, questions and
+	// spans). Normal polarity.
+	ConditionClassifierResolved = "ClassifierResolved"
+
+	// ConditionEnforced (Guardrail) is True when every selected pod's guard sidecar has
+	// acknowledged the latest generation. Normal polarity. Set once sidecars report (§6).
+	ConditionEnforced = "Enforced"
+)
+
+// Condition reasons. Event reasons equal these.
+const (
+	// ReasonSucceeded: the condition holds.
+	ReasonSucceeded = "Succeeded"
+
+	// ReasonProgressing: the controller is handling a new generation.
+	ReasonProgressing = "Progressing"
+
+	// ReasonInvalidSpec: the spec is valid for the schema but cannot be compiled (an invalid
+	// regular expression, a CEL rule that does not type-check, an unknown category). Stalled.
+	ReasonInvalidSpec = "InvalidSpec"
+
+	// ReasonNoCredentialsRequired: the backend needs no credentials.
+	ReasonNoCredentialsRequired = "NoCredentialsRequired"
+
+	// ReasonSecretNotFound: spec.credentialsSecretRef names a Secret that does not exist.
+	// The controller waits for it; creating the Secret resolves the condition.
+	ReasonSecretNotFound = "SecretNotFound"
+
+	// ReasonSecretKeyNotFound: the Secret exists but lacks the key, or the value is empty.
+	ReasonSecretKeyNotFound = "SecretKeyNotFound"
+
+	// ReasonClassifierNotFound: spec.classifierRef names a Classifier that does not exist.
+	// Creating it resolves the condition without touching the Guardrail.
+	ReasonClassifierNotFound = "ClassifierNotFound"
+
+	// ReasonClassifierNotReady: the referenced Classifier exists but is not Ready.
+	ReasonClassifierNotReady = "ClassifierNotReady"
+
+	// ReasonClassifierMismatch: the Guardrail does not fit the Classifier it references
+	// (a category the classifier does not have, Redact without spans, a CEL rule naming an
+	// unknown question). Fixing either object resolves it.
+	ReasonClassifierMismatch = "ClassifierMismatch"
+)

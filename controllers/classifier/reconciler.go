@@ -1,0 +1,177 @@
+package classifier
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// waitInterval is how often a Classifier waiting for its Secret is looked at again, on
+// top of the Secret watch.
+const waitInterval = time.Minute
+
+// Reconciler reconciles Classifiers.
+type Reconciler struct {
+	client.Client
+	// APIReader reads Secrets directly from the apiserver: the manager caches only their
+	// metadata, so credentials are not held in the operator's memory.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+}
+
+// scope is what the steps of one reconcile share.
+type scope struct {
+	obj *v1alpha1.Classifier
+}
+
+type step func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings a Classifier's status in line with its spec and its Secret.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &v1alpha1.Classifier{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		// Nothing outside the cluster to clean up; Guardrails notice through their watch.
+		return ctrl.Result{}, nil
+	}
+
+	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionCredentialsResolved)
+	defer func() {
+		retErr = kerrors.NewAggregate([]error{retErr, patcher.Finalize(ctx, obj, result, retErr)})
+	}()
+
+	s := &scope{obj: obj}
+	for _, st := range []step{r.reconcileSpec, r.reconcileCredentials, r.reconcileUsage} {
+		res, err := st(ctx, s)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileSpec compiles the spec; what the schema cannot check (regular expressions,
+// category map targets, ...) stalls the Classifier with the offending field named.
+func (r *Reconciler) reconcileSpec(_ context.Context, s *scope) (ctrl.Result, error) {
+	compiled, err := policy.CompileClassifier(s.obj, "")
+	if err != nil {
+		perr := err.(*policy.Error)
+		status.MarkStalled(s.obj, perr.Reason, perr.Message())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	st := &s.obj.Status
+	st.Backend = string(compiled.Backend)
+	st.Categories = st.Categories[:0]
+	for _, c := range compiled.Categories {
+		st.Categories = append(st.Categories, c.ID)
+	}
+	if len(st.Categories) == 0 {
+		st.Categories = nil
+	}
+	st.HoldBackHint = int32(compiled.HoldBackHint)
+	return ctrl.Result{}, nil
+}
+
+// reconcileCredentials checks that the Secret named by credentialsSecretRef holds a
+// non-empty value under its key. The value itself is not kept.
+func (r *Reconciler) reconcileCredentials(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ref := s.obj.Spec.CredentialsSecretRef
+	if ref == nil {
+		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue,
+			v1alpha1.ReasonNoCredentialsRequired, "The backend needs no credentials")
+		return ctrl.Result{}, nil
+	}
+	key := ref.Key
+	if key == "" {
+		key = "apiKey"
+	}
+	secret := &corev1.Secret{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: ref.Name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		msg := fmt.Sprintf("Secret %s not found in namespace %s", ref.Name, s.obj.Namespace)
+		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, msg)
+		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretNotFound, "Waiting for "+msg)
+		return ctrl.Result{RequeueAfter: waitInterval}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", ref.Name, err)
+	}
+	if len(secret.Data[key]) == 0 {
+		msg := fmt.Sprintf("Secret %s has no value under key %s", ref.Name, key)
+		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretKeyNotFound, msg)
+		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretKeyNotFound, "Waiting for "+msg)
+		return ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
+	status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+		fmt.Sprintf("Credentials read from Secret %s, key %s", ref.Name, key))
+	return ctrl.Result{}, nil
+}
+
+// reconcileUsage counts the Guardrails that reference this Classifier.
+func (r *Reconciler) reconcileUsage(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var list v1alpha1.GuardrailList
+	if err := r.List(ctx, &list, client.InNamespace(s.obj.Namespace),
+		client.MatchingFields{index.GuardrailClassifier: s.obj.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing Guardrails: %w", err)
+	}
+	s.obj.Status.Guardrails = int32(len(list.Items))
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the reconciler. Secrets are watched by metadata only; a
+// change to one re-reconciles the Classifiers that name it. A Guardrail change
+// re-reconciles the Classifier it references, to keep the usage count true.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Classifier{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.classifiersForSecret), builder.OnlyMetadata).
+		Watches(&v1alpha1.Guardrail{}, handler.EnqueueRequestsFromMapFunc(classifierForGuardrail),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("classifier").
+		Complete(r)
+}
+
+func (r *Reconciler) classifiersForSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.ClassifierList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{index.ClassifierSecret: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Classifiers for a Secret", "secret", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}
+
+func classifierForGuardrail(_ context.Context, o client.Object) []reconcile.Request {
+	g := o.(*v1alpha1.Guardrail)
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Spec.ClassifierRef.Name}}}
+}

@@ -1,0 +1,146 @@
+package guardrail
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// waitInterval is how often a Guardrail waiting for its Classifier is looked at again, on
+// top of the Classifier watch.
+const waitInterval = time.Minute
+
+// Reconciler reconciles Guardrails.
+type Reconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+}
+
+// scope is what the steps of one reconcile share.
+type scope struct {
+	obj        *v1alpha1.Guardrail
+	classifier *v1alpha1.Classifier
+}
+
+type step func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+// +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings a Guardrail's status in line with its spec and its Classifier.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &v1alpha1.Guardrail{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved)
+	defer func() {
+		retErr = kerrors.NewAggregate([]error{retErr, patcher.Finalize(ctx, obj, result, retErr)})
+	}()
+
+	s := &scope{obj: obj}
+	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile} {
+		res, err := st(ctx, s)
+		if err != nil || !res.IsZero() {
+			return res, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileClassifier fetches the referenced Classifier and waits until it is Ready for
+// its latest generation.
+func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Result, error) {
+	name := s.obj.Spec.ClassifierRef.Name
+	c := &v1alpha1.Classifier{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: name}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		msg := fmt.Sprintf("Classifier %s not found in namespace %s", name, s.obj.Namespace)
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound, msg)
+		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotFound, "Waiting for "+msg)
+		return ctrl.Result{RequeueAfter: waitInterval}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("reading Classifier %s: %w", name, err)
+	}
+	ready := status.Get(c, v1alpha1.ConditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != c.Generation {
+		msg := fmt.Sprintf("Classifier %s is not Ready", name)
+		if ready != nil && ready.Message != "" && ready.Status != metav1.ConditionTrue {
+			msg += ": " + ready.Message
+		}
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotReady, msg)
+		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotReady, "Waiting for "+msg)
+		return ctrl.Result{RequeueAfter: waitInterval}, nil
+	}
+	s.classifier = c
+	return ctrl.Result{}, nil
+}
+
+// reconcileCompile compiles the Guardrail against its Classifier with policy.Compile's
+// building blocks, the same code the guard runs. A failure names the field and stalls.
+func (r *Reconciler) reconcileCompile(_ context.Context, s *scope) (ctrl.Result, error) {
+	cc, err := policy.CompileClassifier(s.classifier, "")
+	if err != nil {
+		// The Classifier is Ready, so it compiled for its own reconciler: a version skew.
+		return ctrl.Result{}, fmt.Errorf("compiling Classifier %s: %w", s.classifier.Name, err)
+	}
+	_, err = policy.CompileGuardrail(s.obj, cc)
+	if perr, ok := err.(*policy.Error); ok && perr.Reason == v1alpha1.ReasonClassifierMismatch {
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, perr.Reason, perr.Message())
+	} else {
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
+			fmt.Sprintf("Classifier %s (generation %d) is Ready", s.classifier.Name, s.classifier.Generation))
+	}
+	if err != nil {
+		perr := err.(*policy.Error)
+		status.MarkStalled(s.obj, perr.Reason, perr.Message())
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager registers the reconciler. A Classifier change re-reconciles every
+// Guardrail of its namespace that references it, found through a field index.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Guardrail{}).
+		Watches(&v1alpha1.Classifier{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForClassifier)).
+		Named("guardrail").
+		Complete(r)
+}
+
+func (r *Reconciler) guardrailsForClassifier(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.GuardrailList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{index.GuardrailClassifier: o.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Guardrails for a Classifier", "classifier", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}

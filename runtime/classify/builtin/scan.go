@@ -1,0 +1,332 @@
+package builtin
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+)
+
+// Trigger bits of the byte table: a byte whose entry is zero is skipped by the single pass.
+const (
+	trigDigit      uint16 = 1 << iota // phone, credit-card, iban, us-ssn, IPv4
+	trigAt                            // email, and the password of scheme://user:password@host
+	trigColon                         // IPv6
+	trigAssign                        // ':' and '=' of key=value assignments
+	trigDash                          // -----BEGIN, sk-, glpat-, xox?-
+	trigUnderscore                    // gh?_, github_pat_
+	trigUpperA                        // AKIA, ASIA, …
+	trigUpperJ                        // the J of eyJ
+	trigBoundary                      // a word boundary: the next byte may begin an anchor word
+	trigCustom                        // first byte of a windowed custom pattern
+	trigKeyword                       // first byte of a keyword that begins with a non-word byte
+)
+
+// Bits of Classifier.wordFirst.
+const (
+	firstInjection uint8 = 1 << iota
+	firstKeyword
+)
+
+// byteSet64k is a set of byte pairs.
+type byteSet64k [1024]uint64
+
+func (p *byteSet64k) add(b0, b1 byte) { k := uint(b0)<<8 | uint(b1); p[k>>6] |= 1 << (k & 63) }
+func (p *byteSet64k) has(b0, b1 byte) bool {
+	k := uint(b0)<<8 | uint(b1)
+	return p[k>>6]&(1<<(k&63)) != 0
+}
+
+// ctxStride is how many bytes the pass scans between two looks at the context.
+const ctxStride = 64 << 10
+
+// maxWindowed is how many custom patterns can use the windowed path; more go global. It keeps
+// the per-pattern cursors on the stack.
+const maxWindowed = 16
+
+// detShift places the detector (plus one) above the category index in Span.Category while a
+// call is running, so that finish can apply detector-specific rules; finish strips it.
+const detShift = 16
+
+// scanState is one call's state. It lives on the stack: a call that matches nothing allocates
+// nothing here.
+type scanState struct {
+	s     string
+	spans []classify.Span
+	// The next positions at which a handler may start again, so that a token is parsed once.
+	numNext    int
+	ip6Next    int
+	assignNext int
+	injNext    int
+	customNext [maxWindowed]int
+}
+
+// add records a match of detector d (or a custom pattern when d is numDetectors) under
+// category cat.
+func (sc *scanState) add(start, end int, cat int16, d detector) {
+	sc.spans = append(sc.spans, classify.Span{Start: start, End: end, Category: int(cat) | int(d+1)<<detShift})
+}
+
+// emit records a match of a built-in detector.
+func (c *Classifier) emit(sc *scanState, d detector, start, end int) {
+	sc.add(start, end, c.cat[d], d)
+}
+
+// scan is the single pass over s.
+func (c *Classifier) scan(ctx context.Context, s string) ([]classify.Span, error) {
+	var sc scanState
+	sc.s = s
+	n := len(s)
+	if n > 0 && c.wordFirst[s[0]] != 0 {
+		c.wordAt(&sc, 0)
+	}
+	trig := &c.trig
+	for lo := 0; lo < n; lo += ctxStride {
+		if lo > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		hi := min(n, lo+ctxStride)
+		for i := lo; i < hi; i++ {
+			t := trig[s[i]]
+			if t == 0 {
+				continue
+			}
+			// Spaces are the most frequent trigger: decide them here, without a call, from the
+			// next two bytes.
+			if t == trigBoundary {
+				if i+2 < n {
+					if !c.wordPairs.has(s[i+1], s[i+2]) {
+						continue
+					}
+				} else if i+1 >= n || c.wordFirst[s[i+1]] == 0 {
+					continue
+				}
+			}
+			c.trigger(&sc, i, t)
+		}
+	}
+	for _, p := range c.global {
+		p.matchAll(&sc)
+	}
+	return sc.finish(), nil
+}
+
+// trigger runs the handlers of the trigger bits t at position i.
+func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
+	s := sc.s
+	if t&trigBoundary != 0 && i+1 < len(s) && c.wordFirst[s[i+1]] != 0 && (s[i] < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
+		c.wordAt(sc, i+1)
+	}
+	if t&trigDigit != 0 && i >= sc.numNext {
+		c.numberAt(sc, i)
+	}
+	if t&trigAt != 0 {
+		c.atSignAt(sc, i)
+	}
+	if t&trigColon != 0 && i >= sc.ip6Next {
+		c.ipv6At(sc, i)
+	}
+	if t&trigAssign != 0 && i >= sc.assignNext {
+		c.assignAt(sc, i)
+	}
+	if t&trigDash != 0 {
+		c.dashAt(sc, i)
+	}
+	if t&trigUnderscore != 0 {
+		c.underscoreAt(sc, i)
+	}
+	if t&trigUpperA != 0 {
+		c.awsKeyAt(sc, i)
+	}
+	if t&trigUpperJ != 0 {
+		c.jwtAt(sc, i)
+	}
+	if t&trigCustom != 0 {
+		c.customAt(sc, i)
+	}
+	if t&trigKeyword != 0 {
+		c.keywords.punctAt(sc, i)
+	}
+}
+
+// wordAt runs the word-level matchers at p, the first byte of a word.
+func (c *Classifier) wordAt(sc *scanState, p int) {
+	f := c.wordFirst[sc.s[p]]
+	if f&firstInjection != 0 && p >= sc.injNext {
+		c.injectionAt(sc, p)
+	}
+	if f&firstKeyword != 0 {
+		c.keywords.wordAt(sc, p)
+	}
+}
+
+// finish sorts the spans by Start, End and category, applies the rule that generic-secret
+// yields to a specific secret detector on the same bytes, strips the detector bits and drops
+// duplicates.
+func (sc *scanState) finish() []classify.Span {
+	sp := sc.spans
+	if len(sp) == 0 {
+		return nil
+	}
+	slices.SortFunc(sp, func(a, b classify.Span) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End),
+			cmp.Compare(a.Category&(1<<detShift-1), b.Category&(1<<detShift-1)), cmp.Compare(a.Category, b.Category))
+	})
+	yieldGeneric(sp)
+	out := sp[:0]
+	for _, s := range sp {
+		if s.Category < 0 {
+			continue
+		}
+		s.Category &= 1<<detShift - 1
+		if len(out) > 0 && out[len(out)-1] == s {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// yieldGeneric marks (Category = -1) every generic-secret span that overlaps a span of a
+// specific secret detector. sp is sorted by Start.
+func yieldGeneric(sp []classify.Span) {
+	det := func(s classify.Span) detector { return detector(s.Category>>detShift) - 1 }
+	var any bool
+	for _, s := range sp {
+		if det(s) == detGenericSecret {
+			any = true
+			break
+		}
+	}
+	if !any {
+		return
+	}
+	// Spans that start before a generic span overlap it when they end after its start.
+	maxEnd := -1
+	for i := range sp {
+		d := det(sp[i])
+		switch {
+		case isSecretDetector(d):
+			maxEnd = max(maxEnd, sp[i].End)
+		case d == detGenericSecret && maxEnd > sp[i].Start:
+			sp[i].Category = -1
+		}
+	}
+	// Spans that start after it overlap it when they start before its end.
+	nextStart := int(^uint(0) >> 1)
+	for i := len(sp) - 1; i >= 0; i-- {
+		if sp[i].Category < 0 {
+			continue
+		}
+		d := det(sp[i])
+		switch {
+		case isSecretDetector(d):
+			nextStart = sp[i].Start
+		case d == detGenericSecret && nextStart < sp[i].End:
+			sp[i].Category = -1
+		}
+	}
+}
+
+// Byte classes. Token detectors treat any non-ASCII byte as a boundary, so that a token
+// written next to CJK text or a currency sign is still found.
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+func isUpper(b byte) bool { return b >= 'A' && b <= 'Z' }
+func isLower(b byte) bool { return b >= 'a' && b <= 'z' }
+func isAlpha(b byte) bool { return isUpper(b) || isLower(b) }
+func isAlnum(b byte) bool { return isAlpha(b) || isDigit(b) }
+func isHex(b byte) bool   { return isDigit(b) || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' }
+
+// isWordByte reports an ASCII word byte, as \w.
+func isWordByte(b byte) bool { return isAlnum(b) || b == '_' }
+
+// isB64URL reports a base64url byte.
+func isB64URL(b byte) bool { return isAlnum(b) || b == '-' || b == '_' }
+
+// isSpace reports ASCII white space.
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'
+}
+
+// lower folds an ASCII letter to lower case.
+func lower(b byte) byte {
+	if isUpper(b) {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// isBoundaryByte reports a byte after which a word can begin: ASCII that is not \w, or a UTF-8
+// continuation byte (the last byte of a non-ASCII rune, which may be punctuation such as “).
+func isBoundaryByte(b byte) bool {
+	if b < utf8.RuneSelf {
+		return !isWordByte(b)
+	}
+	return b < 0xC0
+}
+
+// lastRuneIsWord reports whether the last rune of s is a letter, digit or underscore.
+func lastRuneIsWord(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return isWordRune(r)
+}
+
+// isWordRune reports a letter, digit or underscore, Unicode-aware.
+func isWordRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return isWordByte(byte(r))
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+}
+
+// hasPrefixFold reports whether s begins with the lower-case ASCII prefix p, ignoring case.
+func hasPrefixFold(s, p string) bool {
+	if len(s) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if lower(s[i]) != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// equalFoldASCII compares s with the lower-case ASCII word p, ignoring case.
+func equalFoldASCII(s, p string) bool { return len(s) == len(p) && hasPrefixFold(s, p) }
+
+// prevWord returns the word (ASCII letters) that ends before position end, skipping at most a
+// few bytes of spaces and the punctuation in skip; ok is false when there is none.
+func prevWord(s string, end int, skip string) (ws, we int, ok bool) {
+	j := end
+	for k := 0; j > 0 && k < 4; k++ {
+		b := s[j-1]
+		if b != ' ' && !containsByte(skip, b) {
+			break
+		}
+		j--
+	}
+	we = j
+	for j > 0 && isAlpha(s[j-1]) && we-j < 24 {
+		j--
+	}
+	if j == we || j > 0 && isWordByte(s[j-1]) {
+		return 0, 0, false
+	}
+	return j, we, true
+}
+
+func containsByte(s string, b byte) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return true
+		}
+	}
+	return false
+}

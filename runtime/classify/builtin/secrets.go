@@ -1,0 +1,237 @@
+package builtin
+
+import "strings"
+
+// The secrets pack's token detectors. Each is found from a rare byte of its fixed prefix ('-'
+// of sk-, glpat-, xox?- and -----BEGIN, '_' of gh?_ and github_pat_, 'A' of AKIA, 'J' of eyJ)
+// and then validated by hand: prefix, body alphabet and length, character-class mix, and the
+// boundaries on both sides. The assignment detectors (aws-secret-key, generic-secret) are in
+// assign.go.
+
+// dashAt handles a '-' at i.
+func (c *Classifier) dashAt(sc *scanState, i int) {
+	s := sc.s
+	if i+1 < len(s) && s[i+1] == '-' {
+		if c.on(detPrivateKey) {
+			c.privateKeyAt(sc, i)
+		}
+		return
+	}
+	switch {
+	case i >= 2 && s[i-2] == 's' && s[i-1] == 'k' && tokenStart(s, i-2):
+		if strings.HasPrefix(s[i:], "-ant-") {
+			if c.on(detAnthropic) {
+				c.prefixedToken(sc, detAnthropic, i-2, i+5, 32, maxAnthropic, isB64URL, 3)
+			}
+			return
+		}
+		if c.on(detOpenAI) {
+			body := i + 1
+			for _, p := range [...]string{"proj-", "svcacct-", "admin-"} {
+				if strings.HasPrefix(s[body:], p) {
+					body += len(p)
+					break
+				}
+			}
+			c.prefixedToken(sc, detOpenAI, i-2, body, 32, maxOpenAI, isB64URL, 3)
+		}
+	case i >= 5 && s[i-1] == 't' && s[i-5:i] == "glpat" && tokenStart(s, i-5):
+		if c.on(detGitLab) {
+			isGitLab := func(b byte) bool { return isB64URL(b) || b == '.' }
+			c.prefixedToken(sc, detGitLab, i-5, i+1, 20, maxGitLab, isGitLab, 2)
+		}
+	case i >= 4 && s[i-4] == 'x' && s[i-3] == 'o' && s[i-2] == 'x' && strings.IndexByte("bpares", s[i-1]) >= 0 && tokenStart(s, i-4):
+		if c.on(detSlack) && i+1 < len(s) && isDigit(s[i+1]) {
+			isSlack := func(b byte) bool { return isAlnum(b) || b == '-' }
+			c.prefixedToken(sc, detSlack, i-4, i+1, 20, maxSlack, isSlack, 1)
+		}
+	}
+}
+
+// underscoreAt handles a '_' at i: gh[pousr]_ and github_pat_ tokens.
+func (c *Classifier) underscoreAt(sc *scanState, i int) {
+	s := sc.s
+	if !c.on(detGitHub) {
+		return
+	}
+	switch {
+	case i >= 3 && s[i-3] == 'g' && s[i-2] == 'h' && strings.IndexByte("pousr", s[i-1]) >= 0 && tokenStart(s, i-3):
+		c.prefixedToken(sc, detGitHub, i-3, i+1, 36, maxGitHub, isAlnum, 2)
+	case i >= 6 && s[i-6:i] == "github" && strings.HasPrefix(s[i:], "_pat_") && tokenStart(s, i-6):
+		isPAT := func(b byte) bool { return isAlnum(b) || b == '_' }
+		c.prefixedToken(sc, detGitHub, i-6, i+5, 70, maxGitHub, isPAT, 2)
+	}
+}
+
+// tokenStart reports whether a token may begin at a: the byte before is not part of a word
+// or of a longer token.
+func tokenStart(s string, a int) bool {
+	return a == 0 || !isWordByte(s[a-1]) && s[a-1] != '-'
+}
+
+// prefixedToken matches a token that begins at start with a fixed prefix and has its body
+// from body on: body bytes accepted by in, between minBody and max-(body-start) of them, then
+// a byte that is not a body byte (or the end of the text). classes is how many of the
+// character classes lower, upper and digit the body must mix, which keeps out placeholders
+// and prose such as "sk-this-is-not-a-key".
+func (c *Classifier) prefixedToken(sc *scanState, d detector, start, body, minBody, max int, in func(byte) bool, classes int) {
+	s := sc.s
+	e := body
+	for e < len(s) && e-start <= max && in(s[e]) {
+		e++
+	}
+	for e > body && (s[e-1] == '-' || s[e-1] == '.') {
+		e-- // "sk-…-" and a sentence's full stop are not part of the token
+	}
+	if e-body < minBody || e-start > max || e < len(s) && isWordByte(s[e]) {
+		return
+	}
+	if classMix(s[body:e]) < classes {
+		return
+	}
+	c.emit(sc, d, start, e)
+}
+
+// classMix counts the classes lower, upper and digit that occur in v.
+func classMix(v string) int {
+	var l, u, d int
+	for i := 0; i < len(v); i++ {
+		switch b := v[i]; {
+		case isLower(b):
+			l = 1
+		case isUpper(b):
+			u = 1
+		case isDigit(b):
+			d = 1
+		}
+	}
+	return l + u + d
+}
+
+// awsPrefixes are the four-letter prefixes of AWS access key ids (AKIA long-term, ASIA
+// temporary, and the other unique-id prefixes AWS documents).
+var awsPrefixes = [...]string{"AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA"}
+
+// awsKeyAt handles an 'A' at i: a 20-character access key id, upper-case letters and digits.
+// Ids ending in EXAMPLE are the ones in AWS documentation and are not matches.
+func (c *Classifier) awsKeyAt(sc *scanState, i int) {
+	s := sc.s
+	if i+maxAWSAccessKey > len(s) || i > 0 && isWordByte(s[i-1]) {
+		return
+	}
+	id := s[i : i+maxAWSAccessKey]
+	ok := id[1] == '3' && id[2] == 'T' && (isUpper(id[3]) || isDigit(id[3]))
+	for _, p := range awsPrefixes {
+		ok = ok || id[:4] == p
+	}
+	if !ok || i+maxAWSAccessKey < len(s) && isWordByte(s[i+maxAWSAccessKey]) {
+		return
+	}
+	for k := 4; k < len(id); k++ {
+		if !isUpper(id[k]) && !isDigit(id[k]) {
+			return
+		}
+	}
+	if strings.HasSuffix(id, "EXAMPLE") {
+		return
+	}
+	c.emit(sc, detAWSAccessKey, i, i+maxAWSAccessKey)
+}
+
+// jwtAt handles a 'J' at i, the J of "eyJ" (base64 of `{"`): three (or, for JWE, five)
+// base64url segments joined by dots. The header must be at least 10 characters, the payload
+// must also be a JSON object ("ey…" or "ew…") and the signature at least 16 characters; an
+// unsecured token may end with the second dot. When the text ends inside the payload or the
+// signature, the header is complete and the token is matched to the end of the text, so that
+// a streamed token is held back from its header on.
+func (c *Classifier) jwtAt(sc *scanState, i int) {
+	s := sc.s
+	start := i - 2
+	if start < 0 || s[start] != 'e' || s[i-1] != 'y' ||
+		start > 0 && (isB64URL(s[start-1]) || s[start-1] == '.' || s[start-1] == '/' || s[start-1] == '+') {
+		return
+	}
+	var seg [5][2]int
+	n, k := 0, start
+	for n < len(seg) {
+		a := k
+		for k < len(s) && isB64URL(s[k]) {
+			k++
+		}
+		seg[n] = [2]int{a, k}
+		n++
+		if k+1 >= len(s) || s[k] != '.' || !isB64URL(s[k+1]) {
+			break
+		}
+		k++
+	}
+	header := seg[0][1] - seg[0][0]
+	if header < 10 {
+		return
+	}
+	// The payload is a JSON object too: "ey…" ({") or "ew…" ({ and a line break).
+	payloadOK := func(min int) bool {
+		p := s[seg[1][0]:seg[1][1]]
+		return len(p) >= min && (len(p) == 0 || p[0] == 'e') && (len(p) < 2 || p[1] == 'y' || p[1] == 'w')
+	}
+	atEnd := seg[n-1][1] == len(s) || seg[n-1][1] == len(s)-1 && s[len(s)-1] == '.'
+	if atEnd && header < maxJWTHeader && (n == 1 && s[len(s)-1] == '.' || n == 2 && payloadOK(0) || n > 2 && payloadOK(4)) {
+		c.emit(sc, detJWT, start, len(s)) // a streamed token still arriving
+		return
+	}
+	if n < 2 || n == 4 || seg[n-1][1] < len(s) && (isWordByte(s[seg[n-1][1]]) || s[seg[n-1][1]] == '=') {
+		return
+	}
+	if !payloadOK(4) {
+		return
+	}
+	end := seg[n-1][1]
+	switch {
+	case n == 2 && end < len(s) && s[end] == '.': // unsecured: header.payload.
+		end++
+	case n == 2:
+		return
+	case seg[n-1][1]-seg[n-1][0] < 16:
+		return
+	}
+	c.emit(sc, detJWT, start, end)
+}
+
+// pemLabels are the private-key PEM labels, after "-----BEGIN ".
+var pemLabels = [...]string{
+	"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY",
+	"DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY",
+}
+
+// privateKeyAt handles the first '-' of "-----BEGIN <label>-----". The span runs to the end
+// of the matching END line, or to the end of the text when the block is not closed yet.
+func (c *Classifier) privateKeyAt(sc *scanState, i int) {
+	const begin, dashes = "-----BEGIN ", "-----"
+	s := sc.s
+	if !strings.HasPrefix(s[i:], begin) || i > 0 && s[i-1] == '-' {
+		return
+	}
+	h := i + len(begin)
+	for _, label := range pemLabels {
+		if !strings.HasPrefix(s[h:], label) || !strings.HasPrefix(s[h+len(label):], dashes) {
+			continue
+		}
+		body := h + len(label) + len(dashes)
+		end := len(s)
+		// The END line: "-----END " + label + "-----".
+		for k := body; k < len(s); {
+			j := strings.Index(s[k:], "-----END ")
+			if j < 0 {
+				break
+			}
+			e := k + j + len("-----END ")
+			if strings.HasPrefix(s[e:], label) && strings.HasPrefix(s[e+len(label):], dashes) {
+				end = e + len(label) + len(dashes)
+				break
+			}
+			k = e
+		}
+		c.emit(sc, detPrivateKey, i, end)
+		return
+	}
+}

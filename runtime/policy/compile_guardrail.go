@@ -1,0 +1,298 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+)
+
+// CompileGuardrail compiles one Guardrail against its compiled Classifier. The returned
+// error is an *Error whose Reason tells a broken spec (InvalidSpec) from a Guardrail that
+// does not fit its Classifier (ClassifierMismatch).
+func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) {
+	spec := field.NewPath("spec")
+	s := &g.Spec
+	out := &Guardrail{
+		Key: Key(g.Namespace, g.Name), Namespace: g.Namespace, Name: g.Name, Generation: g.Generation,
+		Classifier: c.Key, Selector: s.Selector.DeepCopy(), Reason: s.Reason,
+		Priority: deref(s.Priority),
+	}
+	var invalid, mismatch field.ErrorList
+
+	switch s.Mode {
+	case v1alpha1.ModeEnforce:
+		out.Mode = ModeEnforce
+	case v1alpha1.ModeReport:
+		out.Mode = ModeReport
+	default:
+		invalid = append(invalid, field.NotSupported(spec.Child("mode"), s.Mode, []string{"Enforce", "Report"}))
+	}
+	invalid = append(invalid, checkSelector(s.Selector, spec.Child("selector"))...)
+	if s.Reason == "" {
+		invalid = append(invalid, field.Required(spec.Child("reason"), "the message a blocked caller receives"))
+	}
+
+	phases := s.Phases
+	if len(phases) == 0 {
+		phases = []v1alpha1.Phase{v1alpha1.PhaseInput, v1alpha1.PhaseOutput}
+	}
+	for i, p := range phases {
+		switch p {
+		case v1alpha1.PhaseInput:
+			out.Phases = out.Phases.With(PhaseInput)
+		case v1alpha1.PhaseStream:
+			out.Phases = out.Phases.With(PhaseStream)
+		case v1alpha1.PhaseOutput:
+			out.Phases = out.Phases.With(PhaseOutput)
+		case v1alpha1.PhaseToolCalls:
+			out.Phases = out.Phases.With(PhaseToolCalls)
+		default:
+			invalid = append(invalid, field.NotSupported(spec.Child("phases").Index(i), p, []string{"Input", "Stream", "Output", "ToolCalls"}))
+		}
+	}
+	var ms field.ErrorList
+	out.Modalities, ms = compileModalities(s.Modalities, spec.Child("modalities"))
+	invalid = append(invalid, ms...)
+
+	ci, cm := compileCategoryRules(out, s, c, spec)
+	invalid, mismatch = append(invalid, ci...), append(mismatch, cm...)
+	ri, rm := compileRules(out, s, c, spec.Child("rules"))
+	invalid, mismatch = append(invalid, ri...), append(mismatch, rm...)
+	if len(s.Rules) == 0 && s.Threshold == nil {
+		invalid = append(invalid, field.Required(spec.Child("threshold"),
+			"a guardrail needs a rule: set spec.threshold and spec.action (category rules) or spec.rules (CEL rules)"))
+	}
+
+	switch s.Refusal {
+	case "", v1alpha1.RefusalMatch:
+		out.RefusalMatches = true
+	case v1alpha1.RefusalIgnore:
+	default:
+		invalid = append(invalid, field.NotSupported(spec.Child("refusal"), s.Refusal, []string{"Match", "Ignore"}))
+	}
+	switch s.Unsupported {
+	case "":
+		out.Unsupported = UnsupportedFail
+	case v1alpha1.UnsupportedBlock:
+		out.Unsupported = UnsupportedBlock
+	case v1alpha1.UnsupportedWarn:
+		out.Unsupported = UnsupportedWarn
+	case v1alpha1.UnsupportedAllow:
+		out.Unsupported = UnsupportedAllow
+	default:
+		invalid = append(invalid, field.NotSupported(spec.Child("unsupported"), s.Unsupported, []string{"Block", "Warn", "Allow"}))
+	}
+	switch s.FailurePolicy {
+	case "", v1alpha1.FailClosed:
+	case v1alpha1.FailOpen:
+		out.FailOpen = true
+	default:
+		invalid = append(invalid, field.NotSupported(spec.Child("failurePolicy"), s.FailurePolicy, []string{"Closed", "Open"}))
+	}
+	switch s.Messages {
+	case "", v1alpha1.MessagesLast:
+	case v1alpha1.MessagesAll:
+		out.AllMessages = true
+	default:
+		invalid = append(invalid, field.NotSupported(spec.Child("messages"), s.Messages, []string{"Last", "All"}))
+	}
+	if s.Timeout != nil {
+		if s.Timeout.Duration < 0 {
+			invalid = append(invalid, field.Invalid(spec.Child("timeout"), s.Timeout.Duration.String(), "must not be negative"))
+		}
+		out.Timeout = s.Timeout.Duration
+	}
+	out.MaxInputChars = int(deref(s.MaxInputChars))
+	invalid = append(invalid, compileStreaming(out, s, c, spec.Child("streaming"))...)
+
+	if len(invalid) > 0 {
+		return nil, &Error{Kind: "Guardrail", Key: out.Key, Reason: v1alpha1.ReasonInvalidSpec, Errs: append(invalid, mismatch...)}
+	}
+	if len(mismatch) > 0 {
+		return nil, &Error{Kind: "Guardrail", Key: out.Key, Reason: v1alpha1.ReasonClassifierMismatch, Errs: mismatch}
+	}
+	return out, nil
+}
+
+// compileCategoryRules resolves categories, threshold, thresholds and action against the
+// classifier, in the classifier's authored order.
+func compileCategoryRules(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, spec *field.Path) (invalid, mismatch field.ErrorList) {
+	usesCategories := s.Threshold != nil || len(s.Categories) > 0 || len(s.Thresholds) > 0 || s.Action != ""
+	if !usesCategories {
+		return nil, nil
+	}
+	if s.Threshold == nil {
+		invalid = append(invalid, field.Required(spec.Child("threshold"),
+			"spec.threshold is required when category rules are used (spec.categories, spec.thresholds or spec.action is set)"))
+		return invalid, nil
+	}
+	if !validScore(float64(*s.Threshold)) {
+		invalid = append(invalid, field.Invalid(spec.Child("threshold"), float64(*s.Threshold), "must be between 0 and 1"))
+	}
+	switch s.Action {
+	case v1alpha1.ActionBlock:
+		out.Action = ActionBlock
+	case v1alpha1.ActionWarn:
+		out.Action = ActionWarn
+	case v1alpha1.ActionStrip:
+		out.Action = ActionStrip
+	case v1alpha1.ActionRedact:
+		out.Action = ActionRedact
+		if !c.Spans {
+			mismatch = append(mismatch, field.Invalid(spec.Child("action"), s.Action,
+				fmt.Sprintf("Redact needs a classifier that returns spans (builtin); classifier %s is a %s classifier", c.Name, c.Backend)))
+		}
+	case "":
+		invalid = append(invalid, field.Required(spec.Child("action"), "spec.action is required with spec.threshold"))
+	default:
+		invalid = append(invalid, field.NotSupported(spec.Child("action"), s.Action, []string{"Block", "Warn", "Strip", "Redact"}))
+	}
+	if len(c.Categories) == 0 {
+		mismatch = append(mismatch, field.Invalid(spec.Child("threshold"), float64(*s.Threshold),
+			fmt.Sprintf("classifier %s has questions, not categories: use spec.rules", c.Name)))
+		return invalid, mismatch
+	}
+	subset := map[string]bool{}
+	for i, id := range s.Categories {
+		if c.CategoryIndex(id) < 0 {
+			mismatch = append(mismatch, field.NotFound(spec.Child("categories").Index(i),
+				fmt.Sprintf("%s (classifier %s has %s)", id, c.Name, categoryList(c))))
+		}
+		subset[id] = true
+	}
+	overrides := map[string]float64{}
+	for i, th := range s.Thresholds {
+		p := spec.Child("thresholds").Index(i)
+		switch {
+		case c.CategoryIndex(th.Category) < 0:
+			mismatch = append(mismatch, field.NotFound(p.Child("category"), fmt.Sprintf("%s (classifier %s has %s)", th.Category, c.Name, categoryList(c))))
+		case len(subset) > 0 && !subset[th.Category]:
+			invalid = append(invalid, field.Invalid(p.Child("category"), th.Category, "every category of spec.thresholds must be listed in spec.categories"))
+		case !validScore(float64(th.Threshold)):
+			invalid = append(invalid, field.Invalid(p.Child("threshold"), float64(th.Threshold), "must be between 0 and 1"))
+		}
+		overrides[th.Category] = float64(th.Threshold)
+	}
+	for i, cat := range c.Categories {
+		if len(subset) > 0 && !subset[cat.ID] {
+			continue
+		}
+		t := float64(*s.Threshold)
+		if v, ok := overrides[cat.ID]; ok {
+			t = v
+		}
+		out.Categories = append(out.Categories, CategoryRule{Index: i, ID: cat.ID, Threshold: t})
+	}
+	return invalid, mismatch
+}
+
+func categoryList(c *Classifier) string {
+	ids := make([]string, len(c.Categories))
+	for i := range c.Categories {
+		ids[i] = c.Categories[i].ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// compileRules compiles and type-checks the CEL rules, and checks the answers and scores
+// they read against the classifier's questions and categories.
+func compileRules(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *field.Path) (invalid, mismatch field.ErrorList) {
+	names := map[string]bool{}
+	for _, r := range s.Rules {
+		rp := p.Key(r.Name)
+		if names[r.Name] {
+			invalid = append(invalid, field.Duplicate(rp.Child("name"), r.Name))
+			continue
+		}
+		names[r.Name] = true
+		var action Action
+		switch r.Action {
+		case "Block":
+			action = ActionBlock
+		case "Warn":
+			action = ActionWarn
+		case "Strip":
+			action = ActionStrip
+		default:
+			invalid = append(invalid, field.NotSupported(rp.Child("action"), r.Action, []string{"Block", "Warn", "Strip"}))
+			continue
+		}
+		ast, err := compileExpression(r.Expression)
+		if err != nil {
+			invalid = append(invalid, field.Invalid(rp.Child("expression"), r.Expression, err.Error()))
+			continue
+		}
+		for _, q := range mapKeyRefs(ast, "answers") {
+			if c.QuestionIndex(q) < 0 {
+				mismatch = append(mismatch, field.Invalid(rp.Child("expression"), r.Expression,
+					fmt.Sprintf("answers.%s: classifier %s has no question %q", q, c.Name, q)))
+			}
+		}
+		for _, id := range mapKeyRefs(ast, "scores") {
+			if c.CategoryIndex(id) < 0 {
+				mismatch = append(mismatch, field.Invalid(rp.Child("expression"), r.Expression,
+					fmt.Sprintf("scores[%q]: classifier %s has no category %q", id, c.Name, id)))
+			}
+		}
+		reason := r.Reason
+		if reason == "" {
+			reason = s.Reason
+		}
+		rule := &Rule{Name: r.Name, Expression: r.Expression, Action: action, Reason: reason}
+		if err := rule.setProgram(ast); err != nil {
+			invalid = append(invalid, field.Invalid(rp.Child("expression"), r.Expression, err.Error()))
+			continue
+		}
+		out.Rules = append(out.Rules, rule)
+	}
+	return invalid, mismatch
+}
+
+// compileStreaming resolves the cadence and hold-back; an unset holdBackChars takes the
+// classifier's hint (DESIGN.md §4.4).
+func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *field.Path) field.ErrorList {
+	out.Streaming.HoldBack = c.HoldBackHint
+	st := s.Streaming
+	if st == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if !out.Phases.Has(PhaseStream) {
+		errs = append(errs, field.Forbidden(p, "spec.streaming applies to the Stream phase: add Stream to spec.phases or remove spec.streaming"))
+	}
+	out.Streaming.EvaluateEveryChars = int(deref(st.EvaluateEveryChars))
+	out.Streaming.ChunkWindow = int(deref(st.ChunkWindow))
+	out.Streaming.MaxEvaluations = int(deref(st.MaxEvaluations))
+	for name, v := range map[string]int{"evaluateEveryChars": out.Streaming.EvaluateEveryChars,
+		"chunkWindow": out.Streaming.ChunkWindow, "maxEvaluations": out.Streaming.MaxEvaluations} {
+		if v < 0 {
+			errs = append(errs, field.Invalid(p.Child(name), v, "must not be negative"))
+		}
+	}
+	switch st.Segmentation {
+	case "", v1alpha1.SegmentCumulative:
+	case v1alpha1.SegmentSentences:
+		out.Streaming.Sentences = true
+		if out.Streaming.ChunkWindow > 0 {
+			errs = append(errs, field.Invalid(p.Child("chunkWindow"), out.Streaming.ChunkWindow,
+				"chunkWindow and segmentation Sentences are alternatives: set one"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("segmentation"), st.Segmentation, []string{"Cumulative", "Sentences"}))
+	}
+	if hb := st.HoldBackChars; hb != nil {
+		switch {
+		case hb.Type == intstr.String && hb.StrVal == v1alpha1.HoldBackUnbounded:
+			out.Streaming.HoldBack = HoldBackUnbounded
+		case hb.Type == intstr.Int && hb.IntVal >= 0:
+			out.Streaming.HoldBack = int(hb.IntVal)
+		default:
+			errs = append(errs, field.Invalid(p.Child("holdBackChars"), hb.String(), "must be an integer >= 0 or Unbounded"))
+		}
+	}
+	return errs
+}

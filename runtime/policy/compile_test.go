@@ -1,0 +1,366 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+)
+
+// Fixtures built with functional options.
+
+func classifierObj(name string, opts ...func(*v1alpha1.Classifier)) v1alpha1.Classifier {
+	c := v1alpha1.Classifier{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+		Spec:       v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII}}},
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func judge(cats []string, questions ...v1alpha1.Question) func(*v1alpha1.Classifier) {
+	return func(c *v1alpha1.Classifier) {
+		c.Spec.Builtin = nil
+		c.Spec.Webhook = &v1alpha1.WebhookBackend{URL: "https://judge.example.com/v1"}
+		for _, id := range cats {
+			c.Spec.Categories = append(c.Spec.Categories, v1alpha1.Category{ID: id, Description: "about " + id})
+		}
+		c.Spec.Questions = questions
+	}
+}
+
+func question(id string, t v1alpha1.QuestionType, values ...string) v1alpha1.Question {
+	q := v1alpha1.Question{ID: id, Type: t}
+	for _, v := range values {
+		q.Criteria = append(q.Criteria, v1alpha1.Criterion{Value: v, Description: v})
+	}
+	return q
+}
+
+func guardrailObj(name, classifier string, opts ...func(*v1alpha1.Guardrail)) v1alpha1.Guardrail {
+	t := v1alpha1.Score(0.8)
+	g := v1alpha1.Guardrail{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 3},
+		Spec: v1alpha1.GuardrailSpec{
+			Mode: v1alpha1.ModeEnforce, ClassifierRef: v1alpha1.LocalObjectReference{Name: classifier},
+			Threshold: &t, Action: v1alpha1.ActionBlock, Reason: "Refused by policy",
+		},
+	}
+	for _, o := range opts {
+		o(&g)
+	}
+	return g
+}
+
+func rule(name, expr string, action v1alpha1.RuleAction) func(*v1alpha1.Guardrail) {
+	return func(g *v1alpha1.Guardrail) {
+		g.Spec.Threshold, g.Spec.Action = nil, ""
+		g.Spec.Rules = append(g.Spec.Rules, v1alpha1.Rule{Name: name, Expression: expr, Action: action})
+	}
+}
+
+func mustClassifier(t *testing.T, c v1alpha1.Classifier) *Classifier {
+	t.Helper()
+	cc, err := CompileClassifier(&c, "")
+	if err != nil {
+		t.Fatalf("CompileClassifier: %v", err)
+	}
+	return cc
+}
+
+func TestCompileClassifier(t *testing.T) {
+	t.Run("a builtin classifier expands its packs into categories and reports spans and a hint", func(t *testing.T) {
+		c := mustClassifier(t, classifierObj("pii", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin.Detectors = []v1alpha1.Detector{"jwt", "email"}
+			c.Spec.Builtin.Patterns = []v1alpha1.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}
+		}))
+		ids := categoryList(c)
+		if !strings.HasPrefix(ids, "email, phone, credit-card") || !strings.HasSuffix(ids, "jwt, employee-id") {
+			t.Errorf("categories = %s", ids)
+		}
+		if !c.Spans || c.HoldBackHint < 10 || c.Backend != BackendBuiltin {
+			t.Errorf("spans=%v hint=%d backend=%s", c.Spans, c.HoldBackHint, c.Backend)
+		}
+	})
+	t.Run("an invalid custom pattern names the pattern", func(t *testing.T) {
+		c := classifierObj("bad", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin.Patterns = []v1alpha1.PatternRule{{Category: "x", Regex: `(`}}
+		})
+		_, err := CompileClassifier(&c, "")
+		if err == nil || !strings.Contains(err.Error(), "spec.builtin") || !strings.Contains(err.Error(), "patterns[0]") {
+			t.Fatalf("err = %v, want one naming spec.builtin ... patterns[0]", err)
+		}
+	})
+	t.Run("a moderation categoryMap resolves endpoint names in category order", func(t *testing.T) {
+		c := mustClassifier(t, classifierObj("mod", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin = nil
+			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []v1alpha1.CategoryMapping{{Name: "self-harm/intent", Category: "self-harm-intent"}}}
+			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}, {ID: "self-harm-intent"}}
+		}))
+		if got := strings.Join(c.Moderation.CategoryNames, ","); got != "violence,self-harm/intent" {
+			t.Errorf("CategoryNames = %s", got)
+		}
+	})
+	t.Run("a categoryMap entry pointing at no category is an error naming the entry", func(t *testing.T) {
+		c := classifierObj("mod", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin = nil
+			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []v1alpha1.CategoryMapping{{Name: "hate", Category: "hatred"}}}
+			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}}
+		})
+		_, err := CompileClassifier(&c, "")
+		if err == nil || !strings.Contains(err.Error(), "spec.moderation.categoryMap[0].category") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a classifier with two backends is rejected even without the apiserver", func(t *testing.T) {
+		c := classifierObj("two", judge([]string{"x"}))
+		c.Spec.Builtin = &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{"pii"}}
+		if _, err := CompileClassifier(&c, ""); err == nil || !strings.Contains(err.Error(), "exactly one backend") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestCompileGuardrail(t *testing.T) {
+	pii := mustClassifier(t, classifierObj("pii"))
+	topic := mustClassifier(t, classifierObj("topic", judge(nil, question("topic", v1alpha1.QuestionChoice, "billing", "other"))))
+	scored := mustClassifier(t, classifierObj("scored", judge([]string{"violence", "hate", "self-harm"})))
+
+	tests := []struct {
+		name       string
+		g          v1alpha1.Guardrail
+		c          *Classifier
+		wantReason string // empty: compiles
+		wantText   string
+		check      func(t *testing.T, g *Guardrail)
+	}{
+		{
+			name: "thresholds override the threshold per category, in the classifier's order",
+			g: guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
+				g.Spec.Thresholds = []v1alpha1.CategoryThreshold{{Category: "self-harm", Threshold: 0.5}, {Category: "violence", Threshold: 0.9}}
+			}),
+			c: scored,
+			check: func(t *testing.T, g *Guardrail) {
+				got := fmt.Sprint(g.Categories)
+				if want := "[{0 violence 0.9} {1 hate 0.8} {2 self-harm 0.5}]"; got != want {
+					t.Errorf("categories = %s, want %s", got, want)
+				}
+			},
+		},
+		{
+			name: "a category subset keeps only the listed categories",
+			g:    guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"hate"} }),
+			c:    scored,
+			check: func(t *testing.T, g *Guardrail) {
+				if len(g.Categories) != 1 || g.Categories[0].Index != 1 {
+					t.Errorf("categories = %v", g.Categories)
+				}
+			},
+		},
+		{
+			name: "defaults are phases Input and Output, text, fail closed, last message, refusals match",
+			g:    guardrailObj("g", "pii"),
+			c:    pii,
+			check: func(t *testing.T, g *Guardrail) {
+				if !g.Phases.Has(PhaseInput) || !g.Phases.Has(PhaseOutput) || g.Phases.Has(PhaseStream) {
+					t.Errorf("phases = %b", g.Phases)
+				}
+				if !g.Modalities.Has(classify.Text) || g.Modalities.Has(classify.Image) || g.FailOpen || g.AllMessages || !g.RefusalMatches {
+					t.Errorf("defaults wrong: %+v", g)
+				}
+			},
+		},
+		{
+			name: "an unset holdBackChars takes the classifier's hint",
+			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
+				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
+				g.Spec.Streaming = &v1alpha1.StreamingSpec{}
+			}),
+			c: pii,
+			check: func(t *testing.T, g *Guardrail) {
+				if g.Streaming.HoldBack != pii.HoldBackHint || g.Streaming.HoldBack == 0 {
+					t.Errorf("hold-back = %d, hint %d", g.Streaming.HoldBack, pii.HoldBackHint)
+				}
+			},
+		},
+		{
+			name: "holdBackChars Unbounded compiles to HoldBackUnbounded",
+			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
+				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
+				hb := intstr.FromString("Unbounded")
+				g.Spec.Streaming = &v1alpha1.StreamingSpec{HoldBackChars: &hb}
+			}),
+			c:     pii,
+			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, HoldBackUnbounded) },
+		},
+		{
+			name: "an integer holdBackChars is taken as is, even 0",
+			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
+				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
+				hb := intstr.FromInt32(0)
+				g.Spec.Streaming = &v1alpha1.StreamingSpec{HoldBackChars: &hb, EvaluateEveryChars: ptr(int32(100))}
+			}),
+			c: pii,
+			check: func(t *testing.T, g *Guardrail) {
+				assertEq(t, g.Streaming.HoldBack, 0)
+				assertEq(t, g.Streaming.EvaluateEveryChars, 100)
+			},
+		},
+		{
+			name:       "Redact with a classifier that returns no spans does not fit the classifier",
+			g:          guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Action = v1alpha1.ActionRedact }),
+			c:          scored,
+			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: "spec.action",
+		},
+		{
+			name:       "a category the classifier does not have is named with the classifier's categories",
+			g:          guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"aws-access-key"} }),
+			c:          pii,
+			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: "spec.categories[0]: Not found: \"aws-access-key (classifier pii has email",
+		},
+		{
+			name:       "category rules against a classifier with only questions do not fit",
+			g:          guardrailObj("g", "topic"),
+			c:          topic,
+			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: "has questions, not categories",
+		},
+		{
+			name:       "a CEL rule that does not parse is an invalid spec naming the rule",
+			g:          guardrailObj("g", "topic", rule("off-topic", "answers.topic.choice ==", "Block")),
+			c:          topic,
+			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "spec.rules[off-topic].expression",
+		},
+		{
+			name:       "a CEL rule reading a field answers do not have fails type-checking",
+			g:          guardrailObj("g", "topic", rule("typo", "answers.topic.chioce == 'other'", "Block")),
+			c:          topic,
+			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "chioce",
+		},
+		{
+			name:       "a CEL rule that is not a bool is an invalid spec",
+			g:          guardrailObj("g", "topic", rule("score", "answers.topic.score", "Block")),
+			c:          topic,
+			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "must evaluate to a bool",
+		},
+		{
+			name:       "a CEL rule reading an unknown question does not fit the classifier",
+			g:          guardrailObj("g", "topic", rule("r", "answers.unsafe.probability > 0.8", "Block")),
+			c:          topic,
+			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: `classifier topic has no question "unsafe"`,
+		},
+		{
+			name:       "a CEL rule reading an unknown score by index does not fit the classifier",
+			g:          guardrailObj("g", "scored", rule("r", "scores['violenc'] > 0.5", "Block")),
+			c:          scored,
+			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: `has no category "violenc"`,
+		},
+		{
+			name: "a rule without a reason takes the guardrail's",
+			g:    guardrailObj("g", "topic", rule("off-topic", "answers.topic.choice == 'other'", "Strip")),
+			c:    topic,
+			check: func(t *testing.T, g *Guardrail) {
+				assertEq(t, g.Rules[0].Reason, "Refused by policy")
+				assertEq(t, g.Rules[0].Action, ActionStrip)
+				assertEq(t, g.Sanitizer(), true)
+			},
+		},
+		{
+			name: "streaming without the Stream phase is invalid even without the apiserver",
+			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
+				g.Spec.Streaming = &v1alpha1.StreamingSpec{}
+			}),
+			c:          pii,
+			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "spec.streaming",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := CompileGuardrail(&tt.g, tt.c)
+			if tt.wantReason == "" {
+				if err != nil {
+					t.Fatalf("CompileGuardrail: %v", err)
+				}
+				tt.check(t, got)
+				return
+			}
+			var perr *Error
+			if !errors.As(err, &perr) {
+				t.Fatalf("err = %v, want *Error", err)
+			}
+			if perr.Reason != tt.wantReason || !strings.Contains(perr.Message(), tt.wantText) {
+				t.Fatalf("err = %s: %s, want %s containing %q", perr.Reason, perr.Message(), tt.wantReason, tt.wantText)
+			}
+		})
+	}
+}
+
+func TestCompile(t *testing.T) {
+	src := Sources{
+		Classifiers: []v1alpha1.Classifier{
+			classifierObj("pii"),
+			classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) {
+				c.Spec.CredentialsSecretRef = &v1alpha1.SecretKeyReference{Name: "judge", Key: "apiKey"}
+			}),
+		},
+		Guardrails: []v1alpha1.Guardrail{guardrailObj("b", "judge"), guardrailObj("a", "pii")},
+		Tokens:     map[string]string{"ns/judge": "tok-123"},
+	}
+	t.Run("a snapshot is sorted and versioned by content", func(t *testing.T) {
+		s1, err := Compile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertEq(t, s1.Guardrails[0].Key, "ns/a")
+		assertEq(t, s1.Classifier("ns/judge").Token, Secret("tok-123"))
+		s2, _ := Compile(src)
+		assertEq(t, s1.Version, s2.Version)
+		src2 := src
+		src2.Guardrails = []v1alpha1.Guardrail{guardrailObj("b", "judge"), guardrailObj("a", "pii", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "x" })}
+		s3, _ := Compile(src2)
+		if s3.Version == s1.Version {
+			t.Error("a changed policy kept its version")
+		}
+	})
+	t.Run("a missing classifier and unresolved credentials fail the snapshot, naming each object", func(t *testing.T) {
+		bad := src
+		bad.Tokens = nil
+		bad.Guardrails = append(bad.Guardrails, guardrailObj("c", "nope"))
+		_, err := Compile(bad)
+		if err == nil {
+			t.Fatal("want an error")
+		}
+		for _, want := range []string{"Classifier ns/judge: spec.credentialsSecretRef", "Guardrail ns/c: spec.classifierRef.name: Not found"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q lacks %q", err, want)
+			}
+		}
+	})
+	t.Run("a credential never prints", func(t *testing.T) {
+		s, _ := Compile(src)
+		c := s.Classifier("ns/judge")
+		for _, out := range []string{fmt.Sprint(c.Token), fmt.Sprintf("%v %+v %#v %s %q", c.Token, c.Token, c.Token, c.Token, c.Token), fmt.Sprintf("%+v", *c)} {
+			if strings.Contains(out, "tok-123") {
+				t.Errorf("credential printed: %s", out)
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func assertEq[T comparable](t *testing.T, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
