@@ -1,0 +1,146 @@
+// Package engine enforces guardrails on LLM traffic (DESIGN.md §4): it judges a request's
+// messages, then the response as it streams, and answers at each step what to release to
+// the client, what to keep holding, what to rewrite, and whether to stop with a verdict. It
+// has no network, HTTP or Kubernetes dependency: the guard proxy drives it, and classifier
+// calls go through classify.Classifier.
+//
+// # API
+//
+// New(Config) prepares an Engine from the compiled guardrails selecting the pod, their
+// compiled classifiers and a Backends resolver (classifier key → classify.Classifier). An
+// Engine is immutable and shared; each request gets a Session from NewSession(Options),
+// whose Options carry the ids copied into decision records (pod, request id, trace and span
+// ids, model) and a Record sink.
+//
+//	s.Input(ctx, msgs)            → InputResult{Stop | Messages to send upstream}
+//	s.Delta(ctx, ch, text)        → Step{Release, Stop}   text, reasoning, tool-call arguments
+//	s.Snapshot(ctx, ch, json)     → Step                  the object channel
+//	s.EndChannel(ctx, ch)         → Step                  a text, reasoning or object channel ends
+//	s.EndToolCall(ctx, ch, name)  → Step                  a tool call is complete
+//	s.Finish(ctx)                 → Step                  the stream ends
+//	s.Output(ctx, contents)       → OutputResult          a non-streamed response
+//	s.Warnings()                  → keys of the guardrails that warned (the response header)
+//
+// Calls are synchronous and may block while classifiers run. A Step's chunks alias session
+// memory until the next call. A Verdict gives the proxy what DESIGN.md §5 responses need:
+// Blocked with the guardrail's key and authored reason, or Failed with the code and the
+// fixed FailureMessage; the Phase says which response shape applies. Once a verdict is
+// given, every later call returns it. Errors are the caller's context's, or misuse
+// (ErrFinished, ErrChannelEnded, ErrWrongChannel); evaluation failures are never errors.
+//
+// Characters are Unicode code points: cadence, hold-back and maxInputChars count them,
+// and released text is never split inside one. classify.Span offsets are byte offsets
+// into Input.Text. Deltas are expected to be valid UTF-8, as decoded JSON strings are.
+//
+// # Phases and channels
+//
+// Input judges each text part and each media part of the judged messages (messages: Last
+// judges the last message that still has parts, All every message) with one classifier call
+// per part and guardrail. Stream judges each channel at the cadence. Output judges each
+// text, reasoning and object channel whole, at its end (or the contents of a non-streamed
+// response). ToolCalls judges each call alone (as {"name":…,"arguments":…}) when it is
+// complete, then, at Finish (or in Output), the calls of each choice together (a JSON array)
+// when the choice has more than one. Tool-call arguments are always withheld until Finish,
+// whatever the hold-back: a client never receives a call that was not judged. Text that is
+// empty or only whitespace makes no classifier call.
+//
+// # Cadence and the number of classifier calls
+//
+// Each Stream guardrail keeps, per channel, a cursor classifiedUpTo. A delta after which
+// the channel's text beyond the cursor is at least evaluateEveryChars characters (any
+// growth when it is 0) makes one evaluation, and the cursor moves to the end of the text
+// sent. At a channel's end, text beyond the cursor is classified (the terminal evaluation)
+// before it is released. So, for one guardrail and one channel of N characters in deltas of
+// d characters with cadence C > 0, with k = ⌈C/d⌉ deltas per evaluation:
+//
+//	cadence calls   E = min(⌊N / (k·d)⌋, maxEvaluations left)      (C = 0: one per delta)
+//	terminal call   1 if the cursor is short of N (N mod k·d ≠ 0, or the cap stopped E), else 0
+//	Output phase    1 per channel at its end
+//
+// For example, C = 100, d = 10: N = 1000 makes 10 calls, N = 1005 makes 11, and the Output
+// phase adds one; maxEvaluations: 3 makes 3 cadence calls and the terminal one. maxEvaluations
+// counts per guardrail across the stream's channels; the terminal evaluation is never
+// skipped. When the cap first skips an evaluation on a channel the guardrail records
+// notInspected (partial), and its terminal record is partial. With Sentences, an evaluation
+// also needs a sentence completed since the cursor (a '.', '!' or '?' followed by
+// whitespace, or a newline), or pending text of maxInputChars characters, which is cut as a
+// sentence. The object channel evaluates every snapshot (counted against maxEvaluations),
+// plus one terminal call if the cap skipped the final snapshot, plus the Output phase.
+//
+// The text sent is: with chunkWindow N, the last N deltas; with Sentences, the previous
+// sentence (the overlap) and the complete sentences since the cursor; otherwise the
+// accumulated channel. Stream texts are truncated to maxInputChars from the end; whole texts
+// (Input parts, Output contents, tool calls, object snapshots) from the start, and such a
+// truncated evaluation is recorded partial. The effective maxInputChars is the smaller of
+// the guardrail's and the classifier's.
+//
+// # Hold-back and release
+//
+// The stream's hold-back H is the maximum of the holdBack of its Enforce guardrails with the
+// Stream phase (Report guardrails withhold nothing), or Unbounded. After each delta a channel
+// releases everything but its last H characters; at its end, after the terminal and Output
+// evaluations pass, the rest. Unbounded releases a channel only at its end. Because an
+// evaluation runs whenever the unclassified text reaches C, a hold-back H ≥ C releases no
+// unclassified character; and a match of at most L characters (the classifier's hint) is
+// never released in part when H ≥ C + L (C + L − 1 suffices). With Sentences the text after
+// the last complete sentence is not classified yet, so that bound needs H to cover a
+// sentence too.
+//
+// # Actions and composition
+//
+// Category rules (score ≥ threshold, per-category overrides, refusals matching unless
+// refusal: Ignore) and CEL rules give findings in the classifier's authored category order,
+// then rules in authored order; the strongest action wins (Block > Strip > Redact > Warn),
+// with the reason of its first finding. Block stops the content. Strip drops an input part,
+// reasoning, or a stream's held text; it escalates to Block on the last user part of a
+// request and on an answer text or object at the Output phase (the whole final output).
+// Redact replaces matched spans with [REDACTED:<category>]; overlapping spans, from one
+// answer or from two guardrails, merge into one marker labelled with the category of the
+// span that starts first, then of the longer one, then of the earlier one; a redaction
+// touching stripped text is dropped with it. Redact without a span for a matched category,
+// and Strip and Redact on tool calls, act as Block. Escalations are recorded.
+//
+// Sanitizers (guardrails with a Strip or Redact action) run first, one after the other by
+// priority then name, each judging what the previous ones left; the other guardrails then
+// judge the sanitized content concurrently (remote backends on their own goroutines,
+// built-in ones on the caller's). Records come in that order: sanitizers in run order, then
+// the others by key. A block wins over a failure; warnings add up.
+//
+// # Failures and modes
+//
+// A classifier error, a deadline (the guardrail's timeout, or the classifier's, per
+// evaluation), a panic, an invalid answer (a score not finite or outside [0,1], a missing or
+// extra score or answer, a span outside the text, a choice outside the criteria, a rule
+// that cannot be evaluated) or a guardrail whose classifier is not configured is an
+// evaluation failure with a code. failurePolicy Closed stops the content with a Failed
+// verdict, in either mode, releasing nothing of that step; Open passes the content and
+// records notInspected. Report mode records would* outcomes and never blocks, strips,
+// redacts or withholds. A part whose modality the classifier cannot inspect follows
+// unsupported (Block, Warn, Allow with a notInspected finding), or fails with UNSUPPORTED.
+//
+// # Decision records
+//
+// Every evaluation yields a Record, handed to Options.Record in a deterministic order:
+// guardrail key and generation, classifier key, phase, location (message and part, or
+// channel), outcome, mode, findings (category id or rule name, score, threshold), error
+// code, duration, escalation and partial-inspection flags, and the session's ids. Records,
+// verdicts and errors never contain prompt or completion text, category descriptions, media
+// URLs or credentials.
+//
+// # Memory
+//
+// A session keeps no records and, per channel, only the upstream text it may still need:
+// from the smallest of the released position and each Stream guardrail's next window start
+// (its last maxInputChars characters for Cumulative, its last chunkWindow deltas, the start
+// of the previous sentence for Sentences) to the end, plus a head of maxInputChars
+// characters for the Output phase, plus the redaction markers inside that text. The buffer
+// is trimmed when it has doubled, so it stays under twice the larger of 4 KiB and that span,
+// plus a delta. This is bounded by the hold-back and the windows, not by the stream's length,
+// when the hold-back is an integer and every Stream guardrail has an effective
+// maxInputChars or a chunkWindow, and every Output guardrail has an effective
+// maxInputChars. Otherwise the whole channel is kept: under Unbounded (the held text),
+// and when a Cumulative or Sentences stream guardrail or an Output guardrail has no
+// maxInputChars (the classifier is sent the whole channel, so each such evaluation also
+// costs time in the channel's length: set maxInputChars on streaming guardrails). Tool-call
+// arguments are kept until Finish; the object channel keeps its current snapshot.
+package engine

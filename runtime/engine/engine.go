@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// Backends resolves a classifier key (namespace/name) to the backend that judges for it;
+// nil when there is none.
+type Backends func(classifierKey string) classify.Classifier
+
+// BackendMap returns Backends that look keys up in m.
+func BackendMap(m map[string]classify.Classifier) Backends {
+	return func(key string) classify.Classifier { return m[key] }
+}
+
+// Config is what an Engine enforces.
+type Config struct {
+	// Guardrails are the compiled guardrails that apply (those selecting the pod).
+	Guardrails []*policy.Guardrail
+	// Classifiers are the compiled classifiers they use (for example a snapshot's).
+	Classifiers []*policy.Classifier
+	// Backends resolves classifier keys to backends.
+	Backends Backends
+}
+
+// guard is a guardrail prepared for enforcement.
+type guard struct {
+	g       *policy.Guardrail
+	c       *policy.Classifier
+	backend classify.Classifier
+	// sanitizer guards run first, sequentially (DESIGN.md §4.8).
+	sanitizer bool
+	// maxChars is the effective maxInputChars: the smaller of the guardrail's and the
+	// classifier's, 0 when neither is set.
+	maxChars int
+	// timeout bounds an evaluation: the smaller of the guardrail's and the classifier's.
+	timeout time.Duration
+	// slot is the guard's index among the engine's stream guards (-1 without Stream).
+	slot int
+}
+
+func (gd *guard) enforcing() bool { return gd.g.Mode == policy.ModeEnforce }
+
+func (gd *guard) has(p policy.Phase) bool { return gd.g.Phases.Has(p) }
+
+// Engine enforces a set of guardrails. It is immutable and safe for concurrent use; each
+// request gets its own Session.
+type Engine struct {
+	// guards in run order: sanitizers by priority then name, then the others by key.
+	guards []*guard
+	// stream are the guards with the Stream phase, in run order.
+	stream []*guard
+	// holdBack is the effective hold-back of a stream: the maximum over the Enforce
+	// guardrails with the Stream phase, or policy.HoldBackUnbounded.
+	holdBack int
+	// sentences is set when a stream guard segments by sentences.
+	sentences bool
+	// window is the largest chunkWindow in use: how many delta starts a channel keeps.
+	window int
+	// headChars is how many leading characters of a streamed channel the Output phase
+	// judges at its end: 0 when no guard has Output, -1 when one judges it whole.
+	headChars int
+}
+
+// New prepares an engine. A guardrail whose classifier or backend cannot be found is kept:
+// each of its evaluations fails with code CLASSIFIER_FAILED, so that it refuses traffic
+// unless its failurePolicy is Open.
+func New(cfg Config) *Engine {
+	e := &Engine{}
+	classifiers := make(map[string]*policy.Classifier, len(cfg.Classifiers))
+	for _, c := range cfg.Classifiers {
+		classifiers[c.Key] = c
+	}
+	for _, g := range cfg.Guardrails {
+		gd := &guard{g: g, c: classifiers[g.Classifier], sanitizer: g.Sanitizer(), timeout: g.Timeout, maxChars: g.MaxInputChars, slot: -1}
+		if gd.c != nil && cfg.Backends != nil {
+			gd.backend = cfg.Backends(g.Classifier)
+		}
+		if gd.c != nil {
+			gd.maxChars = minPositive(gd.maxChars, gd.c.MaxInputChars)
+			gd.timeout = minPositive(gd.timeout, gd.c.Timeout)
+		}
+		e.guards = append(e.guards, gd)
+	}
+	slices.SortStableFunc(e.guards, func(a, b *guard) int {
+		switch {
+		case a.sanitizer != b.sanitizer:
+			if a.sanitizer {
+				return -1
+			}
+			return 1
+		case a.sanitizer:
+			return cmp.Or(cmp.Compare(a.g.Priority, b.g.Priority), cmp.Compare(a.g.Name, b.g.Name), cmp.Compare(a.g.Key, b.g.Key))
+		}
+		return cmp.Compare(a.g.Key, b.g.Key)
+	})
+	for _, gd := range e.guards {
+		if gd.has(policy.PhaseOutput) {
+			e.headChars = maxHead(e.headChars, gd.maxChars)
+		}
+		if !gd.has(policy.PhaseStream) {
+			continue
+		}
+		gd.slot = len(e.stream)
+		e.stream = append(e.stream, gd)
+		e.window = max(e.window, gd.g.Streaming.ChunkWindow)
+		e.sentences = e.sentences || gd.g.Streaming.Sentences
+		if gd.enforcing() && e.holdBack != policy.HoldBackUnbounded {
+			if hb := gd.g.Streaming.HoldBack; hb == policy.HoldBackUnbounded || hb > e.holdBack {
+				e.holdBack = hb
+			}
+		}
+	}
+	return e
+}
+
+func minPositive[T int | time.Duration](a, b T) T {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// maxHead folds a guard's Output truncation into the head length: -1 (whole) dominates.
+func maxHead(head, chars int) int {
+	if head < 0 || chars <= 0 {
+		return -1
+	}
+	return max(head, chars)
+}
+
+// HoldBack returns the effective hold-back of a stream in characters, or
+// policy.HoldBackUnbounded.
+func (e *Engine) HoldBack() int { return e.holdBack }
+
+// Options configure a session.
+type Options struct {
+	// IDs are copied into every decision record.
+	IDs IDs
+	// Record receives each decision record as it is made, synchronously, in a
+	// deterministic order. The session keeps no records, so that its memory does not grow
+	// with the stream. Nil drops them.
+	Record func(Record)
+}
+
+// NewSession starts enforcing one request. A session is used by one goroutine at a time.
+func (e *Engine) NewSession(opts Options) *Session {
+	return &Session{e: e, opts: opts, chans: map[Channel]*channel{}, evals: make([]int, len(e.stream)),
+		windows: make([][]byte, len(e.stream))}
+}
+
+// Session enforces the guardrails on one request and its response. It is not safe for
+// concurrent use: the proxy drives it from the request's goroutine. Calls may block while
+// classifiers run; evaluations of non-sanitizing guardrails run concurrently inside a call,
+// and every goroutine a call starts has ended when it returns.
+type Session struct {
+	e    *Engine
+	opts Options
+	// stop is the verdict that ended the request or stream; every later call returns it.
+	stop     *Verdict
+	finished bool
+	chans    map[Channel]*channel
+	order    []*channel // channels in the order they opened
+	// evals counts cadence evaluations per stream guard (maxEvaluations).
+	evals  []int
+	warned []string
+	// dueBuf backs the list of guards due in a step; windows, per stream guard, the text
+	// of its evaluation window.
+	dueBuf  []*guard
+	windows [][]byte
+	// release and scratch back the current step's chunks; reset by every call.
+	release []Chunk
+	scratch []byte
+}
+
+// Warnings returns the keys of the Enforce guardrails that warned so far, sorted: the
+// value of the response header listing warned guardrails.
+func (s *Session) Warnings() []string { return slices.Clone(s.warned) }
+
+func (s *Session) warn(key string) {
+	if i, found := slices.BinarySearch(s.warned, key); !found {
+		s.warned = slices.Insert(s.warned, i, key)
+	}
+}
+
+func (s *Session) emit(r Record) {
+	if s.opts.Record != nil {
+		r.IDs = s.opts.IDs
+		s.opts.Record(r)
+	}
+}

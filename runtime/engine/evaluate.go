@@ -1,0 +1,209 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// evaluation is the result of one classifier call under one guardrail.
+type evaluation struct {
+	j judgment
+	// code is set when the evaluation failed. The cause is not kept: it may quote content.
+	code classify.Code
+	dur  time.Duration
+	// partial: the text sent was truncated, or cadence evaluations were skipped.
+	partial bool
+}
+
+// evaluate calls the guard's classifier under its timeout and judges the answer. A failed
+// call, a deadline, an invalid answer or a rule that cannot be evaluated is an evaluation
+// failure. The caller checks ctx afterwards: when the caller's own context ended, the
+// evaluation decides nothing.
+func evaluate(ctx context.Context, gd *guard, in classify.Input) (ev evaluation) {
+	if gd.c == nil || gd.backend == nil {
+		// A configuration error is not a runtime fail-open (DESIGN.md §4.6): it fails like
+		// any evaluation, under the guardrail's failurePolicy.
+		return failure(classify.CodeClassifierFailed)
+	}
+	start := time.Now()
+	cctx := ctx
+	if gd.timeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, gd.timeout)
+		defer cancel()
+	}
+	defer func() {
+		// A backend's panic is its failure, not the sidecar's.
+		if r := recover(); r != nil {
+			ev = failure(classify.CodeClassifierFailed)
+		}
+		ev.dur = time.Since(start)
+	}()
+	res, err := gd.backend.Classify(cctx, in)
+	if err != nil {
+		code := classify.CodeOf(err)
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			code = classify.CodeTimeout
+		}
+		return failure(code)
+	}
+	if validate(gd.g, gd.c, res, len(in.Text)) != nil {
+		return failure(classify.CodeInvalidAnswer)
+	}
+	j, err := judge(gd.g, gd.c, res)
+	if err != nil {
+		return failure(classify.CodeInvalidAnswer)
+	}
+	return evaluation{j: j}
+}
+
+func failure(code classify.Code) evaluation { return evaluation{code: code} }
+
+// unsupported is the decision on a part whose modality the guardrail selects but the
+// classifier cannot inspect (DESIGN.md §3.2 unsupported): an UNSUPPORTED failure when the
+// policy is unset, otherwise a notInspected finding with Block, Warn or no action.
+func unsupported(gd *guard, m classify.Modality) evaluation {
+	if gd.g.Unsupported == policy.UnsupportedFail {
+		return failure(classify.CodeUnsupported)
+	}
+	j := judgment{reason: gd.g.Reason, findings: []Finding{{Kind: FindingNotInspected, Name: m.String()}}}
+	switch gd.g.Unsupported {
+	case policy.UnsupportedBlock:
+		j.action = policy.ActionBlock
+	case policy.UnsupportedWarn:
+		j.action = policy.ActionWarn
+	}
+	return evaluation{j: j}
+}
+
+// decide records an evaluation and returns the action to apply to the content (ActionAllow
+// in Report mode) and, when the content must stop, the verdict. A failure stops the content
+// under failurePolicy Closed, in either mode, and is recorded notInspected under Open.
+func (s *Session) decide(gd *guard, phase policy.Phase, where Location, ev *evaluation, t target) (policy.Action, *Verdict) {
+	g := gd.g
+	rec := Record{Guardrail: g.Key, Generation: g.Generation, Classifier: g.Classifier, Phase: phase, Where: where,
+		Mode: g.Mode, Duration: ev.dur, Partial: ev.partial}
+	if ev.code != "" {
+		rec.Code = ev.code
+		if g.FailOpen {
+			rec.Outcome = OutcomeNotInspected
+			s.emit(rec)
+			return policy.ActionAllow, nil
+		}
+		rec.Outcome = OutcomeFailed
+		s.emit(rec)
+		return policy.ActionAllow, &Verdict{Kind: Failed, Guardrail: g.Key, Reason: FailureMessage, Code: ev.code, Phase: phase}
+	}
+	a, escalated := effectOf(&ev.j, t)
+	rec.Outcome, rec.Findings, rec.Escalated = outcomeOf(a, g.Mode), ev.j.findings, escalated
+	if rec.Outcome == OutcomeAllowed && len(ev.j.findings) > 0 && ev.j.findings[0].Kind == FindingNotInspected {
+		rec.Outcome = OutcomeNotInspected
+	}
+	s.emit(rec)
+	if !gd.enforcing() {
+		return policy.ActionAllow, nil
+	}
+	switch a {
+	case policy.ActionWarn:
+		s.warn(g.Key)
+	case policy.ActionBlock:
+		return a, &Verdict{Kind: Blocked, Guardrail: g.Key, Reason: ev.j.reason, Phase: phase}
+	}
+	return a, nil
+}
+
+// stops reports whether an evaluation of a non-sanitizing guard ends the content, so that
+// the guard need not judge its remaining items.
+func stops(gd *guard, ev *evaluation) bool {
+	if ev.code != "" {
+		return !gd.g.FailOpen
+	}
+	return gd.enforcing() && ev.j.action == policy.ActionBlock
+}
+
+// compose runs one round of evaluations over guards, a run-ordered subset of the engine's
+// (DESIGN.md §4.8): sanitizers one after the other, each judging what the previous ones
+// left, then the others concurrently on the sanitized content. evaluate judges a guard's
+// share and returns a function that applies it, or nil when the guard has nothing to judge;
+// applying records and returns a verdict when the content must stop. The first sanitizer
+// verdict ends the round; among the others, records are applied in key order and a block
+// wins over a failure. When the caller's context ends, the round decides nothing more and
+// returns its error.
+func (s *Session) compose(ctx context.Context, guards []*guard, evaluate func(gd *guard) func() *Verdict) (*Verdict, error) {
+	n := 0
+	for ; n < len(guards) && guards[n].sanitizer; n++ {
+		apply := evaluate(guards[n])
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if apply != nil {
+			if v := apply(); v != nil {
+				return v, nil
+			}
+		}
+	}
+	rest := guards[n:]
+	var applies []func() *Verdict
+	if len(rest) == 1 {
+		// The common single evaluation runs inline, without the concurrency's allocations.
+		applies = []func() *Verdict{evaluate(rest[0])}
+	} else {
+		applies = make([]func() *Verdict, len(rest))
+		runAll(rest, func(i int) { applies[i] = evaluate(rest[i]) })
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var stop *Verdict
+	for _, apply := range applies {
+		if apply == nil {
+			continue
+		}
+		if v := apply(); v != nil && (stop == nil || stop.Kind == Failed && v.Kind == Blocked) {
+			stop = v
+		}
+	}
+	return stop, nil
+}
+
+// runAll runs fn(i) for each guard and waits for all. Evaluations by remote backends, which
+// wait on the network, run concurrently, one of them on the calling goroutine; built-in
+// classifiers do microseconds of CPU work that a goroutine would only slow down, so they
+// run on the calling goroutine while the remote calls are in flight.
+func runAll(guards []*guard, fn func(i int)) {
+	var wg *sync.WaitGroup
+	first := -1
+	for i, gd := range guards {
+		switch {
+		case !remote(gd):
+		case first < 0:
+			first = i
+		default:
+			if wg == nil {
+				wg = &sync.WaitGroup{}
+			}
+			wg.Go(func() { fn(i) })
+		}
+	}
+	for i, gd := range guards {
+		if !remote(gd) {
+			fn(i)
+		}
+	}
+	if first >= 0 {
+		fn(first)
+	}
+	if wg != nil {
+		wg.Wait()
+	}
+}
+
+// remote reports whether a guard's evaluation waits on a remote backend.
+func remote(gd *guard) bool {
+	return gd.c != nil && gd.backend != nil && gd.c.Backend != policy.BackendBuiltin
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// Output judges a non-streamed response: the Output phase judges each text, reasoning and
+// object content; the ToolCalls phase judges each tool call alone, then each choice's calls
+// together when it has more than one. Strip drops reasoning but escalates to Block on an
+// answer text or object (the whole final output); on tool calls Strip and Redact act as
+// Block. Redact rewrites the content's text.
+//
+// The result says whether the response is replaced by a verdict and, otherwise, what to
+// send. The error is the caller's context's when it ended during an evaluation.
+func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult, error) {
+	if s.stop != nil {
+		return OutputResult{Stop: s.stop}, nil
+	}
+	items := make([]*item, len(contents))
+	var outputs, calls []*item
+	for i, c := range contents {
+		it := &item{where: channelLocation(c.Channel), dropped: c.Dropped}
+		if c.Channel.Kind == ChannelToolCall {
+			it.doc, it.tool = newTextBuf(toolCallText(c.Name, c.Text)), true
+			calls = append(calls, it)
+		} else {
+			it.doc = newTextBuf(c.Text)
+			outputs = append(outputs, it)
+		}
+		items[i] = it
+	}
+	v, err := s.judgeItems(ctx, policy.PhaseOutput, outputs, always, wholeOutput)
+	if v == nil && err == nil {
+		if v, err = s.judgeItems(ctx, policy.PhaseToolCalls, calls, always, never); v == nil && err == nil {
+			v, err = s.judgeTogether(ctx, calls)
+		}
+	}
+	if err != nil {
+		return OutputResult{}, err
+	}
+	if v != nil {
+		s.stop = v
+		return OutputResult{Stop: v}, nil
+	}
+	out := make([]Content, len(contents))
+	for i, c := range contents {
+		c.Dropped = items[i].dropped
+		if c.Channel.Kind != ChannelToolCall && len(items[i].doc.edits) > 0 {
+			c.Text = items[i].doc.String()
+		}
+		out[i] = c
+	}
+	return OutputResult{Contents: out}, nil
+}
+
+// wholeOutput: an answer text or an object is the whole final output of its choice, so a
+// Strip of it escalates to Block; reasoning can be dropped.
+func wholeOutput(it *item) bool {
+	k := it.where.Channel.Kind
+	return k == ChannelText || k == ChannelObject
+}
+
+// judgeTogether judges, for each choice with more than one tool call, the calls together
+// (DESIGN.md §4.1), after each was judged alone. calls are tool-call items in order.
+func (s *Session) judgeTogether(ctx context.Context, calls []*item) (*Verdict, error) {
+	var groups []*item
+	var texts [][]string
+	index := map[int]int{}
+	for _, it := range calls {
+		ch := it.where.Channel.Choice
+		i, ok := index[ch]
+		if !ok {
+			i = len(groups)
+			index[ch] = i
+			groups = append(groups, &item{where: callsLocation(ch), tool: true})
+			texts = append(texts, nil)
+		}
+		texts[i] = append(texts[i], it.doc.String())
+	}
+	together := groups[:0]
+	for i, g := range groups {
+		if len(texts[i]) > 1 {
+			g.doc = newTextBuf(callsText(texts[i]))
+			together = append(together, g)
+		}
+	}
+	if len(together) == 0 {
+		return nil, nil
+	}
+	return s.judgeItems(ctx, policy.PhaseToolCalls, together, always, never)
+}

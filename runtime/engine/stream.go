@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// channel is the state of one streamed channel.
+type channel struct {
+	id    Channel
+	ended bool
+	// t is the channel's upstream text (append channels), from t.base on.
+	t textBuf
+	// released is how far t has been released to the client.
+	released pos
+	// cur holds, per stream guard, its cursor on this channel.
+	cur []cursor
+	// starts is a ring of the start positions of the last deltas (chunkWindow); deltas
+	// counts the deltas seen.
+	starts []pos
+	deltas int
+	// sentenceEnd is the end of the last complete sentence seen (Sentences).
+	sentenceEnd pos
+	// head is the rendered text [0, t.base), kept up to the engine's headChars for the
+	// Output phase; headRunes its length in characters.
+	head      []byte
+	headRunes int
+	// trimAt is the buffer length at which the next trim is tried.
+	trimAt int
+
+	// obj is the current snapshot of the object channel; objEdits the number of its edits
+	// when it was released (objReleased).
+	obj         *textBuf
+	objReleased bool
+	objEdits    int
+
+	// call is a tool call's judged text (name and arguments), set when it ends.
+	call string
+}
+
+// cursor is a stream guard's progress on a channel.
+type cursor struct {
+	// classified is classifiedUpTo: how far the channel has been sent to the classifier.
+	classified pos
+	// overlap is where the previous sentence starts (Sentences).
+	overlap pos
+	// skipped: a cadence evaluation was skipped because maxEvaluations was reached.
+	skipped bool
+	// judged: the current object snapshot has been judged.
+	judged bool
+}
+
+// minTrim is the buffer size under which a channel never trims: small channels keep
+// everything and pay no copying.
+const minTrim = 4096
+
+func (s *Session) channel(ch Channel) *channel {
+	c := s.chans[ch]
+	if c == nil {
+		c = &channel{id: ch, cur: make([]cursor, len(s.e.stream)), trimAt: minTrim}
+		if s.e.window > 0 {
+			c.starts = make([]pos, s.e.window)
+		}
+		s.chans[ch] = c
+		s.order = append(s.order, c)
+	}
+	return c
+}
+
+// begin checks that the session accepts an event on ch and resets the step's buffers.
+func (s *Session) begin(ch Channel, wrong func(ChannelKind) bool) (*channel, error) {
+	switch {
+	case s.finished:
+		return nil, ErrFinished
+	case wrong(ch.Kind):
+		return nil, ErrWrongChannel
+	}
+	c := s.channel(ch)
+	if c.ended {
+		return nil, ErrChannelEnded
+	}
+	s.release, s.scratch = s.release[:0], s.scratch[:0]
+	return c, nil
+}
+
+// end turns the outcome of a step into its answer: a verdict ends the session and
+// releases nothing of this step.
+func (s *Session) end(v *Verdict, err error) (Step, error) {
+	if err != nil {
+		return Step{}, err
+	}
+	if v != nil {
+		s.stop, s.release = v, s.release[:0]
+		return Step{Stop: v}, nil
+	}
+	return Step{Release: s.release}, nil
+}
+
+// Delta takes the next text of a channel (text, reasoning, or a tool call's arguments)
+// and answers what to release now. Evaluations run when a guard's cadence is due; text is
+// released up to the stream's hold-back; a tool call's arguments are withheld until Finish.
+// When nothing is due the call does not allocate.
+func (s *Session) Delta(ctx context.Context, ch Channel, text string) (Step, error) {
+	if s.stop != nil {
+		return Step{Stop: s.stop}, nil
+	}
+	c, err := s.begin(ch, func(k ChannelKind) bool { return k == ChannelObject })
+	if err != nil || text == "" {
+		return Step{}, err
+	}
+	c.trim(s.e)
+	start := c.t.total
+	c.t.append(text)
+	if c.starts != nil {
+		c.starts[c.deltas%len(c.starts)] = start
+	}
+	c.deltas++
+	if s.e.sentences {
+		c.findSentenceEnd(start)
+	}
+	if due := s.due(c); len(due) > 0 {
+		if v, err := s.cadence(ctx, c, due, false); v != nil || err != nil {
+			return s.end(v, err)
+		}
+	}
+	s.releaseHeld(c)
+	return s.end(nil, nil)
+}
+
+// due returns the stream guards whose cadence is due on c: the channel has grown by at
+// least evaluateEveryChars since the guard's cursor (and, with Sentences, a sentence is
+// complete or the pending text reached maxInputChars). A guard past maxEvaluations is not
+// due; the first time that happens on a channel it records notInspected, partial.
+func (s *Session) due(c *channel) []*guard {
+	due := s.dueBuf[:0]
+	for _, gd := range s.e.stream {
+		cu := &c.cur[gd.slot]
+		st := &gd.g.Streaming
+		grown := c.t.total.r - cu.classified.r
+		if grown <= 0 || grown < st.EvaluateEveryChars {
+			continue
+		}
+		if st.Sentences && c.sentenceEnd.b <= cu.classified.b && (gd.maxChars == 0 || grown < gd.maxChars) {
+			continue
+		}
+		if st.MaxEvaluations > 0 && s.evals[gd.slot] >= st.MaxEvaluations {
+			if !cu.skipped {
+				cu.skipped = true
+				s.emit(Record{Guardrail: gd.g.Key, Generation: gd.g.Generation, Classifier: gd.g.Classifier,
+					Phase: policy.PhaseStream, Where: channelLocation(c.id), Outcome: OutcomeNotInspected,
+					Mode: gd.g.Mode, Partial: true})
+			}
+			continue
+		}
+		due = append(due, gd)
+	}
+	s.dueBuf = due
+	return due
+}
+
+// cadence runs the stream evaluations of the due guards on c (terminal: at the channel's
+// end, on the text left below the cadence, not counted against maxEvaluations). Redact
+// rewrites held text; Strip drops the text not yet released; on a tool call both act as
+// Block.
+func (s *Session) cadence(ctx context.Context, c *channel, due []*guard, terminal bool) (*Verdict, error) {
+	where := channelLocation(c.id)
+	t := target{tool: c.id.Kind == ChannelToolCall}
+	return s.compose(ctx, due, func(gd *guard) func() *Verdict {
+		text, w := c.window(gd, terminal, &s.windows[gd.slot])
+		if blank(text) {
+			return nil
+		}
+		if !terminal {
+			s.evals[gd.slot]++
+		}
+		ev := evaluate(ctx, gd, classify.Input{Text: text})
+		ev.partial = terminal && c.cur[gd.slot].skipped
+		return func() *Verdict {
+			a, v := s.decide(gd, policy.PhaseStream, where, &ev, t)
+			switch a {
+			case policy.ActionRedact:
+				c.t.redact(&w, ev.j.spans, gd.c.Categories, c.released)
+			case policy.ActionStrip:
+				c.t.strip(c.released, c.t.total)
+			}
+			return v
+		}
+	})
+}
+
+// releaseHeld releases the text of c that is outside the hold-back: everything but the
+// last holdBack characters, never splitting a marker. A tool call's arguments and, under
+// Unbounded, every channel wait for their end.
+func (s *Session) releaseHeld(c *channel) {
+	hb := s.e.holdBack
+	if c.id.Kind == ChannelToolCall || hb == policy.HoldBackUnbounded {
+		return
+	}
+	n := c.t.total.r - hb - c.released.r
+	if n <= 0 {
+		return
+	}
+	s.releaseTo(c, c.t.snapBack(c.t.forward(c.released, n)))
+}
+
+// releaseTo releases c's text up to p.
+func (s *Session) releaseTo(c *channel, p pos) {
+	if p.b <= c.released.b {
+		return
+	}
+	var text []byte
+	if c.t.edited(c.released.b, p.b) {
+		n := len(s.scratch)
+		s.scratch = c.t.render(s.scratch, c.released.b, p.b)
+		text = s.scratch[n:]
+	} else {
+		text = c.t.bytes(c.released.b, p.b)
+	}
+	c.released = p
+	if len(text) > 0 {
+		s.release = append(s.release, Chunk{Channel: c.id, Text: text})
+	}
+}
+
+// EndChannel ends a text, reasoning or object channel: the text left below the cadence is
+// classified (Stream phase), then the whole channel (Output phase), before the rest is
+// released. Use EndToolCall for tool calls.
+func (s *Session) EndChannel(ctx context.Context, ch Channel) (Step, error) {
+	if s.stop != nil {
+		return Step{Stop: s.stop}, nil
+	}
+	c, err := s.begin(ch, func(k ChannelKind) bool { return k == ChannelToolCall })
+	if err != nil {
+		return Step{}, err
+	}
+	return s.end(s.endChannel(ctx, c))
+}
+
+// EndToolCall ends a tool call's arguments: the text left below the cadence is classified
+// (Stream phase), then the call, name and arguments, is judged alone (ToolCalls phase). The
+// call is released by Finish, after a choice's calls are judged together.
+func (s *Session) EndToolCall(ctx context.Context, ch Channel, name string) (Step, error) {
+	if s.stop != nil {
+		return Step{Stop: s.stop}, nil
+	}
+	c, err := s.begin(ch, func(k ChannelKind) bool { return k != ChannelToolCall })
+	if err != nil {
+		return Step{}, err
+	}
+	return s.end(s.endToolCall(ctx, c, name))
+}
+
+func (s *Session) endToolCall(ctx context.Context, c *channel, name string) (*Verdict, error) {
+	c.ended = true
+	if v, err := s.terminal(ctx, c); v != nil || err != nil {
+		return v, err
+	}
+	c.call = toolCallText(name, c.t.String())
+	it := &item{where: channelLocation(c.id), doc: newTextBuf(c.call), tool: true}
+	return s.judgeItems(ctx, policy.PhaseToolCalls, []*item{it}, always, never)
+}
+
+// terminal classifies, for every stream guard, the text of c its cursor has not reached.
+func (s *Session) terminal(ctx context.Context, c *channel) (*Verdict, error) {
+	due := s.dueBuf[:0]
+	for _, gd := range s.e.stream {
+		if c.cur[gd.slot].classified.b < c.t.total.b {
+			due = append(due, gd)
+		}
+	}
+	s.dueBuf = due
+	if len(due) == 0 {
+		return nil, nil
+	}
+	return s.cadence(ctx, c, due, true)
+}
+
+func (s *Session) endChannel(ctx context.Context, c *channel) (*Verdict, error) {
+	if c.id.Kind == ChannelObject {
+		return s.endObject(ctx, c)
+	}
+	c.ended = true
+	if v, err := s.terminal(ctx, c); v != nil || err != nil {
+		return v, err
+	}
+	it := &item{where: channelLocation(c.id), doc: &c.t, prefix: c.head, floor: c.released, held: true}
+	if v, err := s.judgeItems(ctx, policy.PhaseOutput, []*item{it}, always, wholeOutput); v != nil || err != nil {
+		return v, err
+	}
+	s.releaseTo(c, c.t.total)
+	return nil, nil
+}
+
+// Finish ends the stream: every open channel is ended as EndChannel and EndToolCall do
+// (tool calls without a name), each choice's tool calls are judged together when it has
+// more than one, and the withheld tool calls are released, one chunk per call.
+func (s *Session) Finish(ctx context.Context) (Step, error) {
+	if s.stop != nil {
+		return Step{Stop: s.stop}, nil
+	}
+	if s.finished {
+		return Step{}, ErrFinished
+	}
+	s.release, s.scratch = s.release[:0], s.scratch[:0]
+	var calls []*item
+	for _, c := range s.order {
+		if !c.ended {
+			var v *Verdict
+			var err error
+			if c.id.Kind == ChannelToolCall {
+				v, err = s.endToolCall(ctx, c, "")
+			} else {
+				v, err = s.endChannel(ctx, c)
+			}
+			if v != nil || err != nil {
+				return s.end(v, err)
+			}
+		}
+		if c.id.Kind == ChannelToolCall {
+			calls = append(calls, &item{where: channelLocation(c.id), doc: newTextBuf(c.call)})
+		}
+	}
+	if v, err := s.judgeTogether(ctx, calls); v != nil || err != nil {
+		return s.end(v, err)
+	}
+	for _, c := range s.order {
+		if c.id.Kind == ChannelToolCall {
+			s.releaseTo(c, c.t.total)
+		}
+	}
+	s.finished = true
+	return s.end(nil, nil)
+}

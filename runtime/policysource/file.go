@@ -1,0 +1,194 @@
+// Package policysource gives the guard its policy. File reads a YAML stream of Classifier
+// and Guardrail manifests — the very files users `kubectl apply` — compiles them with
+// policy.Compile, and watches the file, re-applying it when its content changes; an invalid
+// file keeps the last good policy. The control-plane subscription to the operator is
+// another Source, added with the control plane.
+package policysource
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// CredentialsEnvAnnotation, on a Classifier of a policy file, names the environment
+// variable that holds the classifier's credential when the guard runs standalone (there
+// is no Secret to read outside Kubernetes).
+const CredentialsEnvAnnotation = "guardrail.dev/credentials-env"
+
+// DefaultNamespace is the namespace of objects in a policy file that name none, as
+// kubectl would apply them.
+const DefaultNamespace = "default"
+
+// maxFileSize bounds a policy file.
+const maxFileSize = 8 << 20
+
+// Source delivers compiled policy snapshots to the guard.
+type Source interface {
+	// Run calls apply with each new good snapshot and report with each error (the last
+	// good snapshot stays in force), until ctx ends.
+	Run(ctx context.Context, apply func(*policy.Snapshot), report func(error))
+}
+
+// File is a Source reading a policy file.
+type File struct {
+	Path string
+	// Interval between checks of the file; 0 means 1s. Polling, rather than inotify,
+	// also follows the symlink swaps of a mounted ConfigMap.
+	Interval time.Duration
+	// Getenv reads credentials; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Load reads and compiles the file once.
+func (f *File) Load() (*policy.Snapshot, error) {
+	b, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	return f.compile(b)
+}
+
+func (f *File) read() ([]byte, error) {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = fh.Close() }()
+	b, err := io.ReadAll(io.LimitReader(fh, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("policy file %s is larger than %d bytes", f.Path, maxFileSize)
+	}
+	return b, nil
+}
+
+// Run implements Source: it loads the file, then polls it and re-applies it whenever its
+// content changes.
+func (f *File) Run(ctx context.Context, apply func(*policy.Snapshot), report func(error)) {
+	interval := f.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	var last [sha256.Size]byte
+	check := func() {
+		b, err := f.read()
+		if err != nil {
+			report(err)
+			return
+		}
+		sum := sha256.Sum256(b)
+		if sum == last {
+			return
+		}
+		last = sum
+		snap, err := f.compile(b)
+		if err != nil {
+			report(err)
+			return
+		}
+		apply(snap)
+	}
+	check()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			check()
+		}
+	}
+}
+
+// compile decodes every document and compiles the policy.
+func (f *File) compile(b []byte) (*policy.Snapshot, error) {
+	src, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", f.Path, err)
+	}
+	getenv := f.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	src.Tokens = map[string]string{}
+	for _, c := range src.Classifiers {
+		if name := c.Annotations[CredentialsEnvAnnotation]; name != "" {
+			src.Tokens[policy.Key(c.Namespace, c.Name)] = getenv(name)
+		}
+	}
+	snap, err := policy.Compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", f.Path, err)
+	}
+	return snap, nil
+}
+
+// Decode reads a YAML (or JSON) stream of manifests into Classifiers and Guardrails.
+// Documents of other kinds (a Namespace, a Secret) are skipped; unknown fields of our
+// kinds are errors, as the apiserver would refuse them.
+func Decode(b []byte) (policy.Sources, error) {
+	var src policy.Sources
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for i := 0; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return src, nil
+		}
+		if err != nil {
+			return src, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			return src, fmt.Errorf("document %d: %w", i, err)
+		}
+		if !strings.HasPrefix(tm.APIVersion, v1alpha1.GroupVersion.Group+"/") {
+			continue
+		}
+		if tm.APIVersion != v1alpha1.GroupVersion.String() {
+			return src, fmt.Errorf("document %d: apiVersion %s is not served; use %s", i, tm.APIVersion, v1alpha1.GroupVersion)
+		}
+		switch tm.Kind {
+		case "Classifier":
+			var c v1alpha1.Classifier
+			if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+				return src, fmt.Errorf("document %d (Classifier): %w", i, err)
+			}
+			if c.Namespace == "" {
+				c.Namespace = DefaultNamespace
+			}
+			src.Classifiers = append(src.Classifiers, c)
+		case "Guardrail":
+			var g v1alpha1.Guardrail
+			if err := yaml.UnmarshalStrict(doc, &g); err != nil {
+				return src, fmt.Errorf("document %d (Guardrail): %w", i, err)
+			}
+			if g.Namespace == "" {
+				g.Namespace = DefaultNamespace
+			}
+			src.Guardrails = append(src.Guardrails, g)
+		default:
+			return src, fmt.Errorf("document %d: unknown kind %s of %s", i, tm.Kind, tm.APIVersion)
+		}
+	}
+}
