@@ -25,10 +25,10 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// CredentialsEnvAnnotation, on a Classifier of a policy file, names the environment
-// variable that holds the classifier's credential when the guard runs standalone (there
-// is no Secret to read outside Kubernetes).
-const CredentialsEnvAnnotation = "guardrail.dev/credentials-env"
+// CredentialsEnvAnnotation is the annotation, on a Classifier of a policy file, that names
+// the environment variable holding the classifier's credential when the guard runs
+// standalone (there is no Secret to read outside Kubernetes).
+const CredentialsEnvAnnotation = "guardrail.dev/credentials-env" //nolint:gosec // a variable name, not a credential
 
 // DefaultNamespace is the namespace of objects in a policy file that name none, as
 // kubectl would apply them.
