@@ -116,6 +116,9 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 		for ve > v && (s[ve-1] == '.' || s[ve-1] == ',') {
 			ve--
 		}
+		if ve == v || isExpression(s, v, ve, s[i:opEnd]) {
+			return
+		}
 	}
 	value := s[v:ve]
 	if kind == keyAWSSecret && c.on(detAWSSecretKey) && isAWSSecret(value) {
@@ -125,6 +128,31 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	if c.on(detGenericSecret) && isGenericSecret(value) {
 		c.emit(sc, detGenericSecret, v, ve)
 	}
+}
+
+// isExpression reports an unquoted value that is code rather than a literal: a call or an
+// index ("getpass.getpass()", "os.environ['X']"), a dotted path of identifiers
+// ("process.env.API_KEY", "cfg.Token"), or any identifier after ":=" or "=>" (in Go, PHP and
+// Ruby a literal secret would be quoted).
+func isExpression(s string, v, ve int, op string) bool {
+	if ve < len(s) && (s[ve] == '(' || s[ve] == '[') {
+		return true
+	}
+	value := s[v:ve]
+	ident, dots := true, 0
+	for k := 0; k < len(value) && ident; k++ {
+		b := value[k]
+		switch {
+		case b == '.':
+			dots++
+			ident = k > 0 && k+1 < len(value) && (isAlpha(value[k+1]) || value[k+1] == '_')
+		case k == 0:
+			ident = isAlpha(b) || b == '_'
+		default:
+			ident = isWordByte(b)
+		}
+	}
+	return ident && (dots > 0 || op == ":=" || op == "=>")
 }
 
 // isValueByte reports a byte that may be part of a value: printable ASCII without spaces and,
@@ -336,36 +364,56 @@ func isPlaceholder(v string) bool {
 	return false
 }
 
-// isWordlike reports values made only of words and numbers: split at every byte that is not
-// a letter or digit, each part is all digits, or all letters whose case changes at under 40 %
-// of adjacent pairs (lower, UPPER, Capitalized, camelCase). Random tokens mix letters with
-// digits inside a part, or change case at about half of the pairs.
+// isWordlike reports values made of words and numbers, as identifiers, paths and phrases are:
+// split into humps (at bytes that are not letters or digits, between letters and digits, and
+// at camelCase and ACRONYMWord boundaries), at most one hump, or a third of them, is a letter
+// or two cut out of a longer run ("a", "am" and "db" standing alone between separators are
+// words). "testRSA2048PrivateKey", "process.env.OPENAI_API_KEY", "i-am-the-worst" and
+// "production-db-2024" are wordlike; random tokens change case or class every two characters
+// or so and are not.
 func isWordlike(v string) bool {
-	for i := 0; i < len(v); {
-		if !isAlnum(v[i]) {
-			i++
-			continue
+	humps, short := 0, 0
+	hump := func(a, b int) {
+		humps++
+		whole := (a == 0 || !isAlnum(v[a-1])) && (b == len(v) || !isAlnum(v[b]))
+		if b-a <= 2 && !whole {
+			short++
 		}
-		j := i
-		var letters, digits, changes int
-		for j < len(v) && isAlnum(v[j]) {
-			if isDigit(v[j]) {
-				digits++
-			} else {
-				letters++
-				if j > i && isAlpha(v[j-1]) && isUpper(v[j]) != isUpper(v[j-1]) {
-					changes++
+	}
+	for i := 0; i < len(v); {
+		b := v[i]
+		switch {
+		case isDigit(b):
+			for i < len(v) && isDigit(v[i]) {
+				i++
+			}
+		case isUpper(b):
+			k := i
+			for k < len(v) && isUpper(v[k]) {
+				k++
+			}
+			if k < len(v) && isLower(v[k]) {
+				if k-i > 1 { // "RSAPrivate": "RSA", then "Private"
+					hump(i, k-1)
+					i = k - 1
+					continue
+				}
+				for k < len(v) && isLower(v[k]) {
+					k++
 				}
 			}
-			j++
+			hump(i, k)
+			i = k
+		case isLower(b):
+			k := i
+			for k < len(v) && isLower(v[k]) {
+				k++
+			}
+			hump(i, k)
+			i = k
+		default:
+			i++
 		}
-		if letters > 0 && digits > 0 {
-			return false
-		}
-		if letters > 1 && float64(changes) >= 0.4*float64(letters-1) {
-			return false
-		}
-		i = j
 	}
-	return true
+	return short <= 1 || 3*short <= humps
 }

@@ -125,3 +125,8 @@ func BenchmarkClassifyProse64KiB(b *testing.B) {
 func BenchmarkClassifyProseMatchPerKiB64KiB(b *testing.B) {
 	benchClassify(b, benchText(64<<10))
 }
+
+// BenchmarkClassifyMessage1KiB: a typical chat message, to show the per-call overhead.
+func BenchmarkClassifyMessage1KiB(b *testing.B) {
+	benchClassify(b, benchProse(1<<10))
+}

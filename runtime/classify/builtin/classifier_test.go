@@ -239,3 +239,40 @@ func TestProseHasNoMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestClassifyIsSafeForConcurrentUse(t *testing.T) {
+	c, err := New(Config{
+		Detectors: DetectorNames(),
+		Patterns:  []Pattern{{Category: "ticket", Regex: `\bTCK-\d{5}\b`}, {Category: "acme", Regex: `ACME-\d+`}},
+		Keywords:  []KeywordSet{{Category: "fruit", Words: []string{"kiwi"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := benchText(8<<10) + " TCK-12345 ACME-99 kiwi"
+	want, err := c.Classify(context.Background(), classify.Input{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for range 4 {
+		go func() {
+			for range 20 {
+				got, err := c.Classify(context.Background(), classify.Input{Text: text})
+				if err == nil && !slices.Equal(got.Spans, want.Spans) {
+					err = errors.New("spans differ between concurrent calls")
+				}
+				if err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

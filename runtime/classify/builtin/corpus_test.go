@@ -38,7 +38,7 @@ func loadCorpus(t testing.TB) []snippet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []snippet
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -99,6 +99,10 @@ func expandPlaceholders(t testing.TB, text string) string {
 			return "github" + "_pat_" + fakeFrom(alphaB62, 22, num(0)) + "_" + fakeFrom(alphaB62, 59, num(0)+1)
 		case "GH_PLACEHOLDER":
 			return "gh" + "p_" + strings.Repeat("x", 36)
+		case "GITLAB_PLACEHOLDER":
+			return "gl" + "pat-" + strings.Repeat("x", 20)
+		case "ANTHROPIC_PLACEHOLDER":
+			return "s" + "k-ant-" + strings.Repeat("x", 42)
 		case "GITLAB":
 			return "gl" + "pat-" + fakeFrom(b64url, 20, num(0))
 		case "SLACK_BOT":

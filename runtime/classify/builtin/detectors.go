@@ -41,7 +41,7 @@ const (
 	maxSlack          = 255
 	maxOpenAI         = 255
 	maxAnthropic      = 255
-	maxPEMHeader      = 37 // "-----BEGIN ENCRYPTED PRIVATE KEY-----": the block spans to its END or the text's end
+	maxPEMHeader      = 37 // the BEGIN line of an ENCRYPTED key; the block spans to its END or the text's end
 	maxJWTHeader      = 256
 	maxGenericSecret  = 256 // longest value; the key is not part of the span
 	maxUnboundedRegex = 256
@@ -71,7 +71,7 @@ var detectors = [numDetectors]struct {
 	detPrivateKey:    {"private-key", maxPEMHeader, trigDash},
 	detJWT:           {"jwt", maxJWTHeader, trigUpperJ},
 	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigAt}, // '@': URL passwords
-	detInjection:     {"prompt-injection", 0, trigBoundary}, // hint computed from the phrase list
+	detInjection:     {"prompt-injection", 0, trigBoundary},                     // hint computed from the phrase list
 }
 
 // packs are the named detector packs.

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 )
 
@@ -138,4 +137,3 @@ func fakeSSN(seed int) string {
 }
 
 // itoa is strconv.Itoa, short.
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -34,11 +34,15 @@ var injectionSets = map[string]string{
 	"MOD":   "full|entire|complete|exact|whole|verbatim|original|initial|hidden|secret|internal|first|real",
 	"SYS":   "system|initial|hidden|original|secret|internal|confidential|developer|pre",
 	"NR":    "prompt|prompts|instructions|directives",
+	"POST":  "you_were_given|you_have_been_given|you've_been_given|you_received|you_got|above|verbatim|in_full|word_for_word|exactly|again",
 	"NONE":  "restrictions|rules|guidelines|filters|limitations|limits|boundaries|content_policy|content_policies|ethical_guidelines|safety_guidelines|moral_guidelines",
 }
 
 // injectionPhrases, one per line: a slot is a word, (a|b) for one of several, [a|b] for an
-// optional one, {SET} and [{SET}] for a shared set; '@' marks the anchor slot.
+// optional one, {SET} and [{SET}] for a shared set; '@' marks the anchor slot. A final "$"
+// requires the end of a clause after the phrase (punctuation, a line break, the end of the
+// text, or one of clauseWords), so that "reveal your system prompt." matches and "what is
+// your prompt engineering process" does not.
 var injectionPhrases = []string{
 	// ignore / disregard / forget … previous instructions
 	"@({V}) [{ALL}] [of] [{DET}] ({Q}) [{Q}] ({N})",
@@ -56,7 +60,8 @@ var injectionPhrases = []string{
 	"(you_are|you're|you_will_be|you'll_be) now @dan",
 	"from_now_on (you_are|you're|you_will_be|you'll_be) [a] @dan",
 	"(act_as|pretend_to_be|pretend_you_are|roleplay_as|role-play_as|become) [a] @dan",
-	"@dan mode",
+	"@dan mode (enabled|activated|on|output)",
+	"(enable|enter|activate|stay_in|switch_to) @dan mode",
 	"@dan (stands_for|which_stands_for|means|meaning) do_anything_now",
 	// developer mode, as the jailbreak prompts use it (not the phone setting)
 	"@developer mode (output|response|responses|unlocked)",
@@ -65,15 +70,31 @@ var injectionPhrases = []string{
 	"(simulate|emulate) @developer mode",
 	"@jailbreak mode",
 	// reveal the system prompt
-	"({R}) [me|us] your [{MOD}] [{MOD}] [{SYS}] @({NR})",
-	"({R}) [me|us] your [{MOD}] [{MOD}] ({SYS}) @(message|rules)",
-	"({R}) [me|us] the [{MOD}] [{MOD}] ({SYS}) @({NR})",
-	"what (is|was|are|were) your [{MOD}] ({SYS}) @({NR}|message|rules)",
-	"what (is|was) your @prompt",
-	"@repeat (the|all|everything) [of] [the] [words|text|lines|instructions] above",
+	"({R}) [me|us] your [{MOD}] [{MOD}] [{SYS}] @({NR}) [{POST}] $",
+	"({R}) [me|us] your [{MOD}] [{MOD}] ({SYS}) @(message|rules) [{POST}] $",
+	"({R}) [me|us] the [{MOD}] [{MOD}] ({SYS}) @({NR}) [{POST}] $",
+	"what (is|was|are|were) your [{MOD}] ({SYS}) @({NR}|message|rules) $",
+	"what (is|was) your @prompt $",
+	"@repeat (the|all) [of] [the] (words|text|lines|instructions|messages) above",
+	"@repeat everything above",
 	"(new|updated|override|overridden|real|actual|true) system @prompt :",
 	// pretend there are no rules
 	"@(pretend|imagine) [that] you (have|had|are_under) no ({NONE})",
+}
+
+// clauseWords may follow a phrase that ends in "$": "reveal your system prompt and …".
+var clauseWords = []string{"and", "then", "please", "now", "verbatim", "exactly", "word", "in", "including", "first", "before", "so", "or", "but"}
+
+// clauseEnd reports whether the phrase ending at pos ends a clause.
+func clauseEnd(s string, pos int) bool {
+	a := pos
+	for a < len(s) && a-pos < maxInjectionGap && (s[a] == ' ' || s[a] == '\t') {
+		a++
+	}
+	if a >= len(s) || !isAlpha(s[a]) {
+		return true
+	}
+	return wordIn(s[a:wordEnd(s, a)], clauseWords)
 }
 
 // injSlot is one position of a phrase: alternatives of one or more lower-case words.
@@ -196,6 +217,9 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 func phraseLen(slots []injSlot) int {
 	n, words := 0, 0
 	for _, sl := range slots {
+		if sl.alts[0][0] == "$" {
+			continue // zero-width
+		}
 		longest, most := 0, 0
 		for _, alt := range sl.alts {
 			l := 0
@@ -276,6 +300,12 @@ func matchSlots(s string, pos int, slots []injSlot, fwd bool) (int, bool) {
 		return pos, true
 	}
 	sl := &slots[0]
+	if sl.alts[0][0] == "$" {
+		if !clauseEnd(s, pos) {
+			return 0, false
+		}
+		return matchSlots(s, pos, slots[1:], fwd)
+	}
 	if a, b, ok := readToken(s, pos, fwd); ok && sl.lens&(1<<min(b-a, 63)) != 0 {
 		tok := s[a:b]
 		for _, alt := range sl.alts {

@@ -28,6 +28,13 @@ type numToken struct {
 	// joined is the byte (':', '/' or ',') that joins the token to digits after it, as in
 	// "10.0.0.1:8080", "10.0.0.0/8" or "12,5"; 0 when the token ends at a boundary.
 	joined byte
+	// after is '-' when the token is written right after a minus sign, as a negative number in
+	// code is, and '/' when it is written after a slash, as an id in a URL path is; only an
+	// IPv4 address may follow a slash (http://10.0.0.1/).
+	after byte
+	// dotted: a '.' and a letter or digit follow the token, as in the reverse-DNS name
+	// 1.0.0.127.in-addr.arpa.
+	dotted bool
 	n      int
 	g      [maxNumGroups]numGroup
 }
@@ -35,7 +42,7 @@ type numToken struct {
 // parseNumber parses the numeric token whose first digit is at i. It always sets t.end, the
 // position after which the digit handler may look again.
 func parseNumber(s string, i int, t *numToken) {
-	t.start, t.n, t.plus, t.valid, t.joined = i, 0, false, true, 0
+	t.start, t.n, t.plus, t.valid, t.joined, t.after, t.dotted = i, 0, false, true, 0, 0, false
 	// A parenthesis counts only around a whole group, as in "(415)"; "(4111 1111 …)" is a
 	// number in parentheses, and the parenthesis is then just a boundary.
 	open := false
@@ -53,6 +60,8 @@ func parseNumber(s string, i int, t *numToken) {
 			t.valid = false // inside a word ("abc123"), or "#123" order-style numbers
 		case (b == '.' || b == '-' || b == '/' || b == ':' || b == ',') && p > 0 && isDigit(s[p-1]):
 			t.valid = false // the tail of another number: "1,234", "05/17", "12:30"
+		case b == '-', b == '/':
+			t.after = b
 		}
 	}
 	k := i
@@ -107,6 +116,8 @@ func parseNumber(s string, i int, t *numToken) {
 			t.valid = false // "2024th", "4111…1111x"
 		case (b == '/' || b == ':' || b == ',') && e+1 < len(s) && isDigit(s[e+1]):
 			t.joined = b // "05/17/2024", "12:30", "1,000"; only an address may carry a port or prefix
+		case b == '.' && e+1 < len(s) && isAlnum(s[e+1]):
+			t.dotted = true
 		}
 	}
 }
@@ -162,8 +173,22 @@ func (c *Classifier) numberMatch(sc *scanState, t *numToken, a, b int) bool {
 		end++
 	}
 	s := sc.s
-	if b == t.n && t.joined != 0 {
-		if c.on(detIP) && (t.joined == ':' || t.joined == '/') && isIPv4Groups(s, t, a, b) && !versionContext(s, start) {
+	var joined, after byte // what the groups are attached to, after and before
+	if b == t.n {
+		joined = t.joined
+		if t.dotted {
+			return false
+		}
+	}
+	if a == 0 {
+		after = t.after
+	}
+	if after == '-' {
+		return false
+	}
+	if joined != 0 || after == '/' {
+		// Only an address carries a port or a prefix length, or ends a URL's scheme.
+		if c.on(detIP) && joined != ',' && isIPv4Groups(s, t, a, b) && !versionContext(s, start) {
 			c.emit(sc, detIP, start, end)
 			return true
 		}
@@ -171,7 +196,7 @@ func (c *Classifier) numberMatch(sc *scanState, t *numToken, a, b int) bool {
 	}
 	var d detector
 	switch {
-	case c.on(detCard) && isCard(s, t, a, b):
+	case c.on(detCard) && isCard(s, t, a, b) && !identifierContext(s, start):
 		d = detCard
 	case c.on(detSSN) && isSSN(s, t, a, b) && !identifierContext(s, start):
 		d = detSSN
@@ -348,7 +373,9 @@ func isPhone(s string, t *numToken, a, b int) bool {
 			return false
 		}
 		if ng == 1 {
-			return true
+			// Contiguous: at least 10 digits, and not a round or counting number such as
+			// +100000000 or +123456789 from a table of signed integers.
+			return digits >= 10 && !repetitive(s[g[0].start:g[0].end])
 		}
 		if g[0].len() > 3 || g[0].paren {
 			return false
@@ -387,11 +414,21 @@ func isPhone(s string, t *numToken, a, b int) bool {
 		}
 	}
 	l0 := g[0].len()
-	if l0 == 2 && ng == 5 && digits == 10 { // French style: five pairs
+	if l0 == 2 && ng == 5 && digits == 10 { // French style: five pairs, 01–09 first
+		zeros, counting := 0, true
 		for k := range g {
 			if g[k].len() != 2 {
 				return false
 			}
+			if s[g[k].start:g[k].end] == "00" {
+				zeros++
+			}
+			counting = counting && (k == 0 || pairValue(s, g[k]) == pairValue(s, g[k-1])+1)
+		}
+		// Hex dumps ("03 04 14 00 00", "01 02 03 04 05") are pairs too; real numbers rarely
+		// repeat 00 or count up.
+		if s[g[0].start+1] == '0' || zeros > 1 || counting {
+			return false
 		}
 		return g[0].paren || sep == ' ' || sep == '.' || sep == '-'
 	}
@@ -411,6 +448,28 @@ func isPhone(s string, t *numToken, a, b int) bool {
 		}
 	}
 	return true
+}
+
+func pairValue(s string, g numGroup) int { return int(s[g.start]-'0')*10 + int(s[g.start+1]-'0') }
+
+// repetitive reports digit strings with a run of five equal digits or of six counting up or
+// down by one.
+func repetitive(d string) bool {
+	same, up, down := 1, 1, 1
+	for i := 1; i < len(d); i++ {
+		same, up, down = next(same, d[i] == d[i-1]), next(up, d[i] == d[i-1]+1), next(down, d[i]+1 == d[i-1])
+		if same >= 5 || up >= 6 || down >= 6 {
+			return true
+		}
+	}
+	return false
+}
+
+func next(run int, cont bool) int {
+	if cont {
+		return run + 1
+	}
+	return 1
 }
 
 // identifierContext reports whether the number at start follows a word that makes it an

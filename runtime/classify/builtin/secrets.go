@@ -70,20 +70,20 @@ func tokenStart(s string, a int) bool {
 }
 
 // prefixedToken matches a token that begins at start with a fixed prefix and has its body
-// from body on: body bytes accepted by in, between minBody and max-(body-start) of them, then
-// a byte that is not a body byte (or the end of the text). classes is how many of the
-// character classes lower, upper and digit the body must mix, which keeps out placeholders
-// and prose such as "sk-this-is-not-a-key".
-func (c *Classifier) prefixedToken(sc *scanState, d detector, start, body, minBody, max int, in func(byte) bool, classes int) {
+// from body on: body bytes accepted by in, at least minBody of them and at most maxLen bytes
+// in all, then a byte that is not a word byte (or the end of the text). classes is how many of
+// the character classes lower, upper and digit the body must mix, which keeps out
+// placeholders and prose such as "sk-this-is-not-a-key".
+func (c *Classifier) prefixedToken(sc *scanState, d detector, start, body, minBody, maxLen int, in func(byte) bool, classes int) {
 	s := sc.s
 	e := body
-	for e < len(s) && e-start <= max && in(s[e]) {
+	for e < len(s) && e-start <= maxLen && in(s[e]) {
 		e++
 	}
-	for e > body && (s[e-1] == '-' || s[e-1] == '.') {
-		e-- // "sk-…-" and a sentence's full stop are not part of the token
+	for e > body && s[e-1] == '.' {
+		e-- // a sentence's full stop is not part of the token
 	}
-	if e-body < minBody || e-start > max || e < len(s) && isWordByte(s[e]) {
+	if e-body < minBody || e-start > maxLen || e < len(s) && isWordByte(s[e]) {
 		return
 	}
 	if classMix(s[body:e]) < classes {
