@@ -26,7 +26,7 @@ func AssetsDir() (string, error) {
 		dir = filepath.Join(RepoRoot(), "bin", "controlplane")
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil { //nolint:gosec // the developer's own control-plane directory
 			return "", fmt.Errorf("%s is missing from %s: run `make controlplane` (make test does it for you): %w", bin, dir, err)
 		}
 	}
