@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
@@ -160,8 +161,7 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 		Expect(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReconciling)).To(BeNil())
 
 		By("recovering when the rule is fixed")
-		g.Spec.Rules[0].Expression = "answers.topic.type == 'refusal' || answers.topic.choice == 'other'"
-		Expect(k8sClient.Update(ctx, g)).To(Succeed())
+		update(g, func() { g.Spec.Rules[0].Expression = "answers.topic.type == 'refusal' || answers.topic.choice == 'other'" })
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
 		Expect(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)).To(BeNil())
 	})
@@ -175,9 +175,7 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 		Eventually(condition(g, v1alpha1.ConditionStalled)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonClassifierMismatch))
 		Expect(condition(g, v1alpha1.ConditionClassifierResolved)(Default).Message).To(ContainSubstring("spec.categories[0]"))
 
-		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		c.Spec.Builtin.Packs = append(c.Spec.Builtin.Packs, v1alpha1.PackSecrets)
-		Expect(k8sClient.Update(ctx, c)).To(Succeed())
+		update(c, func() { c.Spec.Builtin.Packs = append(c.Spec.Builtin.Packs, v1alpha1.PackSecrets) })
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
 	})
 
@@ -189,8 +187,7 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
 
 		// A metadata change triggers a reconcile that finds nothing to do.
-		g.Annotations = map[string]string{"example.com/touched": "yes"}
-		Expect(k8sClient.Update(ctx, g)).To(Succeed())
+		update(g, func() { g.Annotations = map[string]string{"example.com/touched": "yes"} })
 		rv := g.ResourceVersion
 		Consistently(func(gm Gomega) string {
 			gm.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(g), g)).To(Succeed())
@@ -198,6 +195,19 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 		}, "2s", "200ms").Should(Equal(rv))
 	})
 })
+
+// update re-reads obj, applies mutate and writes it, retrying when the controller wrote
+// the object (its status) in between.
+func update(obj client.Object, mutate func()) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return k8sClient.Update(context.Background(), obj)
+	})).To(Succeed())
+}
 
 func statusText(obj any) string {
 	var b strings.Builder
