@@ -161,7 +161,9 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 		Expect(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReconciling)).To(BeNil())
 
 		By("recovering when the rule is fixed")
-		update(g, func() { g.Spec.Rules[0].Expression = "answers.topic.type == 'refusal' || answers.topic.choice == 'other'" })
+		update(g, func() {
+			g.Spec.Rules[0].Expression = "answers.topic.type == 'refusal' || answers.topic.choice == 'other'"
+		})
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
 		Expect(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionStalled)).To(BeNil())
 	})
