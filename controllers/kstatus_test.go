@@ -66,8 +66,12 @@ var _ = Describe("kubectl explain", func() {
 		path := GinkgoT().TempDir() + "/kubeconfig"
 		Expect(writeFile(path, kc)).To(Succeed())
 
-		out, err := exec.Command(kubectl, "--kubeconfig", path, "explain", "guardrail.spec.streaming").CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
+		// The apiserver publishes a new CRD's OpenAPI schema asynchronously.
+		var out []byte
+		Eventually(func() error {
+			out, err = exec.Command(kubectl, "--kubeconfig", path, "explain", "guardrail.spec.streaming").CombinedOutput()
+			return err
+		}).Should(Succeed(), func() string { return string(out) })
 		GinkgoWriter.Printf("kubectl explain guardrail.spec.streaming:\n%s\n", out)
 		Expect(string(out)).To(ContainSubstring("streaming sets the cadence and hold-back of the Stream phase"))
 		Expect(string(out)).To(ContainSubstring("holdBackChars"))
