@@ -1,0 +1,67 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
+)
+
+// benchStream measures decoding and emitting one event of a 200-delta stream with every
+// delta released as it came (the allowed, no hold-back path).
+func benchStream(b *testing.B, req *Request, in string) {
+	evs := parseEvents(b, in)
+	items := make([]Item, 0, 8)
+	out := make([]byte, 0, 1<<16)
+	rel := make([]Release, 0, 8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		st := NewStream(req)
+		out = out[:0]
+		for i := range evs {
+			ev := &evs[i]
+			items, _ = st.Decode(items[:0], ev)
+			rel = rel[:0]
+			for _, it := range items {
+				if it.Kind == ItemDelta {
+					rel = append(rel, Release{Channel: it.Channel, Text: []byte(it.Text)})
+				}
+			}
+			out, _ = st.Emit(out, ev, rel)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
+}
+
+func deltas(n int) []string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = "word "
+	}
+	return parts
+}
+
+func BenchmarkChatStream(b *testing.B) { benchStream(b, chatReq, chatTextStream(deltas(200)...)) }
+
+func BenchmarkResponsesStream(b *testing.B) {
+	benchStream(b, responsesReq, newRespStream().message(0, deltas(200)...).String())
+}
+
+func BenchmarkMessagesStream(b *testing.B) {
+	benchStream(b, messagesReq, msgStream(msgText(0, deltas(200)...), msgEnd("end_turn")))
+}
+
+func BenchmarkParseChatRequest(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"` +
+		strings.Repeat("lorem ipsum ", 170) + `"}],"stream":true}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseRequest(FamilyChat, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+var _ = sse.KindEvent

@@ -1,0 +1,64 @@
+// Package wire is the guard's wire layer for the guarded provider routes (DESIGN.md §5):
+// it extracts what the guard judges from requests and responses of each API family, and
+// encodes what clients receive when the guard changes, holds back or stops content, so
+// that unmodified OpenAI and Anthropic SDKs see valid provider traffic and surface
+// blocks and failures as their normal error types.
+//
+// # Families
+//
+//   - FamilyChat: OpenAI POST /v1/chat/completions, streamed as data-only
+//     chat.completion.chunk events ended by "data: [DONE]".
+//   - FamilyResponses: OpenAI POST /v1/responses, streamed as typed events
+//     (response.output_text.delta, response.completed, ...).
+//   - FamilyEmbeddings: OpenAI POST /v1/embeddings, judged on input only.
+//   - FamilyMessages: Anthropic POST /v1/messages, streamed as typed events
+//     (message_start, content_block_*, message_delta, message_stop).
+//
+// # Neutral model
+//
+// A Request carries messages of Parts (text, or media by reference with a
+// classify.Modality), system instructions flagged, tool calls of the history, declared
+// tools, and the flags that shape the response: Stream, N, Object (JSON output format)
+// and IncludeUsage. A response is made of Channels — per choice, the answer text,
+// reasoning text, each tool call's arguments, or the object — whose kinds convert to the
+// engine's channel kinds by a plain conversion. A stream is decoded into Items: deltas,
+// tool call starts, channel ends, finishes, usage, the terminator, upstream errors, and
+// pass-through for everything with nothing to judge.
+//
+// # Streams
+//
+// A Stream decodes each upstream sse.Event into Items and encodes what the client
+// receives for it with Emit, given the content the engine released. When the releases
+// are exactly the event's own deltas, Emit forwards the event's raw bytes; otherwise it
+// builds delta events on the upstream's template (same ids, model, created, indexes),
+// followed by what remains of the event, and rewrites events that repeat accumulated
+// content (Responses done events) to match what the client received. Tool calls are
+// never forwarded as they stream; each is sent complete once released, and for the
+// index-ordered formats (Messages, Responses) whatever follows a withheld call waits
+// behind it, so the client never sees an index out of order and never an actionable call
+// that was not judged. AppendBlock and AppendFailure end a stream per DESIGN.md §5.
+//
+// What the proxy does per upstream event, in outline:
+//
+//	items, err := st.Decode(items[:0], &ev) // err: malformed upstream, a recorded failure
+//	for _, it := range items {
+//		switch it.Kind {
+//		case ItemDelta:        // session.Delta, or Snapshot(it.Snapshot) for ChannelObject
+//		case ItemChannelEnd:   // session.EndChannel, or EndToolCall(it.Name) for a tool call
+//		case ItemFinish:       // when it.Final: session.Finish (releases the tool calls)
+//		case ItemTerminator:   // session.Finish if not done yet
+//		}
+//		// append copies of the released chunks to rel; stop on a verdict
+//	}
+//	out, err = st.Emit(out[:0], &ev, rel) // or st.AppendBlock / st.AppendFailure
+//
+// # Errors and blocks
+//
+// Blocked and Failed build the guard's own errors; AppendErrorBody and WriteError write
+// them in OpenAI's shape ({"error":{"message","type","param","code","guardrail"}}) or
+// Anthropic's ({"type":"error","error":{"type","message","details":{"error_code"},
+// "guardrail"}}). BlockResponse replaces a non-streamed response by the reason:
+// finish_reason content_filter for OpenAI, and for Anthropic stop_reason "refusal" with
+// the reason as the text — Anthropic has no content_filter stop reason, and "refusal" is
+// its native signal for content the model will not produce.
+package wire

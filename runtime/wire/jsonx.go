@@ -1,0 +1,218 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// object is a JSON object that keeps its members in order with their raw values, so that a
+// rewritten response or event keeps every field the guard does not touch as it was.
+type object struct {
+	keys []string
+	vals []json.RawMessage
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// parseObject parses a JSON object.
+func parseObject(b []byte) (*object, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	t, err := d.Token()
+	if err != nil {
+		return nil, err
+	}
+	if t != json.Delim('{') {
+		return nil, errNotObject
+	}
+	o := &object{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, ok := t.(string)
+		if !ok {
+			return nil, errNotObject
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil, err
+		}
+		o.keys, o.vals = append(o.keys, k), append(o.vals, v)
+	}
+	if _, err := d.Token(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// get returns the raw value of key, nil when absent.
+func (o *object) get(key string) json.RawMessage {
+	for i, k := range o.keys {
+		if k == key {
+			return o.vals[i]
+		}
+	}
+	return nil
+}
+
+// has reports whether key is present with a value other than null.
+func (o *object) has(key string) bool {
+	v := o.get(key)
+	return len(v) > 0 && string(v) != "null"
+}
+
+// set replaces the value of key, or appends the member.
+func (o *object) set(key string, v []byte) {
+	for i, k := range o.keys {
+		if k == key {
+			o.vals[i] = v
+			return
+		}
+	}
+	o.keys, o.vals = append(o.keys, key), append(o.vals, v)
+}
+
+// del removes key.
+func (o *object) del(key string) {
+	for i, k := range o.keys {
+		if k == key {
+			o.keys = append(o.keys[:i], o.keys[i+1:]...)
+			o.vals = append(o.vals[:i], o.vals[i+1:]...)
+			return
+		}
+	}
+}
+
+// str returns the string value of key ("" when absent or not a string).
+func (o *object) str(key string) string {
+	var s string
+	if v := o.get(key); len(v) > 0 && v[0] == '"' {
+		_ = json.Unmarshal(v, &s)
+	}
+	return s
+}
+
+// obj parses the object value of key.
+func (o *object) obj(key string) (*object, error) { return parseObject(o.get(key)) }
+
+// arr parses the array value of key; a missing or null value is an empty array.
+func (o *object) arr(key string) ([]json.RawMessage, error) {
+	v := o.get(key)
+	if len(v) == 0 || string(v) == "null" {
+		return nil, nil
+	}
+	var a []json.RawMessage
+	err := json.Unmarshal(v, &a)
+	return a, err
+}
+
+// appendTo appends the object's JSON.
+func (o *object) appendTo(dst []byte) []byte {
+	dst = append(dst, '{')
+	for i, k := range o.keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, k)
+		dst = append(dst, ':')
+		dst = append(dst, o.vals[i]...)
+	}
+	return append(dst, '}')
+}
+
+// bytes returns the object's JSON.
+func (o *object) bytes() []byte { return o.appendTo(nil) }
+
+// marshalArray returns a JSON array of raw values.
+func marshalArray(vals []json.RawMessage) []byte {
+	dst := []byte{'['}
+	for i, v := range vals {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, v...)
+	}
+	return append(dst, ']')
+}
+
+// jsonString returns s as a JSON string.
+func jsonString(s string) []byte { return appendString(nil, s) }
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string without allocating: quotes, backslashes,
+// control characters, U+2028 and U+2029 are escaped (not <, > and &, which JSON does not
+// require) and invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func appendString[T string | []byte](dst []byte, s T) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendInt appends a JSON number.
+func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+
+// rawString decodes a JSON string value; ok is false when raw is not a string.
+func rawString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}

@@ -1,0 +1,274 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// responsesOutputItem is an output item of a Responses API response.
+type responsesOutputItem struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Input     string `json:"input"`
+	Content   []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Summary []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+}
+
+// responsesPartKinds walks the output parts of a Responses output item in channel order:
+// message output_text parts, reasoning summary then content parts, tool calls. visit gets
+// the array key, the index in it, and the channel kind; a part that is not a channel
+// (refusal) is not visited.
+func responsesPartKinds(it *responsesOutputItem, text ChannelKind, visit func(key string, i int, kind ChannelKind)) {
+	switch it.Type {
+	case "message":
+		for i, p := range it.Content {
+			if p.Type == "output_text" {
+				visit("content", i, text)
+			}
+		}
+	case "reasoning":
+		for i := range it.Summary {
+			visit("summary", i, ChannelReasoning)
+		}
+		for i := range it.Content {
+			visit("content", i, ChannelReasoning)
+		}
+	case "function_call", "custom_tool_call":
+		visit("", 0, ChannelToolArgs)
+	}
+}
+
+func decodeResponsesResponse(body []byte, object bool) (Response, error) {
+	var r struct {
+		Status     string                `json:"status"`
+		Output     []responsesOutputItem `json:"output"`
+		Incomplete *struct {
+			Reason string `json:"reason"`
+		} `json:"incomplete_details"`
+		Usage *struct {
+			InputTokens  int64 `json:"input_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Response{}, malformed(FamilyResponses, "response: %v", err)
+	}
+	var resp Response
+	text := ChannelText
+	if object {
+		text = ChannelObject
+	}
+	next := 0
+	for k := range r.Output {
+		it := &r.Output[k]
+		responsesPartKinds(it, text, func(key string, i int, kind ChannelKind) {
+			ct := Content{Channel: Channel{Kind: kind, Index: next}}
+			next++
+			switch {
+			case kind == ChannelToolArgs:
+				ct.Text, ct.ID, ct.Name = cmpOr(it.Arguments, it.Input), it.CallID, it.Name
+			case key == "summary":
+				ct.Text = it.Summary[i].Text
+			default:
+				ct.Text = it.Content[i].Text
+			}
+			resp.Contents = append(resp.Contents, ct)
+		})
+	}
+	reason := r.Status
+	if r.Incomplete != nil && r.Incomplete.Reason != "" {
+		reason = r.Incomplete.Reason
+	}
+	resp.Finish = []string{reason}
+	if r.Usage != nil {
+		resp.Usage = Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}
+	}
+	return resp, nil
+}
+
+func rewriteResponsesResponse(o *object, byChannel map[Channel]*Content, finish string) error {
+	items, err := o.arr("output")
+	if err != nil {
+		return err
+	}
+	next := 0
+	kept := items[:0]
+	for _, raw := range items {
+		var it responsesOutputItem
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return err
+		}
+		io, err := parseObject(raw)
+		if err != nil {
+			return err
+		}
+		arrays := map[string][]json.RawMessage{}
+		drop := map[string]map[int]bool{}
+		dropItem := false
+		var werr error
+		responsesPartKinds(&it, ChannelText, func(key string, i int, kind ChannelKind) {
+			ct := byChannel[Channel{Kind: kind, Index: next}]
+			if ct == nil && kind == ChannelText {
+				ct = byChannel[Channel{Kind: ChannelObject, Index: next}]
+			}
+			next++
+			if ct == nil || werr != nil {
+				return
+			}
+			if kind == ChannelToolArgs {
+				argKey := "arguments"
+				if it.Type == "custom_tool_call" {
+					argKey = "input"
+				}
+				io.set(argKey, jsonString(ct.Text))
+				dropItem = ct.Dropped
+				return
+			}
+			if arrays[key] == nil {
+				if arrays[key], werr = io.arr(key); werr != nil {
+					return
+				}
+			}
+			if ct.Dropped {
+				if drop[key] == nil {
+					drop[key] = map[int]bool{}
+				}
+				drop[key][i] = true
+				return
+			}
+			var po *object
+			if po, werr = parseObject(arrays[key][i]); werr == nil {
+				po.set("text", jsonString(ct.Text))
+				arrays[key][i] = po.bytes()
+			}
+		})
+		if werr != nil {
+			return werr
+		}
+		if dropItem {
+			continue
+		}
+		for key, arr := range arrays {
+			out := arr[:0]
+			for i, p := range arr {
+				if !drop[key][i] {
+					out = append(out, p)
+				}
+			}
+			io.set(key, marshalArray(out))
+		}
+		kept = append(kept, io.bytes())
+	}
+	o.set("output", marshalArray(kept))
+	switch finish {
+	case "":
+	case FinishContentFilter:
+		o.set("status", []byte(`"incomplete"`))
+		o.set("incomplete_details", []byte(`{"reason":"`+FinishContentFilter+`"}`))
+	default:
+		o.set("status", jsonString(finish))
+	}
+	return nil
+}
+
+type messagesResponse struct {
+	Content []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Input    json.RawMessage `json:"input"`
+	} `json:"content"`
+	StopReason string `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+func decodeMessagesResponse(body []byte, object bool) (Response, error) {
+	var r messagesResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Response{}, malformed(FamilyMessages, "response: %v", err)
+	}
+	var resp Response
+	text := ChannelText
+	if object {
+		text = ChannelObject
+	}
+	for i, b := range r.Content {
+		switch b.Type {
+		case "text":
+			resp.Contents = append(resp.Contents, Content{Channel: Channel{Kind: text, Index: i}, Text: b.Text})
+		case "thinking":
+			resp.Contents = append(resp.Contents, Content{Channel: Channel{Kind: ChannelReasoning, Index: i}, Text: b.Thinking})
+		case "tool_use":
+			in := string(b.Input)
+			if isNull(b.Input) {
+				in = "{}"
+			}
+			resp.Contents = append(resp.Contents, Content{Channel: Channel{Kind: ChannelToolArgs, Index: i}, Text: in, ID: b.ID, Name: b.Name})
+		}
+	}
+	resp.Finish = []string{r.StopReason}
+	if r.Usage != nil {
+		resp.Usage = Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}
+	}
+	return resp, nil
+}
+
+var errToolInput = errors.New("tool_use input is not a JSON object")
+
+func rewriteMessagesResponse(o *object, byChannel map[Channel]*Content, finish string) error {
+	blocks, err := o.arr("content")
+	if err != nil {
+		return err
+	}
+	kept := blocks[:0]
+	for i, raw := range blocks {
+		b, err := parseObject(raw)
+		if err != nil {
+			return err
+		}
+		var ct *Content
+		for _, kind := range []ChannelKind{ChannelText, ChannelObject, ChannelReasoning, ChannelToolArgs} {
+			if c := byChannel[Channel{Kind: kind, Index: i}]; c != nil {
+				ct = c
+			}
+		}
+		switch {
+		case ct == nil:
+			kept = append(kept, raw)
+			continue
+		case ct.Dropped:
+			continue
+		}
+		switch b.str("type") {
+		case "text":
+			b.set("text", jsonString(ct.Text))
+		case "thinking":
+			b.set("thinking", jsonString(ct.Text))
+		case "tool_use":
+			in := json.RawMessage(ct.Text)
+			if _, err := parseObject(in); err != nil {
+				return errToolInput
+			}
+			b.set("input", in)
+		}
+		kept = append(kept, b.bytes())
+	}
+	o.set("content", marshalArray(kept))
+	if finish != "" {
+		o.set("stop_reason", jsonString(finish))
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The stream decoders read events with this scanner instead of encoding/json's reflection:
+// events are validated once with json.Valid (which does not allocate), then walked
+// without allocating. Keys match exactly after unescaping and the last of duplicate keys
+// wins — what the clients' JSON parsers do — so that the guard reads what the client
+// will read (encoding/json would also match keys case-insensitively).
+
+// jsonIter walks the members of an object or the elements of an array of valid JSON
+// (callers check json.Valid first; on anything else it stops early but never panics).
+type jsonIter struct {
+	b []byte
+	i int
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// iterOf starts walking v when it is an object (open '{') or an array ('[').
+func iterOf(v []byte, open byte) (jsonIter, bool) {
+	i := skipWS(v, 0)
+	if i >= len(v) || v[i] != open {
+		return jsonIter{}, false
+	}
+	return jsonIter{b: v, i: i + 1}, true
+}
+
+// member returns the next member of an object: its key (raw, between the quotes) and
+// value.
+func (it *jsonIter) member() (key, val []byte, ok bool) {
+	it.i = skipWS(it.b, it.i)
+	if it.i < len(it.b) && it.b[it.i] == ',' {
+		it.i = skipWS(it.b, it.i+1)
+	}
+	if it.i >= len(it.b) || it.b[it.i] != '"' {
+		return nil, nil, false
+	}
+	end := stringEnd(it.b, it.i)
+	if end-1 <= it.i || it.b[end-1] != '"' {
+		// Unterminated: only valid JSON is walked, but never panic.
+		return nil, nil, false
+	}
+	key = it.b[it.i+1 : end-1]
+	it.i = skipWS(it.b, end)
+	if it.i >= len(it.b) || it.b[it.i] != ':' {
+		return nil, nil, false
+	}
+	start := skipWS(it.b, it.i+1)
+	it.i = valueEnd(it.b, start)
+	return key, it.b[start:it.i], true
+}
+
+// elem returns the next element of an array.
+func (it *jsonIter) elem() ([]byte, bool) {
+	it.i = skipWS(it.b, it.i)
+	if it.i < len(it.b) && it.b[it.i] == ',' {
+		it.i = skipWS(it.b, it.i+1)
+	}
+	if it.i >= len(it.b) || it.b[it.i] == ']' {
+		return nil, false
+	}
+	start := it.i
+	it.i = valueEnd(it.b, start)
+	return it.b[start:it.i], true
+}
+
+// stringEnd returns the index after the closing quote of the string starting at i.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index after the value starting at i.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// keyIs reports whether a raw key equals name once unescaped.
+func keyIs(key []byte, name string) bool {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key) == name
+	}
+	var buf [64]byte
+	u, ok := unescape(buf[:0], key)
+	return ok && string(u) == name
+}
+
+// isNullJSON reports whether v is null (or absent).
+func isNullJSON(v []byte) bool { return len(v) == 0 || string(v) == "null" }
+
+// strOf returns the string value of v, allocating only the result; ok is false when v is
+// not a string.
+func strOf(v []byte, scratch *[]byte) (string, bool) {
+	b, ok := bytesOf(v, scratch)
+	if !ok {
+		return "", false
+	}
+	return string(b), true
+}
+
+// bytesOf returns the unescaped bytes of the string value v, aliasing v when it has no
+// escapes and *scratch otherwise (valid until the next use of scratch).
+func bytesOf(v []byte, scratch *[]byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return inner, true
+	}
+	u, ok := unescape((*scratch)[:0], inner)
+	*scratch = u
+	return u, ok
+}
+
+// unescape appends the unescaped form of a JSON string's contents.
+func unescape(dst, s []byte) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			// Invalid UTF-8 becomes U+FFFD, as encoding/json decodes it.
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, s[i:i+size]...)
+			}
+			i += size - 1
+			continue
+		}
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		if i >= len(s) {
+			return dst, false
+		}
+		switch s[i] {
+		case '"', '\\', '/':
+			dst = append(dst, s[i])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(s, i+1)
+			if !ok {
+				return dst, false
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok2 := rune(-1), false
+				if i+2 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
+					r2, ok2 = hex4(s, i+3)
+				}
+				if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return dst, false
+		}
+	}
+	return dst, true
+}
+
+func hex4(s []byte, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// intOf parses an integer value (no fraction or exponent) up to 1e15.
+func intOf(v []byte) (int64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	if len(v) == 0 || len(v) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// validJSON reports whether data is a single valid JSON value.
+func validJSON(data []byte) bool { return json.Valid(data) }
+
+// scanFields sets vals[i] to the raw value of the member names[i] of the object v (the
+// last of duplicates), nil when absent. It reports whether v is an object.
+func scanFields(v []byte, names []string, vals [][]byte) bool {
+	clear(vals)
+	it, ok := iterOf(v, '{')
+	if !ok {
+		return false
+	}
+	for {
+		k, val, ok := it.member()
+		if !ok {
+			return true
+		}
+		for i, n := range names {
+			if keyIs(k, n) {
+				vals[i] = val
+				break
+			}
+		}
+	}
+}
+
+// intField parses an index member that defaults to 0 when absent; ok is false when it is
+// present but not an integer in [0, MaxParts).
+func intField(v []byte) (int, bool) {
+	if isNullJSON(v) {
+		return 0, true
+	}
+	n, ok := intOf(v)
+	if !ok || n < 0 || n >= MaxParts {
+		return 0, false
+	}
+	return int(n), true
+}

@@ -1,0 +1,71 @@
+package wire
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestScanner(t *testing.T) {
+	cases := []struct {
+		name, doc, key, want string
+	}{
+		{"the last of duplicate keys wins", `{"content":"safe","content":"evil"}`, "content", "evil"},
+		{"an escaped key matches once unescaped", `{"con\u0074ent":"x"}`, "content", "x"},
+		{"keys match case-sensitively", `{"Content":"x"}`, "content", ""},
+		{"escapes and surrogate pairs are decoded", `{"content":"a\nb\u00e9\ud83d\ude00\"q\\"}`, "content", "a\nbé😀\"q\\"},
+		{"nested values are skipped whole", `{"a":{"content":"no"},"b":["}",{"x":"]"}],"content":"yes"}`, "content", "yes"},
+		{"invalid UTF-8 becomes U+FFFD", "{\"content\":\"a\xffb\"}", "content", "a\uFFFDb"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var f [1][]byte
+			var scratch []byte
+			if !scanFields([]byte(tc.doc), []string{tc.key}, f[:]) {
+				t.Fatal("not an object")
+			}
+			got, _ := strOf(f[0], &scratch)
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzScanner checks that the scanner reads the string members of any valid object as
+// encoding/json does (a differential: the guard must read what clients read), and that it
+// never panics on anything else.
+func FuzzScanner(f *testing.F) {
+	f.Add([]byte(`{"a":"x","b":{"c":[1,"]"]},"a":"y"}`))
+	f.Add([]byte(`{"\u0061":"\ud800x","b":null}`))
+	f.Add([]byte(`{"a":"unterminated`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		it, ok := iterOf(doc, '{')
+		got := map[string]string{}
+		var scratch []byte
+		for ok {
+			k, v, more := it.member()
+			if !more {
+				break
+			}
+			var kb [64]byte
+			key, _ := unescape(kb[:0], k)
+			if s, isStr := strOf(v, &scratch); isStr {
+				got[string(key)] = s
+			} else {
+				delete(got, string(key))
+			}
+		}
+		if !json.Valid(doc) {
+			return
+		}
+		var want map[string]any
+		if json.Unmarshal(doc, &want) != nil {
+			return
+		}
+		for k, v := range want {
+			if s, isStr := v.(string); isStr && got[k] != s {
+				t.Fatalf("member %q: scanner %q, encoding/json %q", k, got[k], s)
+			}
+		}
+	})
+}

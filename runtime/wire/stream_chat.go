@@ -1,0 +1,526 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
+)
+
+// chatChoice is the state of one choice of a chat stream.
+type chatChoice struct {
+	// open are the choice's content channels, in the order they started.
+	open         []Channel
+	finished     bool
+	roleSent     bool
+	finishedSent bool
+}
+
+// chatCodec is the chat.completion.chunk stream format: data-only events, chunks with
+// choices[].delta, a usage chunk with empty choices, and "data: [DONE]".
+type chatCodec struct {
+	s *Stream
+	// Template of the chunks it builds, from the upstream's.
+	id, created, model, fingerprint, tier []byte
+	reasoningKey                          string
+	choices                               map[int]*chatChoice
+	finished                              int
+	maxChoice                             int
+	// roles and finishes of the current event, marked as sent when it is emitted.
+	roles, finishes []int
+	scratch         []byte
+}
+
+func newChatCodec(s *Stream) *chatCodec {
+	return &chatCodec{s: s, reasoningKey: "reasoning_content", choices: map[int]*chatChoice{}}
+}
+
+func (c *chatCodec) choice(i int) *chatChoice {
+	ch := c.choices[i]
+	if ch == nil {
+		ch = &chatChoice{}
+		c.choices[i] = ch
+		c.maxChoice = max(c.maxChoice, i)
+	}
+	return ch
+}
+
+func (st *chatChoice) opens(ch Channel) {
+	for _, o := range st.open {
+		if o == ch {
+			return
+		}
+	}
+	st.open = append(st.open, ch)
+}
+
+var doneData = []byte("[DONE]")
+
+func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
+	c.roles, c.finishes = c.roles[:0], c.finishes[:0]
+	data := ev.Data
+	if bytes.Equal(bytes.TrimSpace(data), doneData) {
+		return append(dst, Item{Kind: ItemTerminator}), nil
+	}
+	if !validJSON(data) {
+		return dst, malformed(FamilyChat, "chunk is not JSON")
+	}
+	root, ok := iterOf(data, '{')
+	if !ok {
+		return dst, malformed(FamilyChat, "chunk is not a JSON object")
+	}
+	var choices, usage, errv []byte
+	for {
+		k, v, ok := root.member()
+		if !ok {
+			break
+		}
+		switch {
+		case keyIs(k, "choices"):
+			choices = v
+		case keyIs(k, "usage"):
+			usage = v
+		case keyIs(k, "error"):
+			errv = v
+		case keyIs(k, "id"):
+			keepRaw(&c.id, v)
+		case keyIs(k, "created"):
+			keepRaw(&c.created, v)
+		case keyIs(k, "model"):
+			keepRaw(&c.model, v)
+		case keyIs(k, "system_fingerprint"):
+			keepRaw(&c.fingerprint, v)
+		case keyIs(k, "service_tier"):
+			keepRaw(&c.tier, v)
+		}
+	}
+	if !isNullJSON(errv) {
+		return append(dst, Item{Kind: ItemError, Text: c.errorMessage(errv)}), nil
+	}
+	n := len(dst)
+	var err error
+	it, _ := iterOf(choices, '[')
+	for {
+		choice, ok := it.elem()
+		if !ok {
+			break
+		}
+		if dst, err = c.decodeChoice(dst, choice); err != nil {
+			return dst, err
+		}
+	}
+	if !isNullJSON(usage) {
+		var u Usage
+		ui, _ := iterOf(usage, '{')
+		for {
+			k, v, ok := ui.member()
+			if !ok {
+				break
+			}
+			switch {
+			case keyIs(k, "prompt_tokens"):
+				u.InputTokens, _ = intOf(v)
+			case keyIs(k, "completion_tokens"):
+				u.OutputTokens, _ = intOf(v)
+			}
+		}
+		dst = append(dst, Item{Kind: ItemUsage, Usage: u})
+	}
+	if len(dst) == n {
+		dst = append(dst, Item{Kind: ItemPass})
+	}
+	return dst, nil
+}
+
+// errorMessage returns the message of an error value: an object's "message", or a string.
+func (c *chatCodec) errorMessage(v []byte) string {
+	if s, ok := strOf(v, &c.scratch); ok {
+		return s
+	}
+	it, _ := iterOf(v, '{')
+	msg := ""
+	for {
+		k, mv, ok := it.member()
+		if !ok {
+			return msg
+		}
+		if keyIs(k, "message") {
+			msg, _ = strOf(mv, &c.scratch)
+		}
+	}
+}
+
+// keepRaw keeps a template value, copying it only when it changed.
+func keepRaw(dst *[]byte, v []byte) {
+	if !isNullJSON(v) && !bytes.Equal(*dst, v) {
+		*dst = append((*dst)[:0], v...)
+	}
+}
+
+// optStr reads a judged string member: a string or null; anything else is malformed.
+func (c *chatCodec) optStr(v []byte, what string) (string, error) {
+	if isNullJSON(v) {
+		return "", nil
+	}
+	s, ok := strOf(v, &c.scratch)
+	if !ok {
+		return "", malformed(FamilyChat, "%s is not a string", what)
+	}
+	return s, nil
+}
+
+// decodeChoice decodes one element of a chunk's choices.
+func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
+	ci, ok := iterOf(choice, '{')
+	if !ok {
+		return dst, malformed(FamilyChat, "choice is not an object")
+	}
+	var index, delta, finish []byte
+	for {
+		k, v, ok := ci.member()
+		if !ok {
+			break
+		}
+		switch {
+		case keyIs(k, "index"):
+			index = v
+		case keyIs(k, "delta"):
+			delta = v
+		case keyIs(k, "finish_reason"):
+			finish = v
+		}
+	}
+	idx, ok := intOf(index)
+	if len(index) == 0 {
+		idx, ok = 0, true
+	}
+	if !ok || idx < 0 || idx >= MaxChoices {
+		return dst, malformed(FamilyChat, "choice index %q out of range", index)
+	}
+	i := int(idx)
+	st := c.choice(i)
+	var role, content, reasoning, reasoningContent string
+	var calls []byte
+	var err error
+	di, _ := iterOf(delta, '{')
+	for {
+		k, v, ok := di.member()
+		if !ok {
+			break
+		}
+		switch {
+		case keyIs(k, "role"):
+			role, err = c.optStr(v, "role")
+		case keyIs(k, "content"):
+			content, err = c.optStr(v, "content")
+		case keyIs(k, "reasoning_content"):
+			reasoningContent, err = c.optStr(v, "reasoning_content")
+		case keyIs(k, "reasoning"):
+			reasoning, err = c.optStr(v, "reasoning")
+		case keyIs(k, "tool_calls"):
+			calls = v
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	if role != "" {
+		c.roles = append(c.roles, i)
+	}
+	if content != "" {
+		kind := ChannelText
+		if c.s.req.Object {
+			kind = ChannelObject
+		}
+		ch := Channel{Choice: i, Kind: kind}
+		st.opens(ch)
+		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: content})
+	}
+	if r, key := reasoningOf(&reasoningContent, &reasoning); r != "" {
+		c.reasoningKey = key
+		ch := Channel{Choice: i, Kind: ChannelReasoning}
+		st.opens(ch)
+		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: r})
+	}
+	ti, _ := iterOf(calls, '[')
+	for {
+		call, ok := ti.elem()
+		if !ok {
+			break
+		}
+		if dst, err = c.decodeToolCall(dst, st, i, call); err != nil {
+			return dst, err
+		}
+	}
+	if reason, err := c.optStr(finish, "finish_reason"); err != nil {
+		return dst, err
+	} else if reason != "" && !st.finished {
+		for _, ch := range st.open {
+			it := Item{Kind: ItemChannelEnd, Channel: ch}
+			if call := c.s.calls[ch]; call != nil && ch.Kind == ChannelToolArgs {
+				it.ID, it.Name = call.id, call.name
+			}
+			dst = append(dst, it)
+		}
+		st.finished = true
+		c.finished++
+		c.finishes = append(c.finishes, i)
+		dst = append(dst, Item{Kind: ItemFinish, Channel: Channel{Choice: i}, Text: reason, Final: c.finished >= c.s.req.N})
+	}
+	return dst, nil
+}
+
+// decodeToolCall decodes one element of a delta's tool_calls.
+func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw []byte) ([]Item, error) {
+	c.s.cur.withhold = true
+	ti, ok := iterOf(raw, '{')
+	if !ok {
+		return dst, malformed(FamilyChat, "tool call is not an object")
+	}
+	var index, id, fn []byte
+	for {
+		k, v, ok := ti.member()
+		if !ok {
+			break
+		}
+		switch {
+		case keyIs(k, "index"):
+			index = v
+		case keyIs(k, "id"):
+			id = v
+		case keyIs(k, "function"):
+			fn = v
+		}
+	}
+	idx, ok := intOf(index)
+	if len(index) == 0 {
+		idx, ok = 0, true
+	}
+	if !ok || idx < 0 || idx >= MaxParts {
+		return dst, malformed(FamilyChat, "tool call index %q out of range", index)
+	}
+	var name, args string
+	var err error
+	fi, _ := iterOf(fn, '{')
+	for {
+		k, v, ok := fi.member()
+		if !ok {
+			break
+		}
+		switch {
+		case keyIs(k, "name"):
+			name, err = c.optStr(v, "function name")
+		case keyIs(k, "arguments"):
+			args, err = c.optStr(v, "function arguments")
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	ch := Channel{Choice: choice, Kind: ChannelToolArgs, Index: int(idx)}
+	call, known := c.s.calls[ch]
+	if !known {
+		call = c.s.call(ch)
+		st.opens(ch)
+	}
+	idStr, err := c.optStr(id, "tool call id")
+	if err != nil {
+		return dst, err
+	}
+	call.id, call.name = cmpOr(idStr, call.id), cmpOr(name, call.name)
+	if !known {
+		c.s.startCall(call)
+		dst = append(dst, Item{Kind: ItemToolCallStart, Channel: ch, ID: call.id, Name: call.name})
+	}
+	if args != "" {
+		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: args})
+	}
+	return dst, nil
+}
+
+func reasoningOf(content, reasoning *string) (string, string) {
+	if content != nil && *content != "" {
+		return *content, "reasoning_content"
+	}
+	if reasoning != nil && *reasoning != "" {
+		return *reasoning, "reasoning"
+	}
+	return "", ""
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// sent marks the roles and finishes of the current event as received by the client.
+func (c *chatCodec) sent() {
+	for _, i := range c.roles {
+		c.choice(i).roleSent = true
+	}
+	for _, i := range c.finishes {
+		c.choice(i).finishedSent = true
+	}
+}
+
+// chatJudgedKeys are the delta members whose content the releases replace.
+var chatJudgedKeys = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
+
+func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, error) {
+	defer c.sent()
+	if !stripped {
+		return append(dst, ev.Raw...), nil
+	}
+	o, err := parseObject(ev.Data)
+	if err != nil {
+		return dst, malformed(FamilyChat, "chunk: %v", err)
+	}
+	choices, err := o.arr("choices")
+	if err != nil {
+		return dst, malformed(FamilyChat, "choices: %v", err)
+	}
+	kept := choices[:0]
+	for _, raw := range choices {
+		co, err := parseObject(raw)
+		if err != nil {
+			return dst, malformed(FamilyChat, "choice: %v", err)
+		}
+		d, err := co.obj("delta")
+		if err != nil {
+			d = &object{}
+		}
+		for _, k := range chatJudgedKeys {
+			d.del(k)
+		}
+		var idx int
+		if json.Unmarshal(co.get("index"), &idx) == nil && c.choice(idx).roleSent {
+			// The releases written before carried the role already.
+			d.del("role")
+		}
+		// Logprobs describe the replaced content's tokens.
+		if co.get("logprobs") != nil {
+			co.set("logprobs", []byte("null"))
+		}
+		nonNull := false
+		for _, v := range d.vals {
+			nonNull = nonNull || !isNull(v)
+		}
+		if !nonNull && !co.has("finish_reason") {
+			continue
+		}
+		co.set("delta", d.bytes())
+		kept = append(kept, co.bytes())
+	}
+	if len(kept) == 0 && !o.has("usage") {
+		return dst, nil
+	}
+	o.set("choices", marshalArray(kept))
+	return sse.AppendJSONEvent(dst, "", o.bytes()), nil
+}
+
+// appendHead appends the start of a chunk built on the template, up to "choices":[.
+func (c *chatCodec) appendHead(dst []byte) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendRawOr(dst, c.id, `"chatcmpl-guardrail"`)
+	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
+	dst = appendRawOr(dst, c.created, "0")
+	dst = append(dst, `,"model":`...)
+	if len(c.model) > 0 {
+		dst = append(dst, c.model...)
+	} else {
+		dst = appendString(dst, c.s.req.Model)
+	}
+	if len(c.tier) > 0 {
+		dst = append(dst, `,"service_tier":`...)
+		dst = append(dst, c.tier...)
+	}
+	if len(c.fingerprint) > 0 {
+		dst = append(dst, `,"system_fingerprint":`...)
+		dst = append(dst, c.fingerprint...)
+	}
+	return append(dst, `,"choices":[{"index":`...)
+}
+
+// appendTail appends the end of a chunk after the choice's delta.
+func (c *chatCodec) appendTail(dst []byte, finish string) []byte {
+	dst = append(dst, `},"logprobs":null,"finish_reason":`...)
+	dst = appendOptString(dst, finish)
+	dst = append(dst, "}]"...)
+	if c.s.req.IncludeUsage {
+		dst = append(dst, `,"usage":null`...)
+	}
+	return append(dst, "}\n\n"...)
+}
+
+func appendRawOr(dst, raw []byte, def string) []byte {
+	if len(raw) == 0 {
+		return append(dst, def...)
+	}
+	return append(dst, raw...)
+}
+
+// appendChoiceStart appends "data: " and the chunk up to the delta's first member,
+// with the role when the client has not received one for the choice.
+func (c *chatCodec) appendChoiceStart(dst []byte, choice int) []byte {
+	dst = append(dst, "data: "...)
+	dst = c.appendHead(dst)
+	dst = appendInt(dst, choice)
+	dst = append(dst, `,"delta":{`...)
+	if st := c.choice(choice); !st.roleSent {
+		st.roleSent = true
+		dst = append(dst, `"role":"assistant",`...)
+	}
+	return dst
+}
+
+func (c *chatCodec) appendDelta(dst []byte, ch Channel, text []byte) []byte {
+	dst = c.appendChoiceStart(dst, ch.Choice)
+	key := "content"
+	if ch.Kind == ChannelReasoning {
+		key = c.reasoningKey
+	}
+	dst = appendString(dst, key)
+	dst = append(dst, ':')
+	dst = appendString(dst, text)
+	return c.appendTail(dst, "")
+}
+
+func (c *chatCodec) appendToolCall(dst []byte, call *toolCall, args []byte) []byte {
+	dst = c.appendChoiceStart(dst, call.ch.Choice)
+	dst = append(dst, `"tool_calls":[{"index":`...)
+	dst = appendInt(dst, call.ch.Index)
+	dst = append(dst, `,"id":`...)
+	dst = appendString(dst, call.id)
+	dst = append(dst, `,"type":"function","function":{"name":`...)
+	dst = appendString(dst, call.name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendString(dst, args)
+	dst = append(dst, "}}]"...)
+	return c.appendTail(dst, "")
+}
+
+// appendBlock ends every choice the client has not seen finish with the reason as
+// content and finish_reason content_filter, then [DONE].
+func (c *chatCodec) appendBlock(dst []byte, reason string, _ *qentry) []byte {
+	for i := range max(c.s.req.N, c.maxChoice+1) {
+		if c.choice(i).finishedSent {
+			continue
+		}
+		dst = c.appendChoiceStart(dst, i)
+		dst = append(dst, `"content":`...)
+		dst = appendString(dst, reason)
+		dst = c.appendTail(dst, "content_filter")
+		c.choice(i).finishedSent = true
+	}
+	return append(dst, "data: [DONE]\n\n"...)
+}
+
+// appendFailure appends data: {"error":{...}}, which openai-go's stream surfaces as an
+// *ssestream.StreamError (and the Python and Node SDKs as an APIError).
+func (c *chatCodec) appendFailure(dst []byte, e *APIError) []byte {
+	dst = append(dst, `data: {"error":`...)
+	dst = appendOpenAIError(dst, e)
+	return append(dst, "}\n\n"...)
+}
