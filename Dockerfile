@@ -1,13 +1,13 @@
-# The operator image: the manager (/manager). The guard sidecar binary joins it once
-# runtime/cmd/guard exists.
+# One image carries both binaries: the manager (/manager) and the guard sidecar (/guard).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/manager .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/manager . && \
+    CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/guard ./runtime/cmd/guard
 
 FROM gcr.io/distroless/static:nonroot
-COPY --from=build /out/manager /
+COPY --from=build /out/manager /out/guard /
 USER 65532:65532
 ENTRYPOINT ["/manager"]

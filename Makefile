@@ -72,8 +72,9 @@ bench: ## Run the benchmarks of the data plane.
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager into bin/ (the guard binary arrives with its issue).
+build: ## Build the manager and the guard into bin/.
 	go build -o $(LOCALBIN)/manager .
+	go build -o $(LOCALBIN)/guard ./runtime/cmd/guard
 
 ##@ Tools
 

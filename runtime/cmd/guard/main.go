@@ -1,0 +1,205 @@
+// Command guard is the guardrail sidecar: a streaming proxy for the OpenAI and Anthropic
+// APIs that enforces Guardrails on every call (DESIGN.md §2, §5). It runs beside an app
+// in its pod, or standalone with a policy file:
+//
+//	guard --policy-file config/samples/pii-secrets-redaction.yaml \
+//	      --openai-upstream https://api.openai.com --listen 127.0.0.1:8000
+//
+// and the app points its base URL at it (OPENAI_BASE_URL=http://127.0.0.1:8000/v1,
+// ANTHROPIC_BASE_URL=http://127.0.0.1:8000). An admin listener serves /healthz, /readyz
+// (ready once a policy is loaded) and Prometheus /metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
+	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+)
+
+type options struct {
+	listen, admin                string
+	openaiUpstream, anthropicURL string
+	policyFile                   string
+	policyInterval               time.Duration
+	decisionLog                  string
+	passThrough                  string
+	maxBody                      int64
+	readHeaderTimeout, idle      time.Duration
+	writeIdle, grace             time.Duration
+	pod, namespace, podLabels    string
+	logLevel                     string
+}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("guard", flag.ExitOnError)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "Address the proxy listens on (the app's base URL points here).")
+	fs.StringVar(&o.admin, "admin-listen", ":9090", "Address of /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.openaiUpstream, "openai-upstream", "https://api.openai.com", "Base URL of the OpenAI-compatible provider.")
+	fs.StringVar(&o.anthropicURL, "anthropic-upstream", "https://api.anthropic.com", "Base URL of the Anthropic provider.")
+	fs.StringVar(&o.policyFile, "policy-file", "", "YAML file of Classifier and Guardrail manifests to enforce; watched for changes.")
+	fs.DurationVar(&o.policyInterval, "policy-interval", time.Second, "How often the policy file is checked for changes.")
+	fs.StringVar(&o.decisionLog, "decision-log", "", "Write one JSON line per decision to this file (- for stdout). Records hold no content.")
+	fs.StringVar(&o.passThrough, "pass-through", "", "Comma-separated POST paths forwarded unguarded (every other unknown POST is refused).")
+	fs.Int64Var(&o.maxBody, "max-body-bytes", 16<<20, "Largest request body accepted (413 beyond).")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "Time allowed to read a request's headers.")
+	fs.DurationVar(&o.idle, "idle-timeout", 2*time.Minute, "Keep-alive idle timeout of client connections.")
+	fs.DurationVar(&o.writeIdle, "write-idle-timeout", 2*time.Minute, "A client that accepts no bytes for this long is dropped.")
+	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "Time in-flight requests and streams get to finish on shutdown.")
+	fs.StringVar(&o.pod, "pod", os.Getenv("POD_NAME"), "Pod name recorded in decisions.")
+	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Enforce only the guardrails of this namespace (all when empty).")
+	fs.StringVar(&o.podLabels, "pod-labels", os.Getenv("POD_LABELS"), "The pod's labels (k=v,...): enforce only the guardrails selecting them (all when empty).")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error.")
+	_ = fs.Parse(os.Args[1:])
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "guard: --log-level:", err) //nolint:forbidigo // before the logger exists
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if err := run(o, log); err != nil {
+		log.Error("Guard stopped", "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(o options, log *slog.Logger) error {
+	if o.policyFile == "" {
+		return errors.New("--policy-file is required (the control-plane subscription is not available yet)")
+	}
+	openaiURL, err := parseUpstream("--openai-upstream", o.openaiUpstream)
+	if err != nil {
+		return err
+	}
+	anthropicURL, err := parseUpstream("--anthropic-upstream", o.anthropicURL)
+	if err != nil {
+		return err
+	}
+	var podLabels labels.Set
+	if o.podLabels != "" {
+		if podLabels, err = labels.ConvertSelectorToLabelsMap(o.podLabels); err != nil {
+			return fmt.Errorf("--pod-labels: %w", err)
+		}
+	}
+	var decisions io.Writer
+	switch o.decisionLog {
+	case "":
+	case "-":
+		decisions = os.Stdout
+	default:
+		f, err := os.OpenFile(o.decisionLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return fmt.Errorf("--decision-log: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		decisions = f
+	}
+	tel := telemetry.New(decisions)
+	var passThrough []string
+	for _, p := range strings.Split(o.passThrough, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			passThrough = append(passThrough, p)
+		}
+	}
+	px := proxy.New(proxy.Config{
+		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, PassThrough: passThrough,
+		MaxBodyBytes: o.maxBody, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,
+		PodLabels: podLabels, Telemetry: tel, Log: log,
+	})
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	src := &policysource.File{Path: o.policyFile, Interval: o.policyInterval}
+	go src.Run(ctx, func(s *policy.Snapshot) {
+		if err := px.Apply(s); err != nil {
+			tel.PolicyError()
+			log.Error("Policy not applied; the last good policy stays in force", "error", err.Error())
+		}
+	}, func(err error) {
+		tel.PolicyError()
+		log.Error("Policy file refused; the last good policy stays in force", "error", err.Error())
+	})
+
+	srv := &http.Server{
+		Handler:           px,
+		ReadHeaderTimeout: o.readHeaderTimeout,
+		IdleTimeout:       o.idle,
+		// No WriteTimeout: streams last as long as the model writes; each write has its
+		// own idle deadline instead (--write-idle-timeout).
+	}
+	adminSrv := &http.Server{Handler: adminMux(px, tel), ReadHeaderTimeout: 5 * time.Second}
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	adminLn, err := lc.Listen(ctx, "tcp", o.admin)
+	if err != nil {
+		return err
+	}
+	log.Info("Guard listening", "proxy", ln.Addr().String(), "admin", adminLn.Addr().String(),
+		"openaiUpstream", openaiURL.Redacted(), "anthropicUpstream", anthropicURL.Redacted())
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- adminSrv.Serve(adminLn) }()
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("Shutting down; draining in-flight requests", "grace", o.grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.grace)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("Grace period over; closing the streams still open")
+		err = srv.Close()
+	}
+	_ = adminSrv.Shutdown(shutdownCtx)
+	return err
+}
+
+func adminMux(px *proxy.Proxy, tel *telemetry.Telemetry) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !px.Ready() {
+			http.Error(w, "no policy loaded", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok policy "+px.Version()+"\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(tel.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func parseUpstream(flagName, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s must be an absolute http(s) URL, got %q", flagName, raw)
+	}
+	return u, nil
+}

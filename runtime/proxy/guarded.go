@@ -1,0 +1,190 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// exchange is one guarded request on its way through the guard.
+type exchange struct {
+	p       *Proxy
+	f       wire.Family
+	family  string
+	w       http.ResponseWriter
+	r       *http.Request
+	st      *state
+	session *engine.Session
+	req     wire.Request
+	body    []byte
+	// spent is the time the guard itself spent on the request so far (not upstream time).
+	spent time.Duration
+}
+
+// serveGuarded runs the Input phase, calls the upstream, and judges the response.
+func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family) {
+	start := time.Now()
+	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r}
+	x.st = p.state.Load()
+	if x.st == nil {
+		x.outcome("refused")
+		writeError(w, f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
+			Message: "the guardrail sidecar has no policy yet and refuses traffic"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			x.outcome("refused")
+			writeError(w, f, wire.APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+				Message: "the request body is larger than the guardrail sidecar accepts"})
+			return
+		}
+		x.outcome("client_gone")
+		return
+	}
+	x.body = body
+	x.req, err = wire.ParseRequest(f, body)
+	if err != nil {
+		x.outcome("refused")
+		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+			Message: "the guardrail sidecar could not read the request: " + err.Error()})
+		return
+	}
+	trace, span := traceIDs(r.Header)
+	x.session = x.st.engine.NewSession(engine.Options{
+		IDs:    engine.IDs{Pod: p.cfg.Pod, RequestID: r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, Model: x.req.Model},
+		Record: p.cfg.Telemetry.Record,
+	})
+
+	if !x.input() {
+		return
+	}
+	x.spent = time.Since(start)
+	x.forward()
+}
+
+func (x *exchange) outcome(o string) { x.p.cfg.Telemetry.Request(x.family, o) }
+
+// input runs the Input phase; it answers the client itself and returns false when the
+// request is refused.
+func (x *exchange) input() bool {
+	res, err := x.session.Input(x.r.Context(), toEngineMessages(x.req.Messages))
+	if err != nil {
+		x.outcome("client_gone")
+		return false
+	}
+	if v := res.Stop; v != nil {
+		x.setWarnings()
+		if v.Kind == engine.Failed {
+			x.outcome("failed")
+			writeError(x.w, x.f, wire.Failed(v.Guardrail))
+		} else {
+			x.outcome("blocked")
+			writeError(x.w, x.f, wire.Blocked(v.Reason, v.Guardrail))
+		}
+		return false
+	}
+	if applyInput(&x.req, res.Messages) {
+		body, err := wire.RewriteRequest(x.body, &x.req)
+		if err != nil {
+			// The edit cannot be expressed: sending the original would leak what was
+			// redacted, so the request is refused as a failure.
+			x.p.cfg.Log.Error("Rewriting a request failed", "requestId", x.r.Header.Get("X-Request-Id"), "error", err.Error())
+			x.outcome("failed")
+			writeError(x.w, x.f, wire.Failed(""))
+			return false
+		}
+		x.body = body
+	}
+	return true
+}
+
+// forward calls the upstream and hands its answer to the stream or response path.
+func (x *exchange) forward() {
+	base := x.p.cfg.OpenAIUpstream
+	if x.f.Anthropic() {
+		base = x.p.cfg.AnthropicUpstream
+	}
+	out, err := http.NewRequestWithContext(x.r.Context(), http.MethodPost, upstreamURL(base, x.r.URL).String(), bytes.NewReader(x.body))
+	if err != nil {
+		x.outcome("failed")
+		writeError(x.w, x.f, wire.Failed(""))
+		return
+	}
+	copyHeaders(out.Header, x.r.Header)
+	// The guard reads responses: let the transport negotiate (and undo) compression.
+	out.Header.Del("Accept-Encoding")
+	out.ContentLength = int64(len(x.body))
+
+	resp, err := x.p.client.Do(out)
+	if err != nil {
+		if clientGone(x.r.Context(), err) {
+			x.outcome("client_gone")
+			return
+		}
+		x.p.cfg.Log.Warn("Upstream call failed", "requestId", x.r.Header.Get("X-Request-Id"), "error", err.Error())
+		x.outcome("upstream_error")
+		writeError(x.w, x.f, wire.APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_unreachable",
+			Message: "the guardrail sidecar could not reach the model provider"})
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+
+	x.setWarnings()
+	if resp.StatusCode != http.StatusOK || x.f == wire.FamilyEmbeddings {
+		// Upstream errors, and responses with nothing to judge, pass through unchanged.
+		if resp.StatusCode != http.StatusOK {
+			x.outcome("upstream_error")
+		} else {
+			x.outcome("allowed")
+		}
+		x.passThrough(resp)
+		return
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		x.stream(resp)
+		return
+	}
+	x.response(resp)
+}
+
+func (x *exchange) setWarnings() {
+	if warned := x.session.Warnings(); len(warned) > 0 {
+		x.w.Header().Set("X-Guardrail-Warnings", strings.Join(warned, ", "))
+	}
+}
+
+// passThrough copies the upstream response as it is.
+func (x *exchange) passThrough(resp *http.Response) {
+	copyHeaders(x.w.Header(), resp.Header)
+	x.w.WriteHeader(resp.StatusCode)
+	_, _ = io.Copy(x.w, resp.Body)
+}
+
+// hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
+
+// copyHeaders copies end-to-end headers; credentials (Authorization, x-api-key) pass
+// untouched.
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		dst[k] = append([]string(nil), vs...)
+	}
+	for _, f := range strings.Split(src.Get("Connection"), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			dst.Del(f)
+		}
+	}
+	for _, h := range hopHeaders {
+		dst.Del(h)
+	}
+}

@@ -1,0 +1,264 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify/remote"
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// Config configures a Proxy.
+type Config struct {
+	// OpenAIUpstream and AnthropicUpstream are the providers' base URLs; the request path
+	// (/v1/...) is appended, and a trailing /v1 of the base is ignored.
+	OpenAIUpstream, AnthropicUpstream *url.URL
+	// Transport reaches the upstreams; nil means a tuned clone of http.DefaultTransport.
+	Transport http.RoundTripper
+	// PassThrough lists POST paths forwarded without guarding.
+	PassThrough []string
+	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 16 MiB.
+	MaxBodyBytes int64
+	// MaxResponseBytes bounds non-streamed response bodies the guard judges; 0 means 64 MiB.
+	MaxResponseBytes int64
+	// WriteIdleTimeout bounds each write to a client; a client that reads nothing for this
+	// long is dropped. 0 means 2 minutes.
+	WriteIdleTimeout time.Duration
+	// Pod is the pod name copied into decision records.
+	Pod string
+	// Namespace, when set, keeps only the guardrails of that namespace.
+	Namespace string
+	// PodLabels, when set, keeps only the guardrails whose selector matches them.
+	PodLabels labels.Set
+	Telemetry *telemetry.Telemetry
+	Log       *slog.Logger
+}
+
+// state is one applied policy: the snapshot, its backends and the engine.
+type state struct {
+	snap     *policy.Snapshot
+	engine   *engine.Engine
+	backends map[string]classify.Classifier
+}
+
+// Proxy is the guard's handler. Apply swaps policies atomically; requests in flight keep
+// the policy they started with.
+type Proxy struct {
+	cfg         Config
+	state       atomic.Pointer[state]
+	passThrough map[string]bool
+	openai      *httputil.ReverseProxy
+	anthropic   *httputil.ReverseProxy
+	client      *http.Client
+}
+
+// New returns a proxy with no policy: guarded routes answer 503 until Apply.
+func New(cfg Config) *Proxy {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 16 << 20
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = 64 << 20
+	}
+	if cfg.WriteIdleTimeout <= 0 {
+		cfg.WriteIdleTimeout = 2 * time.Minute
+	}
+	if cfg.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 256
+		t.ResponseHeaderTimeout = 10 * time.Minute
+		cfg.Transport = t
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = telemetry.New(nil)
+	}
+	p := &Proxy{cfg: cfg, passThrough: map[string]bool{}, client: &http.Client{
+		Transport: cfg.Transport,
+		// Never follow redirects: a redirect would carry the client's credentials elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+	for _, path := range cfg.PassThrough {
+		p.passThrough[path] = true
+	}
+	p.openai = p.reverseProxy(cfg.OpenAIUpstream)
+	p.anthropic = p.reverseProxy(cfg.AnthropicUpstream)
+	return p
+}
+
+func (p *Proxy) reverseProxy(base *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = upstreamURL(base, pr.In.URL)
+			pr.Out.Host = ""
+			pr.Out.Header.Del("X-Forwarded-For")
+		},
+		Transport:     p.cfg.Transport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			p.cfg.Log.Warn("Upstream unreachable", "path", r.URL.Path, "error", err.Error())
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+}
+
+// upstreamURL joins the upstream base and the request path (/v1/...); a base ending in
+// /v1 is accepted as the SDKs' base URLs are written that way.
+func upstreamURL(base *url.URL, in *url.URL) *url.URL {
+	u := *base
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(base.Path, "/"), "/v1") + in.Path
+	u.RawPath = ""
+	u.RawQuery = in.RawQuery
+	return &u
+}
+
+// Apply builds backends and an engine for snap and puts them in force. On error the
+// previous policy stays in force.
+func (p *Proxy) Apply(snap *policy.Snapshot) error {
+	backends := make(map[string]classify.Classifier, len(snap.Classifiers))
+	for _, c := range snap.Classifiers {
+		b, err := newBackend(c)
+		if err != nil {
+			return fmt.Errorf("classifier %s: %w", c.Key, err)
+		}
+		backends[c.Key] = b
+	}
+	var guardrails []*policy.Guardrail
+	for _, g := range snap.Guardrails {
+		if p.selects(g) {
+			guardrails = append(guardrails, g)
+		}
+	}
+	next := &state{snap: snap, backends: backends, engine: engine.New(engine.Config{
+		Guardrails: guardrails, Classifiers: snap.Classifiers, Backends: engine.BackendMap(backends),
+	})}
+	prev := p.state.Swap(next)
+	p.cfg.Telemetry.Policy(snap.Version)
+	p.cfg.Log.Info("Policy applied", "version", snap.Version, "guardrails", len(guardrails), "classifiers", len(snap.Classifiers))
+	if prev != nil {
+		closeIdle(prev.backends)
+	}
+	return nil
+}
+
+// selects reports whether guardrail g applies to this guard's pod.
+func (p *Proxy) selects(g *policy.Guardrail) bool {
+	if p.cfg.Namespace != "" && g.Namespace != p.cfg.Namespace {
+		return false
+	}
+	if p.cfg.PodLabels == nil || g.Selector == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(g.Selector)
+	if err != nil {
+		return true // Compile validated it; applying too much is the safe side
+	}
+	return sel.Matches(p.cfg.PodLabels)
+}
+
+func newBackend(c *policy.Classifier) (classify.Classifier, error) {
+	if c.Backend != policy.BackendBuiltin {
+		return remote.New(c)
+	}
+	cfg := builtin.Config{Detectors: c.Builtin.Detectors}
+	for _, pat := range c.Builtin.Patterns {
+		cfg.Patterns = append(cfg.Patterns, builtin.Pattern(pat))
+	}
+	for _, kw := range c.Builtin.Keywords {
+		cfg.Keywords = append(cfg.Keywords, builtin.KeywordSet(kw))
+	}
+	return builtin.New(cfg)
+}
+
+func closeIdle(backends map[string]classify.Classifier) {
+	for _, b := range backends {
+		if c, ok := b.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}
+}
+
+// Ready reports whether a policy is in force.
+func (p *Proxy) Ready() bool { return p.state.Load() != nil }
+
+// Version returns the version of the policy in force, or "".
+func (p *Proxy) Version() string {
+	if s := p.state.Load(); s != nil {
+		return s.snap.Version
+	}
+	return ""
+}
+
+// ServeHTTP routes a request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Request-Id") == "" {
+		r.Header.Set("X-Request-Id", newRequestID())
+	}
+	w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+	if f, ok := wire.Route(r.Method, r.URL.Path); ok {
+		p.serveGuarded(w, r, f)
+		return
+	}
+	anthropic := r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead || p.passThrough[r.URL.Path]:
+		p.cfg.Telemetry.Request("passthrough", "passthrough")
+		if anthropic {
+			p.anthropic.ServeHTTP(w, r)
+		} else {
+			p.openai.ServeHTTP(w, r)
+		}
+	default:
+		p.cfg.Telemetry.Request("unguarded", "refused")
+		f := wire.FamilyChat
+		if anthropic {
+			f = wire.FamilyMessages
+		}
+		writeError(w, f, wire.APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "route_not_guarded",
+			Message: fmt.Sprintf("%s %s is not a route the guardrail sidecar guards; list it in --pass-through to forward it unguarded", r.Method, r.URL.Path)})
+	}
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// traceIDs reads the W3C traceparent header: version-traceid-spanid-flags.
+func traceIDs(h http.Header) (trace, span string) {
+	parts := strings.Split(h.Get("Traceparent"), "-")
+	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
+		return "", ""
+	}
+	return parts[1], parts[2]
+}
+
+func writeError(w http.ResponseWriter, f wire.Family, e wire.APIError) {
+	_ = wire.WriteError(w, f, e)
+}
+
+// clientGone reports whether err is the client going away.
+func clientGone(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.Canceled)
+}

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// response judges a non-streamed response (Output and ToolCalls phases) and writes it,
+// unchanged, rewritten, replaced by the verdict, or refused as a failure.
+func (x *exchange) response(resp *http.Response) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, x.p.cfg.MaxResponseBytes+1))
+	if err != nil {
+		if clientGone(x.r.Context(), err) {
+			x.outcome("client_gone")
+			return
+		}
+		x.fail("reading the upstream response failed", err)
+		return
+	}
+	start := time.Now()
+	if int64(len(body)) > x.p.cfg.MaxResponseBytes {
+		x.fail("the upstream response is larger than the guard judges", nil)
+		return
+	}
+	decoded, err := wire.DecodeResponse(x.f, &x.req, body)
+	if err != nil {
+		x.fail("the upstream response is malformed", err)
+		return
+	}
+	res, err := x.session.Output(x.r.Context(), toEngineContents(decoded.Contents))
+	if err != nil {
+		x.outcome("client_gone")
+		return
+	}
+	switch v := res.Stop; {
+	case v != nil && v.Kind == engine.Failed:
+		x.outcome("failed")
+		writeError(x.w, x.f, wire.Failed(v.Guardrail))
+		return
+	case v != nil:
+		if body, err = wire.BlockResponse(x.f, body, v.Reason); err != nil {
+			x.fail("the upstream response cannot be replaced", err)
+			return
+		}
+		x.outcome("blocked")
+	case applyOutput(decoded.Contents, res.Contents):
+		if body, err = wire.RewriteResponse(x.f, body, decoded.Contents, ""); err != nil {
+			x.fail("the upstream response cannot be rewritten", err)
+			return
+		}
+		x.outcome("allowed")
+	default:
+		x.outcome("allowed")
+	}
+	x.setWarnings()
+	copyHeaders(x.w.Header(), resp.Header)
+	x.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	x.p.cfg.Telemetry.Added(x.family, x.spent+time.Since(start))
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(body)
+}
+
+// fail answers a response the guard cannot judge: a recorded evaluation failure, fail
+// closed (the client receives policy_evaluation_failed, never unjudged content).
+func (x *exchange) fail(what string, err error) {
+	attrs := []any{"requestId", x.r.Header.Get("X-Request-Id"), "family", x.family}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	x.p.cfg.Log.Error("Upstream response not judged: "+what, attrs...)
+	x.outcome("failed")
+	writeError(x.w, x.f, wire.Failed(""))
+}

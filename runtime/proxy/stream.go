@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// streamer drives one streamed response: each upstream event is decoded, fed to the
+// engine, and what the engine releases is encoded and flushed before the next event is
+// read. The client's pace therefore sets the upstream's (TCP back-pressure): the guard
+// holds at most the hold-back and one event, never a backlog.
+type streamer struct {
+	x        *exchange
+	rc       *http.ResponseController
+	st       *wire.Stream
+	items    []wire.Item
+	rel      []wire.Release
+	arena    []byte
+	out      []byte
+	finished bool
+	// held is the bytes fed to the engine minus the bytes it released; reported is what
+	// the held-back gauge has been told.
+	held, reported int
+}
+
+// reportHeld moves the held-back gauge by what changed since the last report.
+func (s *streamer) reportHeld() {
+	s.x.p.cfg.Telemetry.HeldBack(s.held - s.reported)
+	s.reported = s.held
+}
+
+func (x *exchange) stream(resp *http.Response) {
+	s := &streamer{x: x, rc: http.NewResponseController(x.w), st: wire.NewStream(&x.req)}
+	defer func() { x.p.cfg.Telemetry.HeldBack(-s.reported) }()
+
+	copyHeaders(x.w.Header(), resp.Header)
+	x.w.WriteHeader(http.StatusOK)
+	_ = s.rc.Flush()
+
+	rd := sse.NewReader(resp.Body, 0)
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			s.end()
+			return
+		}
+		if err != nil {
+			if clientGone(x.r.Context(), err) {
+				s.gone()
+				return
+			}
+			s.malformed(err)
+			return
+		}
+		start := time.Now()
+		if ev.Kind == sse.KindIncomplete {
+			// The upstream cut the stream mid-event: nothing judgeable follows.
+			s.malformed(errors.New("upstream stream ended inside an event"))
+			return
+		}
+		done, ok := s.event(&ev)
+		s.reportHeld()
+		x.p.cfg.Telemetry.Added(x.family, time.Since(start))
+		if !ok || done {
+			return
+		}
+	}
+}
+
+// event handles one upstream event; done is set when the stream is over, ok is false
+// when it was ended early (verdict, failure, client gone).
+func (s *streamer) event(ev *sse.Event) (done, ok bool) {
+	x := s.x
+	var err error
+	s.items, err = s.st.Decode(s.items[:0], ev)
+	if err != nil {
+		s.malformed(err)
+		return false, false
+	}
+	s.rel, s.arena = s.rel[:0], s.arena[:0]
+	var offsets []int
+	for i := range s.items {
+		it := &s.items[i]
+		step, err := s.feed(it)
+		if err != nil {
+			if clientGone(x.r.Context(), err) {
+				s.gone()
+			} else {
+				s.malformed(err)
+			}
+			return false, false
+		}
+		offsets = s.keep(step.Release, offsets)
+		if step.Stop != nil {
+			s.flushReleases(nil, offsets)
+			s.stop(step.Stop)
+			return false, false
+		}
+		if it.Kind == wire.ItemTerminator {
+			done = true
+		}
+	}
+	if !s.flushReleases(ev, offsets) {
+		return false, false
+	}
+	return done, true
+}
+
+// feed gives one item to the engine.
+func (s *streamer) feed(it *wire.Item) (engine.Step, error) {
+	ctx := s.x.r.Context()
+	ch := toEngineChannel(it.Channel)
+	switch it.Kind {
+	case wire.ItemDelta:
+		if it.Channel.Kind == wire.ChannelObject {
+			return s.x.session.Snapshot(ctx, ch, it.Snapshot)
+		}
+		s.held += len(it.Text)
+		return s.x.session.Delta(ctx, ch, it.Text)
+	case wire.ItemChannelEnd:
+		if it.Channel.Kind == wire.ChannelToolArgs {
+			return s.x.session.EndToolCall(ctx, ch, it.Name)
+		}
+		return s.x.session.EndChannel(ctx, ch)
+	case wire.ItemFinish:
+		if it.Final {
+			return s.finish()
+		}
+	case wire.ItemTerminator:
+		return s.finish()
+	}
+	return engine.Step{}, nil
+}
+
+func (s *streamer) finish() (engine.Step, error) {
+	if s.finished {
+		return engine.Step{}, nil
+	}
+	s.finished = true
+	return s.x.session.Finish(s.x.r.Context())
+}
+
+// keep copies released chunks into the arena: chunk text is only valid until the next
+// engine call. offsets records, per release, where its text ends in the arena.
+func (s *streamer) keep(chunks []engine.Chunk, offsets []int) []int {
+	for _, c := range chunks {
+		s.arena = append(s.arena, c.Text...)
+		offsets = append(offsets, len(s.arena))
+		s.rel = append(s.rel, wire.Release{Channel: toWireChannel(c.Channel), Replace: c.Replace})
+		if c.Channel.Kind != engine.ChannelObject {
+			s.held -= len(c.Text)
+		}
+	}
+	return offsets
+}
+
+// flushReleases encodes the releases (with ev's own remainder when ev is not nil) and
+// writes them to the client.
+func (s *streamer) flushReleases(ev *sse.Event, offsets []int) bool {
+	start := 0
+	for i := range s.rel {
+		s.rel[i].Text = s.arena[start:offsets[i]]
+		start = offsets[i]
+	}
+	if ev == nil && len(s.rel) == 0 {
+		return true
+	}
+	var err error
+	s.out, err = s.st.Emit(s.out[:0], ev, s.rel)
+	if err != nil {
+		s.malformed(err)
+		return false
+	}
+	return s.write(s.out)
+}
+
+// write sends bytes to the client and flushes them, within the write idle timeout.
+func (s *streamer) write(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.x.p.cfg.WriteIdleTimeout))
+	if _, err := s.x.w.Write(b); err != nil {
+		s.gone()
+		return false
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.gone()
+		return false
+	}
+	return true
+}
+
+// end handles the upstream closing the stream: what the engine still holds is judged
+// (terminal evaluation) and released.
+func (s *streamer) end() {
+	if s.finished {
+		s.x.outcome("allowed")
+		return
+	}
+	step, err := s.finish()
+	if err != nil {
+		s.gone()
+		return
+	}
+	offsets := s.keep(step.Release, nil)
+	s.flushReleases(nil, offsets)
+	if step.Stop != nil {
+		s.stop(step.Stop)
+		return
+	}
+	s.x.outcome("allowed")
+}
+
+// stop ends the stream with a verdict: the block's reason and the normal terminator, or
+// the failure's error event.
+func (s *streamer) stop(v *engine.Verdict) {
+	if v.Kind == engine.Failed {
+		s.x.outcome("failed")
+		s.x.p.cfg.Telemetry.Aborted("failed")
+		s.write(s.st.AppendFailure(s.out[:0], v.Guardrail))
+		return
+	}
+	s.x.outcome("blocked")
+	s.x.p.cfg.Telemetry.Aborted("blocked")
+	s.write(s.st.AppendBlock(s.out[:0], v.Reason))
+}
+
+// malformed ends a stream the guard cannot judge: the upstream sent something it cannot
+// parse or rewrite. It is a recorded evaluation failure, closed: the client gets the
+// failure event, never unjudged content.
+func (s *streamer) malformed(err error) {
+	s.x.p.cfg.Log.Error("Upstream stream not judged", "requestId", s.x.r.Header.Get("X-Request-Id"),
+		"family", s.x.family, "error", err.Error())
+	s.x.outcome("failed")
+	s.x.p.cfg.Telemetry.Aborted("upstream_malformed")
+	s.write(s.st.AppendFailure(s.out[:0], ""))
+}
+
+// gone records a client that went away; returning from the handler cancels the
+// upstream request and any classifier call still running.
+func (s *streamer) gone() {
+	s.x.outcome("client_gone")
+	s.x.p.cfg.Telemetry.Aborted("client_gone")
+}
