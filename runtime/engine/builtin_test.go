@@ -1,0 +1,121 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// compileBuiltin compiles a built-in classifier and a streaming guardrail with the given
+// action and no holdBackChars, so the hold-back is the classifier's reported hint.
+func compileBuiltin(t *testing.T, action v1alpha1.Action, packs ...v1alpha1.BuiltinPack) (*engine.Engine, *policy.Snapshot) {
+	t.Helper()
+	one := v1alpha1.Score(1)
+	cadence := int32(16)
+	snap, err := policy.Compile(policy.Sources{
+		Classifiers: []v1alpha1.Classifier{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "detectors"},
+			Spec:       v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: packs}},
+		}},
+		Guardrails: []v1alpha1.Guardrail{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stream"},
+			Spec: v1alpha1.GuardrailSpec{
+				Mode: v1alpha1.ModeEnforce, ClassifierRef: v1alpha1.LocalObjectReference{Name: "detectors"},
+				Phases: []v1alpha1.Phase{v1alpha1.PhaseStream, v1alpha1.PhaseOutput}, Threshold: &one, Action: action,
+				Reason: "no secrets", Streaming: &v1alpha1.StreamingSpec{EvaluateEveryChars: &cadence},
+			},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := snap.Classifiers[0]
+	det, err := builtin.New(builtin.Config{Detectors: c.Builtin.Detectors})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snap.Guardrails[0].Streaming.HoldBack; got != c.HoldBackHint || got == 0 {
+		t.Fatalf("hold-back %d is not the classifier's hint %d", got, c.HoldBackHint)
+	}
+	return engine.New(engine.Config{Guardrails: snap.Guardrails, Classifiers: snap.Classifiers,
+		Backends: engine.BackendMap(map[string]classify.Classifier{c.Key: det})}), snap
+}
+
+// stream feeds deltas and returns the released text and the verdict.
+func stream(t *testing.T, e *engine.Engine, deltas []string) (string, *engine.Verdict) {
+	t.Helper()
+	ctx := context.Background()
+	s := e.NewSession(engine.Options{})
+	ch := engine.Channel{Kind: engine.ChannelText}
+	var out strings.Builder
+	take := func(step engine.Step, err error) *engine.Verdict {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range step.Release {
+			out.Write(c.Text)
+		}
+		return step.Stop
+	}
+	for _, d := range deltas {
+		if v := take(s.Delta(ctx, ch, d)); v != nil {
+			return out.String(), v
+		}
+	}
+	v := take(s.Finish(ctx))
+	return out.String(), v
+}
+
+// The built-in detectors and the engine together: a secret split across three deltas,
+// at every pair of split points, is never released in part with the hint as hold-back.
+func TestBuiltinMatchSplitAcrossDeltasIsNeverReleasedInPart(t *testing.T) {
+	const card = "4111 1111 1111 1111"
+	awsKey := "AKIA" + "Z7Q3M9XK2L4P8RTB" // built at run time: not a committed token
+	cases := []struct {
+		name, secret, category string
+		packs                  []v1alpha1.BuiltinPack
+	}{
+		{"a card number", card, "credit-card", []v1alpha1.BuiltinPack{v1alpha1.PackPII}},
+		{"an AWS access key id", awsKey, "aws-access-key", []v1alpha1.BuiltinPack{v1alpha1.PackSecrets}},
+	}
+	for _, tc := range cases {
+		text := "Here it is: " + tc.secret + " — keep it safe, and tell nobody else about it please."
+		at := strings.Index(text, tc.secret)
+		t.Run(tc.name+" is blocked before any of it reaches the client", func(t *testing.T) {
+			e, _ := compileBuiltin(t, v1alpha1.ActionBlock, tc.packs...)
+			for i := at + 1; i < at+len(tc.secret); i++ {
+				for j := i + 1; j < at+len(tc.secret); j++ {
+					released, v := stream(t, e, []string{text[:i], text[i:j], text[j:]})
+					if v == nil || v.Kind != engine.Blocked {
+						t.Fatalf("split %d/%d: not blocked", i, j)
+					}
+					if len(released) > at {
+						t.Fatalf("split %d/%d: released %q, part of the secret", i, j, released[at:])
+					}
+				}
+			}
+		})
+		t.Run(tc.name+" is redacted whole", func(t *testing.T) {
+			e, _ := compileBuiltin(t, v1alpha1.ActionRedact, tc.packs...)
+			want := strings.Replace(text, tc.secret, "[REDACTED:"+tc.category+"]", 1)
+			for i := at + 1; i < at+len(tc.secret); i += 3 {
+				j := min(i+5, at+len(tc.secret)-1)
+				released, v := stream(t, e, []string{text[:i], text[i:j], text[j:]})
+				if v != nil {
+					t.Fatalf("split %d/%d: stopped: %+v", i, j, v)
+				}
+				if released != want {
+					t.Fatalf("split %d/%d: released %q, want %q", i, j, released, want)
+				}
+			}
+		})
+	}
+}
