@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -25,6 +26,8 @@ type exchange struct {
 	body    []byte
 	// spent is the time the guard itself spent on the request so far (not upstream time).
 	spent time.Duration
+	// cancelUpstream ends the upstream call (forward cancels it on return).
+	cancelUpstream context.CancelFunc
 }
 
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
@@ -38,16 +41,29 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 			Message: "the guardrail sidecar has no policy yet and refuses traffic"})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxBodyBytes))
+	// MaxBytesReader gets the server's own writer: it tells it to close the connection
+	// after the 413 rather than read the rest of an oversized body.
+	server := w
+	if iw, ok := w.(*idleWriter); ok {
+		server = iw.ResponseWriter
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(server, r.Body, p.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			x.outcome("refused")
 			writeError(w, f, wire.APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 				Message: "the request body is larger than the guardrail sidecar accepts"})
-			return
+		case clientGone(r.Context(), err) || errors.Is(err, io.ErrUnexpectedEOF):
+			x.outcome("client_gone")
+		default:
+			// A body the server cannot decode (a malformed chunked encoding): the client is
+			// still there and gets an answer, not an empty 200.
+			x.outcome("refused")
+			writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+				Message: "the guardrail sidecar could not read the request body"})
 		}
-		x.outcome("client_gone")
 		return
 	}
 	x.body = body
@@ -113,7 +129,10 @@ func (x *exchange) forward() {
 	if x.f.Anthropic() {
 		base = x.p.cfg.AnthropicUpstream
 	}
-	out, err := http.NewRequestWithContext(x.r.Context(), http.MethodPost, upstreamURL(base, x.r.URL).String(), bytes.NewReader(x.body))
+	ctx, cancel := context.WithCancel(x.r.Context())
+	defer cancel()
+	x.cancelUpstream = cancel
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, upstreamURL(base, x.r.URL).String(), bytes.NewReader(x.body))
 	if err != nil {
 		x.outcome("failed")
 		writeError(x.w, x.f, wire.Failed(""))

@@ -115,8 +115,15 @@ func (p *Proxy) reverseProxy(base *url.URL) *httputil.ReverseProxy {
 		},
 		Transport:     p.cfg.Transport,
 		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Header.Get("X-Request-Id") == "" {
+				resp.Header.Set("X-Request-Id", resp.Request.Header.Get("X-Request-Id"))
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.cfg.Log.Warn("Upstream unreachable", "path", r.URL.Path, "error", err.Error())
+			w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
@@ -211,17 +218,22 @@ func (p *Proxy) Version() string {
 
 // ServeHTTP routes a request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("X-Request-Id") == "" {
-		r.Header.Set("X-Request-Id", newRequestID())
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = newRequestID()
+		r.Header.Set("X-Request-Id", id)
 	}
-	w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+	w = &idleWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: p.cfg.WriteIdleTimeout}
 	if f, ok := wire.Route(r.Method, r.URL.Path); ok {
+		w.Header().Set("X-Request-Id", id)
 		p.serveGuarded(w, r, f)
 		return
 	}
 	anthropic := r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
 	switch {
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || p.passThrough[r.URL.Path]:
+		// The reverse proxy answers the request id (the upstream's, else ours): setting it
+		// here too would answer two.
 		p.cfg.Telemetry.Request("passthrough", "passthrough")
 		if anthropic {
 			p.anthropic.ServeHTTP(w, r)
@@ -230,6 +242,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		p.cfg.Telemetry.Request("unguarded", "refused")
+		w.Header().Set("X-Request-Id", id)
 		f := wire.FamilyChat
 		if anthropic {
 			f = wire.FamilyMessages
@@ -238,6 +251,37 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("%s %s is not a route the guardrail sidecar guards; list it in --pass-through to forward it unguarded", r.Method, r.URL.Path)})
 	}
 }
+
+// idleChunk is the most written to a client under one write deadline.
+const idleChunk = 32 << 10
+
+// idleWriter bounds every write to the client by the write idle timeout, whatever the
+// path (stream, whole response, pass-through, error): a client that accepts nothing for
+// that long is dropped, so it cannot hold a handler and the response it buffers forever,
+// however long a response it reads slowly takes. Large writes are cut so that the
+// deadline measures idleness, not the size of the body. Unwrap lets
+// http.ResponseController (flushes, the reverse proxy) reach the server's writer.
+type idleWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *idleWriter) Write(b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+		n, err := w.ResponseWriter.Write(b[written:min(len(b), written+idleChunk)])
+		written += n
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// Unwrap returns the server's ResponseWriter.
+func (w *idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func newRequestID() string {
 	var b [16]byte

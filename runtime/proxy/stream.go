@@ -67,6 +67,9 @@ func (x *exchange) stream(resp *http.Response) {
 		done, ok := s.event(&ev)
 		s.reportHeld()
 		x.p.cfg.Telemetry.Added(x.family, time.Since(start))
+		if done && ok {
+			x.drain(resp.Body)
+		}
 		if !ok || done {
 			return
 		}
@@ -180,12 +183,12 @@ func (s *streamer) flushReleases(ev *sse.Event, offsets []int) bool {
 	return s.write(s.out)
 }
 
-// write sends bytes to the client and flushes them, within the write idle timeout.
+// write sends bytes to the client and flushes them (within the write idle timeout, which
+// the ResponseWriter enforces: see idleWriter).
 func (s *streamer) write(b []byte) bool {
 	if len(b) == 0 {
 		return true
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.x.p.cfg.WriteIdleTimeout))
 	if _, err := s.x.w.Write(b); err != nil {
 		s.gone()
 		return false
@@ -195,6 +198,22 @@ func (s *streamer) write(b []byte) bool {
 		return false
 	}
 	return true
+}
+
+// Draining after the terminator: bounded, because an upstream that keeps the connection
+// open after it would otherwise hold the client's response open too.
+const (
+	drainBytes   = 64 << 10
+	drainTimeout = 500 * time.Millisecond
+)
+
+// drain reads what follows the stream's terminator (normally only the end of the chunked
+// body) so that the upstream connection goes back to the pool instead of being closed: a
+// closed one costs the next call a new TCP and TLS handshake to the provider.
+func (x *exchange) drain(body io.Reader) {
+	t := time.AfterFunc(drainTimeout, x.cancelUpstream)
+	defer t.Stop()
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
 }
 
 // end handles the upstream closing the stream: what the engine still holds is judged

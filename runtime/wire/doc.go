@@ -52,6 +52,13 @@
 //	}
 //	out, err = st.Emit(out[:0], &ev, rel) // or st.AppendBlock / st.AppendFailure
 //
+// Content outside the judged channels: OpenAI refusal text (chat delta.refusal and
+// message.refusal, Responses refusal parts) is the provider's own refusal message, not a
+// channel of DESIGN.md §4.1, and passes through unjudged. Content that would reach the
+// client outside delta events never does: an Anthropic message_start carrying content
+// blocks is malformed, and Responses done events and final responses are checked on
+// every stream to repeat only what the client received.
+//
 // # Errors and blocks
 //
 // Blocked and Failed build the guard's own errors; AppendErrorBody and WriteError write

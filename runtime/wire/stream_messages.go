@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -27,7 +29,7 @@ var (
 	msgBlockFields = []string{"type", "id", "name", "text", "input"}
 	msgDeltaFields = []string{"type", "text", "thinking", "partial_json", "stop_reason"}
 	msgUsageFields = []string{"input_tokens", "output_tokens"}
-	msgStartFields = []string{"id", "model", "usage"}
+	msgStartFields = []string{"id", "model", "usage", "content"}
 )
 
 // messagesCodec is Anthropic's Messages stream format: message_start,
@@ -72,7 +74,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	ch := Channel{Index: index}
 	switch c.evType {
 	case msgStart:
-		return c.decodeStart(dst, f[2]), nil
+		return c.decodeStart(dst, f[2])
 	case msgBlockStart:
 		return c.decodeBlockStart(dst, ch, f[3])
 	case msgBlockDelta:
@@ -123,21 +125,26 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	return append(dst, Item{Kind: ItemPass}), nil
 }
 
-// decodeStart reads message_start: the template's id and model, and input usage.
-func (c *messagesCodec) decodeStart(dst []Item, message []byte) []Item {
-	var m [3][]byte
+// decodeStart reads message_start: the template's id and model, and input usage. Content
+// arrives in content blocks; a message_start that carries content already (which the
+// SDKs' accumulators would hand to the app unjudged) is malformed.
+func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) {
+	var m [4][]byte
 	if !scanFields(message, msgStartFields, m[:]) {
-		return append(dst, Item{Kind: ItemPass})
+		return append(dst, Item{Kind: ItemPass}), nil
+	}
+	if content := bytes.TrimSpace(m[3]); len(content) > 0 && !emptyArray(content) {
+		return dst, malformed(FamilyMessages, "message_start carries content outside content blocks")
 	}
 	c.messageID, _ = strOf(m[0], &c.scratch)
 	c.model, _ = strOf(m[1], &c.scratch)
 	var u [2][]byte
 	if scanFields(m[2], msgUsageFields, u[:]) {
 		if in, _ := intOf(u[0]); in > 0 {
-			return append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in}})
+			return append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in}}), nil
 		}
 	}
-	return append(dst, Item{Kind: ItemPass})
+	return append(dst, Item{Kind: ItemPass}), nil
 }
 
 // decodeBlockStart reads content_block_start: text and thinking blocks open a channel,
@@ -362,4 +369,12 @@ func (c *messagesCodec) synthStart() []byte {
 // *anthropic.Error (its ErrorCode() is details.error_code).
 func (c *messagesCodec) appendFailure(dst []byte, e *APIError) []byte {
 	return sse.AppendJSONEvent(dst, "error", appendAnthropicError(nil, e))
+}
+
+// emptyArray reports whether raw is a JSON array with no elements.
+func emptyArray(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return false
+	}
+	return len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0
 }

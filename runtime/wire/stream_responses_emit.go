@@ -32,9 +32,6 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 		if c.openPart != nil && c.openPart.out == out && c.openPart.part == e.contentIndex && e.typ == rsTextDone {
 			c.openPart = nil
 		}
-		if !c.s.rewritten {
-			break
-		}
 		k := partKey{out, subContent, e.contentIndex}
 		switch e.typ {
 		case rsSummaryDone:
@@ -44,9 +41,6 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 		}
 		o, err = c.rewriteField(ev.Data, "text", c.parts[k])
 	case rsPartDone, rsSummaryPartDone:
-		if !c.s.rewritten {
-			break
-		}
 		k := partKey{out, subContent, e.contentIndex}
 		switch {
 		case e.typ == rsSummaryPartDone:
@@ -56,10 +50,6 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 		}
 		o, err = c.rewritePart(ev.Data, c.parts[k])
 	case rsItemDone:
-		if !c.s.rewritten {
-			c.done = append(c.done, bytes.Clone(e.item))
-			break
-		}
 		item, changed := c.rewriteItem(e.item, out)
 		c.done = append(c.done, bytes.Clone(item))
 		if changed {
@@ -69,9 +59,7 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 			}
 		}
 	case rsFinal:
-		if c.s.rewritten {
-			o, err = c.rewriteResponse(ev.Data)
-		}
+		o, err = c.rewriteResponse(ev.Data)
 	}
 	if err != nil {
 		return dst, malformed(FamilyResponses, "event: %v", err)
@@ -83,16 +71,19 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 }
 
 // rewriteField returns the event with its text field set to what the client received
-// on p, or nil when that is what it says already.
+// on p, or nil when that is what it says already. Done events and the final response
+// repeat content; they are checked on every stream, so that text the upstream never
+// streamed as deltas (and the engine therefore never judged) is not handed to the client
+// there: a part the stream never opened (p nil) repeats nothing.
 func (c *responsesCodec) rewriteField(data []byte, field string, p *respPart) (*object, error) {
-	if p == nil {
-		return nil, nil
-	}
 	o, err := parseObject(data)
 	if err != nil {
 		return nil, err
 	}
-	vis := c.s.visibleText(p.ch)
+	var vis []byte
+	if p != nil {
+		vis = c.s.visibleText(p.ch)
+	}
 	if s, _ := rawString(o.get(field)); s == string(vis) {
 		return nil, nil
 	}
@@ -102,9 +93,6 @@ func (c *responsesCodec) rewriteField(data []byte, field string, p *respPart) (*
 
 // rewritePart rewrites the "part" of a part-done event.
 func (c *responsesCodec) rewritePart(data []byte, p *respPart) (*object, error) {
-	if p == nil {
-		return nil, nil
-	}
 	o, err := parseObject(data)
 	if err != nil || o.get("part") == nil {
 		return nil, err
@@ -139,9 +127,6 @@ func (c *responsesCodec) rewriteItem(raw json.RawMessage, out int) (json.RawMess
 		partChanged := false
 		for i, pr := range parts {
 			p := c.parts[partKey{out, f.sub, i}]
-			if p == nil {
-				continue
-			}
 			if np, _ := c.rewriteField(pr, "text", p); np != nil {
 				parts[i], partChanged = np.bytes(), true
 			}

@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
+)
+
+// stalledClient sends a request over a raw connection with a small receive buffer and
+// reads nothing until told to.
+type stalledClient struct {
+	conn net.Conn
+}
+
+func newStalledClient(t *testing.T, h *harness, path, body string) *stalledClient {
+	t.Helper()
+	d := net.Dialer{Control: nil}
+	conn, err := d.DialContext(t.Context(), "tcp", h.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: guard\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stalledClient{conn: conn}
+}
+
+// providerProgress returns how many bytes the provider has written so far.
+func providerProgress(p *fakeprovider.Provider) int {
+	n := 0
+	for _, r := range p.Responses() {
+		n += len(r.Body)
+	}
+	return n
+}
+
+// waitStalled waits until the provider's progress stops moving (unchanged over 20
+// polls), and returns it. A guard that buffers without bound would let the provider
+// write everything instead.
+func waitStalled(t *testing.T, p *fakeprovider.Provider) int {
+	t.Helper()
+	last, same := -1, 0
+	eventually(t, "the provider to be held back", func() bool {
+		n := providerProgress(p)
+		if n == last && n > 0 {
+			same++
+		} else {
+			last, same = n, 0
+		}
+		time.Sleep(15 * time.Millisecond)
+		return same >= 20
+	})
+	return last
+}
+
+func TestSlowClientHoldsTheProviderBack(t *testing.T) {
+	const delta = 16 << 10
+	const deltas = 4096 // 64 MiB of answer
+	text := strings.Repeat("a", delta-1) + " "
+	script := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Chunks(strings.Repeat(text, deltas), delta)}}}
+	total := deltas * delta
+
+	for _, tc := range []struct {
+		name, policy string
+		// resume: the client reads the rest and must get all of it; otherwise it leaves.
+		resume bool
+	}{
+		{"with nothing to judge in the stream", inputPolicy, true},
+		{"with a streaming guardrail holding text back", strings.Replace(streamPolicy, "reason:", "maxInputChars: 4096\n  streaming: {evaluateEveryChars: 1024, holdBackChars: 2048}\n  reason:", 1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.policy)
+			h.p.Enqueue(script)
+			c := newStalledClient(t, h, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+
+			written := waitStalled(t, h.p)
+			t.Logf("the provider wrote %d of %d bytes while the client read nothing", written, total)
+			if written > total/4 {
+				t.Fatalf("the provider wrote %d of %d bytes to a client that reads nothing: the guard buffers", written, total)
+			}
+
+			if !tc.resume {
+				_ = c.conn.Close()
+				if _, err := h.p.WaitDisconnect(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			// The client reads again: the whole stream arrives.
+			resp, err := http.ReadResponse(bufio.NewReaderSize(c.conn, 64<<10), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := len(h.p.Responses()[0].Body)
+			if sent < total || n < int64(total) {
+				t.Errorf("the client received %d bytes, the provider sent %d of a %d byte answer", n, sent, total)
+			}
+		})
+	}
+}
+
+func TestStalledClientIsDroppedAfterTheWriteIdleTimeout(t *testing.T) {
+	big := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Chunks(strings.Repeat("b", 16<<20), 16<<10)}}}
+	for _, tc := range []struct{ name, body string }{
+		{"a stream", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"a whole response", chatBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, inputPolicy, withConfig(func(c *Config) { c.WriteIdleTimeout = 200 * time.Millisecond }))
+			h.p.Enqueue(big)
+			newStalledClient(t, h, "/v1/chat/completions", tc.body)
+			eventually(t, "the guard to drop the client", func() bool { return h.clientConns.closedCount() == 1 })
+		})
+	}
+}
+
+func TestClientDisconnectCancelsTheUpstreamRequest(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"chat completions", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`},
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, streamPolicy)
+			// One event every 10ms for about 10s: the client leaves long before the end.
+			h.p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Chunks(strings.Repeat("word ", 1000), 5)}},
+				Delay: 10 * time.Millisecond})
+			ctx, cancel := context.WithCancel(t.Context())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.srv.URL+tc.path, strings.NewReader(tc.body))
+			resp, err := h.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			_ = resp.Body.Close()
+
+			wait, stop := context.WithTimeout(t.Context(), 30*time.Second)
+			defer stop()
+			d, err := h.p.WaitDisconnect(wait)
+			if err != nil {
+				t.Fatal("the upstream request was not cancelled:", err)
+			}
+			if d.Path != tc.path || d.EventsSent >= 1000 {
+				t.Errorf("disconnect %+v", d)
+			}
+			eventually(t, "the stream to be recorded as client_gone", func() bool {
+				return h.counter(t, "guard_streams_aborted_total", "reason", "client_gone") == 1
+			})
+		})
+	}
+}
+
+func TestMalformedUpstreamStreamIsARecordedFailure(t *testing.T) {
+	good := `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}` + "\n\n"
+	for _, tc := range []struct {
+		name, path, body, raw string
+		want                  string
+	}{
+		{name: "a chat event that is not JSON", path: "/v1/chat/completions", raw: good + "data: {not json\n\n",
+			want: `data: {"error":{"message":"policy evaluation failed","type":"server_error","param":null,"code":"policy_evaluation_failed"}}`},
+		{name: "a chat stream cut inside an event", path: "/v1/chat/completions", raw: good + `data: {"id":"c","cho`,
+			want: `"code":"policy_evaluation_failed"`},
+		{name: "a messages event that is not JSON", path: "/v1/messages", raw: "event: message_start\ndata: {nope\n\n",
+			want: "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"policy evaluation failed\",\"details\":{\"error_code\":\"policy_evaluation_failed\"}}}"},
+		{name: "a responses event that is not JSON", path: "/v1/responses", raw: "event: response.created\ndata: [1,2\n\n",
+			want: `"code":"policy_evaluation_failed"`},
+		{name: "an event larger than the guard reads", path: "/v1/chat/completions", raw: "data: " + strings.Repeat("x", 32<<20) + "\n\n",
+			want: `"code":"policy_evaluation_failed"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, streamPolicy)
+			h.p.Enqueue(fakeprovider.Script{Raw: []byte(tc.raw), RawChunks: 3})
+			body := map[string]string{
+				"/v1/chat/completions": `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+				"/v1/messages":         `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+				"/v1/responses":        `{"model":"m","stream":true,"input":"hi"}`,
+			}[tc.path]
+			resp, b := h.post(t, tc.path, body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			events := sseEvents(b)
+			if len(events) == 0 || !strings.Contains(string(events[len(events)-1]), tc.want) {
+				t.Errorf("stream ends %q, want an error event with %s", lastOf(events), tc.want)
+			}
+			if v := h.counter(t, "guard_streams_aborted_total", "reason", "upstream_malformed"); v != 1 {
+				t.Errorf(`guard_streams_aborted_total{reason="upstream_malformed"} = %v, want 1`, v)
+			}
+			if v := h.counter(t, "guard_requests_total", "outcome", "failed"); v != 1 {
+				t.Errorf(`guard_requests_total{outcome="failed"} = %v, want 1`, v)
+			}
+			// And the proxy still serves.
+			if resp, _ := h.post(t, "/v1/chat/completions", chatBody); resp.StatusCode != http.StatusOK {
+				t.Errorf("next request: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+func lastOf(events [][]byte) string {
+	if len(events) == 0 {
+		return ""
+	}
+	e := string(events[len(events)-1])
+	if len(e) > 300 {
+		e = e[:300] + "…"
+	}
+	return e
+}
