@@ -69,6 +69,10 @@ test: controlplane vet ## Run every test: unit, fuzz seeds, envtest suites again
 bench: ## Run the benchmarks of the data plane.
 	go test -run '^$$' -bench . -benchmem ./runtime/...
 
+.PHONY: load
+load: ## Run the guard's load benchmark against a plain reverse proxy (test/load/README.md), ~1.5 min.
+	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
+
 ##@ Build
 
 .PHONY: build

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
+)
+
+func TestWorkloadIsCleanForTheDefaultPacks(t *testing.T) {
+	var detectors []string
+	for _, pack := range []string{"pii", "secrets", "prompt-injection"} {
+		detectors = append(detectors, builtin.Packs()[pack]...)
+	}
+	c, err := builtin.New(builtin.Config{Detectors: detectors})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer strings.Builder
+	for _, d := range answerDeltas(200) {
+		answer.WriteString(d.Text)
+	}
+	for name, text := range map[string]string{"the prompt": prose(promptProse, 2048), "the answer": answer.String()} {
+		t.Run(name+" matches no detector", func(t *testing.T) {
+			res, err := c.Classify(context.Background(), classify.Input{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range res.Spans {
+				t.Errorf("matched %q", text[s.Start:s.End])
+			}
+		})
+	}
+}
+
+func TestPromptHasTheRequestedSize(t *testing.T) {
+	for _, n := range []int{64, 2048, 5000} {
+		if got := len(prose(promptProse, n)); got > n || got < n-20 {
+			t.Errorf("prose(%d) has %d bytes", n, got)
+		}
+	}
+}
+
+func TestTimedBodyNotesEachEventOnce(t *testing.T) {
+	stream := "data: {\"a\":1}\n\n" + "data: {\"b\":2}\r\n\r\n" + ": comment\n\n" + "data: [DONE]\n\n"
+	for name, r := range map[string]io.Reader{
+		"in one read":       strings.NewReader(stream),
+		"one byte per read": iotest.OneByteReader(strings.NewReader(stream)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &eventClock{}
+			b := &timedBody{rc: io.NopCloser(r), start: time.Now(), clock: c}
+			if _, err := io.Copy(io.Discard, b); err != nil {
+				t.Fatal(err)
+			}
+			_ = b.Close()
+			got := c.take()
+			if len(got) != 1 || len(got[0].arrivals) != 4 {
+				t.Fatalf("got %v, want one stream of 4 events", got)
+			}
+		})
+	}
+}
+
+func TestTimedBodyDropsStreamsNotReadToTheEnd(t *testing.T) {
+	c := &eventClock{}
+	b := &timedBody{rc: io.NopCloser(strings.NewReader("data: 1\n\ndata: 2\n\n")), start: time.Now(), clock: c}
+	_, _ = b.Read(make([]byte, 4))
+	_ = b.Close()
+	if got := c.take(); len(got) != 0 {
+		t.Fatalf("got %v, want nothing", got)
+	}
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(i+1) * time.Millisecond
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := percentile(ds, tc.q); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of nothing = %v", got)
+	}
+}
+
+func TestParseStatCPUCountsFromTheLastParenthesis(t *testing.T) {
+	line := []byte("4242 (guard (x) y) S 1 2 3 4 5 6 7 8 9 10 250 75 0 0 20 0 9 0 100 200 300")
+	got, err := parseStatCPU(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.user != 2500*time.Millisecond || got.sys != 750*time.Millisecond {
+		t.Errorf("got %+v, want user 2.5s, sys 750ms", got)
+	}
+	if _, err := parseStatCPU([]byte("garbage")); err == nil {
+		t.Error("garbage parsed")
+	}
+}
+
+func TestLabelReadsOneLabelOfASet(t *testing.T) {
+	set := `guardrail="default/default-packs",outcome="allowed",phase="Input"`
+	for name, want := range map[string]string{"guardrail": "default/default-packs", "outcome": "allowed", "phase": "Input", "family": ""} {
+		if got := label(set, name); got != want {
+			t.Errorf("label %s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestFirstLineDeliversTheAddressAcrossWrites(t *testing.T) {
+	f := &firstLine{line: make(chan string, 1)}
+	for _, p := range []string{"ADDR 127.0.0.1:", "4242\nmore\n", "and more\n"} {
+		if _, err := f.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := <-f.line; got != "ADDR 127.0.0.1:4242" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestPolicyCompilesToTheDefaultPacksOnTheChosenPhases(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    config
+		stream bool
+	}{
+		{"Input and Output", config{}, false},
+		{"with --stream-phase, Stream too", config{streamPhase: true, streamCadence: 64}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "policy.yaml")
+			if err := os.WriteFile(path, []byte(policyYAML(&tc.cfg)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := (&policysource.File{Path: path}).Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Guardrails) != 1 || len(snap.Classifiers) != 1 {
+				t.Fatalf("got %d guardrails and %d classifiers, want one of each", len(snap.Guardrails), len(snap.Classifiers))
+			}
+			g := snap.Guardrails[0]
+			if !g.Phases.Has(policy.PhaseInput) || !g.Phases.Has(policy.PhaseOutput) || g.Phases.Has(policy.PhaseStream) != tc.stream {
+				t.Errorf("phases %v", g.Phases)
+			}
+			var want []string
+			for _, pack := range []string{"pii", "secrets", "prompt-injection"} {
+				want = append(want, builtin.Packs()[pack]...)
+			}
+			if got := snap.Classifiers[0].Builtin.Detectors; !slices.Equal(got, want) {
+				t.Errorf("detectors %v, want %v", got, want)
+			}
+		})
+	}
+}
