@@ -68,6 +68,7 @@ func (x *exchange) stream(resp *http.Response) {
 		s.reportHeld()
 		x.p.cfg.Telemetry.Added(x.family, time.Since(start))
 		if done && ok {
+			x.outcome("allowed")
 			x.drain(resp.Body)
 		}
 		if !ok || done {

@@ -227,3 +227,22 @@ func lastOf(events [][]byte) string {
 	}
 	return e
 }
+
+// TestCompletedStreamsAreCounted: a stream that ends with its terminator is counted as
+// an allowed request, once, in every family.
+func TestCompletedStreamsAreCounted(t *testing.T) {
+	for _, tc := range []struct{ family, path, body string }{
+		{"chat/completions", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+		{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`},
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			h := newHarness(t, streamPolicy)
+			h.p.Enqueue(fakeprovider.Reply("all ", "good"))
+			h.post(t, tc.path, tc.body)
+			if v := h.counter(t, "guard_requests_total", "family", tc.family, "outcome", "allowed"); v != 1 {
+				t.Errorf(`guard_requests_total{family=%q,outcome="allowed"} = %v, want 1`, tc.family, v)
+			}
+		})
+	}
+}

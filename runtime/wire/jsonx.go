@@ -204,11 +204,28 @@ func rawString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
+	// Fast path: a valid JSON string without escapes is its own contents. (Prompts are
+	// mostly such strings; decoding them again was the guard's largest cost per request.)
+	if n := len(raw); n >= 2 && raw[n-1] == '"' && plainJSONString(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
+	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		return "", false
 	}
 	return s, true
+}
+
+// plainJSONString reports whether b, the inside of a JSON string literal, needs no
+// decoding: no escapes, no quote or control character, valid UTF-8 (encoding/json would
+// replace invalid bytes with U+FFFD).
+func plainJSONString(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // isNull reports whether raw is absent or JSON null.
