@@ -47,7 +47,7 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	if iw, ok := w.(*idleWriter); ok {
 		server = iw.ResponseWriter
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(server, r.Body, p.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(server, r.Body, p.cfg.MaxBodyBytes), r.ContentLength, p.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -186,6 +186,29 @@ func (x *exchange) passThrough(resp *http.Response) {
 	copyHeaders(x.w.Header(), resp.Header)
 	x.w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(x.w, resp.Body)
+}
+
+// readAll reads a body into one buffer sized from its Content-Length (bounded by max),
+// instead of growing it step by step.
+func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
+	size := int64(512)
+	if contentLength > 0 {
+		size = min(contentLength+1, limit+1)
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grow as io.ReadAll does
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).

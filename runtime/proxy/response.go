@@ -13,7 +13,7 @@ import (
 // response judges a non-streamed response (Output and ToolCalls phases) and writes it,
 // unchanged, rewritten, replaced by the verdict, or refused as a failure.
 func (x *exchange) response(resp *http.Response) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, x.p.cfg.MaxResponseBytes+1))
+	body, err := readAll(io.LimitReader(resp.Body, x.p.cfg.MaxResponseBytes+1), resp.ContentLength, x.p.cfg.MaxResponseBytes)
 	if err != nil {
 		if clientGone(x.r.Context(), err) {
 			x.outcome("client_gone")
