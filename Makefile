@@ -62,8 +62,10 @@ verify: manifests generate ## Fail when generated files or go.mod are stale or c
 		git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
 
 .PHONY: test
-test: controlplane vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd.
-	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) go test $(GO_TEST_FLAGS) ./...
+test: controlplane vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
+	@# The end-to-end suite builds the guard binary itself, which go test's cache cannot see: never cached.
+	go test -count=1 $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: bench
 bench: ## Run the benchmarks of the data plane.
