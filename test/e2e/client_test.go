@@ -125,3 +125,13 @@ func startServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// shellCall scripts an answer that says a few words, then calls the shell tool (call id
+// id) with arguments streamed in the given pieces.
+func shellCall(id string, args ...string) fakeprovider.Script {
+	ds := []fakeprovider.Delta{fakeprovider.Text("Running it."), fakeprovider.ToolCall(id, "shell")}
+	for _, a := range args {
+		ds = append(ds, fakeprovider.ToolArgs(a))
+	}
+	return fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: ds}}}
+}

@@ -249,13 +249,7 @@ func TestMessagesBlockedToolUseNeverReachesTheClient(t *testing.T) {
 		guardrail("no-rm", "commands", phases(v1alpha1.PhaseToolCalls), reason("Destructive commands are not allowed.")),
 	), upstream(p.URL))
 	c := anthropicClient(g)
-	call := func(args ...string) fakeprovider.Script {
-		ds := []fakeprovider.Delta{fakeprovider.Text("Running it."), fakeprovider.ToolCall("toolu_1", "shell")}
-		for _, a := range args {
-			ds = append(ds, fakeprovider.ToolArgs(a))
-		}
-		return fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: ds}}}
-	}
+	call := func(args ...string) fakeprovider.Script { return shellCall("toolu_1", args...) }
 
 	t.Run("a streamed blocked tool_use is withheld and the message ends with refusal", func(t *testing.T) {
 		p.Enqueue(call(`{"command":`, `"rm -rf /"}`))

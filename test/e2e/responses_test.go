@@ -245,13 +245,7 @@ func TestResponsesBlockedToolCallNeverReachesTheClient(t *testing.T) {
 		guardrail("no-rm", "commands", phases(v1alpha1.PhaseToolCalls), reason("Destructive commands are not allowed.")),
 	), upstream(p.URL))
 	c := openaiClient(g)
-	call := func(args ...string) fakeprovider.Script {
-		ds := []fakeprovider.Delta{fakeprovider.Text("Running it."), fakeprovider.ToolCall("call_1", "shell")}
-		for _, a := range args {
-			ds = append(ds, fakeprovider.ToolArgs(a))
-		}
-		return fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: ds}}}
-	}
+	call := func(args ...string) fakeprovider.Script { return shellCall("call_1", args...) }
 
 	t.Run("a streamed blocked call is withheld and the response ends incomplete", func(t *testing.T) {
 		p.Enqueue(call(`{"command":`, `"rm -rf /"}`))
