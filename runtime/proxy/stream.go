@@ -17,6 +17,7 @@ import (
 // holds at most the hold-back and one event, never a backlog.
 type streamer struct {
 	x        *exchange
+	rd       *sse.Reader
 	rc       *http.ResponseController
 	st       *wire.Stream
 	items    []wire.Item
@@ -24,6 +25,8 @@ type streamer struct {
 	arena    []byte
 	out      []byte
 	finished bool
+	// pending is set when bytes were written but not flushed yet.
+	pending bool
 	// held is the bytes fed to the engine minus the bytes it released; reported is what
 	// the held-back gauge has been told.
 	held, reported int
@@ -44,7 +47,11 @@ func (x *exchange) stream(resp *http.Response) {
 	_ = s.rc.Flush()
 
 	rd := sse.NewReader(resp.Body, 0)
+	s.rd = rd
 	for {
+		if !s.flush() {
+			return
+		}
 		ev, err := rd.Next()
 		if errors.Is(err, io.EOF) {
 			s.end()
@@ -184,8 +191,8 @@ func (s *streamer) flushReleases(ev *sse.Event, offsets []int) bool {
 	return s.write(s.out)
 }
 
-// write sends bytes to the client and flushes them (within the write idle timeout, which
-// the ResponseWriter enforces: see idleWriter).
+// write sends bytes to the client (within the write idle timeout, which the
+// ResponseWriter enforces: see idleWriter); flush pushes them out.
 func (s *streamer) write(b []byte) bool {
 	if len(b) == 0 {
 		return true
@@ -194,6 +201,19 @@ func (s *streamer) write(b []byte) bool {
 		s.gone()
 		return false
 	}
+	s.pending = true
+	return true
+}
+
+// flush sends what was written, unless the next upstream event is already buffered: it
+// then goes out in the same flush (one syscall for a burst instead of one per event), and
+// nothing written waits on the network meanwhile. The stream loop calls it before every
+// read; returning from the handler flushes the rest.
+func (s *streamer) flush() bool {
+	if !s.pending || s.rd.Ready() {
+		return true
+	}
+	s.pending = false
 	if err := s.rc.Flush(); err != nil {
 		s.gone()
 		return false

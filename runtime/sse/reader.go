@@ -317,3 +317,32 @@ func (rd *Reader) event(kind Kind, n int) Event {
 	}
 	return ev
 }
+
+// Ready reports whether the input already buffered holds a blank line after the current
+// position, that is the end of another event, so that Next will return it without reading
+// from the source. A writer forwarding events can leave its flush to the last event of a
+// burst: what it holds back is never waiting on the network.
+func (rd *Reader) Ready() bool {
+	eol := false
+	b := rd.buf[rd.r:rd.w]
+	if rd.skipLF && len(b) > 0 && b[0] == '\n' {
+		b = b[1:] // the end of a CR line end already counted
+	}
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '\r':
+			if i+1 < len(b) && b[i+1] == '\n' {
+				i++
+			}
+			fallthrough
+		case '\n':
+			if eol {
+				return true
+			}
+			eol = true
+		default:
+			eol = false
+		}
+	}
+	return false
+}
