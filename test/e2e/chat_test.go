@@ -112,10 +112,7 @@ func TestChatAllowedTrafficIsTheProvidersBytes(t *testing.T) {
 
 func TestChatInputBlockIsAnAPIError(t *testing.T) {
 	p := newProvider(t)
-	g := startGuard(t, policyFile(t,
-		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseInput), reason("Project Bluebird is not discussed here.")),
-	), upstream(p.URL))
+	g := startGuard(t, bluebird(t, v1alpha1.PhaseInput), upstream(p.URL))
 	c := openaiClient(g)
 
 	for _, tc := range []struct {
@@ -153,10 +150,7 @@ func TestChatInputBlockIsAnAPIError(t *testing.T) {
 
 func TestChatStreamBlockEndsWithContentFilter(t *testing.T) {
 	p := newProvider(t)
-	g := startGuard(t, policyFile(t,
-		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseStream, v1alpha1.PhaseOutput), reason("Project Bluebird is not discussed here.")),
-	), upstream(p.URL))
+	g := startGuard(t, bluebird(t, v1alpha1.PhaseStream, v1alpha1.PhaseOutput), upstream(p.URL))
 	c := openaiClient(g)
 
 	t.Run("a streamed answer stops with finish_reason content_filter and the reason", func(t *testing.T) {

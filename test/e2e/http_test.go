@@ -23,10 +23,14 @@ import (
 
 // inputOnly is a policy that guards prompts only, so responses take the guard's stream
 // and response paths with nothing withheld.
-func inputOnly(t *testing.T) string {
+func inputOnly(t *testing.T) string { return bluebird(t, v1alpha1.PhaseInput) }
+
+// bluebird is the suite's keyword policy: guardrail default/no-bluebird blocks the word
+// "bluebird" in the given phases, with the reason "Project Bluebird is not discussed here.".
+func bluebird(t *testing.T, ps ...v1alpha1.Phase) string {
 	return policyFile(t,
 		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseInput), reason("Project Bluebird is not discussed here.")),
+		guardrail("no-bluebird", "words", phases(ps...), reason("Project Bluebird is not discussed here.")),
 	)
 }
 

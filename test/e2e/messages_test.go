@@ -114,10 +114,7 @@ func TestMessagesAllowedTrafficIsTheProvidersBytes(t *testing.T) {
 
 func TestMessagesInputBlockIsAnAPIError(t *testing.T) {
 	p := newProvider(t)
-	g := startGuard(t, policyFile(t,
-		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseInput), reason("Project Bluebird is not discussed here.")),
-	), upstream(p.URL))
+	g := startGuard(t, bluebird(t, v1alpha1.PhaseInput), upstream(p.URL))
 	c := anthropicClient(g)
 
 	for _, tc := range []struct {
@@ -155,10 +152,7 @@ func TestMessagesInputBlockIsAnAPIError(t *testing.T) {
 
 func TestMessagesStreamBlockEndsWithRefusal(t *testing.T) {
 	p := newProvider(t)
-	g := startGuard(t, policyFile(t,
-		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseStream, v1alpha1.PhaseOutput), reason("Project Bluebird is not discussed here.")),
-	), upstream(p.URL))
+	g := startGuard(t, bluebird(t, v1alpha1.PhaseStream, v1alpha1.PhaseOutput), upstream(p.URL))
 	c := anthropicClient(g)
 
 	t.Run("a streamed message stops with stop_reason refusal and the reason", func(t *testing.T) {

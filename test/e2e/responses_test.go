@@ -108,10 +108,7 @@ func TestResponsesAllowedTrafficIsTheProvidersBytes(t *testing.T) {
 
 func TestResponsesInputBlockIsAnAPIError(t *testing.T) {
 	p := newProvider(t)
-	g := startGuard(t, policyFile(t,
-		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseInput), reason("Project Bluebird is not discussed here.")),
-	), upstream(p.URL))
+	g := startGuard(t, bluebird(t, v1alpha1.PhaseInput), upstream(p.URL))
 	c := openaiClient(g)
 
 	for _, tc := range []struct {
@@ -146,10 +143,7 @@ func TestResponsesInputBlockIsAnAPIError(t *testing.T) {
 
 func TestResponsesStreamBlockEndsIncompleteWithContentFilter(t *testing.T) {
 	p := newProvider(t)
-	g := startGuard(t, policyFile(t,
-		keywordClassifier("words", "secret-project", "bluebird"),
-		guardrail("no-bluebird", "words", phases(v1alpha1.PhaseStream, v1alpha1.PhaseOutput), reason("Project Bluebird is not discussed here.")),
-	), upstream(p.URL))
+	g := startGuard(t, bluebird(t, v1alpha1.PhaseStream, v1alpha1.PhaseOutput), upstream(p.URL))
 	c := openaiClient(g)
 
 	t.Run("a streamed response ends incomplete for content_filter with the reason", func(t *testing.T) {
