@@ -16,13 +16,15 @@ import (
 // read. The client's pace therefore sets the upstream's (TCP back-pressure): the guard
 // holds at most the hold-back and one event, never a backlog.
 type streamer struct {
-	x        *exchange
-	rd       *sse.Reader
-	rc       *http.ResponseController
-	st       *wire.Stream
-	items    []wire.Item
-	rel      []wire.Release
-	arena    []byte
+	x     *exchange
+	rd    *sse.Reader
+	rc    *http.ResponseController
+	st    *wire.Stream
+	items []wire.Item
+	rel   []wire.Release
+	arena []byte
+	// ends[i] is where the text of rel[i] ends in arena.
+	ends     []int
 	out      []byte
 	finished bool
 	// pending is set when bytes were written but not flushed yet.
@@ -94,8 +96,7 @@ func (s *streamer) event(ev *sse.Event) (done, ok bool) {
 		s.malformed(err)
 		return false, false
 	}
-	s.rel, s.arena = s.rel[:0], s.arena[:0]
-	var offsets []int
+	s.rel, s.arena, s.ends = s.rel[:0], s.arena[:0], s.ends[:0]
 	for i := range s.items {
 		it := &s.items[i]
 		step, err := s.feed(it)
@@ -107,9 +108,9 @@ func (s *streamer) event(ev *sse.Event) (done, ok bool) {
 			}
 			return false, false
 		}
-		offsets = s.keep(step.Release, offsets)
+		s.keep(step.Release)
 		if step.Stop != nil {
-			s.flushReleases(nil, offsets)
+			s.flushReleases(nil)
 			s.stop(step.Stop)
 			return false, false
 		}
@@ -117,7 +118,7 @@ func (s *streamer) event(ev *sse.Event) (done, ok bool) {
 			done = true
 		}
 	}
-	if !s.flushReleases(ev, offsets) {
+	if !s.flushReleases(ev) {
 		return false, false
 	}
 	return done, true
@@ -158,26 +159,25 @@ func (s *streamer) finish() (engine.Step, error) {
 }
 
 // keep copies released chunks into the arena: chunk text is only valid until the next
-// engine call. offsets records, per release, where its text ends in the arena.
-func (s *streamer) keep(chunks []engine.Chunk, offsets []int) []int {
+// engine call. ends records, per release, where its text ends in the arena.
+func (s *streamer) keep(chunks []engine.Chunk) {
 	for _, c := range chunks {
 		s.arena = append(s.arena, c.Text...)
-		offsets = append(offsets, len(s.arena))
+		s.ends = append(s.ends, len(s.arena))
 		s.rel = append(s.rel, wire.Release{Channel: toWireChannel(c.Channel), Replace: c.Replace})
 		if c.Channel.Kind != engine.ChannelObject {
 			s.held -= len(c.Text)
 		}
 	}
-	return offsets
 }
 
 // flushReleases encodes the releases (with ev's own remainder when ev is not nil) and
 // writes them to the client.
-func (s *streamer) flushReleases(ev *sse.Event, offsets []int) bool {
+func (s *streamer) flushReleases(ev *sse.Event) bool {
 	start := 0
 	for i := range s.rel {
-		s.rel[i].Text = s.arena[start:offsets[i]]
-		start = offsets[i]
+		s.rel[i].Text = s.arena[start:s.ends[i]]
+		start = s.ends[i]
 	}
 	if ev == nil && len(s.rel) == 0 {
 		return true
@@ -249,8 +249,9 @@ func (s *streamer) end() {
 		s.gone()
 		return
 	}
-	offsets := s.keep(step.Release, nil)
-	s.flushReleases(nil, offsets)
+	s.rel, s.arena, s.ends = s.rel[:0], s.arena[:0], s.ends[:0]
+	s.keep(step.Release)
+	s.flushReleases(nil)
 	if step.Stop != nil {
 		s.stop(step.Stop)
 		return
