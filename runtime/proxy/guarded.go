@@ -41,13 +41,8 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 			Message: "the guardrail sidecar has no policy yet and refuses traffic"})
 		return
 	}
-	// MaxBytesReader gets the server's own writer: it tells it to close the connection
-	// after the 413 rather than read the rest of an oversized body.
-	server := w
-	if iw, ok := w.(*idleWriter); ok {
-		server = iw.ResponseWriter
-	}
-	body, err := readAll(http.MaxBytesReader(server, r.Body, p.cfg.MaxBodyBytes), r.ContentLength, p.cfg.MaxBodyBytes)
+	// ServeHTTP bounded r.Body by MaxBodyBytes.
+	body, err := readAll(r.Body, r.ContentLength, p.cfg.MaxBodyBytes)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {

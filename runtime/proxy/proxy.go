@@ -223,8 +223,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = newRequestID()
 		r.Header.Set("X-Request-Id", id)
 	}
+	f, guarded := wire.Route(r.Method, r.URL.Path)
+	if guarded {
+		// The limit gets the server's own writer, before it is wrapped: it tells the server
+		// to close the connection after a 413 rather than read the rest of the body.
+		r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxBodyBytes)
+	}
 	w = &idleWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: p.cfg.WriteIdleTimeout}
-	if f, ok := wire.Route(r.Method, r.URL.Path); ok {
+	if guarded {
 		w.Header().Set("X-Request-Id", id)
 		p.serveGuarded(w, r, f)
 		return
@@ -243,7 +249,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		p.cfg.Telemetry.Request("unguarded", "refused")
 		w.Header().Set("X-Request-Id", id)
-		f := wire.FamilyChat
+		f = wire.FamilyChat
 		if anthropic {
 			f = wire.FamilyMessages
 		}
