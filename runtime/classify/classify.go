@@ -51,6 +51,12 @@ type Part struct {
 type Input struct {
 	Text  string
 	Parts []Part
+	// More says that Text ends where a channel that is still streaming has got to: more
+	// text may follow. A span-capable classifier then does not treat the end of Text as a
+	// boundary: a match that more text could extend, or a beginning that more text could
+	// turn into a match, is pending. It returns no span for it and reports where the
+	// pending text starts in Result.Open. Backends without spans ignore More.
+	More bool
 }
 
 // AnswerType tells an answer from a refusal.
@@ -89,6 +95,14 @@ type Result struct {
 	Refusals []bool
 	Answers  []Answer
 	Spans    []Span
+	// Open is set by span-capable classifiers (built-in) when Input.More is set: the byte
+	// offset in Input.Text of the earliest character that text still to come could make
+	// part of a match — the start of a match still arriving, or of a beginning that could
+	// become one. len(Input.Text) when nothing is pending. Text before Open is settled:
+	// its spans are final and no later text can add one that starts there; every span
+	// ends at or before Open. The engine releases a stream only up to Open (DESIGN.md
+	// §4.4). Ignored when Input.More is not set, and for classifiers without spans.
+	Open int
 }
 
 // Classifier judges content. Implementations are safe for concurrent use and honour ctx:
