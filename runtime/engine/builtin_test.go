@@ -42,8 +42,8 @@ func compileBuiltin(t *testing.T, action v1alpha1.Action, packs ...v1alpha1.Buil
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := snap.Guardrails[0].Streaming.HoldBack; got != c.HoldBackHint || got == 0 {
-		t.Fatalf("hold-back %d is not the classifier's hint %d", got, c.HoldBackHint)
+	if got := snap.Guardrails[0].Streaming.HoldBack; got != policy.HoldBackPending {
+		t.Fatalf("hold-back %d: an unset holdBackChars on a built-in classifier must follow its pending matches", got)
 	}
 	return engine.New(engine.Config{Guardrails: snap.Guardrails, Classifiers: snap.Classifiers,
 		Backends: engine.BackendMap(map[string]classify.Classifier{c.Key: det})}), snap

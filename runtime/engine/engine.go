@@ -42,6 +42,10 @@ type guard struct {
 	timeout time.Duration
 	// slot is the guard's index among the engine's stream guards (-1 without Stream).
 	slot int
+	// spans: the classifier returns spans, so a stream's evaluations report pending text
+	// (classify.Result.Open) and are incremental; hint is its longest match (§4.4).
+	spans bool
+	hint  int
 }
 
 func (gd *guard) enforcing() bool { return gd.g.Mode == policy.ModeEnforce }
@@ -55,8 +59,9 @@ type Engine struct {
 	guards []*guard
 	// stream are the guards with the Stream phase, in run order.
 	stream []*guard
-	// holdBack is the effective hold-back of a stream: the maximum over the Enforce
-	// guardrails with the Stream phase, or policy.HoldBackUnbounded.
+	// holdBack is the largest fixed hold-back in characters over the Enforce guardrails
+	// with the Stream phase, or policy.HoldBackUnbounded. Guardrails that follow pending
+	// matches (policy.HoldBackPending) add their own limit per channel (releasable).
 	holdBack int
 	// sentences is set when a stream guard segments by sentences.
 	sentences bool
@@ -84,6 +89,7 @@ func New(cfg Config) *Engine {
 		if gd.c != nil {
 			gd.maxChars = minPositive(gd.maxChars, gd.c.MaxInputChars)
 			gd.timeout = minPositive(gd.timeout, gd.c.Timeout)
+			gd.spans, gd.hint = gd.c.Spans && gd.backend != nil, gd.c.HoldBackHint
 		}
 		e.guards = append(e.guards, gd)
 	}
@@ -137,8 +143,9 @@ func maxHead(head, chars int) int {
 	return max(head, chars)
 }
 
-// HoldBack returns the effective hold-back of a stream in characters, or
-// policy.HoldBackUnbounded.
+// HoldBack returns the largest fixed hold-back of a stream in characters, or
+// policy.HoldBackUnbounded. Guardrails that follow pending matches withhold, on top of
+// it, the text their classifier reports pending or has not judged yet.
 func (e *Engine) HoldBack() int { return e.holdBack }
 
 // Options configure a session.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,9 @@ type evaluation struct {
 	dur  time.Duration
 	// partial: the text sent was truncated, or cadence evaluations were skipped.
 	partial bool
+	// open is where the text sent stops being settled (classify.Result.Open): the
+	// classifier's when it reports pending text, the text's length otherwise.
+	open int
 }
 
 // evaluate calls the guard's classifier under its timeout and judges the answer. A failed
@@ -55,11 +59,60 @@ func evaluate(ctx context.Context, gd *guard, in classify.Input) (ev evaluation)
 	if validate(gd.g, gd.c, res, len(in.Text)) != nil {
 		return failure(classify.CodeInvalidAnswer)
 	}
+	open := len(in.Text)
+	if in.More && gd.spans {
+		if res.Open < 0 || res.Open > len(in.Text) {
+			return failure(classify.CodeInvalidAnswer)
+		}
+		open, res = pending(res.Open, res)
+	}
 	j, err := judge(gd.g, gd.c, res)
 	if err != nil {
 		return failure(classify.CodeInvalidAnswer)
 	}
-	return evaluation{j: j}
+	return evaluation{j: j, open: open}
+}
+
+// pending holds back what a span-capable classifier left undecided: a span that ends after
+// open is pending, and so is the rest of the text from its start; a category matched only
+// by pending spans does not match yet. The classifier already answers so
+// (classify.Result.Open); the engine does not rely on it for the zero-leak property. It
+// returns the settled length and the settled result (with fresh slices when anything was
+// pending).
+func pending(open int, res classify.Result) (int, classify.Result) {
+	for changed := true; changed; {
+		changed = false
+		for _, sp := range res.Spans {
+			if sp.End > open && sp.Start < open {
+				open, changed = sp.Start, true
+			}
+		}
+	}
+	if !slices.ContainsFunc(res.Spans, func(sp classify.Span) bool { return sp.End > open }) {
+		return open, res
+	}
+	var settled []classify.Span
+	matched, held := make([]bool, len(res.Scores)), make([]bool, len(res.Scores))
+	for _, sp := range res.Spans {
+		in := sp.Category < len(res.Scores)
+		switch {
+		case sp.End <= open:
+			settled = append(settled, sp)
+			if in {
+				matched[sp.Category] = true
+			}
+		case in:
+			held[sp.Category] = true
+		}
+	}
+	res.Spans = settled
+	res.Scores = slices.Clone(res.Scores)
+	for i := range res.Scores {
+		if held[i] && !matched[i] {
+			res.Scores[i] = 0
+		}
+	}
+	return open, res
 }
 
 func failure(code classify.Code) evaluation { return evaluation{code: code} }

@@ -48,10 +48,15 @@ func answering(res classify.Result) *fake {
 }
 
 // words returns a fake for a classifier whose category i matches wherever words[i] occurs:
-// score 1 and a span per occurrence, like a built-in detector.
+// score 1 and a span per occurrence, like a built-in detector. With in.More it reports as
+// Open the earliest end of the text that is a proper prefix of a word (an occurrence that
+// may still be arriving).
 func words(ws ...string) *fake {
 	return &fake{answer: func(_ context.Context, in classify.Input) (classify.Result, error) {
-		res := classify.Result{Scores: make([]float64, len(ws))}
+		res := classify.Result{Scores: make([]float64, len(ws)), Open: len(in.Text)}
+		if in.More {
+			res.Open = openPrefix(in.Text, ws)
+		}
 		for i, w := range ws {
 			for off := 0; ; {
 				j := strings.Index(in.Text[off:], w)
@@ -65,6 +70,19 @@ func words(ws ...string) *fake {
 		}
 		return res, nil
 	}}
+}
+
+// openPrefix returns the earliest i such that text[i:] is a proper, nonempty prefix of one
+// of ws, or len(text).
+func openPrefix(text string, ws []string) int {
+	for i := range len(text) {
+		for _, w := range ws {
+			if rest := text[i:]; len(rest) < len(w) && strings.HasPrefix(w, rest) {
+				return i
+			}
+		}
+	}
+	return len(text)
 }
 
 // world builds classifiers, backends and guardrails for a test.

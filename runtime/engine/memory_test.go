@@ -25,6 +25,8 @@ func TestMemoryIsBoundedByHoldBackAndWindows(t *testing.T) {
 		report    bool
 		unbounded bool
 		noPeriods bool
+		// remote: the classifier returns no spans, so it is sent its whole window.
+		remote bool
 	}{
 		{name: "cumulative with maxInputChars", st: policy.Streaming{EvaluateEveryChars: 100, HoldBack: 64}, maxChars: 500},
 		{name: "cumulative with maxInputChars and redactions", st: policy.Streaming{EvaluateEveryChars: 100, HoldBack: 64}, maxChars: 500, action: policy.ActionRedact},
@@ -34,7 +36,8 @@ func TestMemoryIsBoundedByHoldBackAndWindows(t *testing.T) {
 		{name: "maxEvaluations reached, the terminal window bounded by maxInputChars", st: policy.Streaming{EvaluateEveryChars: 10, MaxEvaluations: 3, HoldBack: 16}, maxChars: 500},
 		{name: "the Output phase with maxInputChars keeps only the head", st: policy.Streaming{EvaluateEveryChars: 100, HoldBack: 64}, maxChars: 1000, output: true},
 		{name: "Report mode", st: policy.Streaming{EvaluateEveryChars: 100, HoldBack: 5000}, maxChars: 500, report: true},
-		{name: "cumulative without maxInputChars keeps the whole channel", st: policy.Streaming{EvaluateEveryChars: 100}, unbounded: true},
+		{name: "a span-capable classifier without maxInputChars is judged incrementally", st: policy.Streaming{EvaluateEveryChars: 100, HoldBack: policy.HoldBackPending}, action: policy.ActionRedact},
+		{name: "cumulative without maxInputChars keeps the whole channel", st: policy.Streaming{EvaluateEveryChars: 100}, unbounded: true, remote: true},
 		{name: "Unbounded hold-back keeps the whole channel", st: policy.Streaming{EvaluateEveryChars: 100, HoldBack: policy.HoldBackUnbounded}, maxChars: 500, unbounded: true},
 	}
 	for _, tc := range cases {
@@ -51,6 +54,11 @@ func TestMemoryIsBoundedByHoldBackAndWindows(t *testing.T) {
 				opts = append(opts, reportMode())
 			}
 			w := secretGuard(action, tc.st, opts...)
+			if tc.remote {
+				w = &world{}
+				c := w.classifier("remote", words(secret), withCategories("secret"))
+				w.guardrail("g", c, append([]guardrailOption{phases(), threshold(0.5, action, nil), streaming(tc.st)}, opts...)...)
+			}
 			s, _ := w.session()
 			ctx := context.Background()
 			src := sentence

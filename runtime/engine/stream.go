@@ -44,6 +44,9 @@ type channel struct {
 type cursor struct {
 	// classified is classifiedUpTo: how far the channel has been sent to the classifier.
 	classified pos
+	// settled is how far the channel is settled for a span-capable classifier: judged, and
+	// not pending (classify.Result.Open). It never passes classified and never moves back.
+	settled pos
 	// overlap is where the previous sentence starts (Sentences).
 	overlap pos
 	// skipped: a cadence evaluation was skipped because maxEvaluations was reached.
@@ -168,17 +171,26 @@ func (s *Session) cadence(ctx context.Context, c *channel, due []*guard, termina
 	where := channelLocation(c.id)
 	t := target{tool: c.id.Kind == ChannelToolCall}
 	return s.compose(ctx, due, func(gd *guard) func() *Verdict {
+		cu := &c.cur[gd.slot]
 		text, w := c.window(gd, terminal, &s.windows[gd.slot])
 		if blank(text) {
+			cu.settle(w.to)
 			return nil
 		}
 		if !terminal {
 			s.evals[gd.slot]++
 		}
-		ev := evaluate(ctx, gd, classify.Input{Text: text})
-		ev.partial = terminal && c.cur[gd.slot].skipped
+		ev := evaluate(ctx, gd, classify.Input{Text: text, More: !terminal})
+		ev.partial = terminal && cu.skipped
 		return func() *Verdict {
 			a, v := s.decide(gd, policy.PhaseStream, where, &ev, t)
+			switch {
+			case ev.code != "":
+				// Failed open: the text passes uninspected, nothing is pending.
+				cu.settle(w.to)
+			default:
+				cu.settle(c.t.upstreamPos(&w, ev.open))
+			}
 			switch a {
 			case policy.ActionRedact:
 				c.t.redact(&w, ev.j.spans, gd.c.Categories, c.released)
@@ -190,19 +202,64 @@ func (s *Session) cadence(ctx context.Context, c *channel, due []*guard, termina
 	})
 }
 
-// releaseHeld releases the text of c that is outside the hold-back: everything but the
-// last holdBack characters, never splitting a marker. A tool call's arguments and, under
-// Unbounded, every channel wait for their end.
+// settle moves the settled position forward to p, never past classified.
+func (cu *cursor) settle(p pos) {
+	if p.b > cu.classified.b {
+		p = cu.classified
+	}
+	if p.b > cu.settled.b {
+		cu.settled = p
+	}
+}
+
+// releaseHeld releases the text of c that no Enforce stream guard withholds, never
+// splitting a marker (DESIGN.md §4.4). A guard with a fixed hold-back withholds the last
+// holdBack characters; one that follows pending matches withholds everything from where
+// its classifier's judged text stops being settled; a span-capable classifier's pending
+// text is withheld whatever the hold-back. A tool call's arguments and, under Unbounded,
+// every channel wait for their end.
 func (s *Session) releaseHeld(c *channel) {
-	hb := s.e.holdBack
-	if c.id.Kind == ChannelToolCall || hb == policy.HoldBackUnbounded {
+	if c.id.Kind == ChannelToolCall || s.e.holdBack == policy.HoldBackUnbounded {
 		return
 	}
-	n := c.t.total.r - hb - c.released.r
-	if n <= 0 {
-		return
+	limit := c.t.total
+	for _, gd := range s.e.stream {
+		if !gd.enforcing() {
+			continue
+		}
+		cu := &c.cur[gd.slot]
+		follows := gd.g.Streaming.HoldBack == policy.HoldBackPending && !cu.skipped
+		switch {
+		case follows && !gd.spans:
+			// No classifier to report pending text (not configured): what is judged.
+			limit = minPos(limit, cu.classified)
+		case follows, c.incremental(gd) && cu.settled.b < cu.classified.b:
+			// Text not judged yet is withheld too: the next evaluation may find it pending.
+			limit = minPos(limit, cu.settled)
+		}
 	}
-	s.releaseTo(c, c.t.snapBack(c.t.forward(c.released, n)))
+	hb := max(s.e.holdBack, 0)
+	for _, gd := range s.e.stream {
+		if gd.enforcing() && gd.g.Streaming.HoldBack == policy.HoldBackPending && c.cur[gd.slot].skipped {
+			// Past maxEvaluations nothing is judged any more: the classifier's longest
+			// match is withheld, as a fixed hold-back would.
+			hb = max(hb, gd.hint)
+		}
+	}
+	if n := c.t.total.r - hb; n < limit.r {
+		if n <= c.released.r {
+			return
+		}
+		limit = c.t.forward(c.released, n-c.released.r)
+	}
+	s.releaseTo(c, c.t.snapBack(limit))
+}
+
+func minPos(a, b pos) pos {
+	if b.b < a.b {
+		return b
+	}
+	return a
 }
 
 // releaseTo releases c's text up to p.
@@ -262,11 +319,13 @@ func (s *Session) endToolCall(ctx context.Context, c *channel, name string) (*Ve
 	return s.judgeItems(ctx, policy.PhaseToolCalls, []*item{it}, always, never)
 }
 
-// terminal classifies, for every stream guard, the text of c its cursor has not reached.
+// terminal classifies, for every stream guard, the text of c its cursor has not reached,
+// or that its classifier left pending: the end of the channel decides it.
 func (s *Session) terminal(ctx context.Context, c *channel) (*Verdict, error) {
 	due := s.dueBuf[:0]
 	for _, gd := range s.e.stream {
-		if c.cur[gd.slot].classified.b < c.t.total.b {
+		cu := &c.cur[gd.slot]
+		if cu.classified.b < c.t.total.b || c.incremental(gd) && cu.settled.b < c.t.total.b {
 			due = append(due, gd)
 		}
 	}

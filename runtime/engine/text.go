@@ -165,8 +165,38 @@ func (t *textBuf) render(dst []byte, from, to int) []byte {
 	return append(dst, t.bytes(from, to)...)
 }
 
+// renderUpstream appends the upstream text of [from, to) to dst with strips applied and
+// redactions not: what a stream's classifier is sent (DESIGN.md §4.4: classification sees
+// upstream text, never text it rewrote). from must not be strictly inside a strip.
+func (t *textBuf) renderUpstream(dst []byte, from, to int) []byte {
+	for i := range t.edits {
+		e := &t.edits[i]
+		if e.repl != "" || e.end.b <= from {
+			continue
+		}
+		if e.start.b >= to {
+			break
+		}
+		dst = append(dst, t.bytes(from, e.start.b)...)
+		from = e.end.b
+	}
+	if from >= to {
+		return dst
+	}
+	return append(dst, t.bytes(from, to)...)
+}
+
+// afterStrip moves p forward to the end of the strip it is inside.
+func (t *textBuf) afterStrip(p pos) pos {
+	if e := t.inside(p.b); e != nil && e.repl == "" {
+		return e.end
+	}
+	return p
+}
+
 // window is the upstream range a classifier call judged and how its text was built from it:
-// the text sent is (prefix + render(from, to))[cut:], possibly cut at the end too.
+// the text sent is (prefix + render(from, to))[cut:], possibly cut at the end too; with
+// upstream, renderUpstream(from, to)[cut:].
 type window struct {
 	from, to pos
 	// prefix is the length in bytes of released text rendered before the range (a stream's
@@ -174,6 +204,8 @@ type window struct {
 	prefix int
 	// cut is the number of bytes cut from the front (truncation from the end).
 	cut int
+	// upstream: the text was rendered by renderUpstream (redaction markers not applied).
+	upstream bool
 }
 
 // locate maps byte y of the rendered range to the upstream byte it came from, or to the
@@ -182,7 +214,7 @@ func (t *textBuf) locate(w *window, y int) (int, *edit) {
 	u, r := w.from.b, 0
 	for i := range t.edits {
 		e := &t.edits[i]
-		if e.end.b <= w.from.b {
+		if e.end.b <= w.from.b || w.upstream && e.repl != "" {
 			continue
 		}
 		if e.start.b >= w.to.b {
@@ -200,6 +232,14 @@ func (t *textBuf) locate(w *window, y int) (int, *edit) {
 		u = e.end.b
 	}
 	return u + y - r, nil
+}
+
+// upstreamPos returns the upstream position of byte y of the text sent through w (y at
+// most its length).
+func (t *textBuf) upstreamPos(w *window, y int) pos {
+	u, _ := t.locate(w, y+w.cut-w.prefix)
+	u = min(max(u, w.from.b), w.to.b)
+	return t.posOf(t.runeStart(u, w.from.b), w.from)
 }
 
 // upstreamSpan maps a span of the sent text to an upstream byte range. A span touching a

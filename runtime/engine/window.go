@@ -13,7 +13,17 @@ import (
 //     when the pending text reached maxInputChars;
 //   - otherwise the accumulated channel text.
 //
-// The text is truncated to maxInputChars from the end.
+// The text is truncated to maxInputChars from the end. It is the sanitized text: what the
+// sanitizers that ran before left (DESIGN.md §4.8), so that a remote judge never receives
+// what was redacted.
+//
+// A span-capable (built-in, in-process) classifier is judged incrementally instead, on
+// upstream text: strips are applied, redactions are not, so that an entity judged in parts
+// is still recognised whole. Its window runs from its longest match (the hint) before the
+// first character it has not settled — which covers every match that could still start
+// there, and its left context — to the end, untruncated, so that a pending match is always
+// judged again whole. For Cumulative windows that is all it is sent; chunkWindow and
+// Sentences windows are widened to it.
 //
 // buf is scratch space owned by the guard (windows of different guards are built
 // concurrently); the text is a copy.
@@ -32,18 +42,41 @@ func (c *channel) window(gd *guard, terminal bool, buf *[]byte) (string, window)
 		}
 		from = cu.overlap
 		cu.overlap = c.lastSentenceStart(cu.classified, to)
+	case c.incremental(gd):
+		from = to
 	case gd.maxChars > 0:
 		from = t.backward(to, gd.maxChars)
+	}
+	if c.incremental(gd) {
+		from = minPos(from, c.unsettled(gd))
 	}
 	if from.b < t.base.b {
 		from = t.base
 	}
-	from, to = t.snapBack(from), t.snapForward(to)
 	cu.classified = to
-	b := t.render((*buf)[:0], from.b, to.b)
+	if !c.incremental(gd) {
+		from, to = t.snapBack(from), t.snapForward(to)
+		cu.classified = to
+		b := t.render((*buf)[:0], from.b, to.b)
+		*buf = b
+		cut := len(b) - tailBytes(b, gd.maxChars)
+		return string(b[cut:]), window{from: from, to: to, cut: cut}
+	}
+	from = t.afterStrip(from)
+	b := t.renderUpstream((*buf)[:0], from.b, to.b)
 	*buf = b
-	cut := len(b) - tailBytes(b, gd.maxChars)
-	return string(b[cut:]), window{from: from, to: to, cut: cut}
+	return string(b), window{from: from, to: to, upstream: true}
+}
+
+// incremental reports whether gd judges c incrementally: a span-capable classifier that has
+// not reached maxEvaluations on the stream (after the cap, the terminal evaluation judges
+// what is buffered, as for any classifier).
+func (c *channel) incremental(gd *guard) bool { return gd.spans && !c.cur[gd.slot].skipped }
+
+// unsettled returns where a span-capable guard's next window on c starts: its hint before
+// the first character it has not settled.
+func (c *channel) unsettled(gd *guard) pos {
+	return c.t.backward(c.cur[gd.slot].settled, gd.hint)
 }
 
 // deltaStart returns where the n-th last delta starts (the channel's start when there were
@@ -58,15 +91,21 @@ func (c *channel) deltaStart(n int) pos {
 // need returns where the text gd's next evaluation on c may start: what trimming keeps.
 func (c *channel) need(gd *guard) pos {
 	st := &gd.g.Streaming
+	var p pos
 	switch {
 	case st.ChunkWindow > 0:
-		return c.deltaStart(st.ChunkWindow)
+		p = c.deltaStart(st.ChunkWindow)
 	case st.Sentences:
-		return c.cur[gd.slot].overlap
+		p = c.cur[gd.slot].overlap
+	case c.incremental(gd):
+		p = c.t.total
 	case gd.maxChars > 0:
-		return c.t.backward(c.t.total, gd.maxChars)
+		p = c.t.backward(c.t.total, gd.maxChars)
 	}
-	return pos{}
+	if c.incremental(gd) {
+		p = minPos(p, c.unsettled(gd))
+	}
+	return p
 }
 
 // trim drops the start of c's buffer that nothing needs any more: text released, outside

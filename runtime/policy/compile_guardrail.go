@@ -252,10 +252,15 @@ func compileRules(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *f
 	return invalid, mismatch
 }
 
-// compileStreaming resolves the cadence and hold-back; an unset holdBackChars takes the
-// classifier's hint (DESIGN.md §4.4).
+// compileStreaming resolves the cadence and hold-back. An unset holdBackChars follows the
+// pending matches of a span-capable classifier and is 0 with any other (DESIGN.md §4.4):
+// remote classifiers release up to a cadence of text before it is judged unless the user
+// opts into a hold-back.
 func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *field.Path) field.ErrorList {
-	out.Streaming.HoldBack = c.HoldBackHint
+	out.Streaming.HoldBack = 0
+	if c.Spans {
+		out.Streaming.HoldBack = HoldBackPending
+	}
 	st := s.Streaming
 	if st == nil {
 		return nil

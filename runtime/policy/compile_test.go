@@ -181,17 +181,22 @@ func TestCompileGuardrail(t *testing.T) {
 			},
 		},
 		{
-			name: "an unset holdBackChars takes the classifier's hint",
+			name: "an unset holdBackChars follows a built-in classifier's pending matches",
 			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
 				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
 				g.Spec.Streaming = &v1alpha1.StreamingSpec{}
 			}),
 			c: pii,
-			check: func(t *testing.T, g *Guardrail) {
-				if g.Streaming.HoldBack != pii.HoldBackHint || g.Streaming.HoldBack == 0 {
-					t.Errorf("hold-back = %d, hint %d", g.Streaming.HoldBack, pii.HoldBackHint)
-				}
-			},
+			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, HoldBackPending) },
+		},
+		{
+			name: "an unset holdBackChars is 0 with a remote classifier: a cadence of text may pass unjudged",
+			g: guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
+				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
+				g.Spec.Streaming = &v1alpha1.StreamingSpec{EvaluateEveryChars: ptr(int32(200))}
+			}),
+			c:     scored,
+			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, 0) },
 		},
 		{
 			name: "holdBackChars Unbounded compiles to HoldBackUnbounded",

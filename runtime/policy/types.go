@@ -309,12 +309,18 @@ const (
 // HoldBackUnbounded is Streaming.HoldBack for holdBackChars: Unbounded.
 const HoldBackUnbounded = -1
 
+// HoldBackPending is Streaming.HoldBack for an unset holdBackChars on a classifier that
+// returns spans (built-in): the stream withholds exactly the text the classifier reports
+// as pending — a match still arriving, or a beginning that could become one — and what it
+// has not judged yet, instead of a fixed number of characters (DESIGN.md §4.4).
+const HoldBackPending = -2
+
 // Streaming is the compiled cadence and hold-back of the Stream phase.
 type Streaming struct {
 	// EvaluateEveryChars is the cadence; 0 evaluates every delta.
 	EvaluateEveryChars int `json:"evaluateEveryChars,omitempty"`
-	// HoldBack in characters, resolved (the classifier's hint when unset), or
-	// HoldBackUnbounded.
+	// HoldBack in characters; HoldBackUnbounded; or, when holdBackChars is unset,
+	// HoldBackPending with a span-capable classifier and 0 with any other.
 	HoldBack int `json:"holdBack"`
 	// ChunkWindow > 0 classifies the last ChunkWindow deltas instead of the channel.
 	ChunkWindow int `json:"chunkWindow,omitempty"`
