@@ -101,7 +101,9 @@ func newTokenCase(rng *rand.Rand, ntok, size, cadence int) tokenCase {
 }
 
 // withOutput adds the Output phase to a guardrail.
-func withOutput(g *policy.Guardrail, _ *policy.Classifier) { g.Phases = g.Phases.With(policy.PhaseOutput) }
+func withOutput(g *policy.Guardrail, _ *policy.Classifier) {
+	g.Phases = g.Phases.With(policy.PhaseOutput)
+}
 
 func tokenGuard(action policy.Action, st policy.Streaming, opts ...guardrailOption) *world {
 	w := &world{}

@@ -186,7 +186,7 @@ func TestCompileGuardrail(t *testing.T) {
 				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
 				g.Spec.Streaming = &v1alpha1.StreamingSpec{}
 			}),
-			c: pii,
+			c:     pii,
 			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, HoldBackPending) },
 		},
 		{
