@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -304,4 +306,100 @@ func TestPendingAnswerIsValidated(t *testing.T) {
 			t.Fatalf("released %q", out.String())
 		}
 	})
+}
+
+// A redaction still held back when the buffer is trimmed keeps its marker (mutation
+// testing found the edits dropped with the released text: the entity went out in clear).
+func TestTrimKeepsHeldRedactions(t *testing.T) {
+	tok := "tk_" + strings.Repeat("Q7x", 12)
+	text := strings.Repeat("words and more words. ", 182)[:4000] + " " + tok + " " + strings.Repeat("tail text ", 400)
+	for _, st := range []policy.Streaming{
+		{ChunkWindow: 1, HoldBack: 2000},
+		{EvaluateEveryChars: 50, HoldBack: 2000},
+		{HoldBack: policy.HoldBackPending},
+	} {
+		s, _ := tokenGuard(policy.ActionRedact, st, maxChars(100)).session()
+		got, stop := stream(t, s, text0, text, 10)
+		want := strings.Replace(text, tok, "[REDACTED:token]", 1)
+		if stop != nil || got != want {
+			t.Fatalf("%+v: the token went out as %q", st, got[3990:4060])
+		}
+	}
+}
+
+// The Output phase judges the whole output of a long stream: a match in its first
+// characters is found even when the Stream guards keep only a short window (mutation
+// testing found only the text still buffered judged).
+func TestOutputPhaseJudgesTheWholeStream(t *testing.T) {
+	text := "tk_abcdefgh12345678 starts this reply. " + strings.Repeat("and then it goes on for a while. ", 400)
+	w := &world{}
+	c := w.classifier("builtin", tokens(), withCategories("token"), withSpans(tokenHint))
+	w.guardrail("output", c, phases(policy.PhaseOutput), threshold(0.5, policy.ActionBlock, nil))
+	win := w.classifier("window", words("never"), withCategories("x"), withSpans(5))
+	w.guardrail("stream", win, phases(), threshold(0.5, policy.ActionBlock, nil),
+		streaming(policy.Streaming{EvaluateEveryChars: 10, HoldBack: 20}), maxChars(50))
+	s, _ := w.session()
+	if _, stop := stream(t, s, text0, text, 7); stop == nil || stop.Guardrail != "team/output" {
+		t.Fatalf("the Output phase missed a match at the start of a %d-byte stream: %+v", len(text), stop)
+	}
+}
+
+// The Classifier's own maxInputChars and timeout bound every evaluation, with or without
+// the Guardrail's.
+func TestClassifierLimitsApply(t *testing.T) {
+	t.Run("maxInputChars", func(t *testing.T) {
+		w := &world{}
+		f := answering(classify.Result{Scores: []float64{0}})
+		c := w.classifier("c", f, withCategories("x"))
+		c.MaxInputChars = 10
+		w.guardrail("g", c, threshold(0.5, policy.ActionBlock, nil))
+		s, _ := w.session()
+		if _, err := s.Input(context.Background(), []Message{user(strings.Repeat("abcdefghij", 10))}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.texts(); len(got) != 1 || len(got[0]) != 10 {
+			t.Fatalf("the classifier was sent %q, want 10 characters", got)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		w := &world{}
+		slow := &fake{answer: func(ctx context.Context, _ classify.Input) (classify.Result, error) {
+			<-ctx.Done()
+			return classify.Result{}, ctx.Err()
+		}}
+		c := w.classifier("c", slow, withCategories("x"))
+		c.Timeout = 20 * time.Millisecond
+		w.guardrail("g", c, threshold(0.5, policy.ActionBlock, nil))
+		s, _ := w.session()
+		done := make(chan InputResult, 1)
+		go func() {
+			res, _ := s.Input(context.Background(), []Message{user("hello")})
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			if res.Stop == nil || res.Stop.Code != classify.CodeTimeout {
+				t.Fatalf("stop %+v, want a TIMEOUT failure", res.Stop)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the classifier's timeout was not applied")
+		}
+	})
+}
+
+// A sentence ends at '.', '!' or '?' followed by whitespace, or at a newline: not inside
+// "3.14" or "example.com".
+func TestSentenceEndsNeedWhitespace(t *testing.T) {
+	var w world
+	f := answering(classify.Result{Scores: []float64{0}})
+	c := w.classifier("judge", f, withCategories("harm"))
+	w.guardrail("g", c, phases(), threshold(0.5, policy.ActionBlock, nil), streaming(policy.Streaming{Sentences: true}))
+	s, _ := w.session()
+	if _, stop := stream(t, s, text0, "Pi is 3.14 at example.com today. Next", 4); stop != nil {
+		t.Fatal(stop)
+	}
+	want := []string{"Pi is 3.14 at example.com today.", "Pi is 3.14 at example.com today. Next"}
+	if got := f.texts(); !slices.Equal(got, want) {
+		t.Errorf("sent %q, want %q", got, want)
+	}
 }
