@@ -69,22 +69,49 @@
 //
 // The text sent is: with chunkWindow N, the last N deltas; with Sentences, the previous
 // sentence (the overlap) and the complete sentences since the cursor; otherwise the
-// accumulated channel. Stream texts are truncated to maxInputChars from the end; whole texts
+// accumulated channel — for a span-capable classifier, the text from its hint before its
+// first unsettled character (see Hold-back and release), which keeps the cost of a stream
+// linear in its length. Stream texts are truncated to maxInputChars from the end (not a
+// span-capable classifier's, whose window is already bounded); whole texts
 // (Input parts, Output contents, tool calls, object snapshots) from the start, and such a
 // truncated evaluation is recorded partial. The effective maxInputChars is the smaller of
 // the guardrail's and the classifier's.
 //
 // # Hold-back and release
 //
-// The stream's hold-back H is the maximum of the holdBack of its Enforce guardrails with the
-// Stream phase (Report guardrails withhold nothing), or Unbounded. After each delta a channel
-// releases everything but its last H characters; at its end, after the terminal and Output
-// evaluations pass, the rest. Unbounded releases a channel only at its end. Because an
-// evaluation runs whenever the unclassified text reaches C, a hold-back H ≥ C releases no
-// unclassified character; and a match of at most L characters (the classifier's hint) is
-// never released in part when H ≥ C + L (C + L − 1 suffices). With Sentences the text after
-// the last complete sentence is not classified yet, so that bound needs H to cover a
-// sentence too.
+// What a channel releases after each delta is the minimum, over the Enforce guardrails with
+// the Stream phase (Report guardrails withhold nothing), of what each lets go:
+//
+//   - holdBackChars unset with a span-capable (built-in) classifier (policy.HoldBackPending):
+//     everything its classifier has settled. Each of its evaluations is sent with
+//     classify.Input.More on an unfinished channel, and the classifier answers how far the
+//     text is settled (classify.Result.Open): a match that touches the end of the text
+//     seen so far, or a beginning that more text could turn into one, is pending. Nothing
+//     from the start of pending text is released, and it is not redacted yet, until text
+//     arrives that decides it or the channel ends; text past the guard's cursor (not judged
+//     yet, below the cadence) is withheld too. Ordinary prose is released as it arrives,
+//     less its last word; an entity is never released in part, whatever its length.
+//   - an integer holdBackChars H: everything but the last H characters, and, with a
+//     span-capable classifier, never its pending text. Text below the cadence is judged
+//     later, so with H smaller than the cadence up to C − H characters reach the client
+//     before they are judged (remote classifiers: holdBackChars unset is 0).
+//   - Unbounded: nothing until the channel ends.
+//
+// At a channel's end the terminal evaluation judges, without More, every guard's text not
+// judged or still pending; after it and the Output phase pass, the rest is released.
+// Because an evaluation runs whenever the unclassified text reaches C, a hold-back H ≥ C
+// releases no unclassified character; and with a span-capable classifier no part of a
+// match is released whatever H is. With Sentences the text after the last complete sentence
+// is not judged yet; it is withheld under the pending hold-back and needs H to cover a
+// sentence otherwise. After maxEvaluations a guard that followed pending matches withholds
+// its classifier's longest match (its hint), as a fixed hold-back would.
+//
+// Stream classifiers are sent what the sanitizers before them left (§4.8), so a remote
+// judge never receives what was redacted — except span-capable classifiers, which are
+// judged incrementally on upstream text (strips applied, redactions not): from their hint
+// before the first character they have not settled to the end, untruncated. An entity
+// evaluations saw in parts is therefore recognised whole, and its redaction is one marker
+// covering it, however many evaluations saw it.
 //
 // # Actions and composition
 //
@@ -132,15 +159,18 @@
 // A session keeps no records and, per channel, only the upstream text it may still need:
 // from the smallest of the released position and each Stream guardrail's next window start
 // (its last maxInputChars characters for Cumulative, its last chunkWindow deltas, the start
-// of the previous sentence for Sentences) to the end, plus a head of maxInputChars
-// characters for the Output phase, plus the redaction markers inside that text. The buffer
-// is trimmed when it has doubled, so it stays under twice the larger of 4 KiB and that span,
-// plus a delta. This is bounded by the hold-back and the windows, not by the stream's length,
-// when the hold-back is an integer and every Stream guardrail has an effective
-// maxInputChars or a chunkWindow, and every Output guardrail has an effective
-// maxInputChars. Otherwise the whole channel is kept: under Unbounded (the held text),
-// and when a Cumulative or Sentences stream guardrail or an Output guardrail has no
-// maxInputChars (the classifier is sent the whole channel, so each such evaluation also
-// costs time in the channel's length: set maxInputChars on streaming guardrails). Tool-call
-// arguments are kept until Finish; the object channel keeps its current snapshot.
+// of the previous sentence for Sentences, its hint before its first unsettled character for
+// a span-capable classifier) to the end, plus a head of maxInputChars characters for the
+// Output phase, plus the redaction markers inside that text. The buffer is trimmed when it
+// has doubled, so it stays under twice the larger of 4 KiB and that span, plus a delta.
+// This is bounded by the hold-back, the pending text and the windows, not by the stream's
+// length, when no hold-back is Unbounded, every Stream guardrail has a span-capable
+// classifier, an effective maxInputChars or a chunkWindow, and every Output guardrail has
+// an effective maxInputChars. Otherwise the whole channel is kept: under Unbounded (the
+// held text), and when a remote classifier's Cumulative or Sentences stream guardrail or
+// an Output guardrail has no maxInputChars (the classifier is sent the whole channel, so
+// each such evaluation also costs time in the channel's length: set maxInputChars on
+// streaming guardrails). Pending text is kept until it is decided (an unclosed private-key
+// block, say, until its END line). Tool-call arguments are kept until Finish; the object
+// channel keeps its current snapshot.
 package engine
