@@ -56,6 +56,8 @@ func main() {
 		err = runProvider(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "plainproxy":
 		err = runPlainProxy(ctx, os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "ttfc":
+		err = runTTFC(ctx, os.Args[2:], os.Stdout)
 	default:
 		var cfg config
 		if cfg, err = parseFlags(os.Args[1:]); err == nil {
