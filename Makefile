@@ -12,10 +12,12 @@ export PATH := $(LOCALBIN):$(PATH)
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
+GREMLINS_VERSION ?= v0.6.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+GREMLINS ?= $(LOCALBIN)/gremlins-$(GREMLINS_VERSION)
 
 # Go test flags; override for a focused run, e.g. make test GO_TEST_FLAGS='-run TestEngine -v'.
 GO_TEST_FLAGS ?=
@@ -71,6 +73,10 @@ test: controlplane vet ## Run every test: unit, fuzz seeds, envtest suites again
 bench: ## Run the benchmarks of the data plane.
 	go test -run '^$$' -bench . -benchmem ./runtime/...
 
+.PHONY: mutation
+mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in detectors (gremlins): at least 90% efficacy each; ~1 hour on 2 cores.
+	go run ./hack/mutation --gremlins $(GREMLINS) $(MUTATION_FLAGS)
+
 .PHONY: load
 load: ## Run the guard's load benchmark against a plain reverse proxy (test/load/README.md), ~1.5 min.
 	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
@@ -96,6 +102,9 @@ $(CONTROLLER_GEN):
 
 $(GOLANGCI_LINT):
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+$(GREMLINS):
+	$(call go-install-tool,$(GREMLINS),github.com/go-gremlins/gremlins/cmd/gremlins,$(GREMLINS_VERSION))
 
 $(HELM):
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
