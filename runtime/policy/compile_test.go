@@ -369,3 +369,28 @@ func assertEq[T comparable](t *testing.T, got, want T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+func TestUnjudged(t *testing.T) {
+	stream := PhaseSet(0).With(PhaseStream)
+	cases := []struct {
+		name string
+		g    Guardrail
+		want string
+	}{
+		{"no Stream phase", Guardrail{Phases: PhaseSet(0).With(PhaseOutput), Streaming: Streaming{EvaluateEveryChars: 100}}, ""},
+		{"every delta judged", Guardrail{Phases: stream}, ""},
+		{"a hold-back that covers the cadence", Guardrail{Phases: stream, Streaming: Streaming{EvaluateEveryChars: 64, HoldBack: 63}}, ""},
+		{"pending matches", Guardrail{Phases: stream, Streaming: Streaming{EvaluateEveryChars: 64, HoldBack: HoldBackPending}}, ""},
+		{"Unbounded", Guardrail{Phases: stream, Streaming: Streaming{EvaluateEveryChars: 64, HoldBack: HoldBackUnbounded, MaxEvaluations: 3}}, ""},
+		{"a remote classifier's cadence", Guardrail{Phases: stream, Streaming: Streaming{EvaluateEveryChars: 200}},
+			"up to 199 characters of a stream reach the client before they are judged (evaluateEveryChars 200, holdBackChars 0)"},
+		{"a partial hold-back", Guardrail{Phases: stream, Streaming: Streaming{EvaluateEveryChars: 200, HoldBack: 50}},
+			"up to 149 characters of a stream reach the client before they are judged (evaluateEveryChars 200, holdBackChars 50)"},
+		{"sentences and a cap", Guardrail{Phases: stream, Streaming: Streaming{Sentences: true, HoldBack: 20, MaxEvaluations: 5}},
+			"up to a sentence of text beyond the hold-back of 20 characters reaches the client before it is judged (segmentation Sentences); " +
+				"after 5 evaluations the rest of a stream is released unjudged but for the terminal evaluation (maxEvaluations)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assertEq(t, tc.g.Unjudged(), tc.want) })
+	}
+}

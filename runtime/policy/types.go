@@ -7,6 +7,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -387,4 +388,30 @@ func (g *Guardrail) Sanitizer() bool {
 		}
 	}
 	return false
+}
+
+// Unjudged describes what of a stream may reach the client before it is judged — the
+// trade-off the Stream phase's cadence and hold-back make (DESIGN.md §4.4) — in a sentence
+// for the Guardrail's status, or "" when nothing can: without the Stream phase, under
+// Unbounded, when the hold-back follows a span-capable classifier's pending matches, or
+// when it covers the cadence. (A Report guardrail withholds nothing: its evaluations never
+// change what the client receives.)
+func (g *Guardrail) Unjudged() string {
+	st := &g.Streaming
+	if !g.Phases.Has(PhaseStream) || st.HoldBack == HoldBackUnbounded {
+		return ""
+	}
+	var parts []string
+	switch {
+	case st.HoldBack == HoldBackPending:
+	case st.Sentences:
+		parts = append(parts, fmt.Sprintf("up to a sentence of text beyond the hold-back of %d characters reaches the client before it is judged (segmentation Sentences)", st.HoldBack))
+	case st.ChunkWindow == 0 && st.EvaluateEveryChars-1 > st.HoldBack:
+		parts = append(parts, fmt.Sprintf("up to %d characters of a stream reach the client before they are judged (evaluateEveryChars %d, holdBackChars %d)",
+			st.EvaluateEveryChars-1-st.HoldBack, st.EvaluateEveryChars, st.HoldBack))
+	}
+	if st.MaxEvaluations > 0 {
+		parts = append(parts, fmt.Sprintf("after %d evaluations the rest of a stream is released unjudged but for the terminal evaluation (maxEvaluations)", st.MaxEvaluations))
+	}
+	return strings.Join(parts, "; ")
 }
