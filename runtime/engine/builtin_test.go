@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,8 +19,13 @@ import (
 // action and no holdBackChars, so the hold-back is the classifier's reported hint.
 func compileBuiltin(t *testing.T, action v1alpha1.Action, packs ...v1alpha1.BuiltinPack) (*engine.Engine, *policy.Snapshot) {
 	t.Helper()
+	return compileBuiltinCadence(t, action, 16, packs...)
+}
+
+// compileBuiltinCadence is compileBuiltin with evaluateEveryChars cadence.
+func compileBuiltinCadence(t testing.TB, action v1alpha1.Action, cadence int32, packs ...v1alpha1.BuiltinPack) (*engine.Engine, *policy.Snapshot) {
+	t.Helper()
 	one := v1alpha1.Score(1)
-	cadence := int32(16)
 	snap, err := policy.Compile(policy.Sources{
 		Classifiers: []v1alpha1.Classifier{{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "detectors"},
@@ -116,6 +122,33 @@ func TestBuiltinMatchSplitAcrossDeltasIsNeverReleasedInPart(t *testing.T) {
 					t.Fatalf("split %d/%d: released %q, want %q", i, j, released, want)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkBuiltinStreamPerEvent is the cost per event of a prose stream through a built-in
+// pii + secrets Redact guardrail judging every delta, hold-back unset (pending matches):
+// each evaluation is incremental, so the cost per event does not grow with the stream.
+func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
+	words := strings.Fields("Here is a practical plan for your garden: raised beds, beans on a trellis, lettuce in the shade, and a rota for watering.")
+	for _, events := range []int{200, 2000} {
+		b.Run(fmt.Sprintf("events=%d", events), func(b *testing.B) {
+			e, _ := compileBuiltinCadence(b, v1alpha1.ActionRedact, 0, v1alpha1.PackPII, v1alpha1.PackSecrets)
+			ctx := context.Background()
+			ch := engine.Channel{Kind: engine.ChannelText}
+			b.ReportAllocs()
+			for b.Loop() {
+				s := e.NewSession(engine.Options{})
+				for i := range events {
+					if _, err := s.Delta(ctx, ch, " "+words[i%len(words)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := s.Finish(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 		})
 	}
 }

@@ -63,6 +63,9 @@ type Engine struct {
 	// with the Stream phase, or policy.HoldBackUnbounded. Guardrails that follow pending
 	// matches (policy.HoldBackPending) add their own limit per channel (releasable).
 	holdBack int
+	// pending is set when an Enforce stream guard follows pending matches or has a
+	// span-capable classifier: releases then look at each guard's settled text.
+	pending bool
 	// sentences is set when a stream guard segments by sentences.
 	sentences bool
 	// window is the largest chunkWindow in use: how many delta starts a channel keeps.
@@ -116,6 +119,7 @@ func New(cfg Config) *Engine {
 		e.stream = append(e.stream, gd)
 		e.window = max(e.window, gd.g.Streaming.ChunkWindow)
 		e.sentences = e.sentences || gd.g.Streaming.Sentences
+		e.pending = e.pending || gd.enforcing() && (gd.spans || gd.g.Streaming.HoldBack == policy.HoldBackPending)
 		if gd.enforcing() && e.holdBack != policy.HoldBackUnbounded {
 			if hb := gd.g.Streaming.HoldBack; hb == policy.HoldBackUnbounded || hb > e.holdBack {
 				e.holdBack = hb

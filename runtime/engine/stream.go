@@ -222,29 +222,9 @@ func (s *Session) releaseHeld(c *channel) {
 	if c.id.Kind == ChannelToolCall || s.e.holdBack == policy.HoldBackUnbounded {
 		return
 	}
-	limit := c.t.total
-	for _, gd := range s.e.stream {
-		if !gd.enforcing() {
-			continue
-		}
-		cu := &c.cur[gd.slot]
-		follows := gd.g.Streaming.HoldBack == policy.HoldBackPending && !cu.skipped
-		switch {
-		case follows && !gd.spans:
-			// No classifier to report pending text (not configured): what is judged.
-			limit = minPos(limit, cu.classified)
-		case follows, c.incremental(gd) && cu.settled.b < cu.classified.b:
-			// Text not judged yet is withheld too: the next evaluation may find it pending.
-			limit = minPos(limit, cu.settled)
-		}
-	}
-	hb := max(s.e.holdBack, 0)
-	for _, gd := range s.e.stream {
-		if gd.enforcing() && gd.g.Streaming.HoldBack == policy.HoldBackPending && c.cur[gd.slot].skipped {
-			// Past maxEvaluations nothing is judged any more: the classifier's longest
-			// match is withheld, as a fixed hold-back would.
-			hb = max(hb, gd.hint)
-		}
+	limit, hb := c.t.total, max(s.e.holdBack, 0)
+	if s.e.pending {
+		limit, hb = s.pendingLimit(c, hb)
 	}
 	if n := c.t.total.r - hb; n < limit.r {
 		if n <= c.released.r {
@@ -253,6 +233,32 @@ func (s *Session) releaseHeld(c *channel) {
 		limit = c.t.forward(c.released, n-c.released.r)
 	}
 	s.releaseTo(c, c.t.snapBack(limit))
+}
+
+// pendingLimit returns where the Enforce stream guards that look at pending text stop c's
+// release, and the fixed hold-back raised by those past maxEvaluations.
+func (s *Session) pendingLimit(c *channel, hb int) (pos, int) {
+	limit := c.t.total
+	for _, gd := range s.e.stream {
+		if !gd.enforcing() {
+			continue
+		}
+		cu := &c.cur[gd.slot]
+		follows := gd.g.Streaming.HoldBack == policy.HoldBackPending
+		switch {
+		case follows && cu.skipped:
+			// Past maxEvaluations nothing is judged any more: the classifier's longest
+			// match is withheld, as a fixed hold-back would.
+			hb = max(hb, gd.hint)
+		case follows && !gd.spans:
+			// No classifier to report pending text (not configured): what is judged.
+			limit = minPos(limit, cu.classified)
+		case follows, c.incremental(gd) && cu.settled.b < cu.classified.b:
+			// Text not judged yet is withheld too: the next evaluation may find it pending.
+			limit = minPos(limit, cu.settled)
+		}
+	}
+	return limit, hb
 }
 
 func minPos(a, b pos) pos {
