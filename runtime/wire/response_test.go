@@ -135,7 +135,7 @@ func TestBlockResponse(t *testing.T) {
 			t.Fatalf("got %+v\n%s", r, out)
 		}
 	})
-	t.Run("a blocked Anthropic message is a refusal with the reason as its only text", func(t *testing.T) {
+	t.Run("a blocked Anthropic message is a refusal with the reason as its only text and its explanation", func(t *testing.T) {
 		out, err := BlockResponse(FamilyMessages, []byte(messagesResponseBody), "Not allowed.")
 		if err != nil {
 			t.Fatal(err)
@@ -143,6 +143,13 @@ func TestBlockResponse(t *testing.T) {
 		r, _ := DecodeResponse(FamilyMessages, nil, out)
 		if len(r.Contents) != 1 || r.Contents[0].Text != "Not allowed." || r.Finish[0] != "refusal" {
 			t.Fatalf("got %+v\n%s", r, out)
+		}
+		var m struct {
+			StopDetails map[string]any `json:"stop_details"`
+		}
+		if err := json.Unmarshal(out, &m); err != nil || m.StopDetails["type"] != "refusal" || m.StopDetails["explanation"] != "Not allowed." ||
+			m.StopDetails["category"] != nil {
+			t.Fatalf("stop_details %v (%v)\n%s", m.StopDetails, err, out)
 		}
 	})
 	t.Run("a body that is not JSON is malformed", func(t *testing.T) {
