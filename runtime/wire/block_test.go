@@ -121,7 +121,7 @@ func TestBlockCarriesTheUpstreamsUsage(t *testing.T) {
 		in     string
 		stopAt int
 		// readOn: upstream events the caller reads after the block.
-		readOn   int
+		readOn  int
 		awaits  bool
 		want    string // in the event that carries the usage
 		notWant string
