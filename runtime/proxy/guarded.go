@@ -50,7 +50,16 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 			x.outcome("refused")
 			writeError(w, f, wire.APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 				Message: "the request body is larger than the guardrail sidecar accepts"})
-		case clientGone(r.Context(), err) || errors.Is(err, io.ErrUnexpectedEOF):
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			// A body shorter than its Content-Length, or a chunked body without its last
+			// chunk. The server cancels the request's context on the EOF, but the client
+			// may only have stopped sending (a half-closed connection) and still read: it
+			// gets an answer, never the server's empty 200. A client that is really gone
+			// loses nothing by it.
+			x.outcome("refused")
+			writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+				Message: "the request body ended before its declared length or its last chunk"})
+		case clientGone(r.Context(), err):
 			x.outcome("client_gone")
 		default:
 			// A body the server cannot decode (a malformed chunked encoding): the client is
@@ -146,8 +155,7 @@ func (x *exchange) forward() {
 		}
 		x.p.cfg.Log.Warn("Upstream call failed", "requestId", x.r.Header.Get("X-Request-Id"), "error", err.Error())
 		x.outcome("upstream_error")
-		writeError(x.w, x.f, wire.APIError{Status: http.StatusBadGateway, Type: "server_error", Code: "upstream_unreachable",
-			Message: "the guardrail sidecar could not reach the model provider"})
+		writeError(x.w, x.f, upstreamUnreachable("the guardrail sidecar could not reach the model provider"))
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -175,6 +183,16 @@ func (x *exchange) setWarnings() {
 		x.w.Header().Set("X-Guardrail-Warnings", strings.Join(warned, ", "))
 	}
 }
+
+// upstreamUnreachable is the answer when the provider's response cannot be had: HTTP 502
+// without x-should-retry, so that the SDKs retry it as they retry a provider they cannot
+// reach (without the guard, a refused connection is retried too). It is not a policy
+// verdict: nothing was judged.
+func upstreamUnreachable(msg string) wire.APIError {
+	return wire.APIError{Status: http.StatusBadGateway, Type: "server_error", Code: codeUpstreamUnreachable, Message: msg}
+}
+
+const codeUpstreamUnreachable = "upstream_unreachable"
 
 // passThrough copies the upstream response as it is.
 func (x *exchange) passThrough(resp *http.Response) {

@@ -122,9 +122,12 @@ func (p *Proxy) reverseProxy(base *url.URL) *httputil.ReverseProxy {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away; nobody reads an answer
+			}
 			p.cfg.Log.Warn("Upstream unreachable", "path", r.URL.Path, "error", err.Error())
 			w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
-			w.WriteHeader(http.StatusBadGateway)
+			writeError(w, familyOfUnguarded(r), upstreamUnreachable("the guardrail sidecar could not reach the model provider"))
 		},
 	}
 }
@@ -235,13 +238,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveGuarded(w, r, f)
 		return
 	}
-	anthropic := r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+	f = familyOfUnguarded(r)
 	switch {
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || p.passThrough[r.URL.Path]:
 		// The reverse proxy answers the request id (the upstream's, else ours): setting it
 		// here too would answer two.
 		p.cfg.Telemetry.Request("passthrough", "passthrough")
-		if anthropic {
+		if f.Anthropic() {
 			p.anthropic.ServeHTTP(w, r)
 		} else {
 			p.openai.ServeHTTP(w, r)
@@ -249,13 +252,19 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		p.cfg.Telemetry.Request("unguarded", "refused")
 		w.Header().Set("X-Request-Id", id)
-		f = wire.FamilyChat
-		if anthropic {
-			f = wire.FamilyMessages
-		}
 		writeError(w, f, wire.APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "route_not_guarded",
 			Message: fmt.Sprintf("%s %s is not a route the guardrail sidecar guards; list it in --pass-through to forward it unguarded", r.Method, r.URL.Path)})
 	}
+}
+
+// familyOfUnguarded is the family whose error shape answers a request outside the
+// guarded routes: Anthropic's for Anthropic clients (an anthropic-version or x-api-key
+// header), else OpenAI's.
+func familyOfUnguarded(r *http.Request) wire.Family {
+	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
+		return wire.FamilyMessages
+	}
+	return wire.FamilyChat
 }
 
 // idleChunk is the most written to a client under one write deadline.

@@ -27,6 +27,9 @@ func TestServeAnswersWhatItDoesNotForward(t *testing.T) {
 		header       []string
 		status       int
 		want         string
+		// final: a policy verdict, answered with x-should-retry: false; the other
+		// answers leave the SDKs to their own retry rules.
+		final bool
 	}{
 		{name: "a guarded route without a policy is refused, fail closed", h: unloaded, path: "/v1/chat/completions", body: chatBody,
 			status: http.StatusServiceUnavailable, want: `"code":"policy_not_loaded"`},
@@ -45,7 +48,7 @@ func TestServeAnswersWhatItDoesNotForward(t *testing.T) {
 		{name: "a body that is not JSON is refused with 400", h: h, path: "/v1/responses", body: `{"model":`,
 			status: http.StatusBadRequest, want: `"code":"invalid_request"`},
 		{name: "a blocked prompt is refused with 400 before the provider", h: h, path: "/v1/embeddings", body: `{"model":"m","input":"bluebird"}`,
-			status: http.StatusBadRequest, want: `"message":"Project Bluebird is not discussed here.","type":"invalid_request_error","param":null,"code":"content_policy_violation","guardrail":"default/no-bluebird"`},
+			status: http.StatusBadRequest, final: true, want: `"message":"Project Bluebird is not discussed here.","type":"invalid_request_error","param":null,"code":"content_policy_violation","guardrail":"default/no-bluebird"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(tc.h.p.Requests())
@@ -57,8 +60,12 @@ func TestServeAnswersWhatItDoesNotForward(t *testing.T) {
 			if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
 				t.Errorf("%d %s\nwant %d with %s", resp.StatusCode, b, tc.status, tc.want)
 			}
-			if got := resp.Header.Get("X-Should-Retry"); got != "false" {
-				t.Errorf("x-should-retry %q: SDKs would retry a deterministic refusal", got)
+			want := ""
+			if tc.final {
+				want = "false"
+			}
+			if got := resp.Header.Get("X-Should-Retry"); got != want {
+				t.Errorf("x-should-retry %q, want %q", got, want)
 			}
 			if tc.status == http.StatusRequestEntityTooLarge && !resp.Close {
 				t.Error("the connection is kept after a 413: the server would read the rest of the body")
@@ -72,23 +79,46 @@ func TestServeAnswersWhatItDoesNotForward(t *testing.T) {
 
 func TestServeReadErrorsAreAnswered(t *testing.T) {
 	h := newHarness(t, inputPolicy)
-	conn, err := net.Dial("tcp", h.srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	const head = "Host: x\r\nContent-Type: application/json\r\n"
+	for _, tc := range []struct {
+		name, request, want string
+	}{
+		{"a chunk size that is not hexadecimal",
+			"POST /v1/chat/completions HTTP/1.1\r\n" + head + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", `"code":"invalid_request"`},
+		{"a body shorter than its Content-Length",
+			"POST /v1/chat/completions HTTP/1.1\r\n" + head + "Content-Length: 100\r\n\r\n" + chatBody[:20], `{"error":{`},
+		{"a chunked body cut before its last chunk",
+			"POST /v1/chat/completions HTTP/1.1\r\n" + head + "Transfer-Encoding: chunked\r\n\r\n10\r\n" + chatBody[:16] + "\r\n", `{"error":{`},
+		{"a short body on the Anthropic route is answered in Anthropic's shape",
+			"POST /v1/messages HTTP/1.1\r\n" + head + "Content-Length: 100\r\n\r\n" + chatBody[:20], `{"type":"error","error":{"type":"invalid_request_error"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", h.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = conn.Close() }()
+			if _, err = io.WriteString(conn, tc.request); err != nil {
+				t.Fatal(err)
+			}
+			// The client stops sending but still reads: the guard sees the body end early.
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), tc.want) {
+				t.Errorf("%d %s, want 400 with %s", resp.StatusCode, b, tc.want)
+			}
+		})
 	}
-	defer func() { _ = conn.Close() }()
-	// A chunked body whose chunk size is not hexadecimal.
-	_, err = io.WriteString(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("status %d, want 400 for a body that cannot be read", resp.StatusCode)
+	if n := len(h.p.Requests()); n != 0 {
+		t.Errorf("the provider received %d requests with a body the guard could not read", n)
 	}
 }
 
@@ -164,14 +194,27 @@ func TestServeAnswersOneRequestID(t *testing.T) {
 
 func TestServeUpstreamUnreachable(t *testing.T) {
 	dead, _ := url.Parse("http://127.0.0.1:1")
-	h := newHarness(t, inputPolicy, withConfig(func(c *Config) { c.OpenAIUpstream = dead }))
-	resp, b := h.post(t, "/v1/chat/completions", chatBody)
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), `"code":"upstream_unreachable"`) {
-		t.Errorf("%d %s", resp.StatusCode, b)
-	}
-	resp, _ = h.do(t, http.MethodGet, "/v1/models", "")
-	if resp.StatusCode != http.StatusBadGateway {
-		t.Errorf("pass-through: %d", resp.StatusCode)
+	h := newHarness(t, inputPolicy, withConfig(func(c *Config) { c.OpenAIUpstream, c.AnthropicUpstream = dead, dead }))
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   []string
+		want                     string
+	}{
+		{"a guarded route", http.MethodPost, "/v1/chat/completions", chatBody, nil, `{"error":{`},
+		{"a pass-through route", http.MethodGet, "/v1/models", "", nil, `{"error":{`},
+		{"a pass-through route of an Anthropic client", http.MethodGet, "/v1/models", "", []string{"anthropic-version", "2023-06-01"},
+			`{"type":"error","error":{"type":"api_error"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := h.do(t, tc.method, tc.path, tc.body, tc.header...)
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), tc.want) || !strings.Contains(string(b), `"upstream_unreachable"`) {
+				t.Errorf("%d %s", resp.StatusCode, b)
+			}
+			// The SDKs retry a 502 unless told not to, as they retry a refused connection.
+			if got := resp.Header.Get("X-Should-Retry"); got != "" {
+				t.Errorf("x-should-retry %q on an unreachable provider", got)
+			}
+		})
 	}
 }
 

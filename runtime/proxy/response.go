@@ -19,7 +19,11 @@ func (x *exchange) response(resp *http.Response) {
 			x.outcome("client_gone")
 			return
 		}
-		x.fail("reading the upstream response failed", err)
+		// The connection to the provider broke mid-body: a transport failure, not a
+		// judgement, answered as an unreachable provider (retried by the SDKs).
+		x.p.cfg.Log.Warn("Upstream response cut short", "requestId", x.r.Header.Get("X-Request-Id"), "error", err.Error())
+		x.outcome("upstream_error")
+		writeError(x.w, x.f, upstreamUnreachable("the connection to the model provider broke before its response was complete"))
 		return
 	}
 	start := time.Now()

@@ -270,7 +270,45 @@ func (s *streamer) stop(v *engine.Verdict) {
 	}
 	s.x.outcome("blocked")
 	s.x.p.cfg.Telemetry.Aborted("blocked")
-	s.write(s.st.AppendBlock(s.out[:0], v.Reason))
+	if !s.write(s.st.AppendBlockReason(s.out[:0], v.Reason)) {
+		return
+	}
+	if s.st.AwaitsUsage() {
+		s.awaitUsage()
+	}
+	s.write(s.st.AppendBlockEnd(s.out[:0]))
+}
+
+// usageWait bounds how long a blocked stream waits for the upstream's usage. When the
+// block comes at the end of the answer (an Output or ToolCalls verdict, a terminal
+// evaluation), the usage is the upstream's next event; in the middle of an answer it
+// comes only when the model has finished, and the block ends without it.
+const usageWait = 500 * time.Millisecond
+
+// awaitUsage reads on from the upstream after a block, for at most usageWait, until the
+// event that carries its token usage: clients that count tokens (stream_options
+// include_usage, Messages and Responses usage) get the provider's own figures for the
+// tokens the block cost. Nothing read here reaches the client but the usage; the reason
+// was flushed first, so the client does not wait for it.
+func (s *streamer) awaitUsage() {
+	if s.pending {
+		s.pending = false
+		if err := s.rc.Flush(); err != nil {
+			s.gone()
+			return
+		}
+	}
+	t := time.AfterFunc(usageWait, s.x.cancelUpstream)
+	defer t.Stop()
+	for s.st.AwaitsUsage() {
+		ev, err := s.rd.Next()
+		if err != nil || ev.Kind == sse.KindIncomplete {
+			return
+		}
+		if s.items, err = s.st.Decode(s.items[:0], &ev); err != nil {
+			return
+		}
+	}
 }
 
 // malformed ends a stream the guard cannot judge: the upstream sent something it cannot

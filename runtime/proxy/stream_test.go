@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -245,4 +247,93 @@ func TestCompletedStreamsAreCounted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBlockedStreamSendsTheReasonBeforeWaitingForUsage: after a block, the reason and
+// the finish reach the client at once; the usage chunk and [DONE] follow when the
+// provider's usage arrives, and not later than usageWait when it does not.
+func TestBlockedStreamSendsTheReasonBeforeWaitingForUsage(t *testing.T) {
+	const gap = 300 * time.Millisecond
+	chunk := func(body string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":` + body + "}\n\n"
+	}
+	for _, tc := range []struct {
+		name      string
+		sendUsage bool
+		// minEnd and maxEnd bound the time from the reason to the end of the stream.
+		minEnd, maxEnd time.Duration
+		wantUsage      bool
+	}{
+		{"the provider's usage comes after a pause", true, gap - 50*time.Millisecond, usageWait, true},
+		{"the provider never sends its usage", false, usageWait - 50*time.Millisecond, usageWait + time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				rc := http.NewResponseController(w)
+				_, _ = io.WriteString(w, chunk(`[{"index":0,"delta":{"role":"assistant","content":"Say "},"finish_reason":null}],"usage":null`))
+				_, _ = io.WriteString(w, chunk(`[{"index":0,"delta":{"content":"bluebird"},"finish_reason":null}],"usage":null`))
+				_, _ = io.WriteString(w, chunk(`[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null`))
+				_ = rc.Flush()
+				select {
+				case <-time.After(gap):
+				case <-r.Context().Done():
+					return
+				}
+				if tc.sendUsage {
+					_, _ = io.WriteString(w, chunk(`[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}`))
+					_, _ = io.WriteString(w, "data: [DONE]\n\n")
+					return
+				}
+				<-r.Context().Done()
+			})
+			up := startUpstream(t, upstream)
+			h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream = up }))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+"/v1/chat/completions",
+				strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			var reasonAt, endAt time.Time
+			var usage bool
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				line := sc.Text()
+				switch {
+				case strings.Contains(line, `"finish_reason":"content_filter"`):
+					reasonAt = time.Now()
+				case strings.Contains(line, `"usage":{`):
+					usage = true
+				case line == "data: [DONE]":
+					endAt = time.Now()
+				}
+			}
+			if reasonAt.IsZero() || endAt.IsZero() {
+				t.Fatalf("the stream has no content_filter finish or no [DONE]")
+			}
+			if d := endAt.Sub(reasonAt); d < tc.minEnd || d > tc.maxEnd {
+				t.Errorf("[DONE] came %v after the finish, want between %v and %v", d, tc.minEnd, tc.maxEnd)
+			}
+			if usage != tc.wantUsage {
+				t.Errorf("usage chunk sent: %v, want %v", usage, tc.wantUsage)
+			}
+		})
+	}
+}
+
+// startUpstream serves h as a provider for the test and returns its URL.
+func startUpstream(t *testing.T, h http.Handler) *url.URL {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

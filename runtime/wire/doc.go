@@ -38,6 +38,13 @@
 // behind it, so the client never sees an index out of order and never an actionable call
 // that was not judged. AppendBlock and AppendFailure end a stream per DESIGN.md §5.
 //
+// A block never takes back what the client received and replaces everything it did not
+// receive by the reason, after BlockSeparator when answer text came before. Its ending
+// is written in two parts, AppendBlockReason then AppendBlockEnd, so that the proxy can
+// read on from the upstream in between (Decode only) while AwaitsUsage holds: the event
+// that closes the block (chat usage chunk, Messages message_delta, Responses
+// response.incomplete) then carries the provider's own usage.
+//
 // What the proxy does per upstream event, in outline:
 //
 //	items, err := st.Decode(items[:0], &ev) // err: malformed upstream, a recorded failure
@@ -64,8 +71,9 @@
 // Blocked and Failed build the guard's own errors; AppendErrorBody and WriteError write
 // them in OpenAI's shape ({"error":{"message","type","param","code","guardrail"}}) or
 // Anthropic's ({"type":"error","error":{"type","message","details":{"error_code"},
-// "guardrail"}}). BlockResponse replaces a non-streamed response by the reason:
-// finish_reason content_filter for OpenAI, and for Anthropic stop_reason "refusal" with
-// the reason as the text — Anthropic has no content_filter stop reason, and "refusal" is
-// its native signal for content the model will not produce.
+// "guardrail"}}); only these two, policy verdicts, carry x-should-retry: false (Final).
+// BlockResponse replaces a non-streamed response by the reason: finish_reason
+// content_filter for OpenAI, and for Anthropic stop_reason "refusal" with the reason as
+// the text and as stop_details.explanation — Anthropic has no content_filter stop
+// reason, and "refusal" is its native signal for content the model will not produce.
 package wire

@@ -26,20 +26,25 @@ type APIError struct {
 	Message string
 	// Guardrail is the namespace/name of the guardrail that decided, when one did.
 	Guardrail string
+	// Final marks an answer a retry cannot change: a policy verdict (a block, or a
+	// fail-closed failure after the guard's own retries). WriteError then sets
+	// x-should-retry: false. Every other error leaves the SDK to its own retry rules, as
+	// it would apply them without the guard (a 502 or 503 is retried, a 4xx is not).
+	Final bool
 }
 
 // Blocked is the error of an input block: HTTP 400, invalid_request_error,
 // content_policy_violation, with the guardrail's authored reason.
 func Blocked(reason, guardrail string) APIError {
 	return APIError{Status: http.StatusBadRequest, Type: "invalid_request_error",
-		Code: CodeContentPolicyViolation, Message: reason, Guardrail: guardrail}
+		Code: CodeContentPolicyViolation, Message: reason, Guardrail: guardrail, Final: true}
 }
 
 // Failed is the error of a fail-closed evaluation failure: HTTP 500, server_error,
 // policy_evaluation_failed, with the fixed FailureMessage.
 func Failed(guardrail string) APIError {
 	return APIError{Status: http.StatusInternalServerError, Type: "server_error",
-		Code: CodePolicyEvaluationFailed, Message: FailureMessage, Guardrail: guardrail}
+		Code: CodePolicyEvaluationFailed, Message: FailureMessage, Guardrail: guardrail, Final: true}
 }
 
 // anthropicType maps an HTTP status to Anthropic's error type.
@@ -124,16 +129,20 @@ func AppendErrorBody(dst []byte, f Family, e APIError) []byte {
 	return append(dst, '}')
 }
 
-// WriteError answers e in f's shape. It sets x-should-retry: false, which both official
-// SDKs honour: a block is deterministic and a fail-closed failure is already the end of
-// the guard's own retries, so the SDKs' automatic retries (on every 5xx by default)
-// would only multiply the load.
+// WriteError answers e in f's shape. A Final error carries x-should-retry: false, which
+// both official SDKs honour: a block is deterministic and a fail-closed failure is
+// already the end of the guard's own retries, so the SDKs' automatic retries (on every
+// 5xx by default) would only multiply the load. Other errors (an unreachable provider,
+// a guard without a policy yet) carry no such header, so that the SDKs retry them
+// exactly as they would retry the provider itself.
 func WriteError(w http.ResponseWriter, f Family, e APIError) error {
 	body := AppendErrorBody(make([]byte, 0, 256), f, e)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Should-Retry", "false")
+	if e.Final {
+		h.Set("X-Should-Retry", "false")
+	}
 	w.WriteHeader(e.Status)
 	_, err := w.Write(body)
 	return err

@@ -65,8 +65,9 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 // replaced by reason (DESIGN.md §5): for chat, each choice's message is the reason with
 // finish_reason content_filter; for Responses, the output is one message with the reason
 // and the response is incomplete with incomplete_details.reason content_filter; for
-// Messages, the content is one text block with the reason and stop_reason is "refusal".
-// Identifiers, model and usage are kept.
+// Messages, the content is one text block with the reason, stop_reason is "refusal" and
+// stop_details names the reason as the refusal's explanation. Identifiers, model and
+// usage are kept.
 func BlockResponse(f Family, body []byte, reason string) ([]byte, error) {
 	o, err := parseObject(body)
 	if err != nil {
@@ -104,6 +105,7 @@ func BlockResponse(f Family, body []byte, reason string) ([]byte, error) {
 		o.set("content", append(append([]byte(`[{"type":"text","text":`), text...), "}]"...))
 		o.set("stop_reason", []byte(`"`+StopRefusal+`"`))
 		o.set("stop_sequence", []byte("null"))
+		o.set("stop_details", appendRefusalDetails(nil, reason))
 	default:
 		return nil, fmt.Errorf("wire: family %s has no response content", f)
 	}

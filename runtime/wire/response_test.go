@@ -135,7 +135,7 @@ func TestBlockResponse(t *testing.T) {
 			t.Fatalf("got %+v\n%s", r, out)
 		}
 	})
-	t.Run("a blocked Anthropic message is a refusal with the reason as its only text", func(t *testing.T) {
+	t.Run("a blocked Anthropic message is a refusal with the reason as its only text and its explanation", func(t *testing.T) {
 		out, err := BlockResponse(FamilyMessages, []byte(messagesResponseBody), "Not allowed.")
 		if err != nil {
 			t.Fatal(err)
@@ -143,6 +143,13 @@ func TestBlockResponse(t *testing.T) {
 		r, _ := DecodeResponse(FamilyMessages, nil, out)
 		if len(r.Contents) != 1 || r.Contents[0].Text != "Not allowed." || r.Finish[0] != "refusal" {
 			t.Fatalf("got %+v\n%s", r, out)
+		}
+		var m struct {
+			StopDetails map[string]any `json:"stop_details"`
+		}
+		if err := json.Unmarshal(out, &m); err != nil || m.StopDetails["type"] != "refusal" || m.StopDetails["explanation"] != "Not allowed." ||
+			m.StopDetails["category"] != nil {
+			t.Fatalf("stop_details %v (%v)\n%s", m.StopDetails, err, out)
 		}
 	})
 	t.Run("a body that is not JSON is malformed", func(t *testing.T) {
@@ -159,26 +166,34 @@ func TestErrorBodies(t *testing.T) {
 		err    APIError
 		status int
 		want   string
+		// retry is the x-should-retry header expected: "false" for policy verdicts, none
+		// for the errors the SDKs retry by their own rules.
+		retry string
 	}{
 		{
 			name: "an input block on an OpenAI route is a 400 content_policy_violation with the guardrail", family: FamilyChat,
-			err: Blocked("No secrets, please.", "team-a/secrets"), status: 400,
+			err: Blocked("No secrets, please.", "team-a/secrets"), status: 400, retry: "false",
 			want: `{"error":{"message":"No secrets, please.","type":"invalid_request_error","param":null,"code":"content_policy_violation","guardrail":"team-a/secrets"}}`,
 		},
 		{
 			name: "an input block on the Anthropic route is Anthropic's error shape", family: FamilyMessages,
-			err: Blocked("No secrets, please.", "team-a/secrets"), status: 400,
+			err: Blocked("No secrets, please.", "team-a/secrets"), status: 400, retry: "false",
 			want: `{"type":"error","error":{"type":"invalid_request_error","message":"No secrets, please.","details":{"error_code":"content_policy_violation"},"guardrail":"team-a/secrets"}}`,
 		},
 		{
 			name: "a fail-closed failure on an OpenAI route is a 500 policy_evaluation_failed", family: FamilyResponses,
-			err: Failed("team-a/judge"), status: 500,
+			err: Failed("team-a/judge"), status: 500, retry: "false",
 			want: `{"error":{"message":"policy evaluation failed","type":"server_error","param":null,"code":"policy_evaluation_failed","guardrail":"team-a/judge"}}`,
 		},
 		{
 			name: "a fail-closed failure on the Anthropic route is an api_error", family: FamilyMessages,
-			err: Failed("team-a/judge"), status: 500,
+			err: Failed("team-a/judge"), status: 500, retry: "false",
 			want: `{"type":"error","error":{"type":"api_error","message":"policy evaluation failed","details":{"error_code":"policy_evaluation_failed"},"guardrail":"team-a/judge"}}`,
+		},
+		{
+			name: "an unreachable provider is a 502 the SDKs retry as they would the provider's own", family: FamilyMessages,
+			err: APIError{Status: 502, Type: "server_error", Code: "upstream_unreachable", Message: "unreachable"}, status: 502,
+			want: `{"type":"error","error":{"type":"api_error","message":"unreachable","details":{"error_code":"upstream_unreachable"}}}`,
 		},
 	}
 	for _, tc := range cases {
@@ -188,7 +203,7 @@ func TestErrorBodies(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rec.Code != tc.status || rec.Body.String() != tc.want || rec.Header().Get("Content-Type") != "application/json" ||
-				rec.Header().Get("X-Should-Retry") != "false" {
+				rec.Header().Get("X-Should-Retry") != tc.retry {
 				t.Fatalf("got %d %s %v", rec.Code, rec.Body.String(), rec.Header())
 			}
 		})

@@ -33,9 +33,16 @@ type codec interface {
 	appendDelta(dst []byte, ch Channel, text []byte) []byte
 	// appendToolCall appends the events of a complete tool call.
 	appendToolCall(dst []byte, c *toolCall, args []byte) []byte
-	// appendBlock appends the stream-block ending; hole is the first withheld tool call
-	// still pending, nil when none.
+	// appendBlock appends the first part of the stream-block ending: the reason (as
+	// Stream.reasonText spells it for the choice) and everything up to what carries the
+	// usage; hole is the first withheld tool call still pending, nil when none.
 	appendBlock(dst []byte, reason string, hole *qentry) []byte
+	// appendBlockEnd appends the rest of the stream-block ending: the event that carries
+	// the usage (the upstream's when known) and the terminator.
+	appendBlockEnd(dst []byte) []byte
+	// awaitsUsage reports whether the block's ending would carry the upstream's usage,
+	// which has not arrived yet.
+	awaitsUsage() bool
 	// appendFailure appends the error event of a fail-closed failure.
 	appendFailure(dst []byte, e *APIError) []byte
 }
@@ -60,6 +67,9 @@ type qentry struct {
 	// done is family data taken when the hole was made (Responses: how many output items
 	// the client had seen completed).
 	done int
+	// said is whether the client had received answer text of the call's choice when the
+	// hole was made: all of it was sent, what came after waits behind the hole.
+	said bool
 }
 
 // cur is what Decode learned about the current event.
@@ -117,12 +127,20 @@ type Stream struct {
 	// rewritten is set once content was sent otherwise than in the upstream's events, so
 	// that events repeating content must be compared with what the client received.
 	rewritten bool
+	// said records, per choice, that answer text (text or object) was released.
+	said map[int]bool
+	// usage is the upstream's usage object as it sent it (chat usage, Messages
+	// message_delta usage, Responses response.usage), nil until it arrives.
+	usage []byte
+	// blockReason is the reason of a block, kept for the ending's second part.
+	blockReason string
 }
 
 // NewStream returns the Stream of a streamed response to req. It returns nil for
 // FamilyEmbeddings, which does not stream.
 func NewStream(req *Request) *Stream {
-	s := &Stream{req: *req, calls: map[Channel]*toolCall{}, visible: map[Channel][]byte{}, objects: map[Channel][]byte{}}
+	s := &Stream{req: *req, calls: map[Channel]*toolCall{}, visible: map[Channel][]byte{}, objects: map[Channel][]byte{},
+		said: map[int]bool{}}
 	s.req.Messages, s.req.Tools = nil, nil
 	s.req.N = min(max(s.req.N, 1), MaxChoices)
 	switch req.Family {
@@ -288,6 +306,37 @@ func (s *Stream) see(ch Channel, text []byte) {
 	if s.trackAll || ch.Kind == ChannelObject {
 		s.visible[ch] = append(s.visible[ch], text...)
 	}
+	if len(text) > 0 && (ch.Kind == ChannelText || ch.Kind == ChannelObject) {
+		s.said[ch.Choice] = true
+	}
+}
+
+// keepUsage records the upstream's usage object (a copy), unless it is null.
+func (s *Stream) keepUsage(raw []byte) {
+	if !isNullJSON(raw) {
+		s.usage = append(s.usage[:0], raw...)
+	}
+}
+
+// BlockSeparator goes before a block's reason when the client already received answer
+// text in the choice, so that the reason never runs on from the partial answer ("…the
+// model keep" + "The answer was stopped…"), whether the reason continues that text or
+// starts a new block or item that SDKs join to it (openai-go's OutputText, the Node SDKs'
+// output_text and finalText).
+const BlockSeparator = "\n\n"
+
+// reasonText returns the text a block appends to choice: the reason, after
+// BlockSeparator when the client received answer text in the choice before the block
+// (before the pending hole, when a withheld tool call holds later content back).
+func (s *Stream) reasonText(choice int, reason string, hole *qentry) []byte {
+	said := s.said[choice]
+	if hole != nil && hole.call.ch.Choice == choice {
+		said = hole.said
+	}
+	if !said {
+		return []byte(reason)
+	}
+	return append([]byte(BlockSeparator), reason...)
 }
 
 // visibleText returns what the client received on ch (tracked channels only).
@@ -320,7 +369,7 @@ func (s *Stream) hole(c *toolCall) {
 	if c.emitted {
 		return
 	}
-	s.queue = append(s.queue, qentry{hole: true, call: c, done: s.holeData()})
+	s.queue = append(s.queue, qentry{hole: true, call: c, done: s.holeData(), said: s.said[c.ch.Choice]})
 }
 
 // holeData is family data kept with a hole.
@@ -391,21 +440,47 @@ func (s *Stream) AppendToolCall(dst []byte, ch Channel, args []byte) []byte {
 }
 
 // AppendBlock appends the end of a blocked stream (DESIGN.md §5): the guardrail's reason
-// as content with the family's content-filter finish, then the normal terminator. Content
-// queued behind a withheld tool call is dropped, the call with it. The stream is over:
-// write the result and close.
+// as content with the family's content-filter finish, then the normal terminator. It is
+// AppendBlockReason followed by AppendBlockEnd. The stream is over: write the result and
+// close.
+//
+// A block never takes back what the client received; everything it did not receive yet
+// (held-back text, withheld tool calls, content queued behind them) is replaced by the
+// reason, which follows BlockSeparator when answer text was received before it.
 func (s *Stream) AppendBlock(dst []byte, reason string) []byte {
-	hole := s.pendingHole()
-	var h qentry
-	if hole != nil {
-		h = *hole
+	return s.AppendBlockEnd(s.AppendBlockReason(dst, reason))
+}
+
+// AppendBlockReason appends the first part of a block's ending: the reason and the
+// content-filter finish (chat: the reason chunk and the finish chunk of every unfinished
+// choice; Messages: the reason's text block; Responses: the reason's output item). Content
+// queued behind a withheld tool call is dropped, the call with it. AppendBlockEnd must
+// follow; in between, the caller may read on from the upstream, passing its events to
+// Decode (never to Emit), while AwaitsUsage holds.
+func (s *Stream) AppendBlockReason(dst []byte, reason string) []byte {
+	var hole *qentry
+	if h := s.pendingHole(); h != nil {
+		c := *h
+		hole = &c
 	}
 	s.queue, s.queued = s.queue[:0], 0
-	if hole != nil {
-		return s.c.appendBlock(dst, reason, &h)
-	}
-	return s.c.appendBlock(dst, reason, nil)
+	s.blockReason = reason
+	return s.c.appendBlock(dst, reason, hole)
 }
+
+// AwaitsUsage reports whether the block's ending would carry the upstream's token usage
+// (chat: when the request asked for it with stream_options.include_usage; Messages and
+// Responses: always), which the upstream has not sent yet. When the usage is not known by
+// AppendBlockEnd, the chat ending has no usage chunk, the Messages message_delta repeats
+// the last output token count the upstream sent, and the Responses response has usage
+// null.
+func (s *Stream) AwaitsUsage() bool { return s.c.awaitsUsage() }
+
+// AppendBlockEnd appends the rest of a block's ending: the usage (the upstream's own,
+// when it arrived) and the terminator (chat: a usage chunk and [DONE]; Messages:
+// message_delta with stop_reason refusal and message_stop; Responses: response.incomplete
+// for content_filter).
+func (s *Stream) AppendBlockEnd(dst []byte) []byte { return s.c.appendBlockEnd(dst) }
 
 // AppendFailure appends the error event of a fail-closed evaluation failure (DESIGN.md
 // §5), code policy_evaluation_failed, which the official SDKs surface as a stream error.

@@ -28,7 +28,10 @@ type chatCodec struct {
 	maxChoice                             int
 	// roles and finishes of the current event, marked as sent when it is emitted.
 	roles, finishes []int
-	scratch         []byte
+	// curUsage: the current event carries usage; usageSent: the client received the
+	// upstream's usage chunk.
+	curUsage, usageSent bool
+	scratch             []byte
 }
 
 func newChatCodec(s *Stream) *chatCodec {
@@ -57,7 +60,7 @@ func (st *chatChoice) opens(ch Channel) {
 var doneData = []byte("[DONE]")
 
 func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
-	c.roles, c.finishes = c.roles[:0], c.finishes[:0]
+	c.roles, c.finishes, c.curUsage = c.roles[:0], c.finishes[:0], false
 	data := ev.Data
 	if bytes.Equal(bytes.TrimSpace(data), doneData) {
 		return append(dst, Item{Kind: ItemTerminator}), nil
@@ -110,6 +113,8 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		}
 	}
 	if !isNullJSON(usage) {
+		c.s.keepUsage(usage)
+		c.curUsage = true
 		var u Usage
 		ui, _ := iterOf(usage, '{')
 		for {
@@ -371,6 +376,7 @@ var chatJudgedKeys = []string{"content", "reasoning_content", "reasoning", "tool
 func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, error) {
 	defer c.sent()
 	if !stripped {
+		c.usageSent = c.usageSent || c.curUsage
 		return append(dst, ev.Raw...), nil
 	}
 	o, err := parseObject(ev.Data)
@@ -416,11 +422,12 @@ func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, erro
 	if len(kept) == 0 && !o.has("usage") {
 		return dst, nil
 	}
+	c.usageSent = c.usageSent || c.curUsage
 	o.set("choices", marshalArray(kept))
 	return sse.AppendJSONEvent(dst, "", o.bytes()), nil
 }
 
-// appendHead appends the start of a chunk built on the template, up to "choices":[.
+// appendHead appends the start of a chunk built on the template, up to "choices":.
 func (c *chatCodec) appendHead(dst []byte) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = appendRawOr(dst, c.id, `"chatcmpl-guardrail"`)
@@ -440,7 +447,7 @@ func (c *chatCodec) appendHead(dst []byte) []byte {
 		dst = append(dst, `,"system_fingerprint":`...)
 		dst = append(dst, c.fingerprint...)
 	}
-	return append(dst, `,"choices":[{"index":`...)
+	return append(dst, `,"choices":`...)
 }
 
 // appendTail appends the end of a chunk after the choice's delta.
@@ -466,6 +473,7 @@ func appendRawOr(dst, raw []byte, def string) []byte {
 func (c *chatCodec) appendChoiceStart(dst []byte, choice int) []byte {
 	dst = append(dst, "data: "...)
 	dst = c.appendHead(dst)
+	dst = append(dst, `[{"index":`...)
 	dst = appendInt(dst, choice)
 	dst = append(dst, `,"delta":{`...)
 	if st := c.choice(choice); !st.roleSent {
@@ -501,8 +509,11 @@ func (c *chatCodec) appendToolCall(dst []byte, call *toolCall, args []byte) []by
 	return c.appendTail(dst, "")
 }
 
-// appendBlock ends every choice the client has not seen finish with the reason as
-// content and finish_reason content_filter, then [DONE].
+// appendBlock ends every choice the client has not seen finish: a chunk with the reason
+// as content, then a chunk with an empty delta and finish_reason content_filter, as the
+// API sends its own finish. A finish in a chunk of its own lets the Node SDK's stream
+// helpers (ChatCompletionStream, runTools) take in the reason before they throw
+// ContentFilterFinishReasonError at the finish.
 func (c *chatCodec) appendBlock(dst []byte, reason string, _ *qentry) []byte {
 	for i := range max(c.s.req.N, c.maxChoice+1) {
 		if c.choice(i).finishedSent {
@@ -510,9 +521,30 @@ func (c *chatCodec) appendBlock(dst []byte, reason string, _ *qentry) []byte {
 		}
 		dst = c.appendChoiceStart(dst, i)
 		dst = append(dst, `"content":`...)
-		dst = appendString(dst, reason)
-		dst = c.appendTail(dst, "content_filter")
+		dst = appendString(dst, c.s.reasonText(i, reason, nil))
+		dst = c.appendTail(dst, "")
+		dst = c.appendChoiceStart(dst, i)
+		dst = c.appendTail(dst, FinishContentFilter)
 		c.choice(i).finishedSent = true
+	}
+	return dst
+}
+
+// awaitsUsage: the client asked for a usage chunk, which has neither arrived nor gone out.
+func (c *chatCodec) awaitsUsage() bool {
+	return c.s.req.IncludeUsage && c.s.usage == nil && !c.usageSent
+}
+
+// appendBlockEnd appends the usage chunk the client asked for, with the upstream's
+// usage, when it is known and was not sent yet; then [DONE].
+func (c *chatCodec) appendBlockEnd(dst []byte) []byte {
+	if c.s.req.IncludeUsage && c.s.usage != nil && !c.usageSent {
+		dst = append(dst, "data: "...)
+		dst = c.appendHead(dst)
+		dst = append(dst, `[],"usage":`...)
+		dst = append(dst, c.s.usage...)
+		dst = append(dst, "}\n\n"...)
+		c.usageSent = true
 	}
 	return append(dst, "data: [DONE]\n\n"...)
 }

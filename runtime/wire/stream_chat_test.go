@@ -245,7 +245,7 @@ func TestChatStreamEmit(t *testing.T) {
 		out := pump(t, chatReq, parseEvents(t, chatTextStream("Hello", " bad")), newSim(0), 3,
 			func(st *Stream, out []byte) []byte { return st.AppendBlock(out, "Not allowed here.") })
 		v := clientView(t, chatReq, out)
-		if v.textOf(ChannelText) != "HelloNot allowed here." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
+		if v.textOf(ChannelText) != "Hello\n\nNot allowed here." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})

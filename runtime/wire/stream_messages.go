@@ -108,6 +108,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 			out, _ := intOf(u[1])
 			dst = append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in, OutputTokens: out}})
 			c.output = out
+			c.s.keepUsage(f[5])
 		}
 		if len(dst) > n {
 			return dst, nil
@@ -140,6 +141,7 @@ func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) 
 	c.model, _ = strOf(m[1], &c.scratch)
 	var u [2][]byte
 	if scanFields(m[2], msgUsageFields, u[:]) {
+		c.output, _ = intOf(u[1])
 		if in, _ := intOf(u[0]); in > 0 {
 			return append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in}}), nil
 		}
@@ -323,9 +325,9 @@ func (c *messagesCodec) appendToolCall(dst []byte, call *toolCall, args []byte) 
 	return dst
 }
 
-// appendBlock ends the message as Anthropic ends a refused one: the reason as text (in
-// the open text block, or a new one), content_block_stop, message_delta with stop_reason
-// "refusal" (Anthropic's native counterpart of content_filter), message_stop.
+// appendBlock starts to end the message as Anthropic ends a refused one: the reason as
+// text (in the open text block, or a new one) and content_block_stop; appendBlockEnd
+// follows with message_delta and message_stop.
 func (c *messagesCodec) appendBlock(dst []byte, reason string, hole *qentry) []byte {
 	next, open, openText := c.next, c.open, c.openText
 	if hole != nil {
@@ -339,7 +341,6 @@ func (c *messagesCodec) appendBlock(dst []byte, reason string, hole *qentry) []b
 		dst = c.appendStop(dst, open)
 		open = -1
 	}
-	text := []byte(reason)
 	if open < 0 {
 		open = next
 		dst = append(dst, "event: content_block_start\ndata: "...)
@@ -347,13 +348,38 @@ func (c *messagesCodec) appendBlock(dst []byte, reason string, hole *qentry) []b
 		dst = appendInt(dst, open)
 		dst = append(dst, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 	}
-	dst = c.appendBlockDelta(dst, open, "text_delta", "text", text)
-	dst = c.appendStop(dst, open)
+	dst = c.appendBlockDelta(dst, open, "text_delta", "text", c.s.reasonText(0, reason, hole))
+	return c.appendStop(dst, open)
+}
+
+func (c *messagesCodec) awaitsUsage() bool { return c.s.usage == nil }
+
+// appendBlockEnd appends message_delta with stop_reason "refusal" (Anthropic's native
+// counterpart of content_filter), stop_details naming the reason as the refusal's
+// explanation (no category: the guard's policies are not Anthropic's), the upstream's
+// usage when it arrived (else its last output token count), then message_stop.
+func (c *messagesCodec) appendBlockEnd(dst []byte) []byte {
 	dst = append(dst, "event: message_delta\ndata: "...)
-	dst = append(dst, `{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null},"usage":{"output_tokens":`...)
-	dst = appendInt(dst, int(c.output))
-	dst = append(dst, "}}\n\n"...)
+	dst = append(dst, `{"type":"message_delta","delta":{"stop_reason":"refusal","stop_sequence":null,"stop_details":`...)
+	dst = appendRefusalDetails(dst, c.s.blockReason)
+	dst = append(dst, `},"usage":`...)
+	if c.s.usage != nil {
+		dst = append(dst, c.s.usage...)
+	} else {
+		dst = append(dst, `{"output_tokens":`...)
+		dst = appendInt(dst, int(c.output))
+		dst = append(dst, '}')
+	}
+	dst = append(dst, "}\n\n"...)
 	return append(dst, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
+}
+
+// appendRefusalDetails appends Anthropic's refusal stop_details with reason as its
+// explanation: {"type":"refusal","category":null,"explanation":reason}.
+func appendRefusalDetails(dst []byte, reason string) []byte {
+	dst = append(dst, `{"type":"refusal","category":null,"explanation":`...)
+	dst = appendString(dst, reason)
+	return append(dst, '}')
 }
 
 // synthStart builds a message_start for a stream blocked before the upstream's.

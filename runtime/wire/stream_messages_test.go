@@ -116,7 +116,7 @@ func TestMessagesStreamEmit(t *testing.T) {
 		out := pump(t, messagesReq, parseEvents(t, msgStream(msgText(0, "Hello", " bad"))), newSim(0), 5,
 			func(st *Stream, out []byte) []byte { return st.AppendBlock(out, "Not allowed.") })
 		v := clientView(t, messagesReq, out)
-		if v.text[Channel{Index: 0}] != "HelloNot allowed." || len(v.finish) != 1 || v.finish[0] != "refusal" || v.done != 1 {
+		if v.text[Channel{Index: 0}] != "Hello\n\nNot allowed." || len(v.finish) != 1 || v.finish[0] != "refusal" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})
@@ -128,7 +128,7 @@ func TestMessagesStreamEmit(t *testing.T) {
 			t.Fatalf("tool call leaked:\n%s", out)
 		}
 		v := clientView(t, messagesReq, []byte(out))
-		if v.text[Channel{Index: 1}] != "No tools." || v.finish[0] != "refusal" {
+		if v.text[Channel{Index: 1}] != "\n\nNo tools." || v.finish[0] != "refusal" {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})

@@ -97,6 +97,10 @@ type responsesCodec struct {
 	nextOut  int
 	openPart *respPart
 	ev       responsesEvent
+	// The block's output (the items the client saw completed, then the reason's
+	// message) and the last sequence number it used, for appendBlockEnd.
+	blockOutput []json.RawMessage
+	blockSeq    int64
 	// Buffers reused across events.
 	scratch, name, partType []byte
 }
@@ -277,6 +281,7 @@ func (c *responsesCodec) finish(dst []Item) ([]Item, error) {
 	if !scanFields(c.ev.response, finalFields, r[:]) {
 		return dst, malformed(FamilyResponses, "final event without a response object")
 	}
+	c.s.keepUsage(r[2])
 	var u [2][]byte
 	if scanFields(r[2], usageFields, u[:]) {
 		in, _ := intOf(u[0])

@@ -267,9 +267,9 @@ func (c *responsesCodec) appendToolCall(dst []byte, call *toolCall, args []byte)
 	return dst
 }
 
-// appendBlock ends the response as incomplete for content_filter: the reason as output
-// text (appended to the open text part, or in a new message item), the part and item
-// done events, then response.incomplete with incomplete_details.reason content_filter.
+// appendBlock starts to end the response as incomplete for content_filter: the reason as
+// output text (appended to the open text part, or in a new message item), the part and
+// item done events; appendBlockEnd follows with response.incomplete.
 func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []byte {
 	out, done, open := c.nextOut, c.done, c.openPart
 	if hole != nil {
@@ -277,11 +277,12 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 	}
 	seq := c.seq
 	next := func() int64 { seq++; return seq }
-	text := []byte(reason)
+	delta := c.s.reasonText(0, reason, hole)
+	text := delta
 	var p *respPart
 	if open != nil {
 		p, out = open, open.out
-		text = append(append([]byte(nil), c.s.visibleText(open.ch)...), reason...)
+		text = append(append([]byte(nil), c.s.visibleText(open.ch)...), delta...)
 	} else {
 		p = &respPart{partKey: partKey{out: out, sub: subContent}, itemID: "msg_guardrail"}
 		dst = c.appendEventHead(dst, "response.output_item.added", next())
@@ -292,7 +293,7 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 		dst = appendItemRef(dst, p.itemID, out)
 		dst = append(dst, `,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}}`+"\n\n"...)
 	}
-	dst = c.appendPartDelta(dst, p, []byte(reason), next())
+	dst = c.appendPartDelta(dst, p, delta, next())
 	dst = c.appendEventHead(dst, "response.output_text.done", next())
 	dst = appendItemRef(dst, p.itemID, out)
 	dst = append(dst, `,"content_index":`...)
@@ -319,7 +320,17 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 	dst = append(dst, `,"item":`...)
 	dst = append(dst, item...)
 	dst = append(dst, "}\n\n"...)
+	c.blockOutput = append(append(c.blockOutput[:0], done...), item)
+	c.blockSeq = seq
+	return dst
+}
 
+func (c *responsesCodec) awaitsUsage() bool { return c.s.usage == nil }
+
+// appendBlockEnd appends response.incomplete with incomplete_details.reason
+// content_filter, the block's output, and the upstream's usage when it arrived (else the
+// usage of response.created, normally null).
+func (c *responsesCodec) appendBlockEnd(dst []byte) []byte {
 	r, err := parseObject(c.template)
 	if err != nil {
 		r = &object{}
@@ -329,8 +340,11 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 	}
 	r.set("status", []byte(`"incomplete"`))
 	r.set("incomplete_details", []byte(`{"reason":"content_filter"}`))
-	r.set("output", marshalArray(append(append([]json.RawMessage(nil), done...), item)))
-	dst = c.appendEventHead(dst, "response.incomplete", next())
+	r.set("output", marshalArray(c.blockOutput))
+	if c.s.usage != nil {
+		r.set("usage", c.s.usage)
+	}
+	dst = c.appendEventHead(dst, "response.incomplete", c.blockSeq+1)
 	dst = append(dst, `,"response":`...)
 	dst = r.appendTo(dst)
 	return append(dst, "}\n\n"...)

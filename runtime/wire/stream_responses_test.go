@@ -165,7 +165,7 @@ func TestResponsesStreamEmit(t *testing.T) {
 		out := pump(t, responsesReq, parseEvents(t, in), newSim(0), 6,
 			func(st *Stream, out []byte) []byte { return st.AppendBlock(out, "Not allowed.") })
 		v := clientView(t, responsesReq, out)
-		if v.textOf(ChannelText) != "HiNot allowed." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
+		if v.textOf(ChannelText) != "Hi\n\nNot allowed." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 		evs := parseEvents(t, string(out))
@@ -179,7 +179,7 @@ func TestResponsesStreamEmit(t *testing.T) {
 			} `json:"response"`
 		}
 		if err := json.Unmarshal(evs[len(evs)-1].Data, &inc); err != nil || inc.Response.Status != "incomplete" ||
-			!strings.HasPrefix(inc.Response.ID, "resp_67c9") || inc.Response.Output[0].Content[0].Text != "HiNot allowed." {
+			!strings.HasPrefix(inc.Response.ID, "resp_67c9") || inc.Response.Output[0].Content[0].Text != "Hi\n\nNot allowed." {
 			t.Fatalf("response.incomplete %+v %v", inc, err)
 		}
 	})

@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	antoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -265,4 +269,63 @@ func decisions(t *testing.T, log string) []map[string]any {
 		out = append(out, rec)
 	}
 	return out
+}
+
+// TestCutShortRequestBodiesAreRefused: a client that stops sending before the end of its
+// body (shorter than its Content-Length, or chunked without the last chunk) and waits for
+// the answer gets a 400 in its API's error shape, never an empty 200.
+func TestCutShortRequestBodiesAreRefused(t *testing.T) {
+	p := newProvider(t)
+	g := startGuard(t, inputOnly(t), upstream(p.URL))
+	addr := strings.TrimPrefix(g.URL, "http://")
+	const chat = `{"model":"gpt-e2e","messages":[{"role":"user","content":"hi"}]}`
+	const msg = `{"model":"claude-e2e","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`
+
+	for _, tc := range []struct {
+		name, path, header, body string
+		// want is the error body's beginning: the family's shape.
+		want string
+	}{
+		{"a chat body shorter than its Content-Length", "/v1/chat/completions",
+			"Content-Length: 200\r\n", chat[:30], `{"error":{"message":`},
+		{"a chunked chat body cut before its last chunk", "/v1/chat/completions",
+			"Transfer-Encoding: chunked\r\n", fmt.Sprintf("%x\r\n%s\r\n", 30, chat[:30]), `{"error":{"message":`},
+		{"a Messages body shorter than its Content-Length", "/v1/messages",
+			"Content-Length: 200\r\nanthropic-version: 2023-06-01\r\n", msg[:30], `{"type":"error","error":{"type":"invalid_request_error"`},
+		{"a chunked Messages body cut before its last chunk", "/v1/messages",
+			"Transfer-Encoding: chunked\r\nanthropic-version: 2023-06-01\r\n", fmt.Sprintf("%x\r\n%s\r\n", 30, msg[:30]), `{"type":"error","error":{"type":"invalid_request_error"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := (&net.Dialer{}).DialContext(testContext(t), "tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = conn.Close() }()
+			_ = conn.SetDeadline(time.Now().Add(waitTimeout))
+			req := "POST " + tc.path + " HTTP/1.1\r\nHost: guard\r\nContent-Type: application/json\r\n" +
+				"Authorization: Bearer " + apiKey + "\r\n" + tc.header + "\r\n" + tc.body
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+			// Half-close: the client sends nothing more and reads the answer.
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(string(b), tc.want) || !strings.Contains(string(b), `"invalid_request"`) {
+				t.Errorf("%d %q, want 400 %s…invalid_request", resp.StatusCode, b, tc.want)
+			}
+			if resp.Header.Get("X-Request-Id") == "" {
+				t.Error("no x-request-id on the answer")
+			}
+		})
+	}
+	if n := len(p.Requests()); n != 0 {
+		t.Errorf("the provider received %d requests with cut-short bodies", n)
+	}
 }
