@@ -225,3 +225,39 @@ func statusText(obj any) string {
 	}
 	return b.String()
 }
+
+var _ = Describe("One tenant's invalid manifest", func() {
+	ctx := context.Background()
+
+	It("is refused while valid Guardrails in other namespaces keep reconciling", func() {
+		good := newNamespace()
+		Expect(k8sClient.Create(ctx, newClassifier(good, "pii"))).To(Succeed())
+		g := newGuardrail(good, "valid", "pii")
+		Expect(k8sClient.Create(ctx, g)).To(Succeed())
+		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+
+		By("refusing a Guardrail and a Classifier with durations Go cannot decode")
+		bad := newNamespace()
+		err := k8sClient.Create(ctx, guardrailManifest(bad, "typo", set("spec.timeout", "3 seconds")))
+		Expect(err).To(MatchError(ContainSubstring("spec.timeout")))
+		err = k8sClient.Create(ctx, classifierManifest(bad, "typo", set("spec.cache", map[string]any{"ttl": "ten minutes", "maxEntries": int64(10)})))
+		Expect(err).To(MatchError(ContainSubstring("spec.cache.ttl")))
+
+		By("listing every Guardrail and Classifier of the cluster into the Go types, as the informers do")
+		Expect(k8sClient.List(ctx, &v1alpha1.GuardrailList{})).To(Succeed())
+		Expect(k8sClient.List(ctx, &v1alpha1.ClassifierList{})).To(Succeed())
+
+		By("reconciling a new generation of the valid Guardrail")
+		update(g, func() { g.Spec.Mode = v1alpha1.ModeReport })
+		Eventually(func(gm Gomega) int64 {
+			gm.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(g), g)).To(Succeed())
+			return g.Status.ObservedGeneration
+		}).Should(Equal(g.Generation))
+		Expect(condition(g, v1alpha1.ConditionReady)(Default)).To(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+
+		By("reconciling a Guardrail created after the refusal")
+		later := newGuardrail(good, "later", "pii")
+		Expect(k8sClient.Create(ctx, later)).To(Succeed())
+		Eventually(condition(later, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+	})
+})

@@ -55,9 +55,13 @@ type ClassifierSpec struct {
 	// +optional
 	CredentialsSecretRef *SecretKeyReference `json:"credentialsSecretRef,omitempty"`
 
-	// timeout bounds each call to the backend, retries included. Unset means the call is
-	// bounded only by the Guardrail's timeout.
+	// timeout bounds each call to the backend, retries included: a positive duration such
+	// as 500ms, 2s or 1m30s. Unset means the call is bounded only by the Guardrail's
+	// timeout.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// retries is how many times a call is retried after a transport error, a 429 or a 5xx,
@@ -383,8 +387,11 @@ type SecretKeyReference struct {
 
 // CacheSpec configures the answer cache.
 type CacheSpec struct {
-	// ttl is how long an answer is reused.
+	// ttl is how long an answer is reused: a positive duration such as 30s, 10m or 1h.
 	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	TTL metav1.Duration `json:"ttl"`
 
 	// maxEntries bounds the cache; the least recently used entry is evicted first.
@@ -420,10 +427,12 @@ type ClassifierStatus struct {
 	// holdBackHint is the classifier's longest possible match in characters, the default
 	// hold-back of streaming guardrails using it; 0 for remote backends.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	HoldBackHint int32 `json:"holdBackHint,omitempty"`
 
 	// guardrails is how many Guardrails reference this classifier.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Guardrails int32 `json:"guardrails,omitempty"`
 
 	// calls summarizes backend calls reported by guard sidecars.
@@ -439,8 +448,15 @@ type ClassifierCallStats struct {
 
 	// latencyP50 and latencyP99 of calls over the last reporting window.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$')",message="must be a duration such as 0s, 500ms or 1m30s"
 	LatencyP50 *metav1.Duration `json:"latencyP50,omitempty"`
+	// latencyP99 of calls over the last reporting window.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$')",message="must be a duration such as 0s, 500ms or 1m30s"
 	LatencyP99 *metav1.Duration `json:"latencyP99,omitempty"`
 
 	// errors by code (CLASSIFIER_FAILED, TIMEOUT, INVALID_ANSWER, UNSUPPORTED), cumulative.
@@ -450,7 +466,7 @@ type ClassifierCallStats struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=clf,categories=guardrails
+// +kubebuilder:resource:shortName=clf,categories=guardrail-policies
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.status.backend`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Guardrails",type=integer,JSONPath=`.status.guardrails`,priority=1

@@ -134,10 +134,10 @@ type GuardrailSpec struct {
 	// +required
 	Mode Mode `json:"mode"`
 
-	// selector selects pods in this namespace by label. Empty or unset selects every
-	// injected pod of the namespace.
+	// selector selects pods in this namespace by label (matchLabels and matchExpressions,
+	// as in a Deployment). Empty or unset selects every injected pod of the namespace.
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 
 	// classifierRef names the Classifier, in this namespace, that judges content.
 	// +required
@@ -223,8 +223,12 @@ type GuardrailSpec struct {
 	// +kubebuilder:default=Closed
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
 
-	// timeout bounds each evaluation. Unset means unbounded.
+	// timeout bounds each evaluation: a positive duration such as 500ms, 2s or 1m30s.
+	// Unset means unbounded.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// messages says which input messages are judged: Last or All. Defaults to Last.
@@ -363,8 +367,10 @@ type GuardrailStatus struct {
 // EnforcementStatus compares the pods selected with those enforcing the latest generation.
 type EnforcementStatus struct {
 	// selectedPods is how many running pods the selector matches.
+	// +kubebuilder:validation:Minimum=0
 	SelectedPods int32 `json:"selectedPods"`
 	// acknowledgedPods is how many of them have acknowledged the latest generation.
+	// +kubebuilder:validation:Minimum=0
 	AcknowledgedPods int32 `json:"acknowledgedPods"`
 }
 
@@ -414,7 +420,7 @@ type CategoryCount struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=gr;grd,categories=guardrails
+// +kubebuilder:resource:shortName=gr;grd,categories=guardrail-policies
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Classifier",type=string,JSONPath=`.spec.classifierRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
