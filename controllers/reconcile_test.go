@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,10 +39,14 @@ func haveStatus(s metav1.ConditionStatus, reason string) OmegaMatcher {
 	)
 }
 
-// readSamples decodes every document of config/samples/*.yaml.
+// readSamples decodes every document of config/samples/*.yaml and
+// config/samples/remote/*.yaml.
 func readSamples() []*unstructured.Unstructured {
 	files, err := filepath.Glob(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "*.yaml"))
 	Expect(err).NotTo(HaveOccurred())
+	remote, err := filepath.Glob(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "remote", "*.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	files = append(files, remote...)
 	Expect(files).NotTo(BeEmpty())
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
@@ -97,18 +102,9 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound))
 		Expect(condition(g, v1alpha1.ConditionReconciling)(Default)).To(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonClassifierNotFound))
-		Expect(condition(g, v1alpha1.ConditionClassifierResolved)(Default).Message).To(ContainSubstring("Classifier pii not found"))
-		Eventually(func(g Gomega) []string {
-			var list eventsv1.EventList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-			var reasons []string
-			for _, e := range list.Items {
-				if e.Regarding.Name == "no-pii" {
-					reasons = append(reasons, e.Type+"/"+e.Reason)
-				}
-			}
-			return reasons
-		}).Should(ContainElement("Warning/ClassifierNotFound"))
+		Expect(condition(g, v1alpha1.ConditionClassifierResolved)(Default).Message).To(HavePrefix("Classifier pii does not exist in namespace"))
+		Expect(condition(g, v1alpha1.ConditionReconciling)(Default).Message).To(HavePrefix("Waiting for Classifier pii to be created in namespace"))
+		Eventually(eventsOf(ns, "no-pii")).Should(ContainElement(HavePrefix("Warning/ClassifierNotFound")))
 
 		Expect(k8sClient.Create(ctx, newClassifier(ns, "pii"))).To(Succeed())
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
@@ -261,3 +257,22 @@ var _ = Describe("One tenant's invalid manifest", func() {
 		Eventually(condition(later, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
 	})
 })
+
+// eventsOf returns a getter of the Events about the object named name in ns, as
+// "Type/Reason: note", oldest first.
+func eventsOf(ns, name string) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		var list eventsv1.EventList
+		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		sort.SliceStable(list.Items, func(i, j int) bool {
+			return list.Items[i].EventTime.Before(&list.Items[j].EventTime)
+		})
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				out = append(out, e.Type+"/"+e.Reason+": "+e.Note)
+			}
+		}
+		return out
+	}
+}

@@ -5,14 +5,15 @@ import (
 )
 
 // ClassifierSpec says how content is judged: by exactly one backend, against authored
-// categories or questions.
+// categories or questions. The rules about one backend apply only when exactly one is set,
+// so that a refusal for two backends does not also list what neither backend would need.
 // +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() == 1",message="exactly one backend must be set: builtin, moderation, llm or webhook"
-// +kubebuilder:validation:XValidation:rule="!has(self.builtin) || (!has(self.categories) && !has(self.questions))",message="a builtin classifier derives its categories from spec.builtin (packs, detectors, patterns, keywords): remove spec.categories and spec.questions",fieldPath=.categories
-// +kubebuilder:validation:XValidation:rule="!has(self.builtin) || !has(self.credentialsSecretRef)",message="the builtin backend runs in process and takes no credentials: remove spec.credentialsSecretRef",fieldPath=.credentialsSecretRef
-// +kubebuilder:validation:XValidation:rule="!has(self.builtin) || !has(self.modalities) || self.modalities == ['text']",message="the builtin backend inspects text only: spec.modalities must be [text]",fieldPath=.modalities
-// +kubebuilder:validation:XValidation:rule="!has(self.moderation) || (has(self.categories) && !has(self.questions))",message="a moderation classifier needs spec.categories (mapped from the endpoint's category_scores) and takes no spec.questions",fieldPath=.categories
-// +kubebuilder:validation:XValidation:rule="!has(self.llm) || self.llm.format != 'llamaGuard' || (has(self.categories) && !has(self.questions))",message="format llamaGuard needs spec.categories (numbered S1, S2, ... in authored order) and takes no spec.questions",fieldPath=.categories
-// +kubebuilder:validation:XValidation:rule="!(has(self.llm) || has(self.webhook)) || (has(self.categories) != has(self.questions))",message="llm and webhook classifiers need exactly one of spec.categories or spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.builtin) || (!has(self.categories) && !has(self.questions)))",message="a builtin classifier derives its categories from spec.builtin (packs, detectors, patterns, keywords): remove spec.categories and spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.builtin) || !has(self.credentialsSecretRef))",message="the builtin backend runs in process and takes no credentials: remove spec.credentialsSecretRef",fieldPath=.credentialsSecretRef
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.builtin) || !has(self.modalities) || self.modalities == ['text'])",message="the builtin backend inspects text only: spec.modalities must be [text]",fieldPath=.modalities
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.moderation) || (has(self.categories) && !has(self.questions)))",message="a moderation classifier needs spec.categories (mapped from the endpoint's category_scores) and takes no spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.llm) || self.llm.format != 'llamaGuard' || (has(self.categories) && !has(self.questions)))",message="format llamaGuard needs spec.categories (numbered S1, S2, ... in authored order) and takes no spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!(has(self.llm) || has(self.webhook)) || (has(self.categories) != has(self.questions)))",message="llm and webhook classifiers need exactly one of spec.categories or spec.questions",fieldPath=.categories
 type ClassifierSpec struct {
 	// builtin runs in-process detectors: no network, scores of 1 on a match and 0 otherwise,
 	// with spans, so guardrails using it can Redact.
