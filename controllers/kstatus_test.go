@@ -73,6 +73,27 @@ var _ = Describe("kubectl explain", func() {
 		Expect(out).To(ContainSubstring("holdBackChars"))
 		Expect(out).To(ContainSubstring("Unbounded"))
 	})
+
+	DescribeTable("states list enums, ranges and formats that the schema alone does not show",
+		func(field string, want ...string) {
+			out, err := kubectl("explain", field)
+			Expect(err).NotTo(HaveOccurred(), out)
+			GinkgoWriter.Printf("kubectl explain %s:\n%s\n", field, out)
+			// kubectl wraps descriptions itself; compare words, not lines.
+			text := strings.Join(strings.Fields(out), " ")
+			for _, w := range want {
+				Expect(text).To(ContainSubstring(w))
+			}
+		},
+		Entry(nil, "guardrail.spec.phases", "one or more of Input, Stream, Output and ToolCalls"),
+		Entry(nil, "guardrail.spec.modalities", "one or more of text, image, audio and file"),
+		Entry(nil, "guardrail.spec.threshold", "a number from 0 to 1"),
+		Entry(nil, "guardrail.spec.thresholds.threshold", "a number from 0 to 1"),
+		Entry(nil, "guardrail.spec.timeout", "a positive duration such as 500ms, 2s or 1m30s"),
+		Entry(nil, "guardrail.spec.action", "Redact needs a classifier that returns spans (builtin)."),
+		Entry(nil, "classifier.spec.cache.ttl", "a positive duration such as 30s, 10m or 1h"),
+		Entry(nil, "classifier.spec.builtin.detectors", "credit-card, iban, us-ssn"),
+	)
 })
 
 var _ = Describe("kubectl get by resource and by category", func() {

@@ -85,7 +85,8 @@ type ClassifierSpec struct {
 	// +kubebuilder:validation:Maximum=1024
 	MaxConcurrency *int32 `json:"maxConcurrency,omitempty"`
 
-	// modalities the backend can inspect. Defaults to [text].
+	// modalities the backend can inspect: one or more of text, image, audio and file.
+	// Defaults to [text].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -127,7 +128,10 @@ type BuiltinBackend struct {
 	// +kubebuilder:validation:MaxItems=3
 	Packs []BuiltinPack `json:"packs,omitempty"`
 
-	// detectors enables individual detectors in addition to the packs.
+	// detectors enables individual detectors in addition to the packs: email, phone,
+	// credit-card, iban, us-ssn, ip-address, aws-access-key, aws-secret-key, github-token,
+	// gitlab-token, slack-token, openai-key, anthropic-key, private-key, jwt,
+	// generic-secret and prompt-injection.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32

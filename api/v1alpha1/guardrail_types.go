@@ -143,7 +143,8 @@ type GuardrailSpec struct {
 	// +required
 	ClassifierRef LocalObjectReference `json:"classifierRef"`
 
-	// phases where content is judged. Defaults to [Input, Output].
+	// phases where content is judged: one or more of Input, Stream, Output and ToolCalls.
+	// Defaults to [Input, Output].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -151,8 +152,9 @@ type GuardrailSpec struct {
 	// +kubebuilder:default={Input,Output}
 	Phases []Phase `json:"phases,omitempty"`
 
-	// modalities: which part kinds are inspected. A kind not listed makes no classifier call
-	// and is allowed with no finding. Defaults to [text].
+	// modalities: which part kinds are inspected, one or more of text, image, audio and
+	// file. A kind not listed makes no classifier call and is allowed with no finding.
+	// Defaults to [text].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -170,8 +172,8 @@ type GuardrailSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Categories []string `json:"categories,omitempty"`
 
-	// threshold a category's score must reach to match: score >= threshold (equality
-	// matches). Required when category rules are used.
+	// threshold a category's score must reach to match, a number from 0 to 1:
+	// score >= threshold (equality matches). Required when category rules are used.
 	// +optional
 	Threshold *Score `json:"threshold,omitempty"`
 
@@ -263,7 +265,8 @@ type CategoryThreshold struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Category string `json:"category"`
 
-	// threshold of this category: it matches when score >= threshold.
+	// threshold of this category, a number from 0 to 1: it matches when
+	// score >= threshold.
 	// +required
 	Threshold Score `json:"threshold"`
 }

@@ -49,6 +49,37 @@ func TestSchemaRefusesWhatGoCannotDecode(t *testing.T) {
 	}
 }
 
+// kubectl explain wraps descriptions itself: a hard line break copied from a Go comment
+// shows up in the middle of its lines. make manifests rewraps them (hack/crd-descriptions).
+func TestDescriptionsHaveNoHardLineBreaks(t *testing.T) {
+	for _, file := range []string{"guardrail.dev_guardrails.yaml", "guardrail.dev_classifiers.yaml"} {
+		var visit func(path string, v any)
+		visit = func(path string, v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, c := range v {
+					if d, ok := c.(string); ok && k == "description" {
+						lines := strings.Split(d, "\n")
+						for i := 0; i+1 < len(lines); i++ {
+							if lines[i] != "" && lines[i+1] != "" && !strings.HasPrefix(lines[i+1], "- ") {
+								t.Errorf("%s: %s: description breaks a paragraph after %q", file, path, lines[i])
+								break
+							}
+						}
+						continue
+					}
+					visit(path+"."+k, c)
+				}
+			case []any:
+				for _, c := range v {
+					visit(path+"[*]", c)
+				}
+			}
+		}
+		visit("", loadSchema(t, file))
+	}
+}
+
 var (
 	durationType      = reflect.TypeFor[metav1.Duration]()
 	timeType          = reflect.TypeFor[metav1.Time]()
