@@ -51,7 +51,7 @@ type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// Secrets: config/rbac/secret_reader_role.yaml, bound cluster-wide or per watched namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Classifier's status in line with its spec and its Secret.
