@@ -201,8 +201,12 @@ var _ = Describe("Deleting a Classifier that Guardrails use", func() {
 		Expect(k8sClient.Delete(ctx, c)).To(Succeed())
 		Eventually(eventsOf(ns, "pii")).Should(ContainElement(
 			"Warning/InUse: Deletion waits until no Guardrail uses this Classifier; still used by a, b"))
-		Expect(condition(c, v1alpha1.ConditionReconciling)(Default)).To(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonInUse))
+		Eventually(condition(c, v1alpha1.ConditionInUse)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonInUse))
 		Expect(c.DeletionTimestamp).NotTo(BeNil())
+
+		By("serving its Guardrails while it is held")
+		Expect(condition(c, v1alpha1.ConditionReady)(Default)).To(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+		Consistently(condition(b, v1alpha1.ConditionReady), "1s").Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
 
 		By("naming the remaining user when one goes")
 		Expect(k8sClient.Delete(ctx, a)).To(Succeed())

@@ -412,7 +412,8 @@ type ClassifierStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Reconciling, Stalled and CredentialsResolved.
+	// conditions: Ready, Reconciling, Stalled and CredentialsResolved; InUse while a
+	// deletion waits for the Guardrails that reference the Classifier.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -27,6 +27,12 @@ const (
 	// spans). Normal polarity.
 	ConditionClassifierResolved = "ClassifierResolved"
 
+	// ConditionInUse (Classifier) is True while the Classifier is being deleted and
+	// Guardrails still reference it: deletion waits for them (InUseProtectionFinalizer) and
+	// the message names them. Abnormal polarity; absent otherwise. Ready is not affected:
+	// the Classifier keeps serving its Guardrails until they let it go.
+	ConditionInUse = "InUse"
+
 	// ConditionEnforced (Guardrail) is True when every selected pod's guard sidecar has
 	// acknowledged the latest generation. Normal polarity. Set once sidecars report (§6).
 	ConditionEnforced = "Enforced"
@@ -69,7 +75,7 @@ const (
 
 	// ReasonInUse (Classifier): the Classifier is being deleted while Guardrails still
 	// reference it; deletion waits until none does (the guardrail.dev/in-use-protection
-	// finalizer).
+	// finalizer). The reason of the InUse condition and of its Warning Event.
 	ReasonInUse = "InUse"
 
 	// ReasonClassifierMismatch: the Guardrail does not fit the Classifier it references

@@ -69,7 +69,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	s := &scope{obj: obj}
 	if !obj.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, s)
+		if released, err := r.reconcileDelete(ctx, s); released || err != nil {
+			return ctrl.Result{}, err
+		}
+		// Held by its users, the Classifier keeps serving them: it is reconciled as usual.
 	}
 	for _, st := range []step{r.reconcileFinalizer, r.reconcileUsage, r.reconcileSpec, r.reconcileCredentials} {
 		res, err := st(ctx, s)
@@ -84,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 // PersistentVolumeClaim a pod uses: deleting a Classifier that Guardrails still reference
 // would silently leave them without a classifier.
 func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
+	if !s.obj.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	before := s.obj.DeepCopy()
@@ -95,32 +98,32 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Res
 	return ctrl.Result{}, nil
 }
 
-// reconcileDelete holds a deleted Classifier until no Guardrail references it, then
-// removes the finalizer. While it waits, Reconciling says which Guardrails hold it, and a
-// Warning Event names them whenever that list changes.
-func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+// reconcileDelete removes the finalizer of a deleted Classifier once no Guardrail
+// references it, and reports released. While Guardrails still do, the InUse condition
+// names them and a Warning Event does so whenever that list changes; Ready is untouched,
+// since the Classifier keeps serving them until they let it go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (released bool, err error) {
 	if !controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
-		return ctrl.Result{}, nil
+		return true, nil
 	}
 	users, err := r.users(ctx, s.obj)
 	if err != nil {
-		return ctrl.Result{}, err
+		return false, err
 	}
-	s.obj.Status.Guardrails = int32(len(users)) //nolint:gosec // bounded by the Guardrails of a namespace
 	if len(users) > 0 {
-		msg := fmt.Sprintf("Deletion waits until no Guardrail uses this Classifier; still used by %s", strings.Join(users, ", "))
-		if c := status.Get(s.obj, v1alpha1.ConditionReconciling); c == nil || c.Message != msg {
+		msg := "Deletion waits until no Guardrail uses this Classifier; still used by " + strings.Join(users, ", ")
+		if c := status.Get(s.obj, v1alpha1.ConditionInUse); c == nil || c.Message != msg {
 			r.Recorder.Eventf(s.obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInUse, "Delete", "%s", msg)
 		}
-		status.MarkReconciling(s.obj, v1alpha1.ReasonInUse, msg)
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
+		status.Set(s.obj, v1alpha1.ConditionInUse, metav1.ConditionTrue, v1alpha1.ReasonInUse, msg)
+		return false, nil
 	}
 	before := s.obj.DeepCopy()
 	controllerutil.RemoveFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer)
 	if err := r.Patch(ctx, s.obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, nil
+	return true, nil
 }
 
 // reconcileSpec compiles the spec; what the schema cannot check (regular expressions,
