@@ -3,15 +3,20 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
+	"net"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
@@ -20,19 +25,30 @@ import (
 
 func main() {
 	var (
-		metricsAddr  string
-		probeAddr    string
-		leaderElect  bool
-		leaderNS     string
-		zapOpts      = zap.Options{Development: false}
-		setupLog     = ctrl.Log.WithName("setup")
-		scheme       = runtime.NewScheme()
-		leaderLockID = "guardrail-operator.guardrail.dev"
+		metrics         metricsConfig
+		probeAddr       string
+		leaderElect     bool
+		leaderNS        string
+		watchNamespaces string
+		zapOpts         = zap.Options{Development: false}
+		setupLog        = ctrl.Log.WithName("setup")
+		scheme          = runtime.NewScheme()
+		leaderLockID    = "guardrail-operator.guardrail.dev"
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&metrics.bindAddress, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	flag.BoolVar(&metrics.secure, "metrics-secure", true, "Serve metrics over HTTPS to clients authenticated by a TokenReview and "+
+		"authorized by a SubjectAccessReview (get on the non-resource URL /metrics). False serves plain HTTP to anyone who "+
+		"can connect: bind it to loopback, e.g. --metrics-bind-address=127.0.0.1:8080.")
+	flag.StringVar(&metrics.certDir, "metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the metrics endpoint; "+
+		"empty generates a self-signed certificate.")
+	flag.BoolVar(&metrics.http2, "enable-http2", false, "Serve metrics over HTTP/2 as well; off by default against HTTP/2 "+
+		"stream-reset attacks (CVE-2023-44487).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader among replicas before reconciling.")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "Namespace of the leader election lease; defaults to the pod's namespace.")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Classifiers, Guardrails "+
+		"and Secrets the manager watches; empty watches all namespaces. With a list, the manager needs Secret access only "+
+		"in those namespaces (config/scoped); objects elsewhere are ignored.")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -40,9 +56,14 @@ func main() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 
+	if !metrics.secure && !metrics.loopback() {
+		setupLog.Info("Serving metrics over plain HTTP without authentication on a non-loopback address",
+			"address", metrics.bindAddress)
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metrics.options(),
+		Cache:                   cacheOptions(watchNamespaces),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        leaderLockID,
@@ -60,9 +81,65 @@ func main() {
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	utilruntime.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 
-	setupLog.Info("Starting the manager")
+	setupLog.Info("Starting the manager", "watchNamespaces", watchNamespaces)
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// metricsConfig is how the metrics endpoint is served.
+type metricsConfig struct {
+	bindAddress string
+	secure      bool
+	certDir     string
+	http2       bool
+}
+
+// options serves metrics the way current kubebuilder projects do: HTTPS, with every
+// request authenticated and authorized by the apiserver (TokenReview, SubjectAccessReview),
+// unless secure is off.
+func (m metricsConfig) options() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: m.bindAddress}
+	if !m.secure {
+		return opts
+	}
+	opts.SecureServing = true
+	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	opts.CertDir = m.certDir
+	if !m.http2 {
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return opts
+}
+
+// loopback reports whether the bind address accepts only local connections.
+func (m metricsConfig) loopback() bool {
+	if m.bindAddress == "0" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(m.bindAddress)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// cacheOptions restricts the manager's watches to the given namespaces; empty watches
+// the whole cluster.
+func cacheOptions(namespaces string) cache.Options {
+	var opts cache.Options
+	for _, ns := range strings.Split(namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if opts.DefaultNamespaces == nil {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+			}
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
 }

@@ -2,7 +2,11 @@ package controllers_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -57,24 +61,90 @@ var _ = Describe("Health as GitOps tools judge it (kstatus)", func() {
 
 var _ = Describe("kubectl explain", func() {
 	It("prints the godoc of guardrail.spec.streaming", func() {
-		kubectl, err := exec.LookPath("kubectl")
-		Expect(err).NotTo(HaveOccurred(), "kubectl must be on PATH for this test")
-		user, err := testEnv.AddUser(envtest.User{Name: "explainer", Groups: []string{"system:masters"}}, nil)
+		// The apiserver publishes a new CRD's OpenAPI schema asynchronously.
+		var out string
+		Eventually(func() error {
+			var err error
+			out, err = kubectl("explain", "guardrail.spec.streaming")
+			return err
+		}).Should(Succeed(), func() string { return out })
+		GinkgoWriter.Printf("kubectl explain guardrail.spec.streaming:\n%s\n", out)
+		Expect(out).To(ContainSubstring("streaming sets the cadence and hold-back of the Stream phase"))
+		Expect(out).To(ContainSubstring("holdBackChars"))
+		Expect(out).To(ContainSubstring("Unbounded"))
+	})
+
+	DescribeTable("states list enums, ranges and formats that the schema alone does not show",
+		func(field string, want ...string) {
+			out, err := kubectl("explain", field)
+			Expect(err).NotTo(HaveOccurred(), out)
+			GinkgoWriter.Printf("kubectl explain %s:\n%s\n", field, out)
+			// kubectl wraps descriptions itself; compare words, not lines.
+			text := strings.Join(strings.Fields(out), " ")
+			for _, w := range want {
+				Expect(text).To(ContainSubstring(w))
+			}
+		},
+		Entry(nil, "guardrail.spec.phases", "one or more of Input, Stream, Output and ToolCalls"),
+		Entry(nil, "guardrail.spec.modalities", "one or more of text, image, audio and file"),
+		Entry(nil, "guardrail.spec.threshold", "a number from 0 to 1"),
+		Entry(nil, "guardrail.spec.thresholds.threshold", "a number from 0 to 1"),
+		Entry(nil, "guardrail.spec.timeout", "a positive duration such as 500ms, 2s or 1m30s"),
+		Entry(nil, "guardrail.spec.action", "Redact needs a classifier that returns spans (builtin)."),
+		Entry(nil, "classifier.spec.cache.ttl", "a positive duration such as 30s, 10m or 1h"),
+		Entry(nil, "classifier.spec.builtin.detectors", "credit-card, iban, us-ssn"),
+	)
+})
+
+var _ = Describe("kubectl get by resource and by category", func() {
+	It("lists only Guardrails for guardrails, only Classifiers for classifiers, and both for the category", func() {
+		ctx := context.Background()
+		ns := newNamespace()
+		Expect(k8sClient.Create(ctx, newClassifier(ns, "pii"))).To(Succeed())
+		Expect(k8sClient.Create(ctx, newGuardrail(ns, "redact", "pii"))).To(Succeed())
+
+		for _, tc := range []struct {
+			resource string
+			want     []string
+		}{
+			{"guardrails", []string{"guardrail.guardrail.dev/redact"}},
+			{"guardrail", []string{"guardrail.guardrail.dev/redact"}},
+			{"gr", []string{"guardrail.guardrail.dev/redact"}},
+			{"classifiers", []string{"classifier.guardrail.dev/pii"}},
+			{"clf", []string{"classifier.guardrail.dev/pii"}},
+			{"guardrail-policies", []string{"classifier.guardrail.dev/pii", "guardrail.guardrail.dev/redact"}},
+		} {
+			Eventually(func(g Gomega) []string {
+				out, err := kubectl("get", tc.resource, "-n", ns, "-o", "name")
+				g.Expect(err).NotTo(HaveOccurred(), out)
+				return strings.Fields(out)
+			}).Should(ConsistOf(tc.want), "kubectl get %s", tc.resource)
+		}
+	})
+})
+
+var (
+	kubeconfigOnce sync.Once
+	kubeconfigDir  string
+)
+
+// kubectl runs kubectl as a cluster admin of the test control plane, with a discovery
+// cache of its own, and returns its combined output.
+func kubectl(args ...string) (string, error) {
+	GinkgoHelper()
+	bin, err := exec.LookPath("kubectl")
+	Expect(err).NotTo(HaveOccurred(), "kubectl must be on PATH for this test")
+	kubeconfigOnce.Do(func() {
+		user, err := testEnv.AddUser(envtest.User{Name: "kubectl", Groups: []string{"system:masters"}}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		kc, err := user.KubeConfig()
 		Expect(err).NotTo(HaveOccurred())
-		path := GinkgoT().TempDir() + "/kubeconfig"
-		Expect(writeFile(path, kc)).To(Succeed())
-
-		// The apiserver publishes a new CRD's OpenAPI schema asynchronously.
-		var out []byte
-		Eventually(func() error {
-			out, err = exec.Command(kubectl, "--kubeconfig", path, "explain", "guardrail.spec.streaming").CombinedOutput()
-			return err
-		}).Should(Succeed(), func() string { return string(out) })
-		GinkgoWriter.Printf("kubectl explain guardrail.spec.streaming:\n%s\n", out)
-		Expect(string(out)).To(ContainSubstring("streaming sets the cadence and hold-back of the Stream phase"))
-		Expect(string(out)).To(ContainSubstring("holdBackChars"))
-		Expect(string(out)).To(ContainSubstring("Unbounded"))
+		kubeconfigDir, err = os.MkdirTemp("", "kubectl-")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(writeFile(filepath.Join(kubeconfigDir, "kubeconfig"), kc)).To(Succeed())
 	})
-})
+	args = append([]string{"--kubeconfig", filepath.Join(kubeconfigDir, "kubeconfig"),
+		"--cache-dir", filepath.Join(kubeconfigDir, "cache")}, args...)
+	out, err := exec.Command(bin, args...).CombinedOutput() //nolint:gosec // kubectl with test arguments
+	return string(out), err
+}

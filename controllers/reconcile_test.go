@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -38,10 +39,14 @@ func haveStatus(s metav1.ConditionStatus, reason string) OmegaMatcher {
 	)
 }
 
-// readSamples decodes every document of config/samples/*.yaml.
+// readSamples decodes every document of config/samples/*.yaml and
+// config/samples/remote/*.yaml.
 func readSamples() []*unstructured.Unstructured {
 	files, err := filepath.Glob(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "*.yaml"))
 	Expect(err).NotTo(HaveOccurred())
+	remote, err := filepath.Glob(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "remote", "*.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	files = append(files, remote...)
 	Expect(files).NotTo(BeEmpty())
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
@@ -97,18 +102,9 @@ var _ = Describe("Reconciling Classifiers and Guardrails", func() {
 
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound))
 		Expect(condition(g, v1alpha1.ConditionReconciling)(Default)).To(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonClassifierNotFound))
-		Expect(condition(g, v1alpha1.ConditionClassifierResolved)(Default).Message).To(ContainSubstring("Classifier pii not found"))
-		Eventually(func(g Gomega) []string {
-			var list eventsv1.EventList
-			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-			var reasons []string
-			for _, e := range list.Items {
-				if e.Regarding.Name == "no-pii" {
-					reasons = append(reasons, e.Type+"/"+e.Reason)
-				}
-			}
-			return reasons
-		}).Should(ContainElement("Warning/ClassifierNotFound"))
+		Expect(condition(g, v1alpha1.ConditionClassifierResolved)(Default).Message).To(HavePrefix("Classifier pii does not exist in namespace"))
+		Expect(condition(g, v1alpha1.ConditionReconciling)(Default).Message).To(HavePrefix("Waiting for Classifier pii to be created in namespace"))
+		Eventually(eventsOf(ns, "no-pii")).Should(ContainElement(HavePrefix("Warning/ClassifierNotFound")))
 
 		Expect(k8sClient.Create(ctx, newClassifier(ns, "pii"))).To(Succeed())
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
@@ -224,4 +220,59 @@ func statusText(obj any) string {
 		}
 	}
 	return b.String()
+}
+
+var _ = Describe("One tenant's invalid manifest", func() {
+	ctx := context.Background()
+
+	It("is refused while valid Guardrails in other namespaces keep reconciling", func() {
+		good := newNamespace()
+		Expect(k8sClient.Create(ctx, newClassifier(good, "pii"))).To(Succeed())
+		g := newGuardrail(good, "valid", "pii")
+		Expect(k8sClient.Create(ctx, g)).To(Succeed())
+		Eventually(condition(g, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+
+		By("refusing a Guardrail and a Classifier with durations Go cannot decode")
+		bad := newNamespace()
+		err := k8sClient.Create(ctx, guardrailManifest(bad, "typo", set("spec.timeout", "3 seconds")))
+		Expect(err).To(MatchError(ContainSubstring("spec.timeout")))
+		err = k8sClient.Create(ctx, classifierManifest(bad, "typo", set("spec.cache", map[string]any{"ttl": "ten minutes", "maxEntries": int64(10)})))
+		Expect(err).To(MatchError(ContainSubstring("spec.cache.ttl")))
+
+		By("listing every Guardrail and Classifier of the cluster into the Go types, as the informers do")
+		Expect(k8sClient.List(ctx, &v1alpha1.GuardrailList{})).To(Succeed())
+		Expect(k8sClient.List(ctx, &v1alpha1.ClassifierList{})).To(Succeed())
+
+		By("reconciling a new generation of the valid Guardrail")
+		update(g, func() { g.Spec.Mode = v1alpha1.ModeReport })
+		Eventually(func(gm Gomega) int64 {
+			gm.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(g), g)).To(Succeed())
+			return g.Status.ObservedGeneration
+		}).Should(Equal(g.Generation))
+		Expect(condition(g, v1alpha1.ConditionReady)(Default)).To(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+
+		By("reconciling a Guardrail created after the refusal")
+		later := newGuardrail(good, "later", "pii")
+		Expect(k8sClient.Create(ctx, later)).To(Succeed())
+		Eventually(condition(later, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+	})
+})
+
+// eventsOf returns a getter of the Events about the object named name in ns, as
+// "Type/Reason: note", oldest first.
+func eventsOf(ns, name string) func(g Gomega) []string {
+	return func(g Gomega) []string {
+		var list eventsv1.EventList
+		g.Expect(k8sClient.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		sort.SliceStable(list.Items, func(i, j int) bool {
+			return list.Items[i].EventTime.Before(&list.Items[j].EventTime)
+		})
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name {
+				out = append(out, e.Type+"/"+e.Reason+": "+e.Note)
+			}
+		}
+		return out
+	}
 }

@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -75,6 +76,9 @@ var _ = AfterSuite(func() {
 	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
+	}
+	if kubeconfigDir != "" {
+		Expect(os.RemoveAll(kubeconfigDir)).To(Succeed())
 	}
 })
 

@@ -90,4 +90,52 @@ var _ = Describe("Admission of invalid manifests", func() {
 		Entry("a priority out of range", g(set("spec.priority", int64(5000))), "spec.priority", "less than or equal to 1000"),
 		Entry("an unknown unsupported policy", g(set("spec.unsupported", "Ignore")), "spec.unsupported", "Unsupported value"),
 	)
+
+	// Values the schema used to accept and the manager's Go decoder refused: stored, they
+	// made the informer's list of the whole kind fail, so no Guardrail (or Classifier) in
+	// any namespace was reconciled until the object was deleted.
+	const positiveDuration = "must be a positive duration such as 500ms, 2s or 1m30s"
+	sel := func(v any) mutation { return set("spec.selector", v) }
+	expr := func(key, op string, values ...any) map[string]any {
+		e := map[string]any{"key": key, "operator": op}
+		if values != nil {
+			e["values"] = values
+		}
+		return map[string]any{"matchExpressions": []any{e}}
+	}
+	DescribeTable("refuses at create time what the controller could not decode or parse",
+		func(b build, wantField, wantText string) {
+			err := k8sClient.Create(context.Background(), b(ns))
+			Expect(err).To(HaveOccurred())
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+			GinkgoWriter.Println(err.Error())
+			Expect(err.Error()).To(ContainSubstring(wantField + ": "))
+			Expect(err.Error()).To(ContainSubstring(wantText))
+			Expect(err.Error()).NotTo(ContainSubstring("evaluating rule"), "a rule failed to evaluate instead of refusing the value")
+		},
+		Entry("a guardrail timeout in words", g(set("spec.timeout", "3 seconds")), "spec.timeout", positiveDuration),
+		Entry("a guardrail timeout with an abbreviated unit", g(set("spec.timeout", "5 sec")), "spec.timeout", positiveDuration),
+		Entry("a negative guardrail timeout", g(set("spec.timeout", "-1s")), "spec.timeout", positiveDuration),
+		Entry("a zero guardrail timeout", g(set("spec.timeout", "0s")), "spec.timeout", positiveDuration),
+		Entry("a guardrail timeout without a unit", g(set("spec.timeout", "30")), "spec.timeout", positiveDuration),
+		Entry("a guardrail timeout that overflows a Go duration", g(set("spec.timeout", "9999999999h")), "spec.timeout", positiveDuration),
+		Entry("a classifier timeout in words", c(set("spec.timeout", "2 seconds")), "spec.timeout", positiveDuration),
+		Entry("a negative classifier timeout", c(set("spec.timeout", "-2s")), "spec.timeout", positiveDuration),
+		Entry("a cache ttl in words", c(set("spec.cache", map[string]any{"ttl": "ten minutes", "maxEntries": int64(10)})), "spec.cache.ttl", positiveDuration),
+		Entry("a zero cache ttl", c(set("spec.cache", map[string]any{"ttl": "0s", "maxEntries": int64(10)})), "spec.cache.ttl", positiveDuration),
+		Entry("a selector operator that does not exist", g(sel(expr("tier", "Equals", "web"))), "spec.selector.matchExpressions[0].operator", "Unsupported value"),
+		Entry("a selector operator in lowercase", g(sel(expr("tier", "in", "web"))), "spec.selector.matchExpressions[0].operator", "Unsupported value"),
+		Entry("In without values", g(sel(expr("tier", "In"))), "spec.selector.matchExpressions[0].values", "operators In and NotIn need at least one value"),
+		Entry("NotIn with an empty list of values", g(sel(map[string]any{"matchExpressions": []any{map[string]any{"key": "tier", "operator": "NotIn", "values": []any{}}}})), "spec.selector.matchExpressions[0].values", "operators In and NotIn need at least one value"),
+		Entry("Exists with values", g(sel(expr("tier", "Exists", "web"))), "spec.selector.matchExpressions[0].values", "operators Exists and DoesNotExist take no values"),
+		Entry("DoesNotExist with values", g(sel(expr("tier", "DoesNotExist", "web"))), "spec.selector.matchExpressions[0].values", "operators Exists and DoesNotExist take no values"),
+		Entry("a selector key with a space", g(sel(expr("my tier", "Exists"))), "spec.selector.matchExpressions[0].key", "must be a label key"),
+		Entry("a selector key with two slashes", g(sel(expr("a/b/c", "Exists"))), "spec.selector.matchExpressions[0].key", "must be a label key"),
+		Entry("an empty selector key", g(sel(expr("", "Exists"))), "spec.selector.matchExpressions[0].key", "must be a label key"),
+		Entry("a selector value with a space", g(sel(expr("tier", "In", "web tier"))), "spec.selector.matchExpressions[0].values[0]", "must be a label value"),
+		Entry("a matchLabels key that is not a label key", g(sel(map[string]any{"matchLabels": map[string]any{"app name": "bot"}})), "spec.selector.matchLabels", "every key must be a label key"),
+		Entry("a matchLabels value that is not a label value", g(sel(map[string]any{"matchLabels": map[string]any{"app": "support bot!"}})), "spec.selector.matchLabels[app]", "must be a label value"),
+		Entry("a matchLabels value longer than 63 characters", g(sel(map[string]any{"matchLabels": map[string]any{"app": strings.Repeat("a", 64)}})), "spec.selector.matchLabels.app", "Too long"),
+		Entry("a holdBackChars above int32", g(set("spec.phases", []any{"Stream"}), set("spec.streaming", map[string]any{"holdBackChars": int64(1) << 33})), "spec.streaming.holdBackChars", "integer between 0 and 1048576, or Unbounded"),
+	)
 })

@@ -5,14 +5,15 @@ import (
 )
 
 // ClassifierSpec says how content is judged: by exactly one backend, against authored
-// categories or questions.
+// categories or questions. The rules about one backend apply only when exactly one is set,
+// so that a refusal for two backends does not also list what neither backend would need.
 // +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() == 1",message="exactly one backend must be set: builtin, moderation, llm or webhook"
-// +kubebuilder:validation:XValidation:rule="!has(self.builtin) || (!has(self.categories) && !has(self.questions))",message="a builtin classifier derives its categories from spec.builtin (packs, detectors, patterns, keywords): remove spec.categories and spec.questions",fieldPath=.categories
-// +kubebuilder:validation:XValidation:rule="!has(self.builtin) || !has(self.credentialsSecretRef)",message="the builtin backend runs in process and takes no credentials: remove spec.credentialsSecretRef",fieldPath=.credentialsSecretRef
-// +kubebuilder:validation:XValidation:rule="!has(self.builtin) || !has(self.modalities) || self.modalities == ['text']",message="the builtin backend inspects text only: spec.modalities must be [text]",fieldPath=.modalities
-// +kubebuilder:validation:XValidation:rule="!has(self.moderation) || (has(self.categories) && !has(self.questions))",message="a moderation classifier needs spec.categories (mapped from the endpoint's category_scores) and takes no spec.questions",fieldPath=.categories
-// +kubebuilder:validation:XValidation:rule="!has(self.llm) || self.llm.format != 'llamaGuard' || (has(self.categories) && !has(self.questions))",message="format llamaGuard needs spec.categories (numbered S1, S2, ... in authored order) and takes no spec.questions",fieldPath=.categories
-// +kubebuilder:validation:XValidation:rule="!(has(self.llm) || has(self.webhook)) || (has(self.categories) != has(self.questions))",message="llm and webhook classifiers need exactly one of spec.categories or spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.builtin) || (!has(self.categories) && !has(self.questions)))",message="a builtin classifier derives its categories from spec.builtin (packs, detectors, patterns, keywords): remove spec.categories and spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.builtin) || !has(self.credentialsSecretRef))",message="the builtin backend runs in process and takes no credentials: remove spec.credentialsSecretRef",fieldPath=.credentialsSecretRef
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.builtin) || !has(self.modalities) || self.modalities == ['text'])",message="the builtin backend inspects text only: spec.modalities must be [text]",fieldPath=.modalities
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.moderation) || (has(self.categories) && !has(self.questions)))",message="a moderation classifier needs spec.categories (mapped from the endpoint's category_scores) and takes no spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!has(self.llm) || self.llm.format != 'llamaGuard' || (has(self.categories) && !has(self.questions)))",message="format llamaGuard needs spec.categories (numbered S1, S2, ... in authored order) and takes no spec.questions",fieldPath=.categories
+// +kubebuilder:validation:XValidation:rule="[has(self.builtin), has(self.moderation), has(self.llm), has(self.webhook)].filter(b, b).size() != 1 || (!(has(self.llm) || has(self.webhook)) || (has(self.categories) != has(self.questions)))",message="llm and webhook classifiers need exactly one of spec.categories or spec.questions",fieldPath=.categories
 type ClassifierSpec struct {
 	// builtin runs in-process detectors: no network, scores of 1 on a match and 0 otherwise,
 	// with spans, so guardrails using it can Redact.
@@ -55,9 +56,13 @@ type ClassifierSpec struct {
 	// +optional
 	CredentialsSecretRef *SecretKeyReference `json:"credentialsSecretRef,omitempty"`
 
-	// timeout bounds each call to the backend, retries included. Unset means the call is
-	// bounded only by the Guardrail's timeout.
+	// timeout bounds each call to the backend, retries included: a positive duration such
+	// as 500ms, 2s or 1m30s. Unset means the call is bounded only by the Guardrail's
+	// timeout.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// retries is how many times a call is retried after a transport error, a 429 or a 5xx,
@@ -80,7 +85,8 @@ type ClassifierSpec struct {
 	// +kubebuilder:validation:Maximum=1024
 	MaxConcurrency *int32 `json:"maxConcurrency,omitempty"`
 
-	// modalities the backend can inspect. Defaults to [text].
+	// modalities the backend can inspect: one or more of text, image, audio and file.
+	// Defaults to [text].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -122,7 +128,10 @@ type BuiltinBackend struct {
 	// +kubebuilder:validation:MaxItems=3
 	Packs []BuiltinPack `json:"packs,omitempty"`
 
-	// detectors enables individual detectors in addition to the packs.
+	// detectors enables individual detectors in addition to the packs: email, phone,
+	// credit-card, iban, us-ssn, ip-address, aws-access-key, aws-secret-key, github-token,
+	// gitlab-token, slack-token, openai-key, anthropic-key, private-key, jwt,
+	// generic-secret and prompt-injection.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=32
@@ -383,8 +392,11 @@ type SecretKeyReference struct {
 
 // CacheSpec configures the answer cache.
 type CacheSpec struct {
-	// ttl is how long an answer is reused.
+	// ttl is how long an answer is reused: a positive duration such as 30s, 10m or 1h.
 	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	TTL metav1.Duration `json:"ttl"`
 
 	// maxEntries bounds the cache; the least recently used entry is evicted first.
@@ -400,7 +412,8 @@ type ClassifierStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready, Reconciling, Stalled and CredentialsResolved.
+	// conditions: Ready, Reconciling, Stalled and CredentialsResolved; InUse while a
+	// deletion waits for the Guardrails that reference the Classifier.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -420,10 +433,12 @@ type ClassifierStatus struct {
 	// holdBackHint is the classifier's longest possible match in characters, the default
 	// hold-back of streaming guardrails using it; 0 for remote backends.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	HoldBackHint int32 `json:"holdBackHint,omitempty"`
 
 	// guardrails is how many Guardrails reference this classifier.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Guardrails int32 `json:"guardrails,omitempty"`
 
 	// calls summarizes backend calls reported by guard sidecars.
@@ -439,8 +454,15 @@ type ClassifierCallStats struct {
 
 	// latencyP50 and latencyP99 of calls over the last reporting window.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$')",message="must be a duration such as 0s, 500ms or 1m30s"
 	LatencyP50 *metav1.Duration `json:"latencyP50,omitempty"`
+	// latencyP99 of calls over the last reporting window.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$')",message="must be a duration such as 0s, 500ms or 1m30s"
 	LatencyP99 *metav1.Duration `json:"latencyP99,omitempty"`
 
 	// errors by code (CLASSIFIER_FAILED, TIMEOUT, INVALID_ANSWER, UNSUPPORTED), cumulative.
@@ -450,7 +472,7 @@ type ClassifierCallStats struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=clf,categories=guardrails
+// +kubebuilder:resource:shortName=clf,categories=guardrail-policies
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.status.backend`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Guardrails",type=integer,JSONPath=`.status.guardrails`,priority=1

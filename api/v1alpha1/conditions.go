@@ -27,6 +27,12 @@ const (
 	// spans). Normal polarity.
 	ConditionClassifierResolved = "ClassifierResolved"
 
+	// ConditionInUse (Classifier) is True while the Classifier is being deleted and
+	// Guardrails still reference it: deletion waits for them (InUseProtectionFinalizer) and
+	// the message names them. Abnormal polarity; absent otherwise. Ready is not affected:
+	// the Classifier keeps serving its Guardrails until they let it go.
+	ConditionInUse = "InUse"
+
 	// ConditionEnforced (Guardrail) is True when every selected pod's guard sidecar has
 	// acknowledged the latest generation. Normal polarity. Set once sidecars report (§6).
 	ConditionEnforced = "Enforced"
@@ -58,11 +64,26 @@ const (
 	// Creating it resolves the condition without touching the Guardrail.
 	ReasonClassifierNotFound = "ClassifierNotFound"
 
-	// ReasonClassifierNotReady: the referenced Classifier exists but is not Ready.
+	// ReasonClassifierNotReady: the referenced Classifier exists but is not Ready yet (it is
+	// reconciling, or waiting for its Secret). The Guardrail waits; its Events are Normal.
 	ReasonClassifierNotReady = "ClassifierNotReady"
+
+	// ReasonClassifierStalled: the referenced Classifier is Stalled (its spec cannot be
+	// compiled), so the Guardrail is Stalled too, with the Classifier's message. Fixing the
+	// Classifier resolves both.
+	ReasonClassifierStalled = "ClassifierStalled"
+
+	// ReasonInUse (Classifier): the Classifier is being deleted while Guardrails still
+	// reference it; deletion waits until none does (the guardrail.dev/in-use-protection
+	// finalizer). The reason of the InUse condition and of its Warning Event.
+	ReasonInUse = "InUse"
 
 	// ReasonClassifierMismatch: the Guardrail does not fit the Classifier it references
 	// (a category the classifier does not have, Redact without spans, a CEL rule naming an
 	// unknown question). Fixing either object resolves it.
 	ReasonClassifierMismatch = "ClassifierMismatch"
 )
+
+// InUseProtectionFinalizer holds the deletion of a Classifier until no Guardrail
+// references it, as kubernetes.io/pvc-protection holds a PersistentVolumeClaim a pod uses.
+const InUseProtectionFinalizer = "guardrail.dev/in-use-protection"

@@ -134,16 +134,17 @@ type GuardrailSpec struct {
 	// +required
 	Mode Mode `json:"mode"`
 
-	// selector selects pods in this namespace by label. Empty or unset selects every
-	// injected pod of the namespace.
+	// selector selects pods in this namespace by label (matchLabels and matchExpressions,
+	// as in a Deployment). Empty or unset selects every injected pod of the namespace.
 	// +optional
-	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	Selector *LabelSelector `json:"selector,omitempty"`
 
 	// classifierRef names the Classifier, in this namespace, that judges content.
 	// +required
 	ClassifierRef LocalObjectReference `json:"classifierRef"`
 
-	// phases where content is judged. Defaults to [Input, Output].
+	// phases where content is judged: one or more of Input, Stream, Output and ToolCalls.
+	// Defaults to [Input, Output].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -151,8 +152,9 @@ type GuardrailSpec struct {
 	// +kubebuilder:default={Input,Output}
 	Phases []Phase `json:"phases,omitempty"`
 
-	// modalities: which part kinds are inspected. A kind not listed makes no classifier call
-	// and is allowed with no finding. Defaults to [text].
+	// modalities: which part kinds are inspected, one or more of text, image, audio and
+	// file. A kind not listed makes no classifier call and is allowed with no finding.
+	// Defaults to [text].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -170,8 +172,8 @@ type GuardrailSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Categories []string `json:"categories,omitempty"`
 
-	// threshold a category's score must reach to match: score >= threshold (equality
-	// matches). Required when category rules are used.
+	// threshold a category's score must reach to match, a number from 0 to 1:
+	// score >= threshold (equality matches). Required when category rules are used.
 	// +optional
 	Threshold *Score `json:"threshold,omitempty"`
 
@@ -223,8 +225,12 @@ type GuardrailSpec struct {
 	// +kubebuilder:default=Closed
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
 
-	// timeout bounds each evaluation. Unset means unbounded.
+	// timeout bounds each evaluation: a positive duration such as 500ms, 2s or 1m30s.
+	// Unset means unbounded.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// messages says which input messages are judged: Last or All. Defaults to Last.
@@ -259,7 +265,8 @@ type CategoryThreshold struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Category string `json:"category"`
 
-	// threshold of this category: it matches when score >= threshold.
+	// threshold of this category, a number from 0 to 1: it matches when
+	// score >= threshold.
 	// +required
 	Threshold Score `json:"threshold"`
 }
@@ -363,8 +370,10 @@ type GuardrailStatus struct {
 // EnforcementStatus compares the pods selected with those enforcing the latest generation.
 type EnforcementStatus struct {
 	// selectedPods is how many running pods the selector matches.
+	// +kubebuilder:validation:Minimum=0
 	SelectedPods int32 `json:"selectedPods"`
 	// acknowledgedPods is how many of them have acknowledged the latest generation.
+	// +kubebuilder:validation:Minimum=0
 	AcknowledgedPods int32 `json:"acknowledgedPods"`
 }
 
@@ -414,7 +423,7 @@ type CategoryCount struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=gr;grd,categories=guardrails
+// +kubebuilder:resource:shortName=gr;grd,categories=guardrail-policies
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Classifier",type=string,JSONPath=`.spec.classifierRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

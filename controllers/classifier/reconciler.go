@@ -3,6 +3,8 @@ package classifier
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -44,10 +47,11 @@ type scope struct {
 
 type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 
-// +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// Secrets: config/rbac/secret_reader_role.yaml, bound cluster-wide or per watched namespace.
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings a Classifier's status in line with its spec and its Secret.
@@ -56,18 +60,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		// Nothing outside the cluster to clean up; Guardrails notice through their watch.
-		return ctrl.Result{}, nil
-	}
 
 	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionCredentialsResolved)
 	defer func() {
-		retErr = kerrors.NewAggregate([]error{retErr, patcher.Finalize(ctx, obj, result, retErr)})
+		patchErr := patcher.Finalize(ctx, obj, result, retErr)
+		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
 	}()
 
 	s := &scope{obj: obj}
-	for _, st := range []step{r.reconcileSpec, r.reconcileCredentials, r.reconcileUsage} {
+	if !obj.DeletionTimestamp.IsZero() {
+		if released, err := r.reconcileDelete(ctx, s); released || err != nil {
+			return ctrl.Result{}, err
+		}
+		// Held by its users, the Classifier keeps serving them: it is reconciled as usual.
+	}
+	for _, st := range []step{r.reconcileFinalizer, r.reconcileUsage, r.reconcileSpec, r.reconcileCredentials} {
 		res, err := st(ctx, s)
 		if err != nil || !res.IsZero() {
 			return res, err
@@ -76,16 +83,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return ctrl.Result{}, nil
 }
 
+// reconcileFinalizer adds the in-use protection finalizer, as Kubernetes protects a
+// PersistentVolumeClaim a pod uses: deleting a Classifier that Guardrails still reference
+// would silently leave them without a classifier.
+func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.obj.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	before := s.obj.DeepCopy()
+	controllerutil.AddFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer)
+	if err := r.Patch(ctx, s.obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding finalizer %s: %w", v1alpha1.InUseProtectionFinalizer, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileDelete removes the finalizer of a deleted Classifier once no Guardrail
+// references it, and reports released. While Guardrails still do, the InUse condition
+// names them and a Warning Event does so whenever that list changes; Ready is untouched,
+// since the Classifier keeps serving them until they let it go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (released bool, err error) {
+	if !controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
+		return true, nil
+	}
+	users, err := r.users(ctx, s.obj)
+	if err != nil {
+		return false, err
+	}
+	if len(users) > 0 {
+		msg := "Deletion waits until no Guardrail uses this Classifier; still used by " + strings.Join(users, ", ")
+		if c := status.Get(s.obj, v1alpha1.ConditionInUse); c == nil || c.Message != msg {
+			r.Recorder.Eventf(s.obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInUse, "Delete", "%s", msg)
+		}
+		status.Set(s.obj, v1alpha1.ConditionInUse, metav1.ConditionTrue, v1alpha1.ReasonInUse, msg)
+		return false, nil
+	}
+	before := s.obj.DeepCopy()
+	controllerutil.RemoveFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer)
+	if err := r.Patch(ctx, s.obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
+}
+
 // reconcileSpec compiles the spec; what the schema cannot check (regular expressions,
-// category map targets, ...) stalls the Classifier with the offending field named.
+// category map targets, ...) stalls the Classifier with the offending field named. The
+// backend is reported before compiling, so that a Stalled Classifier still shows it.
 func (r *Reconciler) reconcileSpec(_ context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.obj.Status
+	st.Backend = backendOf(&s.obj.Spec)
 	compiled, err := policy.CompileClassifier(s.obj, "")
 	if err != nil {
 		perr := err.(*policy.Error)
 		status.MarkStalled(s.obj, perr.Reason, perr.Message())
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-	st := &s.obj.Status
 	st.Backend = string(compiled.Backend)
 	st.Categories = st.Categories[:0]
 	for _, c := range compiled.Categories {
@@ -94,8 +146,23 @@ func (r *Reconciler) reconcileSpec(_ context.Context, s *scope) (ctrl.Result, er
 	if len(st.Categories) == 0 {
 		st.Categories = nil
 	}
-	st.HoldBackHint = int32(compiled.HoldBackHint)
+	st.HoldBackHint = int32(compiled.HoldBackHint) //nolint:gosec // bounded by the detectors' longest match
 	return ctrl.Result{}, nil
+}
+
+// backendOf names the backend the spec sets (the schema allows exactly one).
+func backendOf(s *v1alpha1.ClassifierSpec) string {
+	switch {
+	case s.Builtin != nil:
+		return string(policy.BackendBuiltin)
+	case s.Moderation != nil:
+		return string(policy.BackendModeration)
+	case s.LLM != nil:
+		return string(policy.BackendLLM)
+	case s.Webhook != nil:
+		return string(policy.BackendWebhook)
+	}
+	return ""
 }
 
 // reconcileCredentials checks that the Secret named by credentialsSecretRef holds a
@@ -115,17 +182,19 @@ func (r *Reconciler) reconcileCredentials(ctx context.Context, s *scope) (ctrl.R
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: ref.Name}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		msg := fmt.Sprintf("Secret %s not found in namespace %s", ref.Name, s.obj.Namespace)
-		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, msg)
-		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretNotFound, "Waiting for "+msg)
+		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound,
+			fmt.Sprintf("Secret %s does not exist in namespace %s", ref.Name, s.obj.Namespace))
+		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretNotFound,
+			fmt.Sprintf("Waiting for Secret %s to be created in namespace %s", ref.Name, s.obj.Namespace))
 		return ctrl.Result{RequeueAfter: waitInterval}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", ref.Name, err)
 	}
 	if len(secret.Data[key]) == 0 {
-		msg := fmt.Sprintf("Secret %s has no value under key %s", ref.Name, key)
-		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretKeyNotFound, msg)
-		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretKeyNotFound, "Waiting for "+msg)
+		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretKeyNotFound,
+			fmt.Sprintf("Secret %s has no value under key %s", ref.Name, key))
+		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretKeyNotFound,
+			fmt.Sprintf("Waiting for a value under key %s of Secret %s", key, ref.Name))
 		return ctrl.Result{RequeueAfter: waitInterval}, nil
 	}
 	status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
@@ -133,15 +202,30 @@ func (r *Reconciler) reconcileCredentials(ctx context.Context, s *scope) (ctrl.R
 	return ctrl.Result{}, nil
 }
 
-// reconcileUsage counts the Guardrails that reference this Classifier.
+// reconcileUsage counts the Guardrails that reference this Classifier. It runs first, so
+// that the count is shown whatever the state of the Classifier.
 func (r *Reconciler) reconcileUsage(ctx context.Context, s *scope) (ctrl.Result, error) {
-	var list v1alpha1.GuardrailList
-	if err := r.List(ctx, &list, client.InNamespace(s.obj.Namespace),
-		client.MatchingFields{index.GuardrailClassifier: s.obj.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing Guardrails: %w", err)
+	users, err := r.users(ctx, s.obj)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	s.obj.Status.Guardrails = int32(len(list.Items))
+	s.obj.Status.Guardrails = int32(len(users)) //nolint:gosec // bounded by the Guardrails of a namespace
 	return ctrl.Result{}, nil
+}
+
+// users returns the names of the Guardrails that reference c, sorted.
+func (r *Reconciler) users(ctx context.Context, c *v1alpha1.Classifier) ([]string, error) {
+	var list v1alpha1.GuardrailList
+	if err := r.List(ctx, &list, client.InNamespace(c.Namespace),
+		client.MatchingFields{index.GuardrailClassifier: c.Name}); err != nil {
+		return nil, fmt.Errorf("listing Guardrails: %w", err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for i := range list.Items {
+		names = append(names, list.Items[i].Name)
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // SetupWithManager registers the reconciler. Secrets are watched by metadata only; a

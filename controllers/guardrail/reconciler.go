@@ -54,9 +54,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
-	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved)
+	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved).
+		InEffect(func() string { return inEffect(obj) }).
+		WaitingReasons(v1alpha1.ReasonClassifierNotReady)
 	defer func() {
-		retErr = kerrors.NewAggregate([]error{retErr, patcher.Finalize(ctx, obj, result, retErr)})
+		patchErr := patcher.Finalize(ctx, obj, result, retErr)
+		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
 	}()
 
 	s := &scope{obj: obj}
@@ -70,32 +73,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 }
 
 // reconcileClassifier fetches the referenced Classifier and waits until it is Ready for
-// its latest generation.
+// its latest generation. A Stalled Classifier stalls the Guardrail: waiting would leave it
+// in progress forever, and GitOps tools would wait for it until their timeout.
 func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Result, error) {
-	name := s.obj.Spec.ClassifierRef.Name
+	name, ns := s.obj.Spec.ClassifierRef.Name, s.obj.Namespace
 	c := &v1alpha1.Classifier{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: name}, c)
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
 	switch {
 	case apierrors.IsNotFound(err):
-		msg := fmt.Sprintf("Classifier %s not found in namespace %s", name, s.obj.Namespace)
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound, msg)
-		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotFound, "Waiting for "+msg)
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound,
+			fmt.Sprintf("Classifier %s does not exist in namespace %s", name, ns))
+		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotFound,
+			fmt.Sprintf("Waiting for Classifier %s to be created in namespace %s", name, ns))
 		return ctrl.Result{RequeueAfter: waitInterval}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading Classifier %s: %w", name, err)
 	}
+	// Conditions are stamped with the generation they describe: one of an older generation
+	// says nothing about the current spec.
+	current := func(cond *metav1.Condition) bool { return cond != nil && cond.ObservedGeneration == c.Generation }
+	if stalled := status.Get(c, v1alpha1.ConditionStalled); current(stalled) && stalled.Status == metav1.ConditionTrue {
+		msg := fmt.Sprintf("Classifier %s is Stalled (%s): %s", name, stalled.Reason, stalled.Message)
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierStalled, msg)
+		status.MarkStalled(s.obj, v1alpha1.ReasonClassifierStalled, msg)
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg))
+	}
 	ready := status.Get(c, v1alpha1.ConditionReady)
-	if ready == nil || ready.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != c.Generation {
-		msg := fmt.Sprintf("Classifier %s is not Ready", name)
-		if ready != nil && ready.Message != "" && ready.Status != metav1.ConditionTrue {
-			msg += ": " + ready.Message
+	if !current(ready) || ready.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != c.Generation {
+		why := "it is reconciling"
+		if current(ready) && ready.Status != metav1.ConditionTrue && ready.Message != "" {
+			why = ready.Message
 		}
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotReady, msg)
-		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotReady, "Waiting for "+msg)
+		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotReady,
+			fmt.Sprintf("Classifier %s is not Ready: %s", name, why))
+		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotReady,
+			fmt.Sprintf("Waiting for Classifier %s to become Ready: %s", name, why))
 		return ctrl.Result{RequeueAfter: waitInterval}, nil
 	}
 	s.classifier = c
 	return ctrl.Result{}, nil
+}
+
+// inEffect is the Ready message of a Guardrail whose generation is in effect: it says the
+// mode, so that a switch between Report and Enforce shows in status and in the Event.
+func inEffect(g *v1alpha1.Guardrail) string {
+	if g.Spec.Mode == v1alpha1.ModeReport {
+		return fmt.Sprintf("Generation %d is in effect in Report mode: decisions are recorded, content is left untouched", g.Generation)
+	}
+	return fmt.Sprintf("Generation %d is in effect in %s mode", g.Generation, g.Spec.Mode)
 }
 
 // reconcileCompile compiles the Guardrail against its Classifier with policy.Compile's

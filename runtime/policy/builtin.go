@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
@@ -45,8 +47,7 @@ func compileBuiltin(out *Classifier, b *v1alpha1.BuiltinBackend, p *field.Path) 
 	}
 	det, err := builtin.New(cfg)
 	if err != nil {
-		// builtin names the item (detectors[i], patterns[i].regex, keywords[i].words[j]).
-		return append(errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
+		return append(errs, builtinErrors(err, p)...)
 	}
 	for _, id := range det.Categories() {
 		out.Categories = append(out.Categories, Category{ID: id})
@@ -60,5 +61,26 @@ func compileBuiltin(out *Classifier, b *v1alpha1.BuiltinBackend, p *field.Path) 
 	}
 	out.Spans = true
 	out.HoldBackHint = det.HoldBackHint()
+	return errs
+}
+
+// builtinErrors turns the errors of builtin.New into field errors. builtin names the item
+// of its config that is wrong (patterns[i].regex, keywords[i].words[j]); patterns and
+// keywords are indexed as in spec.builtin, so the name continues the field path. Detectors
+// are not (packs are expanded first), so their errors stay on spec.builtin.
+func builtinErrors(err error, p *field.Path) field.ErrorList {
+	list := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		list = joined.Unwrap()
+	}
+	var errs field.ErrorList
+	for _, e := range list {
+		item, detail, found := strings.Cut(e.Error(), ": ")
+		if found && (strings.HasPrefix(item, "patterns[") || strings.HasPrefix(item, "keywords[")) {
+			errs = append(errs, field.Invalid(p.Child(item), field.OmitValueType{}, detail))
+			continue
+		}
+		errs = append(errs, field.Invalid(p, field.OmitValueType{}, e.Error()))
+	}
 	return errs
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -375,13 +376,17 @@ func deref(p *int32) int32 {
 // validScore reports whether v is a usable threshold.
 func validScore(v float64) bool { return !math.IsNaN(v) && v >= 0 && v <= 1 }
 
-// checkSelector validates a label selector.
+// checkSelector validates a label selector with the apiserver's own validation, which
+// names the offending field (spec.selector.matchExpressions[0].values) and value.
 func checkSelector(sel *metav1.LabelSelector, p *field.Path) field.ErrorList {
 	if sel == nil {
 		return nil
 	}
+	if errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, p); len(errs) > 0 {
+		return errs
+	}
 	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-		return field.ErrorList{field.Invalid(p, sel.String(), err.Error())}
+		return field.ErrorList{field.Invalid(p, field.OmitValueType{}, err.Error())}
 	}
 	return nil
 }

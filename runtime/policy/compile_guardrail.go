@@ -18,7 +18,7 @@ func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) 
 	s := &g.Spec
 	out := &Guardrail{
 		Key: Key(g.Namespace, g.Name), Namespace: g.Namespace, Name: g.Name, Generation: g.Generation,
-		Classifier: c.Key, Selector: s.Selector.DeepCopy(), Reason: s.Reason,
+		Classifier: c.Key, Selector: s.Selector.ToMetaV1(), Reason: s.Reason,
 		Priority: deref(s.Priority),
 	}
 	var invalid, mismatch field.ErrorList
@@ -31,7 +31,7 @@ func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) 
 	default:
 		invalid = append(invalid, field.NotSupported(spec.Child("mode"), s.Mode, []string{"Enforce", "Report"}))
 	}
-	invalid = append(invalid, checkSelector(s.Selector, spec.Child("selector"))...)
+	invalid = append(invalid, checkSelector(out.Selector, spec.Child("selector"))...)
 	if s.Reason == "" {
 		invalid = append(invalid, field.Required(spec.Child("reason"), "the message a blocked caller receives"))
 	}

@@ -54,8 +54,9 @@ func MarkStalled(obj Object, reason, message string) {
 
 // Ready computes the Ready condition from the object's conditions: Stalled wins, then
 // the first sub-condition (in the given order) that is not True, then Reconciling; when
-// none of these applies the object is Ready. This is the only place Ready is decided.
-func Ready(conds []metav1.Condition, generation int64, subConditions ...string) metav1.Condition {
+// none of these applies the object is Ready, with inEffect as the message. This is the
+// only place Ready is decided.
+func Ready(conds []metav1.Condition, generation int64, inEffect string, subConditions ...string) metav1.Condition {
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: generation}
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, c.Reason, c.Message
@@ -76,6 +77,6 @@ func Ready(conds []metav1.Condition, generation int64, subConditions ...string) 
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, c.Reason, c.Message
 		return ready
 	}
-	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, v1alpha1.ReasonSucceeded, "Generation is in effect"
+	ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, v1alpha1.ReasonSucceeded, inEffect
 	return ready
 }

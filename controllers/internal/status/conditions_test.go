@@ -57,7 +57,7 @@ func TestReady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Ready(tt.conds, 7, sub)
+			got := Ready(tt.conds, 7, "Generation 7 is in effect", sub)
 			if got.Status != tt.wantStatus || got.Reason != tt.wantReason {
 				t.Fatalf("Ready() = %s/%s, want %s/%s", got.Status, got.Reason, tt.wantStatus, tt.wantReason)
 			}

@@ -3,6 +3,8 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -21,17 +23,35 @@ type Patcher struct {
 	recorder events.EventRecorder
 	before   Object
 	subs     []string
+	inEffect func() string
+	waiting  []string
 }
 
 // NewPatcher remembers obj's status as it was read. subConditions are the condition types
 // Ready is computed from, in order.
 func NewPatcher(c client.Client, r events.EventRecorder, obj Object, subConditions ...string) *Patcher {
-	return &Patcher{client: c, recorder: r, before: obj.DeepCopyObject().(Object), subs: subConditions}
+	return &Patcher{client: c, recorder: r, before: obj.DeepCopyObject().(Object), subs: subConditions,
+		inEffect: func() string { return fmt.Sprintf("Generation %d is in effect", obj.GetGeneration()) }}
+}
+
+// InEffect sets the message of a True Ready condition; by default it names the generation.
+func (p *Patcher) InEffect(message func() string) *Patcher {
+	p.inEffect = message
+	return p
+}
+
+// WaitingReasons names the reasons of a False Ready condition that mean "waiting for
+// something that is on its way" (a dependency still reconciling): their Events are
+// Normal. Every other False Ready is a Warning: it needs someone to act.
+func (p *Patcher) WaitingReasons(reasons ...string) *Patcher {
+	p.waiting = reasons
+	return p
 }
 
 // Finalize settles kstatus conditions from the reconcile's outcome, computes Ready, and
-// patches the status if anything changed; on a Ready transition it emits an Event whose
-// reason is Ready's reason.
+// patches the status if anything changed. It emits an Event when Ready changes status or
+// reason, and when a new generation comes into effect (Ready stays True with a new
+// message); the Event's reason is Ready's reason.
 //
 //   - success (no error, no requeue): the generation is handled; Reconciling and Stalled
 //     are removed and observedGeneration is set.
@@ -45,7 +65,7 @@ func (p *Patcher) Finalize(ctx context.Context, obj Object, res ctrl.Result, rec
 		Remove(obj, v1alpha1.ConditionReconciling)
 		Remove(obj, v1alpha1.ConditionStalled)
 		obj.SetObservedGeneration(obj.GetGeneration())
-	case errors.Is(recErr, reconcile.TerminalError(nil)):
+	case IsTerminal(recErr):
 		Remove(obj, v1alpha1.ConditionReconciling)
 		obj.SetObservedGeneration(obj.GetGeneration())
 	case recErr != nil:
@@ -56,7 +76,7 @@ func (p *Patcher) Finalize(ctx context.Context, obj Object, res ctrl.Result, rec
 	default:
 		Remove(obj, v1alpha1.ConditionStalled)
 	}
-	ready := Ready(obj.GetConditions(), obj.GetGeneration(), p.subs...)
+	ready := Ready(obj.GetConditions(), obj.GetGeneration(), p.inEffect(), p.subs...)
 	Set(obj, ready.Type, ready.Status, ready.Reason, ready.Message)
 
 	if equality.Semantic.DeepEqual(statusOf(p.before), statusOf(obj)) {
@@ -74,17 +94,37 @@ func (p *Patcher) emitTransition(obj Object) {
 		return
 	}
 	old, cur := Get(p.before, v1alpha1.ConditionReady), Get(obj, v1alpha1.ConditionReady)
-	if cur == nil || (old != nil && old.Status == cur.Status && old.Reason == cur.Reason) {
-		return
-	}
-	if cur.Status == metav1.ConditionUnknown {
+	if cur == nil || cur.Status == metav1.ConditionUnknown {
 		return // still working; the outcome will be reported
 	}
+	if old != nil && old.Status == cur.Status && old.Reason == cur.Reason &&
+		(cur.Status != metav1.ConditionTrue || old.Message == cur.Message) {
+		return
+	}
 	kind := corev1.EventTypeNormal
-	if cur.Status != metav1.ConditionTrue {
+	if cur.Status != metav1.ConditionTrue && !slices.Contains(p.waiting, cur.Reason) {
 		kind = corev1.EventTypeWarning
 	}
 	p.recorder.Eventf(obj, nil, kind, cur.Reason, "Reconcile", "%s", cur.Message)
+}
+
+// IsTerminal reports whether err is a terminal error: the object is Stalled until its
+// spec (or an object it references) changes.
+func IsTerminal(err error) bool {
+	return err != nil && errors.Is(err, reconcile.TerminalError(nil))
+}
+
+// Outcome is what a reconciler returns to controller-runtime. A terminal error has done
+// its work once Finalize has recorded it as Stalled: it is logged at info level and not
+// returned, because a spec that only a user can fix is no controller error — returned, it
+// would be logged as an ERROR with a stack trace on every reconcile and counted in
+// controller_runtime_reconcile_errors_total.
+func Outcome(ctx context.Context, err error) error {
+	if !IsTerminal(err) {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Stalled until the spec changes", "error", err.Error())
+	return nil
 }
 
 // statusOf returns the part of obj that the patch writes.
