@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -102,6 +104,25 @@ var _ = Describe("Switching a Guardrail's mode", func() {
 			"Normal/Succeeded: Generation 2 is in effect in Report mode: decisions are recorded, content is left untouched",
 			"Normal/Succeeded: Generation 3 is in effect in Enforce mode",
 		})))
+	})
+})
+
+var _ = Describe("A streaming Guardrail on a remote classifier", func() {
+	It("says in Ready how many characters may reach a client before they are judged", func() {
+		ctx := context.Background()
+		ns := newNamespace()
+		Expect(k8sClient.Create(ctx, secret(ns, "judge-token", map[string]string{"apiKey": "t"}))).To(Succeed())
+		Expect(k8sClient.Create(ctx, newClassifier(ns, "judge", withWebhook("judge-token", choiceQuestion("topic", "billing", "other"))))).To(Succeed())
+		g := newGuardrail(ns, "streamed", "judge", withRule("off-topic", "answers.topic.choice == 'other'"), func(g *v1alpha1.Guardrail) {
+			g.Spec.Phases = []v1alpha1.Phase{v1alpha1.PhaseStream}
+			g.Spec.Streaming = &v1alpha1.StreamingSpec{EvaluateEveryChars: ptr.To(int32(200))}
+		})
+		Expect(k8sClient.Create(ctx, g)).To(Succeed())
+		Eventually(condition(g, v1alpha1.ConditionReady)).Should(HaveField("Message", "Generation 1 is in effect in Enforce mode; "+
+			"up to 199 characters of a stream reach the client before they are judged (evaluateEveryChars 200, holdBackChars 0)"))
+
+		update(g, func() { g.Spec.Streaming.HoldBackChars = ptr.To(intstr.FromInt32(200)) })
+		Eventually(condition(g, v1alpha1.ConditionReady)).Should(HaveField("Message", "Generation 2 is in effect in Enforce mode"))
 	})
 })
 

@@ -35,6 +35,8 @@ type Reconciler struct {
 type scope struct {
 	obj        *v1alpha1.Guardrail
 	classifier *v1alpha1.Classifier
+	// compiled is the Guardrail as the guard enforces it, once it compiled.
+	compiled *policy.Guardrail
 }
 
 type step func(ctx context.Context, s *scope) (ctrl.Result, error)
@@ -54,15 +56,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
+	s := &scope{obj: obj}
 	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved).
-		InEffect(func() string { return inEffect(obj) }).
+		InEffect(func() string { return inEffect(obj, s.compiled) }).
 		WaitingReasons(v1alpha1.ReasonClassifierNotReady)
 	defer func() {
 		patchErr := patcher.Finalize(ctx, obj, result, retErr)
 		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
 	}()
 
-	s := &scope{obj: obj}
 	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile} {
 		res, err := st(ctx, s)
 		if err != nil || !res.IsZero() {
@@ -115,12 +117,20 @@ func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Re
 }
 
 // inEffect is the Ready message of a Guardrail whose generation is in effect: it says the
-// mode, so that a switch between Report and Enforce shows in status and in the Event.
-func inEffect(g *v1alpha1.Guardrail) string {
+// mode, so that a switch between Report and Enforce shows in status and in the Event, and,
+// in Enforce mode, what of a stream may reach clients before it is judged (the cadence and
+// hold-back trade-off of remote classifiers, DESIGN.md §4.4), where the user decides it.
+func inEffect(g *v1alpha1.Guardrail, compiled *policy.Guardrail) string {
 	if g.Spec.Mode == v1alpha1.ModeReport {
 		return fmt.Sprintf("Generation %d is in effect in Report mode: decisions are recorded, content is left untouched", g.Generation)
 	}
-	return fmt.Sprintf("Generation %d is in effect in %s mode", g.Generation, g.Spec.Mode)
+	msg := fmt.Sprintf("Generation %d is in effect in %s mode", g.Generation, g.Spec.Mode)
+	if compiled != nil {
+		if u := compiled.Unjudged(); u != "" {
+			msg += "; " + u
+		}
+	}
+	return msg
 }
 
 // reconcileCompile compiles the Guardrail against its Classifier with policy.Compile's
@@ -131,7 +141,7 @@ func (r *Reconciler) reconcileCompile(_ context.Context, s *scope) (ctrl.Result,
 		// The Classifier is Ready, so it compiled for its own reconciler: a version skew.
 		return ctrl.Result{}, fmt.Errorf("compiling Classifier %s: %w", s.classifier.Name, err)
 	}
-	_, err = policy.CompileGuardrail(s.obj, cc)
+	s.compiled, err = policy.CompileGuardrail(s.obj, cc)
 	if perr, ok := err.(*policy.Error); ok && perr.Reason == v1alpha1.ReasonClassifierMismatch {
 		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, perr.Reason, perr.Message())
 	} else {
