@@ -53,13 +53,16 @@ type pattern struct {
 	re       *regexp.Regexp // the pattern as authored
 	atStart  *regexp.Regexp // ^(?:re), for a window at the start of the text
 	withPrev *regexp.Regexp // ^(?s:.)(?:re), for a window with the rune before it
-	prefix   string         // literal prefix every match begins with
-	first    byteSet
-	hint     int // longest match in characters; maxUnboundedRegex when unbounded
-	longest  int // longest match in characters when bounded
-	windowed bool
-	slot     int // index into scanState.customNext
-	cat      int16
+	// The prefixes of re's matches at the end of the text (prefix.go): searched for,
+	// anchored, and anchored after a rune of context.
+	pending, pendingAt, pendingPrev *regexp.Regexp
+	prefix                          string // literal prefix every match begins with
+	first                           byteSet
+	hint                            int // longest match in characters; maxUnboundedRegex when unbounded
+	longest                         int // longest match in characters when bounded
+	windowed                        bool
+	slot                            int // index into scanState.customNext
+	cat                             int16
 }
 
 // compilePattern compiles and analyses a custom pattern.
@@ -78,6 +81,9 @@ func compilePattern(src string) (*pattern, error) {
 		return nil, errors.New("matches the empty string")
 	}
 	p := &pattern{re: re, first: first}
+	if err := p.compilePending(tree); err != nil {
+		return nil, err
+	}
 	p.prefix, _ = re.LiteralPrefix()
 	longest, bounded := maxRunes(tree)
 	p.hint = maxUnboundedRegex
@@ -263,9 +269,10 @@ type kwEntry struct {
 
 // keywordIndex finds keywords by their first byte.
 type keywordIndex struct {
-	entries []kwEntry
-	byFirst *[256][]int // entry indexes by first byte, longest word first
-	hint    int
+	entries  []kwEntry
+	byFirst  *[256][]int // entry indexes by first byte, longest word first
+	hint     int
+	maxBytes int // longest keyword in bytes
 }
 
 func (k *keywordIndex) len() int { return len(k.entries) }
@@ -305,6 +312,7 @@ func (k *keywordIndex) add(set KeywordSet, cat int16) {
 			}
 		}
 		k.hint = max(k.hint, utf8.RuneCountInString(w))
+		k.maxBytes = max(k.maxBytes, len(w))
 	}
 	for _, l := range k.byFirst {
 		slices.SortStableFunc(l, func(x, y int) int { return len(k.entries[y].word) - len(k.entries[x].word) })

@@ -42,6 +42,7 @@ const (
 	maxOpenAI         = 255
 	maxAnthropic      = 255
 	maxPEMHeader      = 37 // the BEGIN line of an ENCRYPTED key; the block spans to its END or the text's end
+	maxPEMLabel       = 21 // "ENCRYPTED PRIVATE KEY", the longest label of a BEGIN line
 	maxJWTHeader      = 256
 	maxGenericSecret  = 256 // longest value; the key is not part of the span
 	maxUnboundedRegex = 256
