@@ -187,6 +187,21 @@ func numberRunStart(s string) int {
 	for j < len(s) && !isDigit(s[j]) && s[j] != '(' && s[j] != '+' {
 		j++
 	}
+	// Digits right after a digit and ':', '/' or ',' are the tail of another number
+	// ("12:30", "05/17", "1,250") and never match; neither does a token joined to them by
+	// ',' , and one joined by ':' or '/' is decided once the digit after the join is there.
+	// So when the run ends in such a tail — digits and single separators after the last
+	// join, no parenthesis or '+' that could begin a token of its own — nothing in it is
+	// pending.
+	for q := len(s) - 2; q > j; q-- {
+		b := s[q]
+		if b == '(' || b == ')' || b == '+' {
+			break
+		}
+		if (b == ',' || b == ':' || b == '/') && isDigit(s[q-1]) && isDigit(s[q+1]) {
+			return len(s)
+		}
+	}
 	return j
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
@@ -279,6 +281,8 @@ var fillers = append(slices.Clone(proseParagraphs),
 	"Ünïcödé wörds, 日本語のテキスト, naïve café résumé — “quoted” it’s fine.",
 	"The year 1998 was wet; in 2001 it was dry. Version 2.4.10, section 4.2.",
 	"Call me maybe? The number is in the usual place.",
+	"Logged at 12:30:45 on 05/17/2024; totals 1,250,000 and 3:2, series 0.5,0.25,0.125 (see p. 12).",
+	"ratio 16:9, path /v1/items/42/, ids 7,8,9 and 10:30-11:45",
 )
 
 // streamingTexts returns n deterministic texts, each with several planted entities.
@@ -337,4 +341,138 @@ func TestStreamingPrefixesSettleOnlyWhatTheWholeTextMatches(t *testing.T) {
 		}
 	}
 	t.Logf("%d texts, %d bytes, matches per category: %v", len(texts), bytes, seen)
+}
+
+// TestStreamingWindowsFromBeforeOpenFindEverySpan runs the property as the engine uses it
+// (DESIGN.md §4.4): the stream arrives in deltas, and each evaluation is sent only a window
+// that starts HoldBackHint characters before the previous Open. Every span of the whole text
+// must be reported, exactly, by the evaluation that first settles the text it starts in —
+// which also holds the detectors to needing no more left context than their hint. It runs
+// with all detectors and with each detector alone (the smallest hints).
+func TestStreamingWindowsFromBeforeOpenFindEverySpan(t *testing.T) {
+	configs := map[string]*Classifier{"all": streamingClassifier(t)}
+	for _, name := range DetectorNames() {
+		configs[name] = only(t, name)
+	}
+	texts := streamingTexts(40, 2)
+	for name, c := range configs {
+		t.Run(name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(7, 14))
+			for _, text := range texts {
+				checkWindows(t, c, text, r)
+			}
+		})
+	}
+}
+
+// checkWindows streams text in random deltas and checks each evaluation's window.
+func checkWindows(t *testing.T, c *Classifier, text string, r *rand.Rand) {
+	t.Helper()
+	full, err := c.Classify(context.Background(), classify.Input{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := 0 // the engine's release offset: the previous Open, never lowered
+	for k := 0; k < len(text); {
+		k = min(len(text), k+1+r.IntN(24))
+		w := released
+		for n := 0; n < c.HoldBackHint() && w > 0; n++ {
+			_, size := utf8.DecodeLastRuneInString(text[:w])
+			w -= size
+		}
+		res, err := c.Classify(context.Background(), classify.Input{Text: text[w:k], More: k < len(text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := w + res.Open
+		if k == len(text) {
+			open = len(text)
+		}
+		var got, want []classify.Span
+		for _, sp := range res.Spans {
+			sp.Start, sp.End = sp.Start+w, sp.End+w
+			if sp.Start >= released {
+				got = append(got, sp)
+			}
+		}
+		for _, sp := range full.Spans {
+			if sp.Start >= released && sp.Start < open {
+				want = append(want, sp)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("window [%d:%d] of %q, released %d, Open %d: spans %s, want %s", w, k, text[w:k], released, open,
+				describeSpans(c, text, got), describeSpans(c, text, want))
+		}
+		released = max(released, open)
+	}
+}
+
+// streamingProse is entity-free prose of several styles: the benchmark's paragraphs, chat,
+// technical writing, and text with non-ASCII letters and punctuation.
+func streamingProse() []string {
+	return append(slices.Clone(proseParagraphs),
+		"hey, are you around? the deploy went fine but the dashboard looks off, can you take a look when you get a sec? no rush tbh",
+		"ok so I tried it again and it still fails on the second step... maybe the cache? idk, let's talk tomorrow morning",
+		"The reconciler requeues the object after thirty seconds when the dependency is not ready, and it records a condition that says why.",
+		"To install the chart, add the repository, update the index and run the install command with your values file; the release starts in a minute or two.",
+		"Grüße aus München! Das Wetter ist schön, und wir gehen heute Abend ins Café am Marktplatz – kommst du mit?",
+		"She said it’s “fine” — but the naïve plan needed a résumé, a visa and three weeks of patience… and a map.",
+		"東京の天気は晴れです。明日は雨が降るかもしれません。",
+	)
+}
+
+// lastWordLen is the length in bytes of the last word of s, after any trailing white space.
+func lastWordLen(s string) int {
+	s = strings.TrimRightFunc(s, unicode.IsSpace)
+	return len(s) - len(strings.TrimRightFunc(s, func(r rune) bool { return !unicode.IsSpace(r) }))
+}
+
+// TestStreamingProseIsHeldBackByAboutAWord measures the gap k − Open on entity-free prose at
+// every split point. With the pii and secrets packs no more than the last word (and the white
+// space after it) is held; with every detector, a few words more where the words at the end
+// begin an injection phrase ("you are", "repeat the").
+func TestStreamingProseIsHeldBackByAboutAWord(t *testing.T) {
+	p := Packs()
+	piiSecrets, err := New(Config{Detectors: append(slices.Clone(p["pii"]), p["secrets"]...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		c      *Classifier
+		perK   func(t *testing.T, prefix string, gap int)
+		maxGap int
+	}{
+		{"pii and secrets", piiSecrets, func(t *testing.T, prefix string, gap int) {
+			if bound := lastWordLen(prefix) + 1; gap > bound {
+				t.Errorf("%q: Open is %d bytes back, more than its last word and a space (%d)", prefix, gap, bound)
+			}
+		}, 0},
+		{"every detector", allDetectors(t), nil, 48},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sum, n, most int
+			for _, text := range streamingProse() {
+				if got := matched(t, tc.c, text); len(got) > 0 {
+					t.Fatalf("prose %q matches %v", text, got)
+				}
+				for k := 0; k <= len(text); k++ {
+					r, err := tc.c.Classify(context.Background(), classify.Input{Text: text[:k], More: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					gap := k - r.Open
+					sum, n, most = sum+gap, n+1, max(most, gap)
+					if tc.perK != nil {
+						tc.perK(t, text[:k], gap)
+					}
+					if tc.maxGap > 0 && gap > tc.maxGap {
+						t.Errorf("%q: Open is %d bytes back, want at most %d", text[:k], gap, tc.maxGap)
+					}
+				}
+			}
+			t.Logf("%s: gap k − Open over %d split points of prose: mean %.2f bytes, max %d", tc.name, n, float64(sum)/float64(n), most)
+		})
+	}
 }
