@@ -183,7 +183,9 @@ var plantKinds = []struct {
 		}
 		return "github" + "_pat_" + fakeFrom(alphaB62, 22, r.IntN(1000)) + "_" + fakeFrom(alphaB62, 59, r.IntN(1000))
 	}},
-	{"gitlab", func(r *rand.Rand, v int) string { return "gl" + "pat-" + fakeFrom(alphaB62+"-_", 20+r.IntN(30), r.IntN(1000)) }},
+	{"gitlab", func(r *rand.Rand, v int) string {
+		return "gl" + "pat-" + fakeFrom(alphaB62+"-_", 20+r.IntN(30), r.IntN(1000))
+	}},
 	{"slack", func(r *rand.Rand, v int) string {
 		forms := []string{
 			"xo" + "xb-" + fakeDigits(12, r.IntN(1000)) + "-" + fakeDigits(13, r.IntN(1000)) + "-" + fakeFrom(alphaB62, 24, r.IntN(1000)),
