@@ -7,8 +7,13 @@ import (
 
 // Assignment detectors: aws-secret-key and generic-secret look at `key = value` written in
 // code, config files, environment files, JSON, YAML, headers and URLs. The trigger is the
-// operator ('=' or ':', also ":=" and "=>"); the key before it decides whether the value is
-// looked at, and the value decides whether it is a secret. The span is the value only.
+// operator ('=' or ':', also ":=", "=>", ".=", "?=", "+=" and "::="); the key before it
+// decides whether the value is looked at, and the value decides whether it is a secret. Keys
+// are also found where the value is not assigned to them directly: behind a type name (var
+// apiKey string = …), in a name/value pair (<add key="ApiKey" value="…"/>, "- name:
+// DB_PASSWORD" then "value: …"), as an XML element (<password>…</password>, trigger '>')
+// and as the first argument of a call (setProperty("db.password", "…"), trigger ','). The
+// span is the value only.
 
 // keyKind is what a key name says about its value.
 type keyKind uint8
@@ -28,24 +33,33 @@ var secretKeyWords = []string{
 }
 
 // notSecretKeyWords, before the last word, make a key name a non-credential: public_key,
-// page_token, primaryKey, sort_key, cache_key, …
+// page_token, primaryKey, sort_key, cache_key, authenticity_token (Rails' anti-forgery
+// token), …
 var notSecretKeyWords = []string{
 	"public", "pub", "page", "next", "prev", "continuation", "sort", "partition", "primary",
 	"foreign", "cache", "idempotency", "lookup", "row", "object", "max", "num", "total",
-	"hot", "map", "dict",
+	"hot", "map", "dict", "authenticity",
 }
 
-// assignAt handles ':' or '=' at i.
+// assignAt handles ':', '=', '>' or ',' at i.
 func (c *Classifier) assignAt(sc *scanState, i int) {
+	switch sc.s[i] {
+	case '>':
+		c.elementAt(sc, i)
+		return
+	case ',':
+		c.callArgAt(sc, i)
+		return
+	}
 	s := sc.s
-	opEnd := i + 1
+	opStart, opEnd := i, i+1
 	next := byte(0)
 	if i+1 < len(s) {
 		next = s[i+1]
 	}
 	if s[i] == ':' {
 		switch {
-		case next == ':': // "::" is a scope or an IPv6 address
+		case next == ':': // "::" is a scope or an IPv6 address, or begins Makefile's "::="
 			sc.assignNext = i + 2
 			return
 		case next == '=':
@@ -53,8 +67,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 		}
 	} else {
 		switch {
+		case i >= 2 && s[i-1] == ':' && s[i-2] == ':': // Makefile "::="
+			opStart = i - 2
 		case i > 0 && strings.IndexByte("=!<>:", s[i-1]) >= 0:
 			return
+		case i > 0 && strings.IndexByte(".?+", s[i-1]) >= 0: // PHP ".=", Makefile "?=" and "+="
+			opStart = i - 1
+		}
+		switch {
 		case next == '=':
 			sc.assignNext = i + 2
 			return
@@ -65,11 +85,12 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	sc.assignNext = opEnd
 
 	// The key, before optional spaces and a closing quote.
-	k := i
+	k := opStart
 	for n := 0; k > 0 && n < 4 && (s[k-1] == ' ' || s[k-1] == '\t'); n++ {
 		k--
 	}
-	if k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`') {
+	quoted := k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`')
+	if quoted {
 		k--
 	}
 	ke := k
@@ -79,7 +100,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	if k == ke || ke-k >= 64 {
 		return
 	}
-	kind := classifyKey(s[k:ke])
+	key := s[k:ke]
+	kind := classifyKey(key)
+	switch {
+	case kind == keyNone && wordIn(key, typeNames):
+		kind = typedKey(s, k) // var apiKey string = "…"
+	case kind == keyNone && wordIn(key, valueKeys):
+		kind = namedValueKey(s, k) // <add key="ApiKey" value="…"/>, - name: DB_PASSWORD / value: …
+	}
 	if kind == keyNone {
 		return
 	}
@@ -89,6 +117,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	for n := 0; v < len(s) && n < 4 && (s[v] == ' ' || s[v] == '\t'); n++ {
 		v++
 	}
+	c.secretValue(sc, kind, v, s[i:opEnd])
+}
+
+// secretValue reads the value that begins at v (after an optional opening quote) of a key of
+// kind, and records it when it is a secret. op is the assignment operator, "" for values that
+// are not assigned (XML elements, call arguments).
+func (c *Classifier) secretValue(sc *scanState, kind keyKind, v int, op string) {
+	s := sc.s
 	var q byte
 	if v < len(s) && (s[v] == '"' || s[v] == '\'' || s[v] == '`') {
 		q = s[v]
@@ -116,11 +152,16 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 		for ve > v && (s[ve-1] == '.' || s[ve-1] == ',') {
 			ve--
 		}
-		if ve == v || isExpression(s, v, ve, s[i:opEnd]) {
+		if ve == v || isExpression(s, v, ve, op) {
 			return
 		}
 	}
-	value := s[v:ve]
+	c.emitSecret(sc, kind, v, ve)
+}
+
+// emitSecret records the value s[v:ve] of a key of kind when it is a secret.
+func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
+	value := sc.s[v:ve]
 	if kind == keyAWSSecret && c.on(detAWSSecretKey) && isAWSSecret(value) {
 		c.emit(sc, detAWSSecretKey, v, ve)
 		return
@@ -128,6 +169,180 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	if c.on(detGenericSecret) && isGenericSecret(value) {
 		c.emit(sc, detGenericSecret, v, ve)
 	}
+}
+
+// typeNames are type names written between a variable and its value in typed declarations:
+// Go "var apiKey string = …", TypeScript "const apiKey: string = …", Kotlin
+// "val apiToken: String = …".
+var typeNames = []string{"string", "str", "bytes", "char"}
+
+// typedKey classifies the variable before the type name that begins at t, across the spaces
+// and the ':' between them.
+func typedKey(s string, t int) keyKind {
+	j := t
+	for n := 0; j > 0 && n < 4 && (s[j-1] == ' ' || s[j-1] == '\t'); n++ {
+		j--
+	}
+	if j > 0 && s[j-1] == ':' {
+		j--
+		for n := 0; j > 0 && n < 4 && (s[j-1] == ' ' || s[j-1] == '\t'); n++ {
+			j--
+		}
+	}
+	if j == t {
+		return keyNone
+	}
+	je := j
+	for j > 0 && je-j < 64 && isWordByte(s[j-1]) {
+		j--
+	}
+	if j == je || je-j >= 64 {
+		return keyNone
+	}
+	return classifyKey(s[j:je])
+}
+
+// valueKeys are keys that hold the value of a setting named just before them.
+var valueKeys = []string{"value", "content"}
+
+// nameKeys are the keys that name such a setting.
+var nameKeys = []string{"name", "key", "id", "property"}
+
+// namedValueKey classifies the setting whose value key begins at k by the name given just
+// before it, in the same element: an XML attribute (<add key="ApiKey" value="…"/>, <param
+// name="password" value="…">), a JSON member ({"name": "api_key", "value": "…"}) or a YAML
+// list item ("- name: DB_PASSWORD" then "value: …"). Between the name and the value key
+// only white space and a ',' may stand.
+func namedValueKey(s string, k int) keyKind {
+	if k > 0 && (s[k-1] == '"' || s[k-1] == '\'') {
+		k-- // the value key's opening quote
+	}
+	j := k
+	for n := 0; j > 0 && n < 16 && (isSpace(s[j-1]) || s[j-1] == ','); n++ {
+		j--
+	}
+	if j == k || j == 0 {
+		return keyNone
+	}
+	// The name, quoted or not.
+	ne := j
+	if q := s[j-1]; q == '"' || q == '\'' {
+		ne--
+		j = ne
+		for j > 0 && ne-j < 64 && s[j-1] != q && s[j-1] != '\n' {
+			j--
+		}
+		if j == 0 || s[j-1] != q {
+			return keyNone
+		}
+		name := s[j:ne]
+		j--
+		return nameKeyBefore(s, j, name)
+	}
+	for j > 0 && ne-j < 64 && (isWordByte(s[j-1]) || s[j-1] == '-' || s[j-1] == '.') {
+		j--
+	}
+	if j == ne {
+		return keyNone
+	}
+	return nameKeyBefore(s, j, s[j:ne])
+}
+
+// nameKeyBefore checks that the name that begins at j is assigned to one of nameKeys ('=' or
+// ':' and optional spaces and quotes between them), and classifies it.
+func nameKeyBefore(s string, j int, name string) keyKind {
+	for n := 0; j > 0 && n < 4 && (s[j-1] == ' ' || s[j-1] == '\t'); n++ {
+		j--
+	}
+	if j == 0 || s[j-1] != '=' && s[j-1] != ':' {
+		return keyNone
+	}
+	j--
+	for n := 0; j > 0 && n < 4 && (s[j-1] == ' ' || s[j-1] == '\t'); n++ {
+		j--
+	}
+	if j > 0 && (s[j-1] == '"' || s[j-1] == '\'') {
+		j--
+	}
+	ke := j
+	for j > 0 && ke-j < 16 && isAlpha(s[j-1]) {
+		j--
+	}
+	if !wordIn(s[j:ke], nameKeys) || j > 0 && isWordByte(s[j-1]) {
+		return keyNone
+	}
+	return classifyKey(name)
+}
+
+// elementAt handles the '>' at i that may end an XML start tag whose name is a key:
+// <password>value</password>. The value is the element's text, up to its end tag.
+func (c *Classifier) elementAt(sc *scanState, i int) {
+	s := sc.s
+	t := i
+	for t > 0 && i-t < 64 && (isWordByte(s[t-1]) || s[t-1] == '-' || s[t-1] == '.' || s[t-1] == ':') {
+		t--
+	}
+	if t == i || t == 0 || s[t-1] != '<' {
+		return
+	}
+	name := s[t:i]
+	local := name[strings.LastIndexByte(name, ':')+1:] // without a namespace prefix
+	kind := classifyKey(local)
+	if kind == keyNone {
+		return
+	}
+	v := i + 1
+	ve := v
+	for ve < len(s) && ve-v <= maxGenericSecret && isValueByte(s[ve], '<') {
+		ve++
+	}
+	// The value must be followed by its own end tag (or by the end of the text, inside it).
+	if ve == v || ve < len(s) && !strings.HasPrefix(s[ve:], "</"+name+">") && !strings.HasPrefix("</"+name+">", s[ve:]) {
+		return
+	}
+	c.emitSecret(sc, kind, v, ve)
+}
+
+// callArgAt handles the ',' at i that may separate a key and its value in a call:
+// setProperty("db.password", "…"), define('AUTH_KEY', '…'), os.environ.setdefault("API_KEY",
+// "…"). Both must be string literals, the key the call's first argument.
+func (c *Classifier) callArgAt(sc *scanState, i int) {
+	s := sc.s
+	j := i
+	for n := 0; j > 0 && n < 4 && s[j-1] == ' '; n++ {
+		j--
+	}
+	if j == 0 || s[j-1] != '"' && s[j-1] != '\'' {
+		return
+	}
+	q := s[j-1]
+	ke := j - 1
+	k := ke
+	for k > 0 && ke-k < 64 && (isWordByte(s[k-1]) || s[k-1] == '-' || s[k-1] == '.') {
+		k--
+	}
+	if k == ke || k < 2 || s[k-1] != q {
+		return
+	}
+	open := k - 1
+	for n := 0; open > 0 && n < 4 && s[open-1] == ' '; n++ {
+		open--
+	}
+	if open == 0 || s[open-1] != '(' {
+		return
+	}
+	kind := classifyKey(s[k:ke])
+	if kind == keyNone {
+		return
+	}
+	v := i + 1
+	for n := 0; v < len(s) && n < 4 && (s[v] == ' ' || s[v] == '\t'); n++ {
+		v++
+	}
+	if v < len(s) && s[v] != '"' && s[v] != '\'' {
+		return // an expression, not a literal
+	}
+	c.secretValue(sc, kind, v, "")
 }
 
 // isExpression reports an unquoted value that is code rather than a literal: a call or an
@@ -212,6 +427,11 @@ func classifyKey(key string) keyKind {
 	last := words[n-1]
 	if secret && (aws || access && equalFoldASCII(last, "key")) {
 		return keyAWSSecret
+	}
+	for _, w := range words[:n] {
+		if equalFoldASCII(w, "csrf") || equalFoldASCII(w, "xsrf") {
+			return keyNone // an anti-forgery token protects a form; it is not a credential
+		}
 	}
 	if !wordIn(last, secretKeyWords) {
 		return keyNone
@@ -348,7 +568,7 @@ func isReference(v string) bool {
 }
 
 var placeholderWords = []string{
-	"example", "placeholder", "changeme", "change_me", "change-me", "your_", "your-", "yourkey",
+	"example", "placeholder", "changeme", "change_me", "change-me", "your",
 	"xxxx", "****", "redacted", "dummy", "sample", "...", "replace", "insert", "todo", "<", ">",
 }
 

@@ -159,7 +159,10 @@ func (c *Classifier) Categories() []string { return slices.Clone(c.categories) }
 // HoldBackHint is the longest possible match in characters over everything enabled (§4.4):
 // withholding that many trailing characters of a stream means no byte of a match is released
 // before the match is complete. Streaming-prefix detectors (private-key, jwt) count the part
-// they need before they match; unbounded custom patterns count as 256 characters.
+// they need before they match; unbounded custom patterns count as 256 characters. Detectors
+// that decide a match by the text before it (an identifier word before a number, a key
+// before a value) count that context when it is longer than their match: the engine re-sends
+// HoldBackHint characters before the text it has not released yet.
 func (c *Classifier) HoldBackHint() int { return c.hint }
 
 // Classify scores every category against in.Text and returns the spans of all matches.

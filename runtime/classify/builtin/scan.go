@@ -15,7 +15,7 @@ const (
 	trigDigit      uint16 = 1 << iota // phone, credit-card, iban, us-ssn, IPv4
 	trigAt                            // email, and the password of scheme://user:password@host
 	trigColon                         // IPv6
-	trigAssign                        // ':' and '=' of key=value assignments
+	trigAssign                        // ':' and '=' of key=value assignments, '>' of <key>value, ',' of f("key", value)
 	trigDash                          // -----BEGIN, sk-, glpat-, xox?-
 	trigUnderscore                    // gh?_, github_pat_
 	trigUpperA                        // AKIA, ASIA, …

@@ -272,6 +272,8 @@ var contexts = []string{
 	"(%s)",
 	"%s.",
 	"line one\n%s\nline three",
+	"Order no. %s has shipped",
+	"the cluster was upgraded to %s yesterday",
 }
 
 // fillers are entity-free pieces joined between planted ones.
