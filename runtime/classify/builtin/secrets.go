@@ -59,8 +59,8 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 
 // slackToken matches a Slack token that begins at start and has its body from body on:
 // digits first, then letters, digits and '-'. Current tokens have a body of 20 characters or
-// more; legacy tokens with fewer groups are shorter, so 14 characters in two groups or more
-// will do. Documentation placeholders are not tokens: a body that ends with '-' or is
+// more; legacy tokens with fewer groups are shorter, so 14 characters will do when they begin
+// with a team id (eight digits or more) and another group follows. Documentation placeholders are not tokens: a body that ends with '-' or is
 // followed by '#', '*', '<' or '{' ("xoxp-…-####"), or that repeats one character six times
 // ("XXXXXXXX").
 func (c *Classifier) slackToken(sc *scanState, start, body int) {
@@ -76,7 +76,12 @@ func (c *Classifier) slackToken(sc *scanState, start, body int) {
 		return
 	}
 	v := s[body:e]
-	if len(v) < 20 && (len(v) < 14 || strings.IndexByte(v, '-') < 0) || repeats(v, 6) {
+	team := 0
+	for team < len(v) && isDigit(v[team]) {
+		team++
+	}
+	legacy := len(v) >= 14 && team >= 8 && team < len(v) && v[team] == '-'
+	if len(v) < 20 && !legacy || repeats(v, 6) {
 		return
 	}
 	c.emit(sc, detSlack, start, e)
