@@ -12,7 +12,8 @@ import (
 // are also found where the value is not assigned to them directly: behind a type name (var
 // apiKey string = …), in a name/value pair (<add key="ApiKey" value="…"/>, "- name:
 // DB_PASSWORD" then "value: …"), as an XML element (<password>…</password>, trigger '>')
-// and as the first argument of a call (setProperty("db.password", "…"), trigger ','). The
+// and as the first argument of a call (setProperty("db.password", "…"), trigger ',' after a
+// string literal). The
 // span is the value only.
 
 // keyKind is what a key name says about its value.
@@ -41,14 +42,10 @@ var notSecretKeyWords = []string{
 	"hot", "map", "dict", "authenticity",
 }
 
-// assignAt handles ':', '=', '>' or ',' at i.
+// assignAt handles ':', '=' or '>' at i.
 func (c *Classifier) assignAt(sc *scanState, i int) {
-	switch sc.s[i] {
-	case '>':
+	if sc.s[i] == '>' {
 		c.elementAt(sc, i)
-		return
-	case ',':
-		c.callArgAt(sc, i)
 		return
 	}
 	s := sc.s

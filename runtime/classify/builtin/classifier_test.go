@@ -224,6 +224,15 @@ func TestANoMatchCallAllocatesOnlyTheScores(t *testing.T) {
 	if allocs > 1 {
 		t.Errorf("a call on prose allocates %.0f times, want at most 1 (the Scores slice)", allocs)
 	}
+	in.More = true
+	allocs = testing.AllocsPerRun(20, func() {
+		if _, err := c.Classify(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("a streaming call on prose allocates %.0f times, want at most 1 (the Scores slice)", allocs)
+	}
 }
 
 func TestProseHasNoMatches(t *testing.T) {

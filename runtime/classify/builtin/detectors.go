@@ -78,7 +78,7 @@ var detectors = [numDetectors]struct {
 	detSSN:           {"us-ssn", max(maxSSN, numberContext), trigDigit},
 	detIP:            {"ip-address", max(maxIP, numberContext), trigDigit | trigColon},
 	detAWSAccessKey:  {"aws-access-key", maxAWSAccessKey, trigUpperA},
-	detAWSSecretKey:  {"aws-secret-key", max(maxAWSSecretKey, assignContext), trigAssign},
+	detAWSSecretKey:  {"aws-secret-key", max(maxAWSSecretKey, assignContext), trigAssign | trigComma},
 	detGitHub:        {"github-token", maxGitHub, trigUnderscore},
 	detGitLab:        {"gitlab-token", maxGitLab, trigDash},
 	detSlack:         {"slack-token", maxSlack, trigDash},
@@ -86,8 +86,8 @@ var detectors = [numDetectors]struct {
 	detAnthropic:     {"anthropic-key", maxAnthropic, trigDash},
 	detPrivateKey:    {"private-key", maxPEMHeader, trigDash},
 	detJWT:           {"jwt", maxJWTHeader, trigUpperJ},
-	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigAt}, // '@': URL passwords
-	detInjection:     {"prompt-injection", 0, trigBoundary},                     // hint computed from the phrase list
+	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigComma | trigAt}, // '@': URL passwords
+	detInjection:     {"prompt-injection", 0, trigBoundary},                                 // hint computed from the phrase list
 }
 
 // packs are the named detector packs.
@@ -140,8 +140,10 @@ func (c *Classifier) build() {
 			t = trigAt
 		case b == ':':
 			t = trigColon | trigAssign
-		case b == '=', b == '>', b == ',':
+		case b == '=', b == '>':
 			t = trigAssign
+		case b == ',':
+			t = trigComma
 		case b == '-':
 			t = trigDash
 		case b == '_':

@@ -200,7 +200,7 @@ func (c *Classifier) numberMatch(sc *scanState, t *numToken, a, b int) bool {
 	switch {
 	case c.on(detCard) && isCard(s, t, a, b) && !identifierContext(s, start):
 		d = detCard
-	case c.on(detSSN) && isSSN(s, t, a, b, ssnCue(s, start)) && !identifierContext(s, start):
+	case c.on(detSSN) && isSSN(s, t, a, b, start) && !identifierContext(s, start):
 		d = detSSN
 	case c.on(detIP) && isIPv4Groups(s, t, a, b) && !versionContext(s, start):
 		d = detIP
@@ -307,10 +307,11 @@ func plausibleIIN(d []byte) bool {
 	return false
 }
 
-// isSSN: AAA-GG-SSSS with dashes; right after an SSN cue (see ssnCue) also with spaces or
-// as nine digits. It excludes the ranges the SSA never issues (area 000, 666, 900–999; group
-// 00; serial 0000) and the two numbers it voided after they were published.
-func isSSN(s string, t *numToken, a, b int, cue bool) bool {
+// isSSN: AAA-GG-SSSS with dashes; right after an SSN cue (see ssnCue; the number starts at
+// start) also with spaces or as nine digits. It excludes the ranges the SSA never issues
+// (area 000, 666, 900–999; group 00; serial 0000) and the two numbers it voided after they
+// were published.
+func isSSN(s string, t *numToken, a, b, start int) bool {
 	if a == 0 && t.plus {
 		return false
 	}
@@ -318,14 +319,14 @@ func isSSN(s string, t *numToken, a, b int, cue bool) bool {
 	switch b - a {
 	case 1:
 		g := t.g[a]
-		if !cue || g.len() != 9 || g.paren {
+		if g.len() != 9 || g.paren || !ssnCue(s, start) {
 			return false
 		}
 		area, group, serial = s[g.start:g.start+3], s[g.start+3:g.start+5], s[g.start+5:g.end]
 	case 3:
 		_, sep, paren := groupsShape(t, a, b)
 		ga, gg, gs := t.g[a], t.g[a+1], t.g[a+2]
-		if sep != '-' && !(cue && sep == ' ') || paren || ga.len() != 3 || gg.len() != 2 || gs.len() != 4 {
+		if paren || ga.len() != 3 || gg.len() != 2 || gs.len() != 4 || sep != '-' && !(sep == ' ' && ssnCue(s, start)) {
 			return false
 		}
 		area, group, serial = s[ga.start:ga.end], s[gg.start:gg.end], s[gs.start:gs.end]

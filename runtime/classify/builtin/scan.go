@@ -15,7 +15,8 @@ const (
 	trigDigit      uint16 = 1 << iota // phone, credit-card, iban, us-ssn, IPv4
 	trigAt                            // email, and the password of scheme://user:password@host
 	trigColon                         // IPv6
-	trigAssign                        // ':' and '=' of key=value assignments, '>' of <key>value, ',' of f("key", value)
+	trigAssign                        // ':' and '=' of key=value assignments, '>' of <key>value
+	trigComma                         // ',' of f("key", "value")
 	trigDash                          // -----BEGIN, sk-, glpat-, xox?-
 	trigUnderscore                    // gh?_, github_pat_
 	trigUpperA                        // AKIA, ASIA, …
@@ -97,6 +98,14 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 			if t == 0 {
 				continue
 			}
+			// A comma matters to assignments only right after a string literal; elsewhere
+			// it is just a boundary, as it is in prose.
+			if t&trigComma != 0 && (i == 0 || s[i-1] != '"' && s[i-1] != '\'' && s[i-1] != ' ') {
+				t &^= trigComma
+				if t == 0 {
+					continue
+				}
+			}
 			// Spaces are the most frequent trigger: decide them here, without a call, from the
 			// next two bytes.
 			if t == trigBoundary {
@@ -139,6 +148,9 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 	}
 	if t&trigAssign != 0 && i >= sc.assignNext {
 		c.assignAt(sc, i)
+	}
+	if t&trigComma != 0 {
+		c.callArgAt(sc, i)
 	}
 	if t&trigDash != 0 {
 		c.dashAt(sc, i)
