@@ -90,3 +90,28 @@ func TestWithoutMoreTheEndOfTheTextIsABoundary(t *testing.T) {
 		t.Errorf("Classify() = %+v, want the address as a span and Open 0", r)
 	}
 }
+
+// TestOpenOfCustomPatternsAndKeywordsWhenARuneIsCut: a stream can stop inside a multi-byte
+// rune; a custom pattern or keyword that the whole rune would continue is still pending.
+func TestOpenOfCustomPatternsAndKeywordsWhenARuneIsCut(t *testing.T) {
+	for _, cfg := range []Config{
+		{Patterns: []Pattern{{Category: "dessert", Regex: `crème brûlée`}}},
+		{Patterns: []Pattern{{Category: "dessert", Regex: `(?i)crème\s+\pL+`}}},
+		{Keywords: []KeywordSet{{Category: "dessert", Words: []string{"crème brûlée"}}}},
+	} {
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := "une crème brûlée"
+		for k := len("une "); k <= len("une crème brû"); k++ {
+			r, err := c.Classify(context.Background(), classify.Input{Text: text[:k], More: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Open != len("une ") {
+				t.Errorf("%+v on %q: Open %d, want %d", cfg, text[:k], r.Open, len("une "))
+			}
+		}
+	}
+}

@@ -113,6 +113,10 @@ func (p *pattern) pendsAt(s string, c int) bool {
 // most longest runes, so the search looks only at the last UTFMax·(longest+1) bytes; an
 // unbounded pattern searches from the start of the text.
 func (p *pattern) open(s string) int {
+	// A rune cut by the stream is not one the pattern can read yet: search the text before it.
+	// The prefixes are closed under shortening, so that finds every position the whole rune
+	// could be pending from, and the cut rune itself may begin a match.
+	s = s[:partialRuneStart(s)]
 	from := 0
 	if p.longest > 0 {
 		from = max(0, len(s)-utf8.UTFMax*(p.longest+1))
