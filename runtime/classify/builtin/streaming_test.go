@@ -251,7 +251,8 @@ var plantKinds = []struct {
 	{"custom", func(r *rand.Rand, v int) string {
 		forms := []string{"TCK-" + fakeDigits(5, r.IntN(1000)), "ACME-" + fakeDigits(1+r.IntN(20), r.IntN(1000)), "PRJ_abc" + fakeDigits(2+r.IntN(3), r.IntN(1000)),
 			"INC " + fakeDigits(6, r.IntN(1000)), "Code word:  " + fakeFrom(alphaLower, 3+r.IntN(10), r.IntN(1000)),
-			"ACME-" + fakeDigits(3, r.IntN(1000)) + " " + fakeDigits(1+r.IntN(6), r.IntN(1000)), "wxyz" + fakeDigits(4, r.IntN(1000))}
+			"ACME-" + fakeDigits(3, r.IntN(1000)) + " " + fakeDigits(1+r.IntN(6), r.IntN(1000)), "wxyz" + fakeDigits(4, r.IntN(1000)),
+			"Crème  " + []string{"brûlée", "fraîche", "pâtissière"}[r.IntN(3)]}
 		return forms[v%len(forms)]
 	}},
 }
@@ -354,20 +355,34 @@ func TestStreamingPrefixesSettleOnlyWhatTheWholeTextMatches(t *testing.T) {
 	t.Logf("%d texts, %d bytes, matches per category: %v", len(texts), bytes, seen)
 }
 
-// TestStreamingPrefixesOfEachFamilyAlone checks the property with one detector at a time, and
-// with the custom patterns and keywords alone: with every detector on, the token detectors'
-// pending run covers most of the others', and could hide a family that leaves a pending match
-// out.
+// TestStreamingPrefixesOfEachFamilyAlone checks the property with one detector at a time, with
+// the custom patterns alone and with the keywords alone: with every detector on, the token
+// detectors' pending run covers most of the others', and could hide a family that leaves a
+// pending match out.
 func TestStreamingPrefixesOfEachFamilyAlone(t *testing.T) {
-	custom, err := New(Config{Patterns: streamingPatterns, Keywords: streamingKeywords})
+	patterns, err := New(Config{Patterns: streamingPatterns})
 	if err != nil {
 		t.Fatal(err)
 	}
-	configs := map[string]*Classifier{"custom patterns and keywords": custom}
+	keywords, err := New(Config{Keywords: streamingKeywords})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := map[string]*Classifier{"custom patterns": patterns, "keywords": keywords}
 	for _, name := range DetectorNames() {
 		configs[name] = only(t, name)
 	}
-	texts := streamingTexts(12, 4)
+	// Every shape of the custom and keyword kinds, in a sentence, besides the planted texts.
+	var shapes strings.Builder
+	r := rand.New(rand.NewPCG(5, 14))
+	for _, kind := range plantKinds {
+		if kind.name == "custom" || kind.name == "keyword" {
+			for v := range 7 {
+				shapes.WriteString("Then " + kind.gen(r, v) + " was noted, and ")
+			}
+		}
+	}
+	texts := append(streamingTexts(12, 4), shapes.String())
 	for name, c := range configs {
 		t.Run(name, func(t *testing.T) {
 			for _, text := range texts {
