@@ -372,17 +372,17 @@ func TestStreamingPrefixesOfEachFamilyAlone(t *testing.T) {
 	for _, name := range DetectorNames() {
 		configs[name] = only(t, name)
 	}
-	// Every shape of the custom and keyword kinds, in a sentence, besides the planted texts.
-	var shapes strings.Builder
+	// One text per kind with each of its shapes in a sentence, so that every family meets
+	// every shape of its own entities, and a few planted texts besides.
 	r := rand.New(rand.NewPCG(5, 14))
+	texts := streamingTexts(6, 4)
 	for _, kind := range plantKinds {
-		if kind.name == "custom" || kind.name == "keyword" {
-			for v := range 7 {
-				shapes.WriteString("Then " + kind.gen(r, v) + " was noted, and ")
-			}
+		var b strings.Builder
+		for v := range 8 {
+			b.WriteString(fmt.Sprintf(contexts[v%len(contexts)], kind.gen(r, v)) + "\n")
 		}
+		texts = append(texts, b.String())
 	}
-	texts := append(streamingTexts(12, 4), shapes.String())
 	for name, c := range configs {
 		t.Run(name, func(t *testing.T) {
 			for _, text := range texts {
