@@ -319,7 +319,7 @@ func streamingTexts(n int, seed uint64) []string {
 			if r.IntN(3) == 0 {
 				k = r.IntN(len(plantKinds))
 			}
-			b.WriteString(fmt.Sprintf(contexts[r.IntN(len(contexts))], plantKinds[k].gen(r, count[k])))
+			fmt.Fprintf(&b, contexts[r.IntN(len(contexts))], plantKinds[k].gen(r, count[k]))
 			count[k]++
 			b.WriteString([]string{" ", "\n", "", ". "}[r.IntN(4)])
 		}
@@ -379,7 +379,7 @@ func TestStreamingPrefixesOfEachFamilyAlone(t *testing.T) {
 	for _, kind := range plantKinds {
 		var b strings.Builder
 		for v := range 8 {
-			b.WriteString(fmt.Sprintf(contexts[v%len(contexts)], kind.gen(r, v)) + "\n")
+			fmt.Fprintf(&b, contexts[v%len(contexts)]+"\n", kind.gen(r, v))
 		}
 		texts = append(texts, b.String())
 	}
