@@ -512,7 +512,8 @@ func TestStreamingProseIsHeldBackByAboutAWord(t *testing.T) {
 						t.Fatal(err)
 					}
 					gap := k - r.Open
-					sum, n, most = sum+gap, n+1, max(most, gap)
+					chars := utf8.RuneCountInString(text[r.Open:k])
+					sum, n, most = sum+chars, n+1, max(most, chars)
 					if tc.perK != nil {
 						tc.perK(t, text[:k], gap)
 					}
@@ -521,7 +522,7 @@ func TestStreamingProseIsHeldBackByAboutAWord(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s: gap k − Open over %d split points of prose: mean %.2f bytes, max %d", tc.name, n, float64(sum)/float64(n), most)
+			t.Logf("%s: gap k − Open over %d split points of prose: mean %.2f characters, max %d", tc.name, n, float64(sum)/float64(n), most)
 		})
 	}
 }
