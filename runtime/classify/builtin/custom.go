@@ -53,16 +53,17 @@ type pattern struct {
 	re       *regexp.Regexp // the pattern as authored
 	atStart  *regexp.Regexp // ^(?:re), for a window at the start of the text
 	withPrev *regexp.Regexp // ^(?s:.)(?:re), for a window with the rune before it
+	prefix   string         // literal prefix every match begins with
+	first    byteSet
+	hint     int // longest match in characters; maxUnboundedRegex when unbounded
+	longest  int // longest match in characters when bounded
+	windowed bool
+	slot     int // index into scanState.customNext
+	cat      int16
+
 	// The prefixes of re's matches at the end of the text (prefix.go): searched for,
 	// anchored, and anchored after a rune of context.
 	pending, pendingAt, pendingPrev *regexp.Regexp
-	prefix                          string // literal prefix every match begins with
-	first                           byteSet
-	hint                            int // longest match in characters; maxUnboundedRegex when unbounded
-	longest                         int // longest match in characters when bounded
-	windowed                        bool
-	slot                            int // index into scanState.customNext
-	cat                             int16
 }
 
 // compilePattern compiles and analyses a custom pattern.
@@ -75,21 +76,20 @@ func compilePattern(src string) (*pattern, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw := tree
 	tree = tree.Simplify()
 	first, empty := firstBytes(tree)
 	if empty {
 		return nil, errors.New("matches the empty string")
 	}
 	p := &pattern{re: re, first: first}
-	if err := p.compilePending(tree); err != nil {
-		return nil, err
-	}
 	p.prefix, _ = re.LiteralPrefix()
 	longest, bounded := maxRunes(tree)
 	p.hint = maxUnboundedRegex
 	if bounded && longest <= maxUnboundedRegex {
 		p.hint, p.longest = longest, longest
 	}
+	p.compilePending(raw)
 	if bounded && longest <= maxUnboundedRegex && selective(first) {
 		if p.atStart, err = regexp.Compile(`^(?:` + src + `)`); err != nil {
 			return nil, err

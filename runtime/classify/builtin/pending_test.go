@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
@@ -111,6 +112,82 @@ func TestOpenOfCustomPatternsAndKeywordsWhenARuneIsCut(t *testing.T) {
 			}
 			if r.Open != len("une ") {
 				t.Errorf("%+v on %q: Open %d, want %d", cfg, text[:k], r.Open, len("une "))
+			}
+		}
+	}
+}
+
+// TestPrefixLanguageAcceptsEveryPrefixOfAMatch: for every match of a pattern in a text, every
+// prefix of it, at the end of the text cut there, is accepted by the pattern's prefix
+// language (prefix.go) from the match's start — so a match still arriving is pending.
+func TestPrefixLanguageAcceptsEveryPrefixOfAMatch(t *testing.T) {
+	patterns := []string{
+		`\bTCK-\d{5}\b`, `ACME-\d+(?: \d+)*`, `(?i)\bprj_[a-z]{3}\d{2,4}`, `(?m)^ID:\d{4}$`, `colou?r\b`,
+		`(?i)crème\s+\pL+`, `[A-Z]{2}\d{6}`, `(?:ab|cd){2,3}x`, `\d{120}`, strings.Repeat("abcdefghij", 8) + `\d*`,
+		strings.Repeat(`\d`, 60) + `z`, `(foo|foobar)baz`, `a.*b`, `\Bend\b`, `x$`,
+	}
+	texts := []string{
+		"TCK-12345 and ACME-1 22 333, prj_ABC123 PRJ_xyz99\nID:1234\nID:5678 colour color",
+		"une crème brûlée et CRÈME  fraîche; AB123456 ababx cdcdcdx foobarbaz foobaz",
+		strings.Repeat("7", 130) + " " + strings.Repeat("abcdefghij", 8) + "123 " + strings.Repeat("4", 60) + "z",
+		"a then b, the end, legend, x",
+	}
+	for _, src := range patterns {
+		p, err := compilePattern(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.pending == nil {
+			t.Fatalf("%s: no prefix language", src)
+		}
+		for _, text := range texts {
+			for _, loc := range p.re.FindAllStringIndex(text, -1) {
+				for cut := loc[0] + 1; cut <= loc[1]; cut++ {
+					if !utf8.RuneStart(text[cut%len(text)]) && cut < len(text) {
+						continue
+					}
+					if !p.pendsAt(text[:cut], loc[0]) {
+						t.Errorf("%s: %q (of the match %q) is not a prefix", src, text[loc[0]:cut], text[loc[0]:loc[1]])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPatternsWithHugePrefixLanguagesStillWork: a valid pattern never fails New because of
+// its prefix language, however long or deep it is.
+func TestPatternsWithHugePrefixLanguagesStillWork(t *testing.T) {
+	for _, src := range []string{
+		`\d{1000}`, `(?:ab|cd){500}`, strings.Repeat("abcdefghij", 100), strings.Repeat(`\d`, 600),
+		"b" + strings.Repeat("(?:a", 450) + strings.Repeat(")?", 450), strings.Repeat("(?:x|a", 400) + strings.Repeat(")", 400),
+	} {
+		c, err := New(Config{Patterns: []Pattern{{Category: "p", Regex: src}}})
+		if err != nil {
+			t.Fatalf("%.40s…: %v", src, err)
+		}
+		if _, err := c.Classify(context.Background(), classify.Input{Text: "some text then b" + strings.Repeat("a", 20), More: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpenWithoutAPrefixLanguageIsNoLater: a pattern whose prefix language could not be
+// compiled falls back to the earliest position a match can begin at within its reach, which
+// is never later than what the prefix language says.
+func TestOpenWithoutAPrefixLanguageIsNoLater(t *testing.T) {
+	for _, sp := range streamingPatterns {
+		exact, err := compilePattern(sp.Regex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fallback := *exact
+		fallback.pending, fallback.pendingAt, fallback.pendingPrev = nil, nil, nil
+		for _, text := range streamingTexts(8, 9) {
+			for k := 0; k <= len(text); k++ {
+				if f, e := fallback.open(text[:k]), exact.open(text[:k]); f > e {
+					t.Fatalf("%s on %q: fallback Open %d is later than %d", sp.Regex, text[max(0, k-60):k], f, e)
+				}
 			}
 		}
 	}

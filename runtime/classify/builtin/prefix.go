@@ -22,19 +22,7 @@ func prefixLanguage(re *syntax.Regexp) *syntax.Regexp {
 	empty := &syntax.Regexp{Op: syntax.OpEmptyMatch}
 	switch re.Op {
 	case syntax.OpLiteral:
-		// r1 r2 r3 → (?:r1(?:r2(?:r3)?)?)?
-		var p *syntax.Regexp
-		for i := len(re.Rune) - 1; i >= 0; i-- {
-			lit := &syntax.Regexp{Op: syntax.OpLiteral, Rune: []rune{re.Rune[i]}, Flags: re.Flags}
-			if p != nil {
-				lit = concatOf(lit, p)
-			}
-			p = questOf(lit)
-		}
-		if p == nil {
-			return empty
-		}
-		return p
+		return literalPrefixes(re.Rune, re.Flags)
 	case syntax.OpCharClass, syntax.OpAnyCharNotNL, syntax.OpAnyChar:
 		return questOf(re)
 	case syntax.OpCapture, syntax.OpQuest:
@@ -49,13 +37,24 @@ func prefixLanguage(re *syntax.Regexp) *syntax.Regexp {
 		}
 		return concatOf(rep, prefixLanguage(re.Sub[0]))
 	case syntax.OpConcat:
-		// Prefixes of a b c: a prefix of a, or a then a prefix of b c.
-		if len(re.Sub) == 0 {
+		// Prefixes of a b c: a prefix of a, or a then a prefix of b c. Past maxExact parts,
+		// up to as many runes as the rest can match, whatever they are.
+		subs := re.Sub
+		if len(subs) == 0 {
 			return empty
 		}
-		acc := prefixLanguage(re.Sub[len(re.Sub)-1])
-		for i := len(re.Sub) - 2; i >= 0; i-- {
-			acc = altOf(prefixLanguage(re.Sub[i]), concatOf(re.Sub[i], acc))
+		var acc *syntax.Regexp
+		if len(subs) > maxExact {
+			n, bounded := maxRunes(&syntax.Regexp{Op: syntax.OpConcat, Sub: subs[maxExact:]})
+			if !bounded {
+				n = -1
+			}
+			subs, acc = subs[:maxExact], anyRunes(n)
+		} else {
+			subs, acc = subs[:len(subs)-1], prefixLanguage(subs[len(subs)-1])
+		}
+		for i := len(subs) - 1; i >= 0; i-- {
+			acc = altOf(prefixLanguage(subs[i]), concatOf(subs[i], acc))
 		}
 		return acc
 	case syntax.OpAlternate:
@@ -67,6 +66,42 @@ func prefixLanguage(re *syntax.Regexp) *syntax.Regexp {
 	}
 	// The empty match, no match, and the assertions (^ $ \A \z \b \B).
 	return empty
+}
+
+// maxExact is how many runes of a literal, or parts of a concatenation, prefixLanguage
+// spells out; the parser limits how deeply an expression may nest, and each one nests a
+// level deeper.
+const maxExact = 48
+
+// literalPrefixes is the prefix language of a literal: (?:r1(?:r2(?:r3)?)?)? for its first
+// maxExact runes; after them, up to as many runes as the literal has left, whatever they are.
+func literalPrefixes(runes []rune, flags syntax.Flags) *syntax.Regexp {
+	n := min(len(runes), maxExact)
+	var p *syntax.Regexp
+	if len(runes) > n {
+		p = anyRunes(len(runes) - n)
+	}
+	for i := n - 1; i >= 0; i-- {
+		lit := &syntax.Regexp{Op: syntax.OpLiteral, Rune: []rune{runes[i]}, Flags: flags}
+		if p != nil {
+			lit = concatOf(lit, p)
+		}
+		p = questOf(lit)
+	}
+	if p == nil {
+		return &syntax.Regexp{Op: syntax.OpEmptyMatch}
+	}
+	return p
+}
+
+// anyRunes matches up to n runes of any kind, or any number when n is negative or beyond
+// what a repetition may count.
+func anyRunes(n int) *syntax.Regexp {
+	anyRune := &syntax.Regexp{Op: syntax.OpAnyChar}
+	if n < 0 || n > 1000 {
+		return &syntax.Regexp{Op: syntax.OpStar, Sub: []*syntax.Regexp{anyRune}}
+	}
+	return &syntax.Regexp{Op: syntax.OpRepeat, Sub: []*syntax.Regexp{anyRune}, Min: 0, Max: n}
 }
 
 func concatOf(a, b *syntax.Regexp) *syntax.Regexp {
@@ -81,20 +116,20 @@ func questOf(a *syntax.Regexp) *syntax.Regexp {
 	return &syntax.Regexp{Op: syntax.OpQuest, Sub: []*syntax.Regexp{a}}
 }
 
-// compilePending compiles the prefix language of tree anchored at the end of the text: once
-// to search for its leftmost match, and once anchored at a position too, with the rune before
-// it as context (as withPrev), for patterns with a literal prefix (see open).
-func (p *pattern) compilePending(tree *syntax.Regexp) error {
+// compilePending compiles the prefix language of tree (as parsed, with its repetitions
+// still counted) anchored at the end of the text: once to search for its leftmost match, and
+// once anchored at a position too, with the rune before it as context (as withPrev), for
+// patterns with a literal prefix (see open). A pattern whose prefix language is too deep or
+// too large to compile (a concatenation of hundreds of parts) keeps none, and open falls
+// back to the positions its matches can begin at.
+func (p *pattern) compilePending(tree *syntax.Regexp) {
 	lang := prefixLanguage(tree).String()
-	var err error
-	if p.pending, err = regexp.Compile(`(?:` + lang + `)\z`); err != nil {
-		return err
+	pending, err1 := regexp.Compile(`(?:` + lang + `)\z`)
+	at, err2 := regexp.Compile(`^(?:` + lang + `)\z`)
+	prev, err3 := regexp.Compile(`^(?s:.)(?:` + lang + `)\z`)
+	if err1 == nil && err2 == nil && err3 == nil {
+		p.pending, p.pendingAt, p.pendingPrev = pending, at, prev
 	}
-	if p.pendingAt, err = regexp.Compile(`^(?:` + lang + `)\z`); err != nil {
-		return err
-	}
-	p.pendingPrev, err = regexp.Compile(`^(?s:.)(?:` + lang + `)\z`)
-	return err
 }
 
 // pendsAt reports whether the rest of s from c is a prefix of a match.
@@ -120,6 +155,19 @@ func (p *pattern) open(s string) int {
 	from := 0
 	if p.longest > 0 {
 		from = max(0, len(s)-utf8.UTFMax*(p.longest+1))
+	}
+	if p.pending == nil {
+		// Without the prefix language: the earliest position within the longest match
+		// (or the hint, for an unbounded pattern) of the end that a match can begin at.
+		from = len(s)
+		for n := 0; n < p.hint && from > 0; n++ {
+			_, size := utf8.DecodeLastRuneInString(s[:from])
+			from -= size
+		}
+		for from < len(s) && (!utf8.RuneStart(s[from]) || !p.first.has(s[from])) {
+			from++
+		}
+		return from
 	}
 	if p.prefix != "" {
 		return p.openAfterPrefix(s, from)
