@@ -20,11 +20,12 @@ import (
 //
 //   - tokens (email, IPv6, secrets, JWTs, assignment values, URL passwords): the trailing run
 //     of printable ASCII and of the letters and digits addresses may hold. No such match
-//     holds white space, and none looks past the byte right after it, so a match that does
-//     not touch the end of the text ends before the run and is decided.
+//     holds white space, and none looks past the byte right after it, so only a match inside
+//     that run can still change; one that ends before it is decided.
 //   - numbers (phone, credit-card, us-ssn, IPv4): the trailing run of digits and of the
 //     separators, parentheses and '+' a numeric token is written with, plus the bytes that
-//     decide how it ends (':', '/', ',').
+//     decide how it ends (':', '/', ','); nothing when the run ends in the tail of another
+//     number ("12:30", "1,250"), which never matches.
 //   - iban: a trailing stretch that is a beginning of an IBAN (country, check digits, BBAN in
 //     groups), or a complete IBAN whose end is the end of the text.
 //   - private-key: a beginning of a BEGIN line at the end of the text; an unclosed block is
@@ -43,9 +44,10 @@ import (
 // skip only bytes after the start of the match that set them.
 //
 // Left context: matches that depend on text before them (an identifier word before a number,
-// a key before a value, the words before an injection anchor) read at most a few dozen bytes
-// back — less than HoldBackHint for the default packs — and the engine re-sends at least
-// HoldBackHint characters before the previous Open.
+// a key before a value) read a bounded stretch back, and HoldBackHint counts it where it is
+// longer than the match (numberContext, assignContext in detectors.go). The engine re-sends
+// at least HoldBackHint characters before the previous Open, so a pending match is judged with
+// the same context as in the whole text.
 
 // tokenDetectors are the detectors whose matches are runs without white space.
 var tokenDetectors = [...]detector{
