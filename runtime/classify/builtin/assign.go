@@ -7,8 +7,14 @@ import (
 
 // Assignment detectors: aws-secret-key and generic-secret look at `key = value` written in
 // code, config files, environment files, JSON, YAML, headers and URLs. The trigger is the
-// operator ('=' or ':', also ":=" and "=>"); the key before it decides whether the value is
-// looked at, and the value decides whether it is a secret. The span is the value only.
+// operator ('=' or ':', also ":=", "=>", ".=", "?=", "+=" and "::="); the key before it
+// decides whether the value is looked at, and the value decides whether it is a secret. Keys
+// are also found where the value is not assigned to them directly: behind a type name (var
+// apiKey string = …), in a name/value pair (<add key="ApiKey" value="…"/>, "- name:
+// DB_PASSWORD" then "value: …"), as an XML element (<password>…</password>, trigger '>')
+// and as the first argument of a call (setProperty("db.password", "…"), trigger ',' after a
+// string literal). The
+// span is the value only.
 
 // keyKind is what a key name says about its value.
 type keyKind uint8
@@ -28,24 +34,29 @@ var secretKeyWords = []string{
 }
 
 // notSecretKeyWords, before the last word, make a key name a non-credential: public_key,
-// page_token, primaryKey, sort_key, cache_key, …
+// page_token, primaryKey, sort_key, cache_key, authenticity_token (Rails' anti-forgery
+// token), …
 var notSecretKeyWords = []string{
 	"public", "pub", "page", "next", "prev", "continuation", "sort", "partition", "primary",
 	"foreign", "cache", "idempotency", "lookup", "row", "object", "max", "num", "total",
-	"hot", "map", "dict",
+	"hot", "map", "dict", "authenticity",
 }
 
-// assignAt handles ':' or '=' at i.
+// assignAt handles ':', '=' or '>' at i.
 func (c *Classifier) assignAt(sc *scanState, i int) {
+	if sc.s[i] == '>' {
+		c.elementAt(sc, i)
+		return
+	}
 	s := sc.s
-	opEnd := i + 1
+	opStart, opEnd := i, i+1
 	next := byte(0)
 	if i+1 < len(s) {
 		next = s[i+1]
 	}
 	if s[i] == ':' {
 		switch {
-		case next == ':': // "::" is a scope or an IPv6 address
+		case next == ':': // "::" is a scope or an IPv6 address, or begins Makefile's "::="
 			sc.assignNext = i + 2
 			return
 		case next == '=':
@@ -53,8 +64,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 		}
 	} else {
 		switch {
+		case i >= 2 && s[i-1] == ':' && s[i-2] == ':': // Makefile "::="
+			opStart = i - 2
 		case i > 0 && strings.IndexByte("=!<>:", s[i-1]) >= 0:
 			return
+		case i > 0 && strings.IndexByte(".?+", s[i-1]) >= 0: // PHP ".=", Makefile "?=" and "+="
+			opStart = i - 1
+		}
+		switch {
 		case next == '=':
 			sc.assignNext = i + 2
 			return
@@ -65,11 +82,12 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	sc.assignNext = opEnd
 
 	// The key, before optional spaces and a closing quote.
-	k := i
+	k := opStart
 	for n := 0; k > 0 && n < 4 && (s[k-1] == ' ' || s[k-1] == '\t'); n++ {
 		k--
 	}
-	if k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`') {
+	quoted := k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`')
+	if quoted {
 		k--
 	}
 	ke := k
@@ -79,7 +97,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	if k == ke || ke-k >= 64 {
 		return
 	}
-	kind := classifyKey(s[k:ke])
+	key := s[k:ke]
+	kind := classifyKey(key)
+	switch {
+	case kind == keyNone && wordIn(key, typeNames):
+		kind = typedKey(s, k) // var apiKey string = "…"
+	case kind == keyNone && wordIn(key, valueKeys):
+		kind = namedValueKey(s, k) // <add key="ApiKey" value="…"/>, - name: DB_PASSWORD / value: …
+	}
 	if kind == keyNone {
 		return
 	}
@@ -89,6 +114,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	for n := 0; v < len(s) && n < 4 && (s[v] == ' ' || s[v] == '\t'); n++ {
 		v++
 	}
+	c.secretValue(sc, kind, v, s[i:opEnd])
+}
+
+// secretValue reads the value that begins at v (after an optional opening quote) of a key of
+// kind, and records it when it is a secret. op is the assignment operator, "" for values that
+// are not assigned (XML elements, call arguments).
+func (c *Classifier) secretValue(sc *scanState, kind keyKind, v int, op string) {
+	s := sc.s
 	var q byte
 	if v < len(s) && (s[v] == '"' || s[v] == '\'' || s[v] == '`') {
 		q = s[v]
@@ -116,11 +149,16 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 		for ve > v && (s[ve-1] == '.' || s[ve-1] == ',') {
 			ve--
 		}
-		if ve == v || isExpression(s, v, ve, s[i:opEnd]) {
+		if ve == v || isExpression(s, v, ve, op) {
 			return
 		}
 	}
-	value := s[v:ve]
+	c.emitSecret(sc, kind, v, ve)
+}
+
+// emitSecret records the value s[v:ve] of a key of kind when it is a secret.
+func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
+	value := sc.s[v:ve]
 	if kind == keyAWSSecret && c.on(detAWSSecretKey) && isAWSSecret(value) {
 		c.emit(sc, detAWSSecretKey, v, ve)
 		return
@@ -212,6 +250,11 @@ func classifyKey(key string) keyKind {
 	last := words[n-1]
 	if secret && (aws || access && equalFoldASCII(last, "key")) {
 		return keyAWSSecret
+	}
+	for _, w := range words[:n] {
+		if equalFoldASCII(w, "csrf") || equalFoldASCII(w, "xsrf") {
+			return keyNone // an anti-forgery token protects a form; it is not a credential
+		}
 	}
 	if !wordIn(last, secretKeyWords) {
 		return keyNone
@@ -348,7 +391,7 @@ func isReference(v string) bool {
 }
 
 var placeholderWords = []string{
-	"example", "placeholder", "changeme", "change_me", "change-me", "your_", "your-", "yourkey",
+	"example", "placeholder", "changeme", "change_me", "change-me", "your",
 	"xxxx", "****", "redacted", "dummy", "sample", "...", "replace", "insert", "todo", "<", ">",
 }
 

@@ -130,3 +130,21 @@ func BenchmarkClassifyProseMatchPerKiB64KiB(b *testing.B) {
 func BenchmarkClassifyMessage1KiB(b *testing.B) {
 	benchClassify(b, benchProse(1<<10))
 }
+
+// BenchmarkClassifyStreamingMessage1KiB: a streaming call (More) on a typical chat message,
+// to show what computing Open adds to BenchmarkClassifyMessage1KiB.
+func BenchmarkClassifyStreamingMessage1KiB(b *testing.B) {
+	c, err := New(Config{Detectors: defaultPacks()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := classify.Input{Text: benchProse(1 << 10), More: true}
+	ctx := context.Background()
+	b.SetBytes(int64(len(in.Text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Classify(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

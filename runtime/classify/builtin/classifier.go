@@ -159,17 +159,24 @@ func (c *Classifier) Categories() []string { return slices.Clone(c.categories) }
 // HoldBackHint is the longest possible match in characters over everything enabled (§4.4):
 // withholding that many trailing characters of a stream means no byte of a match is released
 // before the match is complete. Streaming-prefix detectors (private-key, jwt) count the part
-// they need before they match; unbounded custom patterns count as 256 characters.
+// they need before they match; unbounded custom patterns count as 256 characters. Detectors
+// that decide a match by the text before it (an identifier word before a number, a key
+// before a value) count that context when it is longer than their match: the engine re-sends
+// HoldBackHint characters before the text it has not released yet.
 func (c *Classifier) HoldBackHint() int { return c.hint }
 
 // Classify scores every category against in.Text and returns the spans of all matches.
 // Non-text parts are ignored: the engine decides which modalities reach which backend. It
 // returns ctx's error when ctx ends before the text is scanned.
+//
+// With in.More set, the end of the text is not a boundary: Result.Open is where the pending
+// text begins (see pending.go), every span ends at or before it, and the scores count only
+// those settled spans. Without it, Open is 0.
 func (c *Classifier) Classify(ctx context.Context, in classify.Input) (classify.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return classify.Result{}, err
 	}
-	spans, err := c.scan(ctx, in.Text)
+	spans, open, err := c.scan(ctx, in.Text, in.More)
 	if err != nil {
 		return classify.Result{}, err
 	}
@@ -177,7 +184,7 @@ func (c *Classifier) Classify(ctx context.Context, in classify.Input) (classify.
 	for _, sp := range spans {
 		scores[sp.Category] = 1
 	}
-	return classify.Result{Scores: scores, Spans: spans}, nil
+	return classify.Result{Scores: scores, Spans: spans, Open: open}, nil
 }
 
 // validCategory reports whether id is a lowercase RFC 1123 label, as category ids are.

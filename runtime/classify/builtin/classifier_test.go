@@ -100,8 +100,10 @@ func TestHoldBackHintIsTheLongestPossibleMatch(t *testing.T) {
 		cfg  Config
 		want int
 	}{
-		{"an SSN is eleven characters", Config{Detectors: []string{"us-ssn"}}, 11},
-		{"a card number with separators is 23 characters", Config{Detectors: []string{"credit-card"}}, 23},
+		{"an SSN counts the words before it that say it is one", Config{Detectors: []string{"us-ssn"}}, numberContext},
+		{"a card number counts the identifier words before it", Config{Detectors: []string{"credit-card"}}, numberContext},
+		{"an IBAN is at most 42 characters", Config{Detectors: []string{"iban"}}, 42},
+		{"an AWS secret key counts its key name", Config{Detectors: []string{"aws-secret-key"}}, assignContext},
 		{"a private key counts its header, not its block", Config{Detectors: []string{"private-key"}}, 37},
 		{"an AWS access key id is 20 characters", Config{Detectors: []string{"aws-access-key"}}, 20},
 		{"the default packs are bounded by the longest secret value", Config{Detectors: defaultPacks()}, 256},
@@ -221,6 +223,15 @@ func TestANoMatchCallAllocatesOnlyTheScores(t *testing.T) {
 	})
 	if allocs > 1 {
 		t.Errorf("a call on prose allocates %.0f times, want at most 1 (the Scores slice)", allocs)
+	}
+	in.More = true
+	allocs = testing.AllocsPerRun(20, func() {
+		if _, err := c.Classify(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("a streaming call on prose allocates %.0f times, want at most 1 (the Scores slice)", allocs)
 	}
 }
 

@@ -60,6 +60,10 @@ type pattern struct {
 	windowed bool
 	slot     int // index into scanState.customNext
 	cat      int16
+
+	// The prefixes of re's matches at the end of the text (prefix.go): searched for,
+	// anchored, and anchored after a rune of context.
+	pending, pendingAt, pendingPrev *regexp.Regexp
 }
 
 // compilePattern compiles and analyses a custom pattern.
@@ -72,6 +76,7 @@ func compilePattern(src string) (*pattern, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw := tree
 	tree = tree.Simplify()
 	first, empty := firstBytes(tree)
 	if empty {
@@ -84,6 +89,7 @@ func compilePattern(src string) (*pattern, error) {
 	if bounded && longest <= maxUnboundedRegex {
 		p.hint, p.longest = longest, longest
 	}
+	p.compilePending(raw)
 	if bounded && longest <= maxUnboundedRegex && selective(first) {
 		if p.atStart, err = regexp.Compile(`^(?:` + src + `)`); err != nil {
 			return nil, err
@@ -263,9 +269,10 @@ type kwEntry struct {
 
 // keywordIndex finds keywords by their first byte.
 type keywordIndex struct {
-	entries []kwEntry
-	byFirst *[256][]int // entry indexes by first byte, longest word first
-	hint    int
+	entries  []kwEntry
+	byFirst  *[256][]int // entry indexes by first byte, longest word first
+	hint     int
+	maxBytes int // longest keyword in bytes
 }
 
 func (k *keywordIndex) len() int { return len(k.entries) }
@@ -305,6 +312,7 @@ func (k *keywordIndex) add(set KeywordSet, cat int16) {
 			}
 		}
 		k.hint = max(k.hint, utf8.RuneCountInString(w))
+		k.maxBytes = max(k.maxBytes, len(w))
 	}
 	for _, l := range k.byFirst {
 		slices.SortStableFunc(l, func(x, y int) int { return len(k.entries[y].word) - len(k.entries[x].word) })

@@ -42,27 +42,43 @@ const (
 	maxOpenAI         = 255
 	maxAnthropic      = 255
 	maxPEMHeader      = 37 // the BEGIN line of an ENCRYPTED key; the block spans to its END or the text's end
+	maxPEMLabel       = 21 // "ENCRYPTED PRIVATE KEY", the longest label of a BEGIN line
 	maxJWTHeader      = 256
 	maxGenericSecret  = 256 // longest value; the key is not part of the span
 	maxUnboundedRegex = 256
 )
 
+// Left context, in bytes: how far before a match a detector reads to decide it. The engine
+// re-sends at least HoldBackHint characters before the text it has not released (§4.4), so
+// the hint covers this too (see pending.go).
+const (
+	// prevWord reads up to 4 bytes of punctuation and 24 letters, and the byte before them;
+	// the number family reads up to three words back ("social security number 123…",
+	// "upgraded to 4.2.1.0").
+	numberContext = 3 * (4 + 24 + 1)
+	// An assignment's value may follow spaces, an operator, a quote and a 64-byte key, and the
+	// key may be named before a type ("var apiKey string = …") or by a name/value pair
+	// (<add key="ApiKey" value="…"/>).
+	assignContext = 200
+)
+
 // detectors lists the built-in detectors in canonical order: pii, secrets, prompt-injection.
 var detectors = [numDetectors]struct {
 	name string
-	// hint is the detector's longest match in characters (§4.4).
+	// hint is the detector's longest match in characters (§4.4), or its left context when
+	// that is longer.
 	hint int
 	// trig are the trigger bits the detector needs in the byte table.
 	trig uint16
 }{
 	detEmail:         {"email", maxEmail, trigAt},
-	detPhone:         {"phone", maxPhone, trigDigit},
-	detCard:          {"credit-card", maxCard, trigDigit},
+	detPhone:         {"phone", max(maxPhone, numberContext), trigDigit},
+	detCard:          {"credit-card", max(maxCard, numberContext), trigDigit},
 	detIBAN:          {"iban", maxIBAN, trigDigit},
-	detSSN:           {"us-ssn", maxSSN, trigDigit},
-	detIP:            {"ip-address", maxIP, trigDigit | trigColon},
+	detSSN:           {"us-ssn", max(maxSSN, numberContext), trigDigit},
+	detIP:            {"ip-address", max(maxIP, numberContext), trigDigit | trigColon},
 	detAWSAccessKey:  {"aws-access-key", maxAWSAccessKey, trigUpperA},
-	detAWSSecretKey:  {"aws-secret-key", maxAWSSecretKey, trigAssign},
+	detAWSSecretKey:  {"aws-secret-key", max(maxAWSSecretKey, assignContext), trigAssign | trigComma},
 	detGitHub:        {"github-token", maxGitHub, trigUnderscore},
 	detGitLab:        {"gitlab-token", maxGitLab, trigDash},
 	detSlack:         {"slack-token", maxSlack, trigDash},
@@ -70,8 +86,8 @@ var detectors = [numDetectors]struct {
 	detAnthropic:     {"anthropic-key", maxAnthropic, trigDash},
 	detPrivateKey:    {"private-key", maxPEMHeader, trigDash},
 	detJWT:           {"jwt", maxJWTHeader, trigUpperJ},
-	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigAt}, // '@': URL passwords
-	detInjection:     {"prompt-injection", 0, trigBoundary},                     // hint computed from the phrase list
+	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigComma | trigAt}, // '@': URL passwords
+	detInjection:     {"prompt-injection", 0, trigBoundary},                                 // hint computed from the phrase list
 }
 
 // packs are the named detector packs.
@@ -124,8 +140,10 @@ func (c *Classifier) build() {
 			t = trigAt
 		case b == ':':
 			t = trigColon | trigAssign
-		case b == '=':
+		case b == '=', b == '>':
 			t = trigAssign
+		case b == ',':
+			t = trigComma
 		case b == '-':
 			t = trigDash
 		case b == '_':

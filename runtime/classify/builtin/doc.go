@@ -9,9 +9,10 @@
 // Classify is built for the sidecar's hot path. It walks the text once, byte by byte, through
 // a 256-entry trigger table built by New. Only bytes that can start or anchor a match of an
 // enabled detector are triggers: '@' (email, URL passwords), digits (phone, card, IBAN, SSN,
-// IPv4), ':' (IPv6, assignments), '=' (assignments), '-' (PEM headers, sk-, glpat-, xox?-),
-// '_' (gh?_, github_pat_), 'A' (AWS key ids), 'J' (the J of eyJ), and word boundaries
-// followed by the first two letters of an anchor word (prompt injection, keywords). At a
+// IPv4), ':' (IPv6, assignments), '=' and '>' (assignments, XML elements), ',' after a string
+// literal (call arguments), '-' (PEM headers, sk-, glpat-, xox?-, xapp-), '_' (gh?_,
+// github_pat_), 'A' (AWS key ids), 'J' (the J of eyJ), and word boundaries followed by the
+// first two letters of an anchor word (prompt injection, keywords). At a
 // trigger a hand-written validator looks at a few bytes around it (Luhn, mod-97, octet ranges,
 // prefixes, entropy) and either records a span or returns; it then tells the walk how far it
 // may skip so that no token is looked at twice. Custom patterns run the Go regexp only on a
@@ -20,14 +21,29 @@
 //
 // # Spans and streaming
 //
-// Spans are byte offsets into Input.Text, sorted by Start then End. The end of the text counts
-// as a word boundary, so a complete token at the end of a streamed prefix matches. Two
-// detectors are "streaming-prefix" detectors: a PEM private-key block that is not closed yet,
-// and a JWT whose header is complete but whose payload or signature is still arriving, both
-// span to the end of the text. Their hint is the length of the part that must be seen before
-// they match (the PEM header, the JWT header and its dot), not the block length, so a hold-back
-// of HoldBackHint characters never releases a byte of a secret that a later evaluation would
-// have matched (§4.4).
+// Spans are byte offsets into Input.Text, sorted by Start then End.
+//
+// Without Input.More the text is complete, and its end counts as a word boundary: a token at
+// the end of the text matches. Two detectors are "streaming-prefix" detectors there: a PEM
+// private-key block that is not closed yet, and a JWT whose header is complete but whose
+// payload or signature is still arriving, both span to the end of the text. Result.Open is 0.
+//
+// With Input.More the text is a stream that has got this far, and its end is not a boundary.
+// Result.Open is the offset of the earliest byte that text still to come could make part of
+// a match: the start of a match still arriving (a token whose tail is on its way, an address
+// whose domain could go on, a number with more groups to come, an unclosed PEM block), or of a
+// beginning that could become one (the first words of an injection phrase, "sk-p", "-----BEG").
+// It is len(Text) when nothing is pending. Every span ends at or before Open, and the text
+// before Open is settled: its spans are exactly those a classification of any longer text
+// would find there. The engine releases a stream only up to Open (§4.4), so no part of a match
+// is ever released before the whole of it can be redacted. Open is as late as the detectors
+// allow — on prose, the start of the last word — so ordinary text streams almost as it
+// arrives. pending.go says how each detector family computes it.
+//
+// HoldBackHint is the longest match, or the longest stretch of text before a match that
+// decides it (the words before a number, the key before a value) when that is longer. The
+// engine re-sends at least that many characters before Open, so a pending match is judged
+// with its context.
 //
 // # Decisions worth knowing
 //
@@ -41,11 +57,26 @@
 //     invoice, ref, ticket, part, sku, serial …; version, build, section, upgraded to …), a
 //     '#', a minus sign or a URL path are identifiers, not matches. Seven-digit local numbers
 //     (555-0132) and plain digit runs (4155550132) are not phones; +14155550132 is.
-//   - us-ssn needs dashes; iban needs a country of the SWIFT registry (its length is known);
-//     both are upper-case as printed.
+//   - us-ssn needs dashes, unless it follows "SSN" or "social security number" (then spaces
+//     or nine digits will do); iban needs a country of the SWIFT registry (its length is
+//     known) and is upper-case as printed. An international phone may begin with 00 instead
+//     of '+' when a real country calling code follows.
+//   - An email's local part may hold an apostrophe between letters (o'brien@example.ie).
 //   - Assignment detectors (aws-secret-key, generic-secret) span the value only, so a redaction
-//     keeps the key name readable. Unquoted code expressions (cfg.Token, getenv(...)) are not
-//     values. generic-secret yields to a more specific secret detector on the same bytes.
+//     keeps the key name readable. Keys are found in assignments of many languages (= : :=
+//     => .= ?= += ::=, with a type between: var apiKey string = "…"), in name/value pairs
+//     (<add key="ApiKey" value="…"/>, a YAML env item), XML elements (<password>…</password>)
+//     and calls (setProperty("db.password", "…")). Unquoted code expressions (cfg.Token,
+//     getenv(...)) are not values. generic-secret yields to a more specific secret detector
+//     on the same bytes.
+//   - Anti-forgery tokens (csrf, xsrf, authenticity_token) protect a form and are not
+//     credentials. Documentation placeholders are not secrets: values with "your", "example",
+//     "xxxx" and the like, AWS key ids repeating a character (AKIAXXXXXXXXXXXXXXXX), Slack
+//     tokens ending in "-" or "####", PEM and PGP blocks whose body holds no key ("...",
+//     nothing). AWS's published example id AKIAIOSFODNN7EXAMPLE is not a secret either.
+//   - Secret tokens span their prefix (sk-, sk-ant-, glpat-, xoxb-, xoxe.xoxp-, ghp_,
+//     github_pat_), so a redaction leaves no part of the token visible.
 //   - Prompt injection is English and matched with ASCII case folding; Unicode confusables and
-//     zero-width characters are not normalized.
+//     zero-width characters are not normalized. Every anchor word is tried, also inside another
+//     match, so overlapping phrases are all reported.
 package builtin

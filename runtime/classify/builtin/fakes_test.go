@@ -61,6 +61,37 @@ func fakeJWT(seed int) string {
 	return header + "." + payload + "." + fakeFrom(alphaB62+"-_", 43, seed)
 }
 
+// fakePaddedJWT returns a JWT whose segments keep their base64 '=' padding, as some
+// libraries write them: the payload's length is chosen so that it needs padding, and the
+// 32-byte signature always does.
+func fakePaddedJWT(seed int) string {
+	enc := base64.URLEncoding
+	header := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+	payload := fmt.Sprintf(`{"sub":"fake-%d","iat":1700000000}`, seed)
+	for len(payload)%3 == 0 {
+		payload = strings.Replace(payload, `{"sub"`, `{ "sub"`, 1)
+	}
+	sig := make([]byte, 32)
+	r := fakeRand(seed)
+	for i := range sig {
+		sig[i] = byte(r.IntN(256))
+	}
+	return header + "." + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(sig)
+}
+
+// fakePGP returns an armored PGP key block of kind "PRIVATE" or "PUBLIC": header, blank
+// line, body, CRC line and footer.
+func fakePGP(kind string, seed int) string {
+	var b strings.Builder
+	b.WriteString("-----" + "BEGIN PGP " + kind + " KEY BLOCK-----\n\n")
+	for i := 0; i < 4; i++ {
+		b.WriteString(fakeBase64(64, seed*10+i) + "\n")
+	}
+	b.WriteString("=" + fakeBase64(4, seed) + "\n")
+	b.WriteString("-----" + "END PGP " + kind + " KEY BLOCK-----")
+	return b.String()
+}
+
 // fakeAWSKeyID returns a 20-character access key id with the given prefix.
 func fakeAWSKeyID(prefix string, seed int) string {
 	return prefix + fakeFrom(alphaUpper+"234567", 20-len(prefix), seed)

@@ -55,3 +55,30 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStreamingPrefix: whatever the text and wherever the stream has got to, the spans that a
+// streaming call settles are exactly the whole text's spans that start before its Open (see
+// streaming_test.go), so a stream released up to Open never releases part of a match.
+func FuzzStreamingPrefix(f *testing.F) {
+	for i, text := range streamingTexts(24, 3) {
+		f.Add(text, uint16(i*37))
+	}
+	for i, s := range loadCorpus(f) {
+		if i%4 == 0 {
+			f.Add(s.Text, uint16(len(s.Text)*2/3))
+		}
+	}
+	f.Add("ignore all previous instruct", uint16(28))
+	f.Add("card 4111 1111 1111 1111 ok", uint16(17))
+	c := streamingClassifier(f)
+	f.Fuzz(func(t *testing.T, text string, cut uint16) {
+		full, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := int(cut) % (len(text) + 1)
+		if _, err := checkPrefix(c, text, full, k); err != nil {
+			t.Fatalf("split at %d of %q: %v", k, text, err)
+		}
+	})
+}

@@ -118,11 +118,13 @@ func (sl *injSlot) setLens() {
 }
 
 // injPhrase is a compiled phrase: the slots after the anchor match forwards, the ones before
-// it backwards (stored reversed, words reversed).
+// it backwards (stored reversed, words reversed). slots are all of them in reading order, for
+// finding phrases still arriving (pending_phrases.go).
 type injPhrase struct {
 	anchor injSlot
 	after  []injSlot
 	before []injSlot
+	slots  []injSlot
 }
 
 // injTable is the compiled phrase list.
@@ -137,6 +139,13 @@ type injTable struct {
 	// b0<<8|b1: the single pass tests it before stopping at a word.
 	pairs byteSet64k
 	hint  int
+	// byFirstWord lists, per first word of a phrase's first slot, the phrases that can
+	// begin with it; firstList holds its keys. reach is how far before the end of the text
+	// a phrase still pending can begin: the longest phrase in bytes (’ is three) with its
+	// widest gaps, and the gap and clause word read after it.
+	byFirstWord map[string][]int
+	firstList   []string
+	reach       int
 }
 
 var (
@@ -147,7 +156,7 @@ var (
 // compileInjection parses the phrase list. The list is part of the program, so a malformed
 // phrase is a programming error and panics at start-up (and in the tests).
 func compileInjection(phrases []string, sets map[string]string) *injTable {
-	t := &injTable{byAnchor: map[string][]int{}}
+	t := &injTable{byAnchor: map[string][]int{}, byFirstWord: map[string][]int{}}
 	for _, src := range phrases {
 		expanded := src
 		for name, alts := range sets {
@@ -176,7 +185,10 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		if anchor < 0 || slots[anchor].opt {
 			panic(fmt.Sprintf("builtin: injection phrase %q has no mandatory anchor", src))
 		}
-		p := injPhrase{anchor: slots[anchor], after: slots[anchor+1:]}
+		if slots[0].opt || slots[0].alts[0][0] == "$" {
+			panic(fmt.Sprintf("builtin: injection phrase %q must begin with a mandatory word", src))
+		}
+		p := injPhrase{anchor: slots[anchor], after: slots[anchor+1:], slots: slots}
 		for k := anchor - 1; k >= 0; k-- {
 			rev := injSlot{opt: slots[k].opt}
 			for _, alt := range slots[k].alts {
@@ -191,6 +203,15 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		}
 		idx := len(t.phrases)
 		t.phrases = append(t.phrases, p)
+		for _, alt := range slots[0].alts {
+			w := alt[0]
+			if l := t.byFirstWord[w]; len(l) == 0 || l[len(l)-1] != idx {
+				if len(l) == 0 {
+					t.firstList = append(t.firstList, w)
+				}
+				t.byFirstWord[w] = append(l, idx)
+			}
+		}
 		for _, alt := range p.anchor.alts {
 			w := alt[0]
 			if len(w) >= len(t.lenFirst) || w[0] < 'a' || w[0] > 'z' {
@@ -209,7 +230,14 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 			}
 		}
 		t.hint = max(t.hint, phraseLen(slots))
+		// Every apostrophe may be written ’, two bytes longer.
+		t.reach = max(t.reach, phraseLen(slots)+2*strings.Count(expanded, "'"))
 	}
+	longestClauseWord := 0
+	for _, w := range clauseWords {
+		longestClauseWord = max(longestClauseWord, len(w))
+	}
+	t.reach += maxInjectionGap + longestClauseWord + utf8.UTFMax
 	return t
 }
 
@@ -276,8 +304,11 @@ func (c *Classifier) injectionAt(sc *scanState, p int) {
 			if !ok {
 				continue
 			}
+			// No cursor skips the anchors inside this match: whether an anchor matches
+			// depends on its own neighbourhood only, which keeps a streaming call's settled
+			// matches those of the whole text (pending.go). Overlapping matches are rare and
+			// both reported.
 			c.emit(sc, detInjection, start, end)
-			sc.injNext = end
 			return
 		}
 	}

@@ -1,5 +1,7 @@
 package builtin
 
+import "strings"
+
 // The number family: phone, credit-card, us-ssn and IPv4 addresses (ip-address) share one
 // parse of a numeric token at the first digit, so a run of digits is looked at once. IBANs
 // are found from the same trigger (pii.go).
@@ -198,7 +200,7 @@ func (c *Classifier) numberMatch(sc *scanState, t *numToken, a, b int) bool {
 	switch {
 	case c.on(detCard) && isCard(s, t, a, b) && !identifierContext(s, start):
 		d = detCard
-	case c.on(detSSN) && isSSN(s, t, a, b) && !identifierContext(s, start):
+	case c.on(detSSN) && isSSN(s, t, a, b, start) && !identifierContext(s, start):
 		d = detSSN
 	case c.on(detIP) && isIPv4Groups(s, t, a, b) && !versionContext(s, start):
 		d = detIP
@@ -305,18 +307,32 @@ func plausibleIIN(d []byte) bool {
 	return false
 }
 
-// isSSN: AAA-GG-SSSS with dashes, excluding the ranges the SSA never issues (area 000, 666,
-// 900–999; group 00; serial 0000) and the two numbers it voided after they were published.
-func isSSN(s string, t *numToken, a, b int) bool {
-	if b-a != 3 || a == 0 && t.plus {
+// isSSN: AAA-GG-SSSS with dashes; right after an SSN cue (see ssnCue; the number starts at
+// start) also with spaces or as nine digits. It excludes the ranges the SSA never issues
+// (area 000, 666, 900–999; group 00; serial 0000) and the two numbers it voided after they
+// were published.
+func isSSN(s string, t *numToken, a, b, start int) bool {
+	if a == 0 && t.plus {
 		return false
 	}
-	_, sep, paren := groupsShape(t, a, b)
-	ga, gg, gs := t.g[a], t.g[a+1], t.g[a+2]
-	if sep != '-' || paren || ga.len() != 3 || gg.len() != 2 || gs.len() != 4 {
+	var area, group, serial string
+	switch b - a {
+	case 1:
+		g := t.g[a]
+		if g.len() != 9 || g.paren || !ssnCue(s, start) {
+			return false
+		}
+		area, group, serial = s[g.start:g.start+3], s[g.start+3:g.start+5], s[g.start+5:g.end]
+	case 3:
+		_, sep, paren := groupsShape(t, a, b)
+		ga, gg, gs := t.g[a], t.g[a+1], t.g[a+2]
+		if paren || ga.len() != 3 || gg.len() != 2 || gs.len() != 4 || sep != '-' && !(sep == ' ' && ssnCue(s, start)) {
+			return false
+		}
+		area, group, serial = s[ga.start:ga.end], s[gg.start:gg.end], s[gs.start:gs.end]
+	default:
 		return false
 	}
-	area, group, serial := s[ga.start:ga.end], s[gg.start:gg.end], s[gs.start:gs.end]
 	switch {
 	case area == "000", area == "666", area[0] == '9', group == "00", serial == "0000":
 		return false
@@ -324,6 +340,32 @@ func isSSN(s string, t *numToken, a, b int) bool {
 		return false
 	}
 	return true
+}
+
+// ssnCue reports whether the number at start follows a word that says it is a Social
+// Security number: "SSN", "SSN no.", "social security number", "Social Security No.", with
+// ':', '#' or '=' before the number.
+func ssnCue(s string, start int) bool {
+	ws, we, ok := prevWord(s, start, ":#.=")
+	if !ok {
+		return false
+	}
+	if wordIn(s[ws:we], []string{"ssn", "ssns"}) {
+		return true
+	}
+	if wordIn(s[ws:we], numberWords) {
+		if ws, we, ok = prevWord(s, ws, ".#"); !ok {
+			return false
+		}
+		if equalFoldASCII(s[ws:we], "ssn") {
+			return true
+		}
+	}
+	if !equalFoldASCII(s[ws:we], "security") {
+		return false
+	}
+	ws, we, ok = prevWord(s, ws, "")
+	return ok && equalFoldASCII(s[ws:we], "social")
 }
 
 // isIPv4Groups: four dot-separated octets ≤ 255 without leading zeros. Longer chains (a
@@ -393,6 +435,20 @@ func isPhone(s string, t *numToken, a, b int) bool {
 		}
 		return true
 	}
+	// International with the 00 exit code instead of '+': "0044 20 7946 0958". The first
+	// group is 00 and a country calling code, and 9–15 digits follow the 00.
+	if g[0].len() >= 3 && g[0].len() <= 5 && !g[0].paren && ng >= 2 && s[g[0].start:g[0].start+2] == "00" {
+		if !countryCode(s[g[0].start+2:g[0].end]) || digits-2 < 9 || digits-2 > 15 {
+			return false
+		}
+		for k := 1; k < ng; k++ {
+			trunk := g[k].paren && s[g[k].start:g[k].end] == "0"
+			if !trunk && (g[k].len() < 2 && k > 1 || g[k].len() > 8) {
+				return false
+			}
+		}
+		return true
+	}
 	// North American Numbering Plan.
 	if n := ng; n == 3 || n == 4 && g[0].len() == 1 && s[g[0].start] == '1' && !g[0].paren {
 		h := g[n-3:]
@@ -448,6 +504,25 @@ func isPhone(s string, t *numToken, a, b int) bool {
 		}
 	}
 	return true
+}
+
+// countryCode reports whether cc is exactly an ITU-T E.164 country calling code as its digits
+// say: 1 and 7 stand alone, a few dozen codes have two digits, and the zones 2, 3, 4, 5, 6,
+// 8 and 9 hold the three-digit ones.
+func countryCode(cc string) bool {
+	switch {
+	case len(cc) == 0 || cc[0] == '0':
+		return false
+	case cc[0] == '1' || cc[0] == '7':
+		return len(cc) == 1
+	}
+	if len(cc) < 2 {
+		return false
+	}
+	if strings.Contains(" 20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61 62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98 ", " "+cc[:2]+" ") {
+		return len(cc) == 2
+	}
+	return len(cc) == 3 && strings.Contains(" 21 22 23 24 25 26 29 35 37 38 42 50 59 67 68 69 85 87 88 96 97 99 ", " "+cc[:2]+" ")
 }
 
 func pairValue(s string, g numGroup) int { return int(s[g.start]-'0')*10 + int(s[g.start+1]-'0') }

@@ -18,6 +18,11 @@ func (c *Classifier) atSignAt(sc *scanState, i int) {
 			a--
 			continue
 		}
+		// An apostrophe between letters or digits, as in o'brien@example.ie.
+		if s[a-1] == '\'' && a >= 2 && isAlnum(s[a-2]) && a < i && isAlnum(s[a]) {
+			a--
+			continue
+		}
 		// Internationalized addresses (RFC 6531) have letters beyond ASCII.
 		r, n := utf8.DecodeLastRuneInString(s[:a])
 		if s[a-1] < utf8.RuneSelf || !isAddressRune(r) {

@@ -15,7 +15,8 @@ const (
 	trigDigit      uint16 = 1 << iota // phone, credit-card, iban, us-ssn, IPv4
 	trigAt                            // email, and the password of scheme://user:password@host
 	trigColon                         // IPv6
-	trigAssign                        // ':' and '=' of key=value assignments
+	trigAssign                        // ':' and '=' of key=value assignments, '>' of <key>value
+	trigComma                         // ',' of f("key", "value")
 	trigDash                          // -----BEGIN, sk-, glpat-, xox?-
 	trigUnderscore                    // gh?_, github_pat_
 	trigUpperA                        // AKIA, ASIA, …
@@ -60,7 +61,6 @@ type scanState struct {
 	numNext    int
 	ip6Next    int
 	assignNext int
-	injNext    int
 	customNext [maxWindowed]int
 }
 
@@ -75,8 +75,10 @@ func (c *Classifier) emit(sc *scanState, d detector, start, end int) {
 	sc.add(start, end, c.cat[d], d)
 }
 
-// scan is the single pass over s.
-func (c *Classifier) scan(ctx context.Context, s string) ([]classify.Span, error) {
+// scan is the single pass over s. With more set (Input.More), it also computes where the
+// pending text begins (see pending.go) and returns only the spans that end before it, with
+// that offset; otherwise the offset is 0.
+func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.Span, int, error) {
 	var sc scanState
 	sc.s = s
 	n := len(s)
@@ -87,7 +89,7 @@ func (c *Classifier) scan(ctx context.Context, s string) ([]classify.Span, error
 	for lo := 0; lo < n; lo += ctxStride {
 		if lo > 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		hi := min(n, lo+ctxStride)
@@ -95,6 +97,14 @@ func (c *Classifier) scan(ctx context.Context, s string) ([]classify.Span, error
 			t := trig[s[i]]
 			if t == 0 {
 				continue
+			}
+			// A comma matters to assignments only right after a string literal; elsewhere
+			// it is just a boundary, as it is in prose.
+			if t&trigComma != 0 && (i == 0 || s[i-1] != '"' && s[i-1] != '\'' && s[i-1] != ' ') {
+				t &^= trigComma
+				if t == 0 {
+					continue
+				}
 			}
 			// Spaces are the most frequent trigger: decide them here, without a call, from the
 			// next two bytes.
@@ -113,7 +123,12 @@ func (c *Classifier) scan(ctx context.Context, s string) ([]classify.Span, error
 	for _, p := range c.global {
 		p.matchAll(&sc)
 	}
-	return sc.finish(), nil
+	if !more {
+		return sc.finish(), 0, nil
+	}
+	open := c.open(s)
+	open = sc.settle(open)
+	return sc.finish(), open, nil
 }
 
 // trigger runs the handlers of the trigger bits t at position i.
@@ -133,6 +148,9 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 	}
 	if t&trigAssign != 0 && i >= sc.assignNext {
 		c.assignAt(sc, i)
+	}
+	if t&trigComma != 0 {
+		c.callArgAt(sc, i)
 	}
 	if t&trigDash != 0 {
 		c.dashAt(sc, i)
@@ -157,7 +175,7 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 // wordAt runs the word-level matchers at p, the first byte of a word.
 func (c *Classifier) wordAt(sc *scanState, p int) {
 	f := c.wordFirst[sc.s[p]]
-	if f&firstInjection != 0 && p >= sc.injNext {
+	if f&firstInjection != 0 {
 		c.injectionAt(sc, p)
 	}
 	if f&firstKeyword != 0 {
@@ -167,7 +185,8 @@ func (c *Classifier) wordAt(sc *scanState, p int) {
 
 // finish sorts the spans by Start, End and category, applies the rule that generic-secret
 // yields to a specific secret detector on the same bytes, strips the detector bits and drops
-// duplicates.
+// duplicates. In a streaming call, settle has already dropped the pending spans: a pending
+// specific secret must not take a settled generic-secret span with it.
 func (sc *scanState) finish() []classify.Span {
 	sp := sc.spans
 	if len(sp) == 0 {

@@ -40,12 +40,64 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 			isGitLab := func(b byte) bool { return isB64URL(b) || b == '.' }
 			c.prefixedToken(sc, detGitLab, i-5, i+1, 20, maxGitLab, isGitLab, 2)
 		}
-	case i >= 4 && s[i-4] == 'x' && s[i-3] == 'o' && s[i-2] == 'x' && strings.IndexByte("bpares", s[i-1]) >= 0 && tokenStart(s, i-4):
-		if c.on(detSlack) && i+1 < len(s) && isDigit(s[i+1]) {
-			isSlack := func(b byte) bool { return isAlnum(b) || b == '-' }
-			c.prefixedToken(sc, detSlack, i-4, i+1, 20, maxSlack, isSlack, 1)
+	case i >= 4 && s[i-4] == 'x' && s[i-3] == 'o' && s[i-2] == 'x' && strings.IndexByte("bpares", s[i-1]) >= 0:
+		// xoxb- bot, xoxp- user, xoxa- and xoxr- app access and refresh, xoxs- workspace,
+		// xoxe- rotating refresh tokens; a rotating access token is written xoxe.xoxp-.
+		start := i - 4
+		if i >= 9 && s[i-9:i-4] == "xoxe." {
+			start = i - 9
+		}
+		if c.on(detSlack) && tokenStart(s, start) {
+			c.slackToken(sc, start, i+1)
+		}
+	case i >= 4 && s[i-4:i] == "xapp" && tokenStart(s, i-4):
+		if c.on(detSlack) {
+			c.slackToken(sc, i-4, i+1) // app-level token: xapp-1-A…-…-…
 		}
 	}
+}
+
+// slackToken matches a Slack token that begins at start and has its body from body on:
+// digits first, then letters, digits and '-'. Current tokens have a body of 20 characters or
+// more; legacy tokens with fewer groups are shorter, so 14 characters will do when they begin
+// with a team id (eight digits or more) and another group follows. Documentation placeholders are not tokens: a body that ends with '-' or is
+// followed by '#', '*', '<' or '{' ("xoxp-…-####"), or that repeats one character six times
+// ("XXXXXXXX").
+func (c *Classifier) slackToken(sc *scanState, start, body int) {
+	s := sc.s
+	if body >= len(s) || !isDigit(s[body]) {
+		return
+	}
+	e := body
+	for e < len(s) && e-start <= maxSlack && (isAlnum(s[e]) || s[e] == '-') {
+		e++
+	}
+	if e-start > maxSlack || e < len(s) && (isWordByte(s[e]) || strings.IndexByte("#*<{", s[e]) >= 0) || s[e-1] == '-' {
+		return
+	}
+	v := s[body:e]
+	team := 0
+	for team < len(v) && isDigit(v[team]) {
+		team++
+	}
+	legacy := len(v) >= 14 && team >= 8 && team < len(v) && v[team] == '-'
+	if len(v) < 20 && !legacy || repeats(v, 6) {
+		return
+	}
+	c.emit(sc, detSlack, start, e)
+}
+
+// repeats reports whether v has a run of n ≥ 2 equal bytes.
+func repeats(v string, n int) bool {
+	run := 1
+	for i := 1; i < len(v); i++ {
+		if v[i] != v[i-1] {
+			run = 1
+		} else if run++; run >= n {
+			return true
+		}
+	}
+	return false
 }
 
 // underscoreAt handles a '_' at i: gh[pousr]_ and github_pat_ tokens.
@@ -113,7 +165,9 @@ func classMix(v string) int {
 var awsPrefixes = [...]string{"AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "APKA", "AROA"}
 
 // awsKeyAt handles an 'A' at i: a 20-character access key id, upper-case letters and digits.
-// Ids ending in EXAMPLE are the ones in AWS documentation and are not matches.
+// Ids ending in EXAMPLE are the ones in AWS documentation (AKIAIOSFODNN7EXAMPLE): they are
+// published, so they are not secrets, and redacting them would only garble documentation.
+// Nor are placeholders that repeat a character six times (AKIAXXXXXXXXXXXXXXXX).
 func (c *Classifier) awsKeyAt(sc *scanState, i int) {
 	s := sc.s
 	if i+maxAWSAccessKey > len(s) || i > 0 && isWordByte(s[i-1]) {
@@ -132,14 +186,14 @@ func (c *Classifier) awsKeyAt(sc *scanState, i int) {
 			return
 		}
 	}
-	if strings.HasSuffix(id, "EXAMPLE") {
+	if strings.HasSuffix(id, "EXAMPLE") || repeats(id[4:], 6) {
 		return
 	}
 	c.emit(sc, detAWSAccessKey, i, i+maxAWSAccessKey)
 }
 
 // jwtAt handles a 'J' at i, the J of "eyJ" (base64 of `{"`): three (or, for JWE, five)
-// base64url segments joined by dots. The header must be at least 10 characters, the payload
+// base64url segments joined by dots, each with or without '=' padding. The header must be at least 10 characters, the payload
 // must also be a JSON object ("ey…" or "ew…") and the signature at least 16 characters; an
 // unsecured token may end with the second dot. When the text ends inside the payload or the
 // signature, the header is complete and the token is matched to the end of the text, so that
@@ -156,6 +210,10 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 	for n < len(seg) {
 		a := k
 		for k < len(s) && isB64URL(s[k]) {
+			k++
+		}
+		// Some libraries keep base64's '=' padding (at most two) on a segment.
+		for p := 0; p < 2 && k > a && k < len(s) && s[k] == '='; p++ {
 			k++
 		}
 		seg[n] = [2]int{a, k}
@@ -197,14 +255,21 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 	c.emit(sc, detJWT, start, end)
 }
 
-// pemLabels are the private-key PEM labels, after "-----BEGIN ".
+// pemLabels are the private-key PEM labels, after "-----BEGIN ", and the armor label of an
+// OpenPGP private key block.
 var pemLabels = [...]string{
 	"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY",
-	"DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY",
+	"DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK",
 }
 
+// minPEMBody is the fewest base64 characters a block's body must have to hold a key. The
+// smallest real key (an Ed25519 key in PKCS #8) has 64.
+const minPEMBody = 32
+
 // privateKeyAt handles the first '-' of "-----BEGIN <label>-----". The span runs to the end
-// of the matching END line, or to the end of the text when the block is not closed yet.
+// of the matching END line, or to the end of the text when the block is not closed yet. A
+// closed block whose body has no key in it is a template, not a key: nothing between BEGIN
+// and END, "...", "<your key here>", or one character repeated.
 func (c *Classifier) privateKeyAt(sc *scanState, i int) {
 	const begin, dashes = "-----BEGIN ", "-----"
 	s := sc.s
@@ -227,6 +292,9 @@ func (c *Classifier) privateKeyAt(sc *scanState, i int) {
 			e := k + j + len("-----END ")
 			if strings.HasPrefix(s[e:], label) && strings.HasPrefix(s[e+len(label):], dashes) {
 				end = e + len(label) + len(dashes)
+				if !pemBodyHoldsKey(s[body : k+j]) {
+					return
+				}
 				break
 			}
 			k = e
@@ -234,4 +302,24 @@ func (c *Classifier) privateKeyAt(sc *scanState, i int) {
 		c.emit(sc, detPrivateKey, i, end)
 		return
 	}
+}
+
+// pemBodyHoldsKey reports whether a block's body has at least minPEMBody base64 characters,
+// and not one character repeated. Line breaks written as \n (PEM in JSON) are not counted.
+func pemBodyHoldsKey(body string) bool {
+	body = strings.ReplaceAll(body, `\n`, "\n")
+	n := 0
+	var first byte
+	same := true
+	for i := 0; i < len(body); i++ {
+		b := body[i]
+		if isAlnum(b) || b == '+' || b == '/' {
+			if n == 0 {
+				first = b
+			}
+			same = same && b == first
+			n++
+		}
+	}
+	return n >= minPEMBody && !same
 }
