@@ -384,10 +384,49 @@ func isVersion(v string) bool {
 // %VAR%, {{ .Values.x }}, and URLs. (Paths are made of words and fail isWordlike.)
 func isReference(v string) bool {
 	switch v[0] {
-	case '$', '%', '{':
+	case '$', '{':
 		return true
+	case '%':
+		// %(name)s, %NAME% (a Windows variable); not a password that starts with '%'.
+		return len(v) > 1 && v[1] == '(' || strings.IndexByte(v[1:], '%') == len(v)-2 && isWordlikeName(v[1:len(v)-1])
 	}
 	return strings.Contains(v, "://")
+}
+
+// innerDigit reports a digit between two letters of v ("Wue6IUS", not "key2" or "2024-db").
+func innerDigit(v string) bool {
+	for i := 1; i+1 < len(v); i++ {
+		if isDigit(v[i]) && isAlpha(v[i-1]) {
+			for k := i + 1; k < len(v) && isDigit(v[k]); k++ {
+				i = k
+			}
+			if i+1 < len(v) && isAlpha(v[i+1]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasVowel reports whether a run of letters has a vowel (y included).
+func hasVowel(w string) bool {
+	for i := 0; i < len(w); i++ {
+		switch w[i] | 0x20 {
+		case 'a', 'e', 'i', 'o', 'u', 'y':
+			return true
+		}
+	}
+	return false
+}
+
+// isWordlikeName reports an environment variable name: letters, digits and underscores.
+func isWordlikeName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isWordByte(s[i]) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 var placeholderWords = []string{
@@ -415,9 +454,13 @@ func isPlaceholder(v string) bool {
 // "production-db-2024" are wordlike; random tokens change case or class every two characters
 // or so and are not.
 func isWordlike(v string) bool {
-	humps, short := 0, 0
+	humps, short, letters, unspoken := 0, 0, 0, 0
 	hump := func(a, b int) {
 		humps++
+		letters += b - a
+		if b-a >= 3 && !isUpper(v[b-1]) && !hasVowel(v[a:b]) {
+			unspoken++ // "Qdv": not a word, not an acronym ("db" and "ok" are words)
+		}
 		whole := (a == 0 || !isAlnum(v[a-1])) && (b == len(v) || !isAlnum(v[b]))
 		if b-a <= 2 && !whole {
 			short++
@@ -457,6 +500,15 @@ func isWordlike(v string) bool {
 		default:
 			i++
 		}
+	}
+	if unspoken >= 2 && 3*unspoken >= humps || unspoken >= 1 && innerDigit(v) ||
+		humps > 0 && letters <= 4*humps && entropy(v) >= 4.5 {
+		// Humps that cannot be spoken (with digits inside the value, as random tokens of 62
+		// characters nearly always have), or short humps in a value this varied, are a
+		// random token's case changes, not words: identifiers and phrases have vowels and repeat
+		// their letters (entropy ≤ 4.1 bits per byte even at 30 characters); tokens drawn
+		// from 62 characters do not.
+		return false
 	}
 	return short <= 1 || 3*short <= humps
 }

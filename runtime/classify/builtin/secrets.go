@@ -15,7 +15,10 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 		if c.on(detPrivateKey) {
 			c.privateKeyAt(sc, i)
 		}
-		return
+		if i == 0 || !isAlnum(s[i-1]) {
+			return
+		}
+		// The dash of a token's prefix whose body begins with '-' (sk--…, glpat--…).
 	}
 	switch {
 	case i >= 2 && s[i-2] == 's' && s[i-1] == 'k' && tokenStart(s, i-2):
