@@ -242,8 +242,10 @@ func TestBlockedStreamCarriesTheProvidersUsage(t *testing.T) {
 	t.Run("a block in the middle of a slow answer does not wait for the answer's end", func(t *testing.T) {
 		g := startGuard(t, streamedBluebird(t), upstream(p.URL))
 		// 40 events 150 ms apart: the provider's usage would come after 6 s.
-		s := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(append([]string{"Say ", "bluebird"},
-			strings.Split(strings.Repeat("and more ", 36), " ")...)...)}}, Delay: 150 * time.Millisecond, Usage: usage}
+		// The word is whole once the space after it arrives: "bluebird" alone could still
+		// become "bluebirds", which the keyword does not match.
+		s := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(append([]string{"Say ", "bluebird "},
+			strings.SplitAfter(strings.Repeat("and more ", 36), " ")...)...)}}, Delay: 150 * time.Millisecond, Usage: usage}
 		p.Enqueue(s)
 		params := chatParams("hi")
 		params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
