@@ -10,15 +10,18 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // report is the part of gremlins' --output JSON the efficacy needs.
@@ -42,6 +45,8 @@ func main() {
 }
 
 func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	gremlins := flag.String("gremlins", "gremlins", "The gremlins binary.")
 	threshold := flag.Float64("threshold", 90, "Minimum efficacy per package, in percent.")
 	equivalentFile := flag.String("equivalent", "hack/mutation/equivalent.txt", "Mutants judged equivalent: `path:line:column TYPE  reason`, one per line.")
@@ -66,7 +71,7 @@ func run() error {
 	var lines []string
 	for i, pkg := range pkgs {
 		out := filepath.Join(dir, fmt.Sprintf("%d.json", i))
-		cmd := exec.Command(*gremlins, "unleash", "--workers", fmt.Sprint(*workers), "--timeout-coefficient", "3", "--output", out, pkg) //nolint:gosec // the developer's own tool and packages
+		cmd := exec.CommandContext(ctx, *gremlins, "unleash", "--workers", fmt.Sprint(*workers), "--timeout-coefficient", "3", "--output", out, pkg) //nolint:gosec // the developer's own tool and packages
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("gremlins on %s: %w", pkg, err)
