@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
@@ -19,11 +20,12 @@ import (
 // action and no holdBackChars, so the hold-back is the classifier's reported hint.
 func compileBuiltin(t *testing.T, action v1alpha1.Action, packs ...v1alpha1.BuiltinPack) (*engine.Engine, *policy.Snapshot) {
 	t.Helper()
-	return compileBuiltinCadence(t, action, 16, packs...)
+	return compileDetectors(t, action, 16, nil, packs...)
 }
 
-// compileBuiltinCadence is compileBuiltin with evaluateEveryChars cadence.
-func compileBuiltinCadence(t testing.TB, action v1alpha1.Action, cadence int32, packs ...v1alpha1.BuiltinPack) (*engine.Engine, *policy.Snapshot) {
+// compileDetectors compiles a built-in classifier of packs and one Enforce guardrail on
+// Stream and Output with the given action, cadence and holdBackChars (nil: unset).
+func compileDetectors(t testing.TB, action v1alpha1.Action, cadence int32, holdBack *intstr.IntOrString, packs ...v1alpha1.BuiltinPack) (*engine.Engine, *policy.Snapshot) {
 	t.Helper()
 	one := v1alpha1.Score(1)
 	snap, err := policy.Compile(policy.Sources{
@@ -36,7 +38,7 @@ func compileBuiltinCadence(t testing.TB, action v1alpha1.Action, cadence int32, 
 			Spec: v1alpha1.GuardrailSpec{
 				Mode: v1alpha1.ModeEnforce, ClassifierRef: v1alpha1.LocalObjectReference{Name: "detectors"},
 				Phases: []v1alpha1.Phase{v1alpha1.PhaseStream, v1alpha1.PhaseOutput}, Threshold: &one, Action: action,
-				Reason: "no secrets", Streaming: &v1alpha1.StreamingSpec{EvaluateEveryChars: &cadence},
+				Reason: "no secrets", Streaming: &v1alpha1.StreamingSpec{EvaluateEveryChars: &cadence, HoldBackChars: holdBack},
 			},
 		}},
 	})
@@ -48,7 +50,7 @@ func compileBuiltinCadence(t testing.TB, action v1alpha1.Action, cadence int32, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := snap.Guardrails[0].Streaming.HoldBack; got != policy.HoldBackPending {
+	if got := snap.Guardrails[0].Streaming.HoldBack; holdBack == nil && got != policy.HoldBackPending {
 		t.Fatalf("hold-back %d: an unset holdBackChars on a built-in classifier must follow its pending matches", got)
 	}
 	return engine.New(engine.Config{Guardrails: snap.Guardrails, Classifiers: snap.Classifiers,
@@ -56,7 +58,7 @@ func compileBuiltinCadence(t testing.TB, action v1alpha1.Action, cadence int32, 
 }
 
 // stream feeds deltas and returns the released text and the verdict.
-func stream(t *testing.T, e *engine.Engine, deltas []string) (string, *engine.Verdict) {
+func stream(t testing.TB, e *engine.Engine, deltas []string) (string, *engine.Verdict) {
 	t.Helper()
 	ctx := context.Background()
 	s := e.NewSession(engine.Options{})
@@ -133,7 +135,7 @@ func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
 	words := strings.Fields("Here is a practical plan for your garden: raised beds, beans on a trellis, lettuce in the shade, and a rota for watering.")
 	for _, events := range []int{200, 2000} {
 		b.Run(fmt.Sprintf("events=%d", events), func(b *testing.B) {
-			e, _ := compileBuiltinCadence(b, v1alpha1.ActionRedact, 0, v1alpha1.PackPII, v1alpha1.PackSecrets)
+			e, _ := compileDetectors(b, v1alpha1.ActionRedact, 0, nil, v1alpha1.PackPII, v1alpha1.PackSecrets)
 			ctx := context.Background()
 			ch := engine.Channel{Kind: engine.ChannelText}
 			b.ReportAllocs()

@@ -7,14 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/test/entities"
 )
 
@@ -23,56 +19,8 @@ import (
 // unset, the hold-back follows pending matches).
 func detectorEngine(t testing.TB, action v1alpha1.Action, cadence int32, holdBack *intstr.IntOrString) *engine.Engine {
 	t.Helper()
-	one := v1alpha1.Score(1)
-	snap, err := policy.Compile(policy.Sources{
-		Classifiers: []v1alpha1.Classifier{{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "detectors"},
-			Spec:       v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII, v1alpha1.PackSecrets}}},
-		}},
-		Guardrails: []v1alpha1.Guardrail{{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "redact"},
-			Spec: v1alpha1.GuardrailSpec{
-				Mode: v1alpha1.ModeEnforce, ClassifierRef: v1alpha1.LocalObjectReference{Name: "detectors"},
-				Phases: []v1alpha1.Phase{v1alpha1.PhaseStream, v1alpha1.PhaseOutput}, Threshold: &one, Action: action,
-				Reason: "no secrets", Streaming: &v1alpha1.StreamingSpec{EvaluateEveryChars: &cadence, HoldBackChars: holdBack},
-			},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := snap.Classifiers[0]
-	det, err := builtin.New(builtin.Config{Detectors: c.Builtin.Detectors})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return engine.New(engine.Config{Guardrails: snap.Guardrails, Classifiers: snap.Classifiers,
-		Backends: engine.BackendMap(map[string]classify.Classifier{c.Key: det})})
-}
-
-// streamDeltas streams deltas and returns what the client received and the verdict.
-func streamDeltas(t testing.TB, e *engine.Engine, deltas []string) (string, *engine.Verdict) {
-	t.Helper()
-	ctx := context.Background()
-	s := e.NewSession(engine.Options{})
-	ch := engine.Channel{Kind: engine.ChannelText}
-	var out strings.Builder
-	take := func(step engine.Step, err error) *engine.Verdict {
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range step.Release {
-			out.Write(c.Text)
-		}
-		return step.Stop
-	}
-	for _, d := range deltas {
-		if v := take(s.Delta(ctx, ch, d)); v != nil {
-			return out.String(), v
-		}
-	}
-	v := take(s.Finish(ctx))
-	return out.String(), v
+	e, _ := compileDetectors(t, action, cadence, holdBack, v1alpha1.PackPII, v1alpha1.PackSecrets)
+	return e
 }
 
 // TestDetectorsNeverReleaseAnEntityInPart is the zero-leak property with the real built-in
@@ -137,7 +85,7 @@ func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 			}
 			txt.Entities = found
 
-			got, stop := streamDeltas(t, e, entities.Split(txt.Text, size))
+			got, stop := stream(t, e, entities.Split(txt.Text, size))
 			if stop != nil {
 				t.Fatalf("%s: stopped: %+v", name, stop)
 			}
@@ -148,7 +96,7 @@ func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 				t.Fatalf("%s: streamed\n%q\nnot streamed\n%q", name, got, want)
 			}
 
-			got, stop = streamDeltas(t, get(v1alpha1.ActionBlock, cadence, hb), entities.Split(txt.Text, size))
+			got, stop = stream(t, get(v1alpha1.ActionBlock, cadence, hb), entities.Split(txt.Text, size))
 			if stop == nil && len(txt.Entities) > 0 {
 				t.Fatalf("%s: Block did not block", name)
 			}
@@ -157,7 +105,7 @@ func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 			}
 
 			clean := entities.Prose(rng, 30+rng.IntN(60))
-			if got, stop := streamDeltas(t, e, entities.Split(clean, size)); stop != nil || got != clean {
+			if got, stop := stream(t, e, entities.Split(clean, size)); stop != nil || got != clean {
 				t.Fatalf("%s: with nothing to find released %q, want %q", name, got, clean)
 			}
 		}
@@ -176,7 +124,7 @@ func FuzzDetectorsNeverReleaseAnEntityInPart(f *testing.F) {
 		if err != nil || res.Stop != nil {
 			t.Fatalf("non-streamed: %v %+v", err, res.Stop)
 		}
-		got, stop := streamDeltas(t, e, entities.Split(txt.Text, 1+int(size)%32))
+		got, stop := stream(t, e, entities.Split(txt.Text, 1+int(size)%32))
 		if stop != nil {
 			t.Fatalf("stopped: %+v", stop)
 		}
