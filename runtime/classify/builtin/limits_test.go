@@ -1,0 +1,144 @@
+package builtin
+
+import (
+	"strings"
+	"testing"
+)
+
+// The limits of the secret-token detectors, each pinned from both sides: a token at the very
+// start of the text, the shortest and the longest body a detector accepts, and the placeholder
+// rules at their thresholds. A detector that moved one of these limits by a byte would
+// redact a placeholder or let a credential through.
+
+func TestTokensAtTheStartOfTheTextMatch(t *testing.T) {
+	c := allDetectors(t)
+	tokens := []struct{ cat, tok string }{
+		{"openai-key", "s" + "k-" + fakeFrom(alphaB62, 40, 21)},
+		{"anthropic-key", "s" + "k-ant-" + fakeFrom(alphaB62, 40, 22)},
+		{"gitlab-token", "gl" + "pat-" + fakeFrom(alphaB62, 20, 23)},
+		{"slack-token", "xo" + "xb-" + fakeDigits(12, 24) + "-" + fakeDigits(13, 25) + "-" + fakeFrom(alphaB62, 24, 26)},
+		{"slack-token", "xo" + "xe.xoxp-1-" + fakeFrom(alphaB62, 60, 27)},
+		{"slack-token", "xa" + "pp-1-A" + fakeFrom(alphaUpper+alphaDigit, 10, 28) + "-" + fakeDigits(13, 29) + "-" + fakeHex(64, 30)},
+		{"github-token", "gh" + "p_" + fakeFrom(alphaB62, 36, 31)},
+		{"github-token", "github" + "_pat_" + fakeFrom(alphaB62, 22, 32) + "_" + fakeFrom(alphaB62, 59, 33)},
+		{"aws-access-key", fakeAWSKeyID("AK"+"IA", 34)},
+		{"jwt", fakeJWT(35)},
+		{"private-key", fakePEM("", 36)},
+	}
+	var cases []spanCase
+	for _, tt := range tokens {
+		cases = append(cases,
+			spanCase{"a " + tt.cat + " that is the whole text matches", tt.tok, one(tt.cat, tt.tok)},
+			spanCase{"a " + tt.cat + " at the start of a line of text matches", tt.tok + " is the value", one(tt.cat, tt.tok)},
+		)
+	}
+	runSpanCases(t, c, cases)
+}
+
+func TestTokenBodyLengthLimits(t *testing.T) {
+	c := allDetectors(t)
+	openai := func(n int) string { return "s" + "k-" + fakeFrom(alphaB62, n, 41) }
+	github := func(n int) string { return "gh" + "p_" + fakeFrom(alphaB62, n, 42) }
+	slack := func(n int) string { return "xo" + "xb-" + fakeDigits(12, 43) + "-" + fakeFrom(alphaB62, n-13, 44) }
+	runSpanCases(t, c, []spanCase{
+		{"an OpenAI key with the shortest body matches", "key " + openai(32) + " here", one("openai-key", openai(32))},
+		{"an OpenAI key one byte shorter is no key", "key " + openai(31) + " here", none},
+		{"an OpenAI key of the longest length matches", "key " + openai(maxOpenAI-3) + " here", one("openai-key", openai(maxOpenAI-3))},
+		{"an OpenAI key one byte longer is no key", "key " + openai(maxOpenAI-2) + " here", none},
+		{"an OpenAI key of the longest length that runs on with a dash is no key", "key " + openai(maxOpenAI-3) + "- here", none},
+		{"a GitHub token with the shortest body matches", "token " + github(36), one("github-token", github(36))},
+		{"a GitHub token one byte shorter is no token", "token " + github(35), none},
+		{"a Slack token of the longest length matches", "token " + slack(maxSlack-5) + " here", one("slack-token", slack(maxSlack-5))},
+		{"a Slack token one byte longer is no token", "token " + slack(maxSlack-4) + " here", none},
+		{"a Slack token of the longest length that runs on with a dash is no token", "token " + slack(maxSlack-5) + "- here", none},
+	})
+}
+
+func TestSlackTokenBodyRules(t *testing.T) {
+	c := allDetectors(t)
+	current := func(n int) string { return "xo" + "xb-1234567" + fakeFrom(alphaB62, n-7, 51) }
+	legacy := func(team, rest int) string {
+		return "xo" + "xp-" + strings.Repeat("1", 1) + fakeDigits(team-1, 52) + "-" + fakeHex(rest, 53)
+	}
+	withRun := func(n int) string {
+		return "xo" + "xb-" + fakeDigits(12, 54) + "-" + "Ab1" + strings.Repeat("X", n) + fakeFrom(alphaB62, 12, 55)
+	}
+	runSpanCases(t, c, []spanCase{
+		{"a body of 20 characters matches", "token " + current(20) + " here", one("slack-token", current(20))},
+		{"a body of 19 characters without a team id is no token", "token " + current(19) + " here", none},
+		{"a legacy body of 14 characters after an 8-digit team id matches", "token " + legacy(8, 5) + " here", one("slack-token", legacy(8, 5))},
+		{"a legacy body of 13 characters is no token", "token " + legacy(8, 4) + " here", none},
+		{"a 14-character body after a 7-digit team id is no token", "token " + legacy(7, 6) + " here", none},
+		{"a run of five equal characters is a token's", "token " + withRun(5) + " here", one("slack-token", withRun(5))},
+		{"a run of six equal characters is a placeholder", "token " + withRun(6) + " here", none},
+	})
+}
+
+func TestAWSAccessKeyIDRules(t *testing.T) {
+	c := allDetectors(t)
+	a3t := "A3T" + "B" + fakeFrom(alphaUpper+alphaDigit, 16, 61)
+	withRun := func(n int) string {
+		return "AK" + "IA" + "Q7" + strings.Repeat("Z", n) + fakeFrom(alphaUpper+"234567", 14-n, 62)
+	}
+	runSpanCases(t, c, []spanCase{
+		{"a key id with the A3T prefix matches", "id " + a3t + " here", one("aws-access-key", a3t)},
+		{"a key id with a run of five equal characters matches", "id " + withRun(5) + " here", one("aws-access-key", withRun(5))},
+		{"a key id with a run of six equal characters is a placeholder", "id " + withRun(6) + " here", none},
+	})
+}
+
+func TestJWTSegmentLimits(t *testing.T) {
+	c := allDetectors(t)
+	const header10, payload = "eyJhbGciOi", "eyJzdWIiOiIxIn0"
+	sig := func(n int) string { return fakeFrom(alphaB62+"-_", n, 71) }
+	jwt := func(h, p string, s int) string { return h + "." + p + "." + sig(s) }
+	jwe := header10 + "J9." + payload + "." + sig(20) + "." + sig(24) + "." + sig(22)
+	runSpanCases(t, c, []spanCase{
+		{"a header of 10 characters matches", "t " + jwt(header10, payload, 20) + " ok", one("jwt", jwt(header10, payload, 20))},
+		{"a header of 9 characters is no token", "t " + jwt(header10[:9], payload, 20) + " ok", none},
+		{"a signature of 16 characters matches", "t " + jwt(header10, payload, 16) + " ok", one("jwt", jwt(header10, payload, 16))},
+		{"a signature of 15 characters is no token", "t " + jwt(header10, payload, 15) + " ok", none},
+		{"a payload of 4 characters matches", "t " + jwt(header10, "eyJ9", 20) + " ok", one("jwt", jwt(header10, "eyJ9", 20))},
+		{"a payload of 3 characters is no token", "t " + jwt(header10, "eyJ", 20) + " ok", none},
+		{"an unsecured token ends with its second dot", "t " + header10 + "." + payload + ". ok", one("jwt", header10+"."+payload+".")},
+		{"a token of five segments (JWE) matches", "t " + jwe + " ok", one("jwt", jwe)},
+		{"a token of four segments is no token", "t " + jwt(header10, payload, 20) + "." + sig(20) + " ok", none},
+	})
+}
+
+func TestPrivateKeyBodyLimit(t *testing.T) {
+	c := allDetectors(t)
+	block := func(n int) string { return pemHeader("") + "\n" + fakeBase64(n, 81) + "\n" + pemFooter("") }
+	runSpanCases(t, c, []spanCase{
+		{"a block with a body of 32 base64 characters is a key", "key:\n" + block(32) + "\n", one("private-key", block(32))},
+		{"a block with a body of 31 base64 characters is a template", "key:\n" + block(31) + "\n", none},
+	})
+}
+
+func TestAlignedAssignments(t *testing.T) {
+	c := allDetectors(t)
+	v := fakeToken("", 28, 91)
+	blanks := func(n int) string { return strings.Repeat(" ", n) }
+	runSpanCases(t, c, []spanCase{
+		{"a gofmt-aligned const is a secret", "const (\n\tdbUser        = \"admin\"\n\tdbPassword    = \"" + v + "\"\n)", one("generic-secret", v)},
+		{"a gofmt-aligned composite literal value is a secret", "cfg := Config{\n\tUser:     \"admin\",\n\tPassword: \"" + v + "\",\n\tToken:    \"" + v + "x\",\n}", func(s string) []span {
+			return []span{at("generic-secret", s, v, 0), at("generic-secret", s, v+"x", 0)}
+		}},
+		{"a key 32 blanks before its operator is its key", "API_KEY" + blanks(maxAssignBlanks) + "= " + v, one("generic-secret", v)},
+		{"a word 33 blanks before an operator is not its key", "API_KEY" + blanks(maxAssignBlanks+1) + "= " + v, none},
+		{"a value 32 blanks after its operator is its value", "API_KEY =" + blanks(maxAssignBlanks) + v, one("generic-secret", v)},
+		{"a word 33 blanks after an operator is not its value", "API_KEY =" + blanks(maxAssignBlanks+1) + v, none},
+	})
+}
+
+func TestEmailLocalPartLimits(t *testing.T) {
+	c := allDetectors(t)
+	runSpanCases(t, c, []spanCase{
+		{"an apostrophe after the first letter of the text is the address's", "o'brien@example.ie wrote", one("email", "o'brien@example.ie")},
+		{"an apostrophe after the first letter of a line is the address's", "x\no'brien@example.ie", one("email", "o'brien@example.ie")},
+		{"dots before a local part are not the address's", "see ...john@example.com", one("email", "john@example.com")},
+		// Ā is C4 80: its last byte is the lowest continuation byte, 0x80.
+		{"a local part ending in a letter beyond ASCII is the address's", "write to Ā@example.lv", one("email", "Ā@example.lv")},
+		{"a local part beginning with a letter beyond ASCII is the address's", "write to Ānis@example.lv", one("email", "Ānis@example.lv")},
+	})
+}
