@@ -115,7 +115,7 @@ func TestPrivateKeyBodyLimit(t *testing.T) {
 	})
 }
 
-func TestAlignedAssignments(t *testing.T) {
+func TestAssignmentLimits(t *testing.T) {
 	c := allDetectors(t)
 	v := fakeToken("", 28, 91)
 	blanks := func(n int) string { return strings.Repeat(" ", n) }
@@ -128,12 +128,24 @@ func TestAlignedAssignments(t *testing.T) {
 		{"a word 33 blanks before an operator is not its key", "API_KEY" + blanks(maxAssignBlanks+1) + "= " + v, none},
 		{"a value 32 blanks after its operator is its value", "API_KEY =" + blanks(maxAssignBlanks) + v, one("generic-secret", v)},
 		{"a word 33 blanks after an operator is not its value", "API_KEY =" + blanks(maxAssignBlanks+1) + v, none},
+		{"a key name of 63 bytes is read", strings.Repeat("x", 55) + "_API_KEY=" + v, one("generic-secret", v)},
+		{"a key name of 64 bytes or more is not read", strings.Repeat("x", 56) + "_API_KEY=" + v, none},
+		{"the words before the last of a dotted key count", "public.key = " + v, none},
+		{"a dotted key is read whole", "db.password = " + v, one("generic-secret", v)},
 	})
 }
 
-func TestEmailLocalPartLimits(t *testing.T) {
+func TestEmailLimits(t *testing.T) {
 	c := allDetectors(t)
+	// An address of n bytes: a local part of 64 and labels of at most 63.
+	address := func(n int) string {
+		return strings.Repeat("l", 64) + "@" + strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", n-64-1-63-1-63-1-4) + ".com"
+	}
 	runSpanCases(t, c, []spanCase{
+		{"an address of 254 bytes matches", "to " + address(maxEmail) + " now", one("email", address(maxEmail))},
+		{"an address of 255 bytes is too long", "to " + address(maxEmail+1) + " now", none},
+		{"a local part that ends with a dot is no address", "to john.@example.com now", none},
+		{"an at sign at the end of the text is no address", "mail john@", none},
 		{"an apostrophe after the first letter of the text is the address's", "o'brien@example.ie wrote", one("email", "o'brien@example.ie")},
 		{"an apostrophe after the first letter of a line is the address's", "x\no'brien@example.ie", one("email", "o'brien@example.ie")},
 		{"dots before a local part are not the address's", "see ...john@example.com", one("email", "john@example.com")},
