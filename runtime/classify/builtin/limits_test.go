@@ -144,6 +144,18 @@ func TestEmailLimits(t *testing.T) {
 	runSpanCases(t, c, []spanCase{
 		{"an address of 254 bytes matches", "to " + address(maxEmail) + " now", one("email", address(maxEmail))},
 		{"an address of 255 bytes is too long", "to " + address(maxEmail+1) + " now", none},
+		{"a domain label of 63 bytes matches", "to a@" + strings.Repeat("d", 63) + ".com now", one("email", "a@"+strings.Repeat("d", 63)+".com")},
+		{"a domain label of 64 bytes is no domain", "to a@" + strings.Repeat("d", 64) + ".com now", none},
+		{"a top-level domain of two letters matches", "to a@example.io now", one("email", "a@example.io")},
+		{"a top-level domain of one letter is no domain", "to a@example.c now", none},
+		{"an internationalized top-level domain matches", "to a@example.xn--p1ai now", one("email", "a@example.xn--p1ai")},
+		{"a single label is no domain", "to a@localhost now", none},
+		{"an address at x.com matches", "to me@x.com now", one("email", "me@x.com")},
+		{"an address before a colon that ends the text matches", "reply to a@example.com:", one("email", "a@example.com")},
+		{"an address before a colon and a space matches", "From a@example.com: hello", one("email", "a@example.com")},
+		{"the user of a protocol-relative URL at the start of the text is no address", "//user@example.com/path", none},
+		{"an scp-like git remote is no address", "clone git@example.com:org/repo.git", none},
+		{"a retina asset name is no address", "use icon@2x.png here", none},
 		{"a local part that ends with a dot is no address", "to john.@example.com now", none},
 		{"an at sign at the end of the text is no address", "mail john@", none},
 		{"an apostrophe after the first letter of the text is the address's", "o'brien@example.ie wrote", one("email", "o'brien@example.ie")},
@@ -152,5 +164,40 @@ func TestEmailLimits(t *testing.T) {
 		// Ā is C4 80: its last byte is the lowest continuation byte, 0x80.
 		{"a local part ending in a letter beyond ASCII is the address's", "write to Ā@example.lv", one("email", "Ā@example.lv")},
 		{"a local part beginning with a letter beyond ASCII is the address's", "write to Ānis@example.lv", one("email", "Ānis@example.lv")},
+	})
+}
+
+func TestIPv6Limits(t *testing.T) {
+	c := allDetectors(t)
+	ip := func(addr string) spanCase {
+		return spanCase{"the address " + addr + " matches", "host " + addr + " up", one("ip-address", addr)}
+	}
+	no := func(addr, why string) spanCase {
+		return spanCase{"the address " + addr + " " + why, "host " + addr + " up", none}
+	}
+	runSpanCases(t, c, []spanCase{
+		ip("::1"),
+		ip("2001:db8:85a3:0:0:8a2e:370:7334"),
+		ip("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"), // the longest form, 45 bytes
+		ip("1:2:3:4:5:6:1.2.3.4"),
+		ip("1:2:3:4:5:6::7"),
+		ip("de:ad:be:ef:00:11:22:333"),
+		no("de:ad:be:ef:00:11:22:33", "is a MAC-like hex dump"),
+		no("1:2:3:4:5:6:7:1.2.3.4", "has a group too many before its IPv4 tail"),
+		no("1:2:3::4:5:6:7:8", "has eight groups and an ellipsis"),
+		no("2001:db8:85a3:0:0:8a2e:370:73341", "has a group of five digits"),
+		{"a colon after an address ends a clause", "link-local fe80::1: use it", one("ip-address", "fe80::1")},
+	})
+}
+
+func TestIBANLimits(t *testing.T) {
+	c := allDetectors(t)
+	const grouped, contiguous = "DE89 3704 0044 0532 0130 00", "DE89370400440532013000"
+	runSpanCases(t, c, []spanCase{
+		{"an IBAN at the start of the text matches", grouped + " is mine", one("iban", grouped)},
+		{"an IBAN that is the whole text matches", contiguous, one("iban", contiguous)},
+		{"an IBAN run on by a letter is no IBAN", "pay " + contiguous + "X now", none},
+		{"a country and check digits that end the text are no IBAN", "country DE89", none},
+		{"a country and check digits before a space that ends the text are no IBAN", "country DE89 ", none},
 	})
 }
