@@ -39,6 +39,7 @@ func TestTokenBodyLengthLimits(t *testing.T) {
 	c := allDetectors(t)
 	openai := func(n int) string { return "s" + "k-" + fakeFrom(alphaB62, n, 41) }
 	github := func(n int) string { return "gh" + "p_" + fakeFrom(alphaB62, n, 42) }
+	gitlab := func(n int) string { return "gl" + "pat-" + fakeFrom(alphaB62, n, 45) }
 	slack := func(n int) string { return "xo" + "xb-" + fakeDigits(12, 43) + "-" + fakeFrom(alphaB62, n-13, 44) }
 	runSpanCases(t, c, []spanCase{
 		{"an OpenAI key with the shortest body matches", "key " + openai(32) + " here", one("openai-key", openai(32))},
@@ -46,6 +47,8 @@ func TestTokenBodyLengthLimits(t *testing.T) {
 		{"an OpenAI key of the longest length matches", "key " + openai(maxOpenAI-3) + " here", one("openai-key", openai(maxOpenAI-3))},
 		{"an OpenAI key one byte longer is no key", "key " + openai(maxOpenAI-2) + " here", none},
 		{"an OpenAI key of the longest length that runs on with a dash is no key", "key " + openai(maxOpenAI-3) + "- here", none},
+		{"a GitLab token with the shortest body matches", "token " + gitlab(20) + " here", one("gitlab-token", gitlab(20))},
+		{"a GitLab token one byte shorter is no token", "token " + gitlab(19) + " here", none},
 		{"a GitHub token with the shortest body matches", "token " + github(36), one("github-token", github(36))},
 		{"a GitHub token one byte shorter is no token", "token " + github(35), none},
 		{"a Slack token of the longest length matches", "token " + slack(maxSlack-5) + " here", one("slack-token", slack(maxSlack-5))},
@@ -139,6 +142,12 @@ func TestAssignmentLimits(t *testing.T) {
 		{"an unquoted value that begins with a dot is a literal", "API_TOKEN = ." + "Wue6" + v, one("generic-secret", ".Wue6"+v)},
 		{"an unquoted dotted path of identifiers is code", "password = cfg1." + "Wue6" + v, none},
 		{"an unquoted dotted path to a private field is code", "password = cfg._" + "Wue6" + v, none},
+		{"a semicolon ends an unquoted value", "export API_KEY=" + v + "; echo ok", one("generic-secret", v)},
+		{"an ampersand ends a value in a query string", "GET /v1/items?api_key=" + v + "&page=2", one("generic-secret", v)},
+		{"a double quote ends an unquoted value", `args: ["serve", "API_KEY=` + v + `"]`, one("generic-secret", v)},
+		{"a DEL byte ends a value", "API_KEY=" + v + "\x7fmore", one("generic-secret", v)},
+		{"a quoted value runs to its quote", `API_KEY="` + v + `;x"`, one("generic-secret", v+";x")},
+		{"underscores around a key name are not words", `__api_key__ = "` + v + `"`, one("generic-secret", v)},
 		{"the words before the last of a dotted key count", "public.key = " + v, none},
 		{"a dotted key is read whole", "db.password = " + v, one("generic-secret", v)},
 	})
@@ -211,5 +220,25 @@ func TestIBANLimits(t *testing.T) {
 		{"an IBAN run on by a letter is no IBAN", "pay " + contiguous + "X now", none},
 		{"a country and check digits that end the text are no IBAN", "country DE89", none},
 		{"a country and check digits before a space that ends the text are no IBAN", "country DE89 ", none},
+	})
+}
+
+func TestSecretKeyNames(t *testing.T) {
+	c := allDetectors(t)
+	aws := fakeBase64(maxAWSSecretKey, 101)
+	v := fakeToken("", 28, 102)
+	runSpanCases(t, c, []spanCase{
+		{"aws_secret_access_key names an AWS secret key", "aws_secret_access_key = " + aws, one("aws-secret-key", aws)},
+		{"SecretAccessKey names an AWS secret key", `"SecretAccessKey": "` + aws + `"`, one("aws-secret-key", aws)},
+		{"AWS_SECRET names an AWS secret key", "AWS_SECRET=" + aws, one("aws-secret-key", aws)},
+		{"secret_key without aws or access is a generic secret", "secret_key = " + aws, one("generic-secret", aws)},
+		{"an AWS secret key of 39 characters is a generic secret", "aws_secret_access_key = " + aws[:39], one("generic-secret", aws[:39])},
+		{"an AWS secret key without upper-case letters is a generic secret", "aws_secret_access_key = " + strings.ToLower(aws), one("generic-secret", strings.ToLower(aws))},
+		{"APIKEY in capitals names a secret", "APIKEY=" + v, one("generic-secret", v)},
+		{"ApiKEY names a secret", "ApiKEY=" + v, one("generic-secret", v)},
+		{"Authorization skips the scheme of its value", "Authorization: Bearer " + v, one("generic-secret", v)},
+		{"auth skips a Basic scheme", `auth = "Basic ` + v + `"`, one("generic-secret", v)},
+		{"a page token is not a credential", "next_page_token=" + v, none},
+		{"a key of many words is named by its last", "my_service_prod_eu_west_1_primary_db_admin_password=" + v, one("generic-secret", v)},
 	})
 }
