@@ -39,6 +39,7 @@ func TestTokenBodyLengthLimits(t *testing.T) {
 	c := allDetectors(t)
 	openai := func(n int) string { return "s" + "k-" + fakeFrom(alphaB62, n, 41) }
 	github := func(n int) string { return "gh" + "p_" + fakeFrom(alphaB62, n, 42) }
+	pat := func(n int) string { return "github" + "_pat_" + fakeFrom(alphaB62, n, 46) }
 	gitlab := func(n int) string { return "gl" + "pat-" + fakeFrom(alphaB62, n, 45) }
 	slack := func(n int) string { return "xo" + "xb-" + fakeDigits(12, 43) + "-" + fakeFrom(alphaB62, n-13, 44) }
 	runSpanCases(t, c, []spanCase{
@@ -49,6 +50,9 @@ func TestTokenBodyLengthLimits(t *testing.T) {
 		{"an OpenAI key of the longest length that runs on with a dash is no key", "key " + openai(maxOpenAI-3) + "- here", none},
 		{"a GitLab token with the shortest body matches", "token " + gitlab(20) + " here", one("gitlab-token", gitlab(20))},
 		{"a GitLab token one byte shorter is no token", "token " + gitlab(19) + " here", none},
+		{"a fine-grained GitHub token with the shortest body matches", "token " + pat(70), one("github-token", pat(70))},
+		{"a fine-grained GitHub token one byte shorter is no token", "token " + pat(69), none},
+		{"a token glued to a word by a dash is part of something longer", "id my-" + github(36) + " here", none},
 		{"a GitHub token with the shortest body matches", "token " + github(36), one("github-token", github(36))},
 		{"a GitHub token one byte shorter is no token", "token " + github(35), none},
 		{"a Slack token of the longest length matches", "token " + slack(maxSlack-5) + " here", one("slack-token", slack(maxSlack-5))},
@@ -249,6 +253,8 @@ func TestSecretKeyNames(t *testing.T) {
 		{"a value of 11 characters is too short for one", "API_KEY=" + fakeToken("", 12, 110)[:11] + " ok", none},
 		// 16 characters twice each: 4.0 bits per character, exactly the threshold at 32.
 		{"a value at exactly the entropy threshold is a secret", "API_KEY=" + "Xq7Rv2Lm9Tz4Kp8W" + "W8pK4zT9mL2vR7qX" + " ok", one("generic-secret", "Xq7Rv2Lm9Tz4Kp8WW8pK4zT9mL2vR7qX")},
+		{"a version with a build suffix is no secret", "API_KEY=" + "v2.14.0-rc.1+g3f9a7c2d81eQ" + " ok", none},
+		{"a UUID is an identifier, not a secret", "API_KEY=" + "f1e2d3c4-b5a6-9788-fedc-ba9876543210" + " ok", none},
 		{"a hex value of 20 digits is a secret", "API_KEY=" + fakeHex(20, 111) + " ok", one("generic-secret", fakeHex(20, 111))},
 		{"a hex value of 19 digits is too short for one", "API_KEY=" + fakeHex(20, 111)[:19] + " ok", none},
 		{"a value of digits alone is a number", "API_KEY=" + fakeDigits(24, 112) + " ok", none},
