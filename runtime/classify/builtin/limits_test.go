@@ -254,6 +254,10 @@ func TestSecretKeyNames(t *testing.T) {
 		// 16 characters twice each: 4.0 bits per character, exactly the threshold at 32.
 		{"a value at exactly the entropy threshold is a secret", "API_KEY=" + "Xq7Rv2Lm9Tz4Kp8W" + "W8pK4zT9mL2vR7qX" + " ok", one("generic-secret", "Xq7Rv2Lm9Tz4Kp8WW8pK4zT9mL2vR7qX")},
 		{"a version with a build suffix is no secret", "API_KEY=" + "v2.14.0-rc.1+g3f9a7c2d81eQ" + " ok", none},
+		{"a version with a capital V is no secret", "API_KEY=" + "V2.14.0-rc.1+g3f9a7c2d81eQ" + " ok", none},
+		{"a dotted number is no secret", "API_KEY=10.20.30.40.50 ok", none},
+		{"digits before a dash without a dot are no version", "API_KEY=" + "20240115-Xq7Rv2Lm9Tz4Kp8W" + " ok", one("generic-secret", "20240115-Xq7Rv2Lm9Tz4Kp8W")},
+		{"a repetitive value is no secret", "API_KEY=" + "aB1aB1aB1aB1aB1a" + " ok", none},
 		{"a UUID is an identifier, not a secret", "API_KEY=" + "f1e2d3c4-b5a6-9788-fedc-ba9876543210" + " ok", none},
 		{"a hex value of 20 digits is a secret", "API_KEY=" + fakeHex(20, 111) + " ok", one("generic-secret", fakeHex(20, 111))},
 		{"a hex value of 19 digits is too short for one", "API_KEY=" + fakeHex(20, 111)[:19] + " ok", none},
