@@ -219,6 +219,7 @@ func TestIPv6Limits(t *testing.T) {
 		no("1:2:3:4:5:6:7:1.2.3.4", "has a group too many before its IPv4 tail"),
 		no("1:2:3::4:5:6:7:8", "has eight groups and an ellipsis"),
 		no("2001:db8:85a3:0:0:8a2e:370:73341", "has a group of five digits"),
+		{"dots before an address are not the address's", "ping ..2001:db8::1 now", one("ip-address", "2001:db8::1")},
 		{"a colon after an address ends a clause", "link-local fe80::1: use it", one("ip-address", "fe80::1")},
 	})
 }
@@ -258,6 +259,13 @@ func TestSecretKeyNames(t *testing.T) {
 		{"a dotted number is no secret", "API_KEY=10.20.30.40.50 ok", none},
 		{"digits before a dash without a dot are no version", "API_KEY=" + "20240115-Xq7Rv2Lm9Tz4Kp8W" + " ok", one("generic-secret", "20240115-Xq7Rv2Lm9Tz4Kp8W")},
 		{"a repetitive value is no secret", "API_KEY=" + "aB1aB1aB1aB1aB1a" + " ok", none},
+		{"a repetitive value of letters beyond hex is no secret", "API_KEY=" + "xY7xY7xY7xY7xY7x" + " ok", none},
+		{"a Windows variable is a reference", "API_KEY=%" + "Xq7Rv2Lm9Tz4Kp8W" + "% ok", none},
+		{"a Python format field is a reference", `API_KEY="%(` + "Xq7Rv2Lm9Tz4Kp8W" + `)s"`, none},
+		{"a value that begins with a percent sign can be a secret", "API_KEY=%" + "Xq7Rv2Lm9Tz4Kp8W" + " ok", one("generic-secret", "%Xq7Rv2Lm9Tz4Kp8W")},
+		{"a version of one dot with a suffix is no secret", "API_KEY=" + "v2.1-Xq7Rv2Lm9Tz4Kp8W" + " ok", none},
+		{"a number run on by letters is no version", "API_KEY=" + "2.1Xq7Rv2Lm9Tz4Kp8Wz" + " ok", one("generic-secret", "2.1Xq7Rv2Lm9Tz4Kp8Wz")},
+		{"a number ending in a dot is no version", "API_KEY=" + "2.Xq7Rv2Lm9Tz4Kp8Wz" + " ok", one("generic-secret", "2.Xq7Rv2Lm9Tz4Kp8Wz")},
 		{"a UUID is an identifier, not a secret", "API_KEY=" + "f1e2d3c4-b5a6-9788-fedc-ba9876543210" + " ok", none},
 		{"a hex value of 20 digits is a secret", "API_KEY=" + fakeHex(20, 111) + " ok", one("generic-secret", fakeHex(20, 111))},
 		{"a hex value of 19 digits is too short for one", "API_KEY=" + fakeHex(20, 111)[:19] + " ok", none},
