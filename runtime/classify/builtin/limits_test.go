@@ -220,6 +220,7 @@ func TestIPv6Limits(t *testing.T) {
 		no("1:2:3::4:5:6:7:8", "has eight groups and an ellipsis"),
 		no("2001:db8:85a3:0:0:8a2e:370:73341", "has a group of five digits"),
 		{"dots before an address are not the address's", "ping ..2001:db8::1 now", one("ip-address", "2001:db8::1")},
+		{"a full stop after an address is not the address's", "ping 2001:db8::1.", one("ip-address", "2001:db8::1")},
 		{"a colon after an address ends a clause", "link-local fe80::1: use it", one("ip-address", "fe80::1")},
 	})
 }
