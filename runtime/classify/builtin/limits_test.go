@@ -93,6 +93,7 @@ func TestAWSAccessKeyIDRules(t *testing.T) {
 	}
 	runSpanCases(t, c, []spanCase{
 		{"a key id with the A3T prefix matches", "id " + a3t + " here", one("aws-access-key", a3t)},
+		{"a key id with lower-case letters is no key id", "id " + "AK" + "IA" + "q7zt4mwb2kd5xr3n" + " here", none},
 		{"a key id with a run of five equal characters matches", "id " + withRun(5) + " here", one("aws-access-key", withRun(5))},
 		{"a key id with a run of six equal characters is a placeholder", "id " + withRun(6) + " here", none},
 	})
@@ -112,6 +113,7 @@ func TestJWTSegmentLimits(t *testing.T) {
 		{"a payload of 4 characters matches", "t " + jwt(header10, "eyJ9", 20) + " ok", one("jwt", jwt(header10, "eyJ9", 20))},
 		{"a payload of 3 characters is no token", "t " + jwt(header10, "eyJ", 20) + " ok", none},
 		{"an unsecured token ends with its second dot", "t " + header10 + "." + payload + ". ok", one("jwt", header10+"."+payload+".")},
+		{"a token run on from a dotted name is part of it", "t cache." + jwt(header10, payload, 20) + " ok", none},
 		{"a token of five segments (JWE) matches", "t " + jwe + " ok", one("jwt", jwe)},
 		{"a token of four segments is no token", "t " + jwt(header10, payload, 20) + "." + sig(20) + " ok", none},
 	})
