@@ -42,6 +42,12 @@ var notSecretKeyWords = []string{
 	"hot", "map", "dict", "authenticity",
 }
 
+// maxAssignBlanks is how many spaces or tabs may stand between a key and its operator, and
+// between the operator and the value. Aligned assignments need more than a few: gofmt lines
+// up the '=' of a const block and the values of a composite literal, and config files are
+// often aligned by hand. The bound keeps the key within assignContext of the value.
+const maxAssignBlanks = 32
+
 // assignAt handles ':', '=' or '>' at i.
 func (c *Classifier) assignAt(sc *scanState, i int) {
 	if sc.s[i] == '>' {
@@ -81,9 +87,9 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	}
 	sc.assignNext = opEnd
 
-	// The key, before optional spaces and a closing quote.
+	// The key, before optional blanks and a closing quote.
 	k := opStart
-	for n := 0; k > 0 && n < 4 && (s[k-1] == ' ' || s[k-1] == '\t'); n++ {
+	for n := 0; k > 0 && n < maxAssignBlanks && (s[k-1] == ' ' || s[k-1] == '\t'); n++ {
 		k--
 	}
 	quoted := k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`')
@@ -109,9 +115,9 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 		return
 	}
 
-	// The value, after optional spaces and an opening quote.
+	// The value, after optional blanks and an opening quote.
 	v := opEnd
-	for n := 0; v < len(s) && n < 4 && (s[v] == ' ' || s[v] == '\t'); n++ {
+	for n := 0; v < len(s) && n < maxAssignBlanks && (s[v] == ' ' || s[v] == '\t'); n++ {
 		v++
 	}
 	c.secretValue(sc, kind, v, s[i:opEnd])
