@@ -122,6 +122,28 @@ func TestCompileClassifier(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("a builtin with one detector and one pattern, or one keyword set, compiles", func(t *testing.T) {
+		for name, b := range map[string]*v1alpha1.BuiltinBackend{
+			"pattern": {Detectors: []v1alpha1.Detector{"email"}, Patterns: []v1alpha1.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}},
+			"keyword": {Detectors: []v1alpha1.Detector{"email"}, Keywords: []v1alpha1.KeywordRule{{Category: "codenames", Words: []string{"bluebird"}}}},
+		} {
+			c := classifierObj("c", func(c *v1alpha1.Classifier) { c.Spec.Builtin = b })
+			if _, err := CompileClassifier(&c, ""); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	})
+	t.Run("a keyword set's match mode is kept: CaseSensitive or not", func(t *testing.T) {
+		c := mustClassifier(t, classifierObj("kw", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin = &v1alpha1.BuiltinBackend{Keywords: []v1alpha1.KeywordRule{
+				{Category: "exact", Words: []string{"Bluebird"}, Match: v1alpha1.KeywordCaseSensitive},
+				{Category: "loose", Words: []string{"robin"}},
+			}}
+		}))
+		assertEq(t, len(c.Builtin.Keywords), 2)
+		assertEq(t, c.Builtin.Keywords[0].CaseSensitive, true)
+		assertEq(t, c.Builtin.Keywords[1].CaseSensitive, false)
+	})
 	t.Run("a classifier with two backends is rejected even without the apiserver", func(t *testing.T) {
 		c := classifierObj("two", judge([]string{"x"}))
 		c.Spec.Builtin = &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{"pii"}}
@@ -326,6 +348,8 @@ func TestCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertEq(t, s1.Guardrails[0].Key, "ns/a")
+		assertEq(t, s1.Classifiers[0].Key, "ns/judge")
+		assertEq(t, s1.Classifiers[1].Key, "ns/pii")
 		assertEq(t, s1.Classifier("ns/judge").Token, Secret("tok-123"))
 		s2, _ := Compile(src)
 		assertEq(t, s1.Version, s2.Version)
