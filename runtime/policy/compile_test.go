@@ -144,6 +144,72 @@ func TestCompileClassifier(t *testing.T) {
 		assertEq(t, c.Builtin.Keywords[0].CaseSensitive, true)
 		assertEq(t, c.Builtin.Keywords[1].CaseSensitive, false)
 	})
+	t.Run("a categoryMap entry may rename the first category", func(t *testing.T) {
+		c := mustClassifier(t, classifierObj("mod", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin = nil
+			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []v1alpha1.CategoryMapping{{Name: "violence/graphic", Category: "violence"}}}
+			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}, {ID: "hate"}}
+		}))
+		if got := strings.Join(c.Moderation.CategoryNames, ","); got != "violence/graphic,hate" {
+			t.Errorf("CategoryNames = %s", got)
+		}
+	})
+	for _, tc := range []struct {
+		retries int32
+		ok      bool
+	}{{-1, false}, {0, true}, {3, true}, {4, false}} {
+		t.Run(fmt.Sprintf("retries %d is accepted: %v (0 to 3)", tc.retries, tc.ok), func(t *testing.T) {
+			c := classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Retries = ptr(tc.retries) })
+			cc, err := CompileClassifier(&c, "")
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+			if tc.ok {
+				assertEq(t, cc.Retries, int(tc.retries))
+			} else if !strings.Contains(err.Error(), "spec.retries") {
+				t.Errorf("err = %v, want one naming spec.retries", err)
+			}
+		})
+	}
+	t.Run("a repeated category or question id is a duplicate, the first one too", func(t *testing.T) {
+		for name, c := range map[string]v1alpha1.Classifier{
+			"spec.categories[1].id": classifierObj("dup", judge([]string{"violence", "violence"})),
+			"spec.questions[1].id": classifierObj("dup", judge(nil, question("topic", v1alpha1.QuestionChoice, "a", "b"),
+				question("topic", v1alpha1.QuestionChoice, "a", "b"))),
+		} {
+			_, err := CompileClassifier(&c, "")
+			if err == nil || !strings.Contains(err.Error(), name+": Duplicate value") {
+				t.Errorf("err = %v, want a duplicate %s", err, name)
+			}
+		}
+	})
+	t.Run("only the builtin backend is limited to text", func(t *testing.T) {
+		media := []v1alpha1.Modality{v1alpha1.ModalityText, v1alpha1.ModalityImage}
+		remote := classifierObj("remote", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Modalities = media })
+		if _, err := CompileClassifier(&remote, ""); err != nil {
+			t.Errorf("a webhook classifier with images: %v", err)
+		}
+		local := classifierObj("local", func(c *v1alpha1.Classifier) { c.Spec.Modalities = media })
+		if _, err := CompileClassifier(&local, ""); err == nil || !strings.Contains(err.Error(), "spec.modalities") {
+			t.Errorf("a builtin classifier with images: err = %v, want one naming spec.modalities", err)
+		}
+	})
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{{"http://judge.svc:8080/v1", true}, {"https://judge.example.com/v1", true}, {"ftp://judge.example.com/v1", false}, {"/v1/judge", false}} {
+		t.Run(fmt.Sprintf("a webhook URL %s is accepted: %v (absolute http or https)", tc.url, tc.ok), func(t *testing.T) {
+			c := classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Webhook.URL = tc.url })
+			_, err := CompileClassifier(&c, "")
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+			if !tc.ok && !strings.Contains(err.Error(), "spec.webhook.url") {
+				t.Errorf("err = %v, want one naming spec.webhook.url", err)
+			}
+		})
+	}
 	t.Run("a classifier with two backends is rejected even without the apiserver", func(t *testing.T) {
 		c := classifierObj("two", judge([]string{"x"}))
 		c.Spec.Builtin = &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{"pii"}}
@@ -416,5 +482,41 @@ func TestUnjudged(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { assertEq(t, tc.g.Unjudged(), tc.want) })
+	}
+}
+
+// Bounds are inclusive: a threshold of exactly 0 or 1 and an identifier of exactly 63
+// characters are valid; one step past them is not.
+func TestCompileBounds(t *testing.T) {
+	scored := mustClassifier(t, classifierObj("scored", judge([]string{"violence"})))
+	for _, tc := range []struct {
+		threshold v1alpha1.Score
+		ok        bool
+	}{{-0.01, false}, {0, true}, {1, true}, {1.01, false}} {
+		t.Run(fmt.Sprintf("threshold %v is accepted: %v", tc.threshold, tc.ok), func(t *testing.T) {
+			g := guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Threshold = ptr(tc.threshold) })
+			_, err := CompileGuardrail(&g, scored)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+		})
+		t.Run(fmt.Sprintf("a per-category threshold %v is accepted: %v", tc.threshold, tc.ok), func(t *testing.T) {
+			g := guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
+				g.Spec.Thresholds = []v1alpha1.CategoryThreshold{{Category: "violence", Threshold: tc.threshold}}
+			})
+			_, err := CompileGuardrail(&g, scored)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+		})
+	}
+	for _, n := range []int{63, 64} {
+		t.Run(fmt.Sprintf("a question id of %d characters is accepted: %v", n, n <= 63), func(t *testing.T) {
+			c := classifierObj("judge", judge(nil, question("q"+strings.Repeat("x", n-1), v1alpha1.QuestionBoolean, "true", "false")))
+			_, err := CompileClassifier(&c, "")
+			if (err == nil) != (n <= 63) {
+				t.Fatalf("err = %v", err)
+			}
+		})
 	}
 }
