@@ -256,6 +256,22 @@ func TestCompileGuardrail(t *testing.T) {
 			},
 		},
 		{
+			name: "a category subset may list the classifier's first category",
+			g:    guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"violence"} }),
+			c:    scored,
+			check: func(t *testing.T, g *Guardrail) {
+				if len(g.Categories) != 1 || g.Categories[0].ID != "violence" {
+					t.Errorf("categories = %v", g.Categories)
+				}
+			},
+		},
+		{
+			name:  "a CEL rule may read the classifier's first category by index",
+			g:     guardrailObj("g", "scored", rule("r", "scores['violence'] > 0.5", "Block")),
+			c:     scored,
+			check: func(t *testing.T, g *Guardrail) { assertEq(t, len(g.Rules), 1) },
+		},
+		{
 			name: "defaults are phases Input and Output, text, fail closed, last message, refusals match",
 			g:    guardrailObj("g", "pii"),
 			c:    pii,
