@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -26,5 +28,57 @@ func TestPendingGuardWithoutBackendWithholdsUnjudgedText(t *testing.T) {
 	released, v := stream(t, s, text0, " and the rest", 4)
 	if released != "" || v == nil || v.Kind != Failed {
 		t.Fatalf("released %q, verdict %+v; want nothing released and a failure", released, v)
+	}
+}
+
+// A span-capable classifier may report a match that lies wholly past its Open (text it
+// also calls pending): the engine holds the match back with the rest of the pending text,
+// whether the guardrail judges categories or only rules, and releases the settled text.
+func TestMatchPastOpenIsPending(t *testing.T) {
+	const text = "abc defghij"
+	past := &fake{answer: func(_ context.Context, in classify.Input) (classify.Result, error) {
+		res := classify.Result{Spans: []classify.Span{{Start: 6, End: 10}}, Open: len(in.Text)}
+		if in.More {
+			res.Open = 3
+		}
+		return res, nil
+	}}
+	scored := &fake{answer: func(ctx context.Context, in classify.Input) (classify.Result, error) {
+		res, err := past.answer(ctx, in)
+		res.Scores = []float64{1}
+		return res, err
+	}}
+	cases := []struct {
+		name   string
+		fake   *fake
+		opt    guardrailOption
+		blocks bool // the terminal evaluation blocks
+	}{
+		{"category rules: the match counts only once settled", scored, threshold(0.5, policy.ActionBlock, nil), true},
+		{"rules only, a result without scores", past, rule("r", "false", policy.ActionBlock, ""), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{}
+			c := w.classifier("builtin", tc.fake, withCategories("token"), withSpans(4))
+			w.guardrail("g", c, phases(), tc.opt, streaming(policy.Streaming{HoldBack: policy.HoldBackPending}))
+			s, _ := w.session()
+			step, err := s.Delta(context.Background(), text0, text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			collect(&out, step, text0)
+			if step.Stop != nil || out.String() != "abc" {
+				t.Fatalf("released %q, verdict %+v; want the settled %q and no verdict", out.String(), step.Stop, "abc")
+			}
+			end, err := s.EndChannel(context.Background(), text0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (end.Stop != nil) != tc.blocks || end.Stop != nil && end.Stop.Kind != Blocked {
+				t.Fatalf("verdict %+v, want blocked %v", end.Stop, tc.blocks)
+			}
+		})
 	}
 }
