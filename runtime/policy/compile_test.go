@@ -536,3 +536,29 @@ func TestCompileBounds(t *testing.T) {
 		})
 	}
 }
+
+func TestSanitizer(t *testing.T) {
+	strip, err := NewRule("strip", "true", ActionStrip, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := NewRule("block", "true", ActionBlock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		g    Guardrail
+		want bool
+	}{
+		{"category rules that strip", Guardrail{Action: ActionStrip}, true},
+		{"category rules that redact", Guardrail{Action: ActionRedact}, true},
+		{"category rules that block", Guardrail{Action: ActionBlock}, false},
+		{"category rules that warn", Guardrail{Action: ActionWarn}, false},
+		{"a CEL rule that strips", Guardrail{Action: ActionBlock, Rules: []*Rule{block, strip}}, true},
+		{"CEL rules that only block", Guardrail{Rules: []*Rule{block}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+" rewrite content: "+fmt.Sprint(tc.want), func(t *testing.T) { assertEq(t, tc.g.Sanitizer(), tc.want) })
+	}
+}
