@@ -42,3 +42,30 @@ func TestRemoteEvaluationsRunConcurrently(t *testing.T) {
 		t.Fatalf("err %v, verdict %+v; want the three evaluations to meet", err, res.Stop)
 	}
 }
+
+// Truncation to maxInputChars counts characters and never splits one, whichever way the
+// window is cut: "Ā" is two bytes, the second of which (0x80) is not a character start.
+func TestTruncationKeepsWholeCharacters(t *testing.T) {
+	cases := []struct {
+		name string
+		st   policy.Streaming
+	}{
+		{"a cumulative window, cut from its start", policy.Streaming{}},
+		{"a chunk window, cut after rendering", policy.Streaming{ChunkWindow: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{}
+			f := answering(classify.Result{Scores: []float64{0}})
+			c := w.classifier("judge", f, withCategories("harm"))
+			w.guardrail("g", c, phases(), threshold(0.5, policy.ActionBlock, nil), maxChars(3), streaming(tc.st))
+			s, _ := w.session()
+			if _, err := s.Delta(context.Background(), text0, "abcĀxy"); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.texts(); len(got) != 1 || got[0] != "Āxy" {
+				t.Fatalf("sent %q, want the last three characters %q", got, "Āxy")
+			}
+		})
+	}
+}

@@ -41,6 +41,9 @@ func TestRedaction(t *testing.T) {
 			text: "xx0123456yy", rounds: [][]classify.Span{{span(2, 6, 0)}, {span(7, 20, 1)}}, want: "xx[REDACTED:email]6yy"},
 		{name: "a second guardrail's span starting before an earlier marker takes the label",
 			text: "xx0123456yy", rounds: [][]classify.Span{{span(4, 8, 0)}, {span(1, 5, 2)}}, want: "x[REDACTED:secret]6yy"},
+		{name: "a second guardrail's longer span starting where an earlier marker starts takes the label",
+			// The second answer sees "xx[REDACTED:email]456yy" and matches "[REDACTED:email]456".
+			text: "xx0123456yy", rounds: [][]classify.Span{{span(2, 6, 0)}, {span(2, 21, 1)}}, want: "xx[REDACTED:phone]yy"},
 		{name: "a second guardrail's span inside an earlier marker leaves it as it is",
 			text: "xx0123yy", rounds: [][]classify.Span{{span(2, 6, 0)}, {span(3, 9, 1)}}, want: "xx[REDACTED:email]yy"},
 		{name: "spans inside a multi-byte character widen to whole characters",
