@@ -69,3 +69,21 @@ func TestTruncationKeepsWholeCharacters(t *testing.T) {
 		})
 	}
 }
+
+// A judge segmenting by sentences is sent the complete sentences only: a redaction that an
+// earlier sanitizer made right where the next sentence starts is not part of the window.
+func TestSentenceWindowStopsBeforeARedactionStartingTheNextSentence(t *testing.T) {
+	w := &world{}
+	tok := w.classifier("builtin", tokens(), withCategories("token"), withSpans(tokenHint))
+	w.guardrail("redact", tok, phases(), threshold(0.5, policy.ActionRedact, nil), streaming(policy.Streaming{HoldBack: policy.HoldBackPending}))
+	f := answering(classify.Result{Scores: []float64{0}})
+	judge := w.classifier("judge", f, withCategories("harm"))
+	w.guardrail("sentences", judge, phases(), threshold(0.5, policy.ActionBlock, nil), streaming(policy.Streaming{Sentences: true}))
+	s, _ := w.session()
+	if _, err := s.Delta(context.Background(), text0, "Hi.\ntk_abcdefghij rest"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.texts(); len(got) != 1 || got[0] != "Hi.\n" {
+		t.Fatalf("sent %q, want the complete sentence %q", got, "Hi.\n")
+	}
+}
