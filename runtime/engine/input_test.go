@@ -319,3 +319,19 @@ func TestComposition(t *testing.T) {
 		}
 	})
 }
+
+// messages: Last judges the last message that still has a part not dropped: a message
+// whose parts all arrive dropped is skipped.
+func TestLastMessageSkipsDroppedParts(t *testing.T) {
+	var w world
+	w.guardrail("g", w.classifier("c", words("bad"), withCategories("x")), threshold(0.5, policy.ActionBlock, nil))
+	s, _ := w.session()
+	dropped := Message{Role: RoleUser, Parts: []Part{{Modality: classify.Text, Text: "fine", Dropped: true}}}
+	res, err := s.Input(context.Background(), []Message{user("bad"), dropped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stop == nil || res.Stop.Kind != Blocked {
+		t.Fatalf("stop %+v, want the block of the last message with a part left", res.Stop)
+	}
+}
