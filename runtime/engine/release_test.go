@@ -82,3 +82,18 @@ func TestMatchPastOpenIsPending(t *testing.T) {
 		})
 	}
 }
+
+// Text that a Strip dropped is released as nothing: no chunk at all, not an empty one.
+func TestStrippedTextReleasesNoChunk(t *testing.T) {
+	w := &world{}
+	c := w.classifier("c", words("bad"), withCategories("x"))
+	w.guardrail("g", c, phases(), threshold(0.5, policy.ActionStrip, nil), streaming(policy.Streaming{}))
+	s, _ := w.session()
+	step, err := s.Delta(context.Background(), text0, "so bad")
+	if err != nil || step.Stop != nil {
+		t.Fatalf("err %v, stop %+v", err, step.Stop)
+	}
+	if len(step.Release) != 0 {
+		t.Fatalf("released %d chunks (%q), want none", len(step.Release), step.Release[0].Text)
+	}
+}
