@@ -87,3 +87,18 @@ func TestSentenceWindowStopsBeforeARedactionStartingTheNextSentence(t *testing.T
 		t.Fatalf("sent %q, want the complete sentence %q", got, "Hi.\n")
 	}
 }
+
+// A whole text (here an input message) is truncated to its first maxInputChars
+// characters, counting "Ā" as one.
+func TestHeadTruncationCountsCharacters(t *testing.T) {
+	w := &world{}
+	f := answering(classify.Result{Scores: []float64{0}})
+	w.guardrail("g", w.classifier("judge", f, withCategories("harm")), threshold(0.5, policy.ActionBlock, nil), maxChars(2))
+	s, _ := w.session()
+	if _, err := s.Input(context.Background(), []Message{user("Āxyz")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.texts(); len(got) != 1 || got[0] != "Āx" {
+		t.Fatalf("sent %q, want the first two characters %q", got, "Āx")
+	}
+}
