@@ -50,6 +50,8 @@ func TestRedaction(t *testing.T) {
 			text: "pré-€uro", rounds: [][]classify.Span{{span(3, 7, 0)}}, want: "pr[REDACTED:email]uro"},
 		{name: "an empty span changes nothing",
 			text: "abc", rounds: [][]classify.Span{{span(1, 1, 0)}}, want: "abc"},
+		{name: "an empty span inside a multi-byte character changes nothing",
+			text: "pré", rounds: [][]classify.Span{{span(3, 3, 0)}}, want: "pré"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
