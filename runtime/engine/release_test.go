@@ -97,3 +97,20 @@ func TestStrippedTextReleasesNoChunk(t *testing.T) {
 		t.Fatalf("released %d chunks (%q), want none", len(step.Release), step.Release[0].Text)
 	}
 }
+
+// A channel whose text is all settled ends without another evaluation: nothing is pending
+// for the end to decide.
+func TestSettledChannelEndsWithoutTerminalEvaluation(t *testing.T) {
+	f := tokens()
+	w := &world{}
+	c := w.classifier("builtin", f, withCategories("token"), withSpans(tokenHint))
+	w.guardrail("g", c, phases(), threshold(0.5, policy.ActionRedact, nil), streaming(policy.Streaming{HoldBack: policy.HoldBackPending}))
+	s, _ := w.session()
+	released, v := stream(t, s, text0, "hello world.", 12)
+	if v != nil || released != "hello world." {
+		t.Fatalf("released %q, verdict %+v", released, v)
+	}
+	if n := f.calls(); n != 1 {
+		t.Fatalf("%d classifier calls, want 1: the end has nothing left to judge", n)
+	}
+}
