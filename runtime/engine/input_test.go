@@ -277,6 +277,18 @@ func TestComposition(t *testing.T) {
 			t.Errorf("warnings %v", got)
 		}
 	})
+	t.Run("a message without parts is passed on, not dropped", func(t *testing.T) {
+		var w world
+		w.guardrail("g", w.classifier("c", words("bad"), withCategories("x")), threshold(0.5, policy.ActionStrip, nil), allMessages())
+		s, _ := w.session()
+		res, err := s.Input(context.Background(), []Message{{Role: "assistant"}, user("fine")})
+		if err != nil || res.Stop != nil {
+			t.Fatalf("err %v, stop %+v", err, res.Stop)
+		}
+		if len(res.Messages) != 2 || res.Messages[0].Dropped || res.Messages[1].Dropped {
+			t.Fatalf("messages %+v, want both kept", res.Messages)
+		}
+	})
 	t.Run("a block wins over a failure of another guardrail", func(t *testing.T) {
 		var w world
 		w.guardrail("a-fails", w.classifier("broken", nil, withCategories("x")), threshold(0.5, policy.ActionBlock, nil))
@@ -306,4 +318,20 @@ func TestComposition(t *testing.T) {
 			}
 		}
 	})
+}
+
+// messages: Last judges the last message that still has a part not dropped: a message
+// whose parts all arrive dropped is skipped.
+func TestLastMessageSkipsDroppedParts(t *testing.T) {
+	var w world
+	w.guardrail("g", w.classifier("c", words("bad"), withCategories("x")), threshold(0.5, policy.ActionBlock, nil))
+	s, _ := w.session()
+	dropped := Message{Role: RoleUser, Parts: []Part{{Modality: classify.Text, Text: "fine", Dropped: true}}}
+	res, err := s.Input(context.Background(), []Message{user("bad"), dropped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stop == nil || res.Stop.Kind != Blocked {
+		t.Fatalf("stop %+v, want the block of the last message with a part left", res.Stop)
+	}
 }

@@ -196,6 +196,33 @@ func TestValidateRejectsInvalidAnswers(t *testing.T) {
 	})
 }
 
+// The bounds of a valid answer are inclusive: what lies exactly on them is valid.
+func TestValidateAcceptsAnswersOnTheBounds(t *testing.T) {
+	cats := []classifierOption{withCategories("a", "b"), withQuestion("q", policy.QuestionChoice, "yes", "no")}
+	cases := []struct {
+		name  string
+		copts []classifierOption
+		res   classify.Result
+	}{
+		{name: "a span over the whole text, of the first category", copts: cats,
+			res: classify.Result{Scores: []float64{1, 0}, Answers: []classify.Answer{choice("yes")}, Spans: []classify.Span{{Start: 0, End: 10, Category: 0}}}},
+		{name: "an empty span", copts: cats,
+			res: classify.Result{Scores: []float64{1, 0}, Answers: []classify.Answer{choice("yes")}, Spans: []classify.Span{{Start: 4, End: 4, Category: 1}}}},
+		{name: "a probability and a score of exactly 0 and 1", copts: cats,
+			res: classify.Result{Scores: []float64{0, 1}, Answers: []classify.Answer{{Type: classify.Answered, Choice: "no", Probability: 1, Score: 0}}}},
+		{name: "any choice of a choice question without criteria", copts: []classifierOption{withQuestion("q", policy.QuestionChoice)},
+			res: classify.Result{Answers: []classify.Answer{choice("anything")}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+" is valid", func(t *testing.T) {
+			g, c := ruleGuard(tc.copts)
+			if err := validate(g, c, tc.res, 10); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestEffectOf(t *testing.T) {
 	cases := []struct {
 		name          string

@@ -254,7 +254,10 @@ func (t *textBuf) upstreamSpan(w *window, start, end int) (us, ue int, inMarker,
 	if ys > 0 {
 		u, e := t.locate(w, ys)
 		if us = u; e != nil {
-			us, inMarker = e.start.b, true
+			// Inside the marker only when the byte before is part of it too: a span
+			// starting at the marker's first byte starts with it.
+			_, prev := t.locate(w, ys-1)
+			us, inMarker = e.start.b, prev == e
 		}
 	}
 	u, e := t.locate(w, ye-1)

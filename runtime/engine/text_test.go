@@ -41,12 +41,17 @@ func TestRedaction(t *testing.T) {
 			text: "xx0123456yy", rounds: [][]classify.Span{{span(2, 6, 0)}, {span(7, 20, 1)}}, want: "xx[REDACTED:email]6yy"},
 		{name: "a second guardrail's span starting before an earlier marker takes the label",
 			text: "xx0123456yy", rounds: [][]classify.Span{{span(4, 8, 0)}, {span(1, 5, 2)}}, want: "x[REDACTED:secret]6yy"},
+		{name: "a second guardrail's longer span starting where an earlier marker starts takes the label",
+			// The second answer sees "xx[REDACTED:email]456yy" and matches "[REDACTED:email]456".
+			text: "xx0123456yy", rounds: [][]classify.Span{{span(2, 6, 0)}, {span(2, 21, 1)}}, want: "xx[REDACTED:phone]yy"},
 		{name: "a second guardrail's span inside an earlier marker leaves it as it is",
 			text: "xx0123yy", rounds: [][]classify.Span{{span(2, 6, 0)}, {span(3, 9, 1)}}, want: "xx[REDACTED:email]yy"},
 		{name: "spans inside a multi-byte character widen to whole characters",
 			text: "pré-€uro", rounds: [][]classify.Span{{span(3, 7, 0)}}, want: "pr[REDACTED:email]uro"},
 		{name: "an empty span changes nothing",
 			text: "abc", rounds: [][]classify.Span{{span(1, 1, 0)}}, want: "abc"},
+		{name: "an empty span inside a multi-byte character changes nothing",
+			text: "pré", rounds: [][]classify.Span{{span(3, 3, 0)}}, want: "pré"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

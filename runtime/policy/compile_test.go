@@ -122,6 +122,94 @@ func TestCompileClassifier(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("a builtin with one detector and one pattern, or one keyword set, compiles", func(t *testing.T) {
+		for name, b := range map[string]*v1alpha1.BuiltinBackend{
+			"pattern": {Detectors: []v1alpha1.Detector{"email"}, Patterns: []v1alpha1.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}},
+			"keyword": {Detectors: []v1alpha1.Detector{"email"}, Keywords: []v1alpha1.KeywordRule{{Category: "codenames", Words: []string{"bluebird"}}}},
+		} {
+			c := classifierObj("c", func(c *v1alpha1.Classifier) { c.Spec.Builtin = b })
+			if _, err := CompileClassifier(&c, ""); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+	})
+	t.Run("a keyword set's match mode is kept: CaseSensitive or not", func(t *testing.T) {
+		c := mustClassifier(t, classifierObj("kw", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin = &v1alpha1.BuiltinBackend{Keywords: []v1alpha1.KeywordRule{
+				{Category: "exact", Words: []string{"Bluebird"}, Match: v1alpha1.KeywordCaseSensitive},
+				{Category: "loose", Words: []string{"robin"}},
+			}}
+		}))
+		assertEq(t, len(c.Builtin.Keywords), 2)
+		assertEq(t, c.Builtin.Keywords[0].CaseSensitive, true)
+		assertEq(t, c.Builtin.Keywords[1].CaseSensitive, false)
+	})
+	t.Run("a categoryMap entry may rename the first category", func(t *testing.T) {
+		c := mustClassifier(t, classifierObj("mod", func(c *v1alpha1.Classifier) {
+			c.Spec.Builtin = nil
+			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []v1alpha1.CategoryMapping{{Name: "violence/graphic", Category: "violence"}}}
+			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}, {ID: "hate"}}
+		}))
+		if got := strings.Join(c.Moderation.CategoryNames, ","); got != "violence/graphic,hate" {
+			t.Errorf("CategoryNames = %s", got)
+		}
+	})
+	for _, tc := range []struct {
+		retries int32
+		ok      bool
+	}{{-1, false}, {0, true}, {3, true}, {4, false}} {
+		t.Run(fmt.Sprintf("retries %d is accepted: %v (0 to 3)", tc.retries, tc.ok), func(t *testing.T) {
+			c := classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Retries = ptr(tc.retries) })
+			cc, err := CompileClassifier(&c, "")
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+			if tc.ok {
+				assertEq(t, cc.Retries, int(tc.retries))
+			} else if !strings.Contains(err.Error(), "spec.retries") {
+				t.Errorf("err = %v, want one naming spec.retries", err)
+			}
+		})
+	}
+	t.Run("a repeated category or question id is a duplicate, the first one too", func(t *testing.T) {
+		for name, c := range map[string]v1alpha1.Classifier{
+			"spec.categories[1].id": classifierObj("dup", judge([]string{"violence", "violence"})),
+			"spec.questions[1].id": classifierObj("dup", judge(nil, question("topic", v1alpha1.QuestionChoice, "a", "b"),
+				question("topic", v1alpha1.QuestionChoice, "a", "b"))),
+		} {
+			_, err := CompileClassifier(&c, "")
+			if err == nil || !strings.Contains(err.Error(), name+": Duplicate value") {
+				t.Errorf("err = %v, want a duplicate %s", err, name)
+			}
+		}
+	})
+	t.Run("only the builtin backend is limited to text", func(t *testing.T) {
+		media := []v1alpha1.Modality{v1alpha1.ModalityText, v1alpha1.ModalityImage}
+		remote := classifierObj("remote", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Modalities = media })
+		if _, err := CompileClassifier(&remote, ""); err != nil {
+			t.Errorf("a webhook classifier with images: %v", err)
+		}
+		local := classifierObj("local", func(c *v1alpha1.Classifier) { c.Spec.Modalities = media })
+		if _, err := CompileClassifier(&local, ""); err == nil || !strings.Contains(err.Error(), "spec.modalities") {
+			t.Errorf("a builtin classifier with images: err = %v, want one naming spec.modalities", err)
+		}
+	})
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{{"http://judge.svc:8080/v1", true}, {"https://judge.example.com/v1", true}, {"ftp://judge.example.com/v1", false}, {"/v1/judge", false}} {
+		t.Run(fmt.Sprintf("a webhook URL %s is accepted: %v (absolute http or https)", tc.url, tc.ok), func(t *testing.T) {
+			c := classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Webhook.URL = tc.url })
+			_, err := CompileClassifier(&c, "")
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+			if !tc.ok && !strings.Contains(err.Error(), "spec.webhook.url") {
+				t.Errorf("err = %v, want one naming spec.webhook.url", err)
+			}
+		})
+	}
 	t.Run("a classifier with two backends is rejected even without the apiserver", func(t *testing.T) {
 		c := classifierObj("two", judge([]string{"x"}))
 		c.Spec.Builtin = &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{"pii"}}
@@ -166,6 +254,22 @@ func TestCompileGuardrail(t *testing.T) {
 					t.Errorf("categories = %v", g.Categories)
 				}
 			},
+		},
+		{
+			name: "a category subset may list the classifier's first category",
+			g:    guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"violence"} }),
+			c:    scored,
+			check: func(t *testing.T, g *Guardrail) {
+				if len(g.Categories) != 1 || g.Categories[0].ID != "violence" {
+					t.Errorf("categories = %v", g.Categories)
+				}
+			},
+		},
+		{
+			name:  "a CEL rule may read the classifier's first category by index",
+			g:     guardrailObj("g", "scored", rule("r", "scores['violence'] > 0.5", "Block")),
+			c:     scored,
+			check: func(t *testing.T, g *Guardrail) { assertEq(t, len(g.Rules), 1) },
 		},
 		{
 			name: "defaults are phases Input and Output, text, fail closed, last message, refusals match",
@@ -326,6 +430,8 @@ func TestCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertEq(t, s1.Guardrails[0].Key, "ns/a")
+		assertEq(t, s1.Classifiers[0].Key, "ns/judge")
+		assertEq(t, s1.Classifiers[1].Key, "ns/pii")
 		assertEq(t, s1.Classifier("ns/judge").Token, Secret("tok-123"))
 		s2, _ := Compile(src)
 		assertEq(t, s1.Version, s2.Version)
@@ -392,5 +498,67 @@ func TestUnjudged(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { assertEq(t, tc.g.Unjudged(), tc.want) })
+	}
+}
+
+// Bounds are inclusive: a threshold of exactly 0 or 1 and an identifier of exactly 63
+// characters are valid; one step past them is not.
+func TestCompileBounds(t *testing.T) {
+	scored := mustClassifier(t, classifierObj("scored", judge([]string{"violence"})))
+	for _, tc := range []struct {
+		threshold v1alpha1.Score
+		ok        bool
+	}{{-0.01, false}, {0, true}, {1, true}, {1.01, false}} {
+		t.Run(fmt.Sprintf("threshold %v is accepted: %v", tc.threshold, tc.ok), func(t *testing.T) {
+			g := guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Threshold = ptr(tc.threshold) })
+			_, err := CompileGuardrail(&g, scored)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+		})
+		t.Run(fmt.Sprintf("a per-category threshold %v is accepted: %v", tc.threshold, tc.ok), func(t *testing.T) {
+			g := guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
+				g.Spec.Thresholds = []v1alpha1.CategoryThreshold{{Category: "violence", Threshold: tc.threshold}}
+			})
+			_, err := CompileGuardrail(&g, scored)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
+			}
+		})
+	}
+	for _, n := range []int{63, 64} {
+		t.Run(fmt.Sprintf("a question id of %d characters is accepted: %v", n, n <= 63), func(t *testing.T) {
+			c := classifierObj("judge", judge(nil, question("q"+strings.Repeat("x", n-1), v1alpha1.QuestionBoolean, "true", "false")))
+			_, err := CompileClassifier(&c, "")
+			if (err == nil) != (n <= 63) {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+}
+
+func TestSanitizer(t *testing.T) {
+	strip, err := NewRule("strip", "true", ActionStrip, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := NewRule("block", "true", ActionBlock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		g    Guardrail
+		want bool
+	}{
+		{"category rules that strip", Guardrail{Action: ActionStrip}, true},
+		{"category rules that redact", Guardrail{Action: ActionRedact}, true},
+		{"category rules that block", Guardrail{Action: ActionBlock}, false},
+		{"category rules that warn", Guardrail{Action: ActionWarn}, false},
+		{"a CEL rule that strips", Guardrail{Action: ActionBlock, Rules: []*Rule{block, strip}}, true},
+		{"CEL rules that only block", Guardrail{Rules: []*Rule{block}}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+" rewrite content: "+fmt.Sprint(tc.want), func(t *testing.T) { assertEq(t, tc.g.Sanitizer(), tc.want) })
 	}
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
@@ -66,6 +67,30 @@ func TestRuleErrors(t *testing.T) {
 		got, err := r.Match(NewActivation(&Classifier{Categories: []Category{{ID: "x"}}}, classify.Result{Scores: []float64{math.NaN()}}))
 		if err == nil || got {
 			t.Fatalf("got %v, %v; want an error", got, err)
+		}
+	})
+	t.Run("an expression that does not compile is an error saying why", func(t *testing.T) {
+		for expr, want := range map[string]string{
+			"answers.topic.choice ==":     "Syntax error",
+			"answers.topic.chioce == 'x'": "undefined field 'chioce'",
+		} {
+			if _, err := NewRule("r", expr, ActionBlock, "x"); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: err = %v, want one containing %q", expr, err, want)
+			}
+		}
+	})
+	t.Run("a result shorter than the classifier exposes what it has", func(t *testing.T) {
+		c := &Classifier{Categories: []Category{{ID: "x"}, {ID: "y"}},
+			Questions: []Question{{ID: "topic", Type: QuestionChoice}, {ID: "unsafe", Type: QuestionBoolean}}}
+		act := NewActivation(c, classify.Result{Scores: []float64{0.7}, Answers: []classify.Answer{{Choice: "other"}}})
+		for _, expr := range []string{"answers.topic.choice == 'other'", "scores['x'] > 0.5", "!has(answers.unsafe) && !has(scores.y)"} {
+			r, err := NewRule("r", expr, ActionBlock, "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := r.Match(act); err != nil || !got {
+				t.Errorf("%s: got %v, %v; want a match", expr, got, err)
+			}
 		}
 	})
 	t.Run("a rule read back from JSON is compiled again", func(t *testing.T) {
