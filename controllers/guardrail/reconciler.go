@@ -93,7 +93,13 @@ func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Re
 	}
 	// Conditions are stamped with the generation they describe: one of an older generation
 	// says nothing about the current spec.
-	current := func(cond *metav1.Condition) bool { return cond != nil && cond.ObservedGeneration == c.Generation }
+	gen := c.Generation
+	if !c.DeletionTimestamp.IsZero() && c.Status.ObservedGeneration == gen-1 {
+		// Deleting a custom resource bumps its generation without changing its spec: while
+		// deletion waits for the Classifier's users, its last judgement of the spec stands.
+		gen = c.Status.ObservedGeneration
+	}
+	current := func(cond *metav1.Condition) bool { return cond != nil && cond.ObservedGeneration == gen }
 	if stalled := status.Get(c, v1alpha1.ConditionStalled); current(stalled) && stalled.Status == metav1.ConditionTrue {
 		msg := fmt.Sprintf("Classifier %s is Stalled (%s): %s", name, stalled.Reason, stalled.Message)
 		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierStalled, msg)
@@ -101,7 +107,7 @@ func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Re
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg))
 	}
 	ready := status.Get(c, v1alpha1.ConditionReady)
-	if !current(ready) || ready.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != c.Generation {
+	if !current(ready) || ready.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != gen {
 		why := "it is reconciling"
 		if current(ready) && ready.Status != metav1.ConditionTrue && ready.Message != "" {
 			why = ready.Message
