@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/test/entities"
+	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -75,5 +78,38 @@ func TestStreamsNeverReleaseAnEntityInPart(t *testing.T) {
 		if strings.Count(want, "[REDACTED:") != len(txt.Entities) {
 			t.Fatalf("%s: %d markers for %d entities in %q", name, strings.Count(want, "[REDACTED:"), len(txt.Entities), want)
 		}
+	}
+}
+
+// The shipped sample, read from config/samples as a user applies it, with a reply a user's
+// model could write: a config snippet holding a key, an address with an apostrophe and a
+// PEM block, streamed in 3-byte deltas. openai-go accumulates no 8 bytes of any of them.
+func TestShippedRedactionSampleStreamsNoSecret(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "sk-proj-" + strings.Repeat("Zq8", 15) + "T2xYw9"
+	body := strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", 3)
+	secrets := []string{key, "siobhan.o'brien@example.ie", body}
+	reply := "Put this in your .env:\n\nOPENAI_API_KEY=" + key + "\nCONTACT=siobhan.o'brien@example.ie\n\n" +
+		"and the key file:\n-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\nDone."
+	p := newProvider(t)
+	g := startGuard(t, string(sample), upstream(p.URL))
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(entities.Split(reply, 3)...)}}})
+	acc, _, err := chatStream(context.Background(), openaiClient(g), chatParams("how do I configure it?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := acc.Choices[0].Message.Content
+	for _, s := range secrets {
+		for i := 0; i+8 <= len(s); i++ {
+			if strings.Contains(got, s[i:i+8]) {
+				t.Fatalf("%q reached the client in %q", s[i:i+8], got)
+			}
+		}
+	}
+	if !strings.HasPrefix(got, "Put this in your .env:") || !strings.HasSuffix(got, "Done.") || strings.Count(got, "[REDACTED:") != 3 {
+		t.Fatalf("client received %q", got)
 	}
 }
