@@ -1,0 +1,33 @@
+// Package controlplane is the guard's side of the operator's control plane (DESIGN.md §6):
+// the names the injector and the guard agree on, the wire types of the policy
+// subscription, and the client that subscribes. It imports neither client-go nor
+// controller-runtime: it is linked into every sidecar.
+package controlplane
+
+// Audience is the audience of the projected service-account token a guard presents to the
+// operator; a token for any other audience is refused.
+const Audience = "guardrail.dev"
+
+// The guard's flags for the control plane, in one place: the injector writes them into the
+// sidecar's arguments and the guard defines them.
+const (
+	// FlagControlPlane is the operator's control-plane base URL (https://…).
+	FlagControlPlane = "control-plane"
+	// FlagTokenFile is the projected service-account token the guard presents.
+	FlagTokenFile = "token-file"
+	// FlagCAFile is the PEM bundle the guard trusts for the control plane.
+	FlagCAFile = "ca-file"
+	// FlagSnapshotDir is where the guard persists its last good policy snapshot.
+	FlagSnapshotDir = "snapshot-dir"
+)
+
+// Labels and annotations on pods.
+const (
+	// LabelInjected marks a pod whose guard was injected; the operator caches only these.
+	LabelInjected = "guardrail.dev/injected"
+	// LabelInject on a pod opts it in ("true") or out ("false"; wins over the namespace).
+	LabelInject = "guardrail.dev/inject"
+	// LabelInjection on a namespace opts its pods in ("enabled", or "required": a pod that
+	// cannot be injected is denied).
+	LabelInjection = "guardrail.dev/injection"
+)
