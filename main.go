@@ -1,5 +1,6 @@
 // Command manager runs the guardrail-operator controllers: the Classifier and Guardrail
-// reconcilers (leader-elected), with health probes and Prometheus metrics.
+// reconcilers (leader-elected), the policy subscription guards connect to (every
+// replica), with health probes and Prometheus metrics.
 package main
 
 import (
@@ -7,13 +8,12 @@ import (
 	"flag"
 	"net"
 	"os"
-	"strings"
+	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 )
 
 func main() {
@@ -30,6 +31,7 @@ func main() {
 		leaderElect     bool
 		leaderNS        string
 		watchNamespaces string
+		controlPlane    controlplane.Options
 		zapOpts         = zap.Options{Development: false}
 		setupLog        = ctrl.Log.WithName("setup")
 		scheme          = runtime.NewScheme()
@@ -49,6 +51,10 @@ func main() {
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Classifiers, Guardrails "+
 		"and Secrets the manager watches; empty watches all namespaces. With a list, the manager needs Secret access only "+
 		"in those namespaces (config/scoped); objects elsewhere are ignored.")
+	flag.StringVar(&controlPlane.BindAddress, "control-plane-bind-address", ":9444", "Address of the policy subscription "+
+		"guards connect to (HTTPS, on every replica); 0 disables it.")
+	flag.StringVar(&controlPlane.CertDir, "control-plane-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
+		"Directory holding tls.crt and tls.key of the control plane (the webhook's serving certificate); served once they exist.")
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -63,7 +69,7 @@ func main() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metrics.options(),
-		Cache:                   cacheOptions(watchNamespaces),
+		Cache:                   controllers.CacheOptions(watchNamespaces),
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        leaderLockID,
@@ -76,6 +82,10 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Setup(ctx, mgr); err != nil {
 		setupLog.Error(err, "Unable to set up the controllers")
+		os.Exit(1)
+	}
+	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
+		setupLog.Error(err, "Unable to set up the control plane server")
 		os.Exit(1)
 	}
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
@@ -129,17 +139,3 @@ func (m metricsConfig) loopback() bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// cacheOptions restricts the manager's watches to the given namespaces; empty watches
-// the whole cluster.
-func cacheOptions(namespaces string) cache.Options {
-	var opts cache.Options
-	for _, ns := range strings.Split(namespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			if opts.DefaultNamespaces == nil {
-				opts.DefaultNamespaces = map[string]cache.Config{}
-			}
-			opts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return opts
-}

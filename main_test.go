@@ -200,7 +200,7 @@ func TestScopedRBAC(t *testing.T) {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cacheOptions("team-a, team-b"),
+		Cache:                  controllers.CacheOptions("team-a, team-b"),
 	})
 	must(t, err)
 	must(t, controllers.Setup(ctx, mgr))

@@ -4,13 +4,37 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guardrail"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
+
+// CacheOptions are the manager's cache: restricted to the given namespaces (comma
+// separated; empty watches the whole cluster), and, for Pods, to those with an injected
+// guard — never a cluster-wide Pod informer.
+func CacheOptions(namespaces string) cache.Options {
+	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{cp.LabelInjected: "true"})},
+	}}
+	for _, ns := range strings.Split(namespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			if opts.DefaultNamespaces == nil {
+				opts.DefaultNamespaces = map[string]cache.Config{}
+			}
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
 
 // Setup registers the field indexes and the reconcilers with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager) error {
@@ -25,7 +49,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	return (&guardrail.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("guardrail-controller"),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("guardrail-controller"),
 	}).SetupWithManager(mgr)
 }

@@ -59,6 +59,7 @@ var _ = BeforeSuite(func() {
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(""),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	var ctx context.Context

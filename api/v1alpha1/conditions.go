@@ -33,8 +33,11 @@ const (
 	// the Classifier keeps serving its Guardrails until they let it go.
 	ConditionInUse = "InUse"
 
-	// ConditionEnforced (Guardrail) is True when every selected pod's guard sidecar has
-	// acknowledged the latest generation. Normal polarity. Set once sidecars report (§6).
+	// ConditionEnforced (Guardrail) is True when at least one running pod is selected and
+	// every selected pod's guard has acknowledged the latest generation. Normal polarity.
+	// Ready does not include it: Ready says the policy is valid and distributed, so GitOps
+	// tools never wait on pods of a namespace that is not opted in; a bypass is loud
+	// instead (Enforced False with PodsWithoutGuard, a Warning Event, the ENFORCED column).
 	ConditionEnforced = "Enforced"
 )
 
@@ -82,6 +85,23 @@ const (
 	// (a category the classifier does not have, Redact without spans, a CEL rule naming an
 	// unknown question). Fixing either object resolves it.
 	ReasonClassifierMismatch = "ClassifierMismatch"
+)
+
+// Reasons of the Enforced condition (Guardrail).
+const (
+	// ReasonNoPodsSelected: no running pod of the namespace matches the selector.
+	ReasonNoPodsSelected = "NoPodsSelected"
+	// ReasonAwaitingAcknowledgement: some selected pods' guards have not acknowledged the
+	// latest generation yet.
+	ReasonAwaitingAcknowledgement = "AwaitingAcknowledgement"
+	// ReasonPodsWithoutGuard: some selected pods have no guard (their namespace or they
+	// are not opted in to injection): their traffic bypasses the policy.
+	ReasonPodsWithoutGuard = "PodsWithoutGuard"
+	// ReasonSnapshotRefused: some selected pods' guards refused the policy snapshot (a
+	// version skew between guard and operator); they keep their previous policy.
+	ReasonSnapshotRefused = "SnapshotRefused"
+	// ReasonNotDistributed: the Guardrail does not compile, so it is not sent to guards.
+	ReasonNotDistributed = "NotDistributed"
 )
 
 // InUseProtectionFinalizer holds the deletion of a Classifier until no Guardrail

@@ -375,6 +375,15 @@ type EnforcementStatus struct {
 	// acknowledgedPods is how many of them have acknowledged the latest generation.
 	// +kubebuilder:validation:Minimum=0
 	AcknowledgedPods int32 `json:"acknowledgedPods"`
+	// podsWithoutGuard is how many of the selected pods have no guard: their traffic
+	// bypasses this policy.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	PodsWithoutGuard int32 `json:"podsWithoutGuard,omitempty"`
+	// summary is acknowledgedPods/selectedPods, for `kubectl get`.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Summary string `json:"summary,omitempty"`
 }
 
 // DecisionCounts are cumulative decision counts by outcome and by category.
@@ -427,6 +436,7 @@ type CategoryCount struct {
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Classifier",type=string,JSONPath=`.spec.classifierRef.name`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Enforced",type=string,JSONPath=`.status.enforcement.summary`
 // +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.status.decisions.blocked`
 // +kubebuilder:printcolumn:name="Would-Block",type=integer,JSONPath=`.status.decisions.wouldBlock`,priority=1
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1

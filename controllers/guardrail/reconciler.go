@@ -3,21 +3,27 @@ package guardrail
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -28,8 +34,14 @@ const waitInterval = time.Minute
 // Reconciler reconciles Guardrails.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader lists the pods a Guardrail selects: pods without a guard are not cached.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 }
+
+// enforcementResync is how often status.enforcement is recounted on top of the watch of
+// injected pods: pods without a guard are not watched.
+const enforcementResync = time.Minute
 
 // scope is what the steps of one reconcile share.
 type scope struct {
@@ -45,6 +57,7 @@ type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Reconcile brings a Guardrail's status in line with its spec and its Classifier.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -63,15 +76,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer func() {
 		patchErr := patcher.Finalize(ctx, obj, result, retErr)
 		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
+		if retErr == nil && result.IsZero() && s.compiled != nil {
+			// Settled: recount the selected pods now and then (pods without a guard are
+			// not watched).
+			result.RequeueAfter = enforcementResync
+		}
 	}()
 
 	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile} {
 		res, err := st(ctx, s)
 		if err != nil || !res.IsZero() {
+			if s.compiled == nil {
+				notDistributed(obj)
+			}
 			return res, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.reconcileEnforcement(ctx, s)
 }
 
 // reconcileClassifier fetches the referenced Classifier and waits until it is Ready for
@@ -168,8 +189,42 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Guardrail{}).
 		Watches(&v1alpha1.Classifier{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForClassifier)).
+		// Injected pods only (the manager's cache is restricted to them), by metadata: a
+		// guard's acknowledgement is an annotation on its pod.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForPod), builder.OnlyMetadata,
+			builder.WithPredicates(podChanged)).
 		Named("guardrail").
 		Complete(r)
+}
+
+// podChanged passes the pod events that can change a Guardrail's enforcement: a pod
+// appears or goes, or its labels or acknowledgement annotations change.
+var podChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		if !maps.Equal(o.GetLabels(), n.GetLabels()) {
+			return true
+		}
+		for _, k := range []string{cp.AnnotationEnforced, cp.AnnotationRefused} {
+			if o.GetAnnotations()[k] != n.GetAnnotations()[k] {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+func (r *Reconciler) guardrailsForPod(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.GuardrailList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Guardrails for a pod", "pod", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
 }
 
 func (r *Reconciler) guardrailsForClassifier(ctx context.Context, o client.Object) []reconcile.Request {

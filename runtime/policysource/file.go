@@ -1,8 +1,8 @@
 // Package policysource gives the guard its policy. File reads a YAML stream of Classifier
 // and Guardrail manifests — the very files users `kubectl apply` — compiles them with
 // policy.Compile, and watches the file, re-applying it when its content changes; an invalid
-// file keeps the last good policy. The control-plane subscription to the operator is
-// another Source, added with the control plane.
+// file keeps the last good policy. The control-plane subscription to the operator
+// (runtime/controlplane.Client) is the other Source.
 package policysource
 
 import (
@@ -40,8 +40,9 @@ const maxFileSize = 8 << 20
 // Source delivers compiled policy snapshots to the guard.
 type Source interface {
 	// Run calls apply with each new good snapshot and report with each error (the last
-	// good snapshot stays in force), until ctx ends.
-	Run(ctx context.Context, apply func(*policy.Snapshot), report func(error))
+	// good snapshot stays in force), until ctx ends. An error from apply refuses the
+	// snapshot.
+	Run(ctx context.Context, apply func(*policy.Snapshot) error, report func(error))
 }
 
 // File is a Source reading a policy file.
@@ -81,7 +82,7 @@ func (f *File) read() ([]byte, error) {
 
 // Run implements Source: it loads the file, then polls it and re-applies it whenever its
 // content changes.
-func (f *File) Run(ctx context.Context, apply func(*policy.Snapshot), report func(error)) {
+func (f *File) Run(ctx context.Context, apply func(*policy.Snapshot) error, report func(error)) {
 	interval := f.Interval
 	if interval <= 0 {
 		interval = time.Second
@@ -103,7 +104,9 @@ func (f *File) Run(ctx context.Context, apply func(*policy.Snapshot), report fun
 			report(err)
 			return
 		}
-		apply(snap)
+		if err := apply(snap); err != nil {
+			report(fmt.Errorf("policy file %s: %w", f.Path, err))
+		}
 	}
 	check()
 	t := time.NewTicker(interval)

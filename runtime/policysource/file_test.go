@@ -116,10 +116,11 @@ func TestFileRun(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.Run(ctx, func(s *policy.Snapshot) {
+		f.Run(ctx, func(s *policy.Snapshot) error {
 			mu.Lock()
 			applied = append(applied, s)
 			mu.Unlock()
+			return nil
 		}, func(err error) {
 			mu.Lock()
 			reported = append(reported, err)

@@ -5,6 +5,12 @@
 //	guard --policy-file config/samples/pii-secrets-redaction.yaml \
 //	      --openai-upstream https://api.openai.com --listen 127.0.0.1:8000
 //
+// or, in a pod the operator injected it into, subscribed to the operator's control plane:
+//
+//	guard --control-plane https://guardrail-control-plane.guardrail-system.svc:9444 \
+//	      --token-file /var/run/secrets/guardrail.dev/token/token \
+//	      --ca-file /var/run/secrets/guardrail.dev/ca/ca.crt --snapshot-dir /var/run/guardrail/snapshot
+//
 // and the app points its base URL at it (OPENAI_BASE_URL=http://127.0.0.1:8000/v1,
 // ANTHROPIC_BASE_URL=http://127.0.0.1:8000). An admin listener serves /healthz, /readyz
 // (ready once a policy is loaded) and Prometheus /metrics.
@@ -30,7 +36,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -40,6 +46,8 @@ type options struct {
 	listen, admin                string
 	openaiUpstream, anthropicURL string
 	policyFile                   string
+	controlPlane, tokenFile      string
+	caFile, snapshotDir          string
 	policyInterval               time.Duration
 	decisionLog                  string
 	passThrough                  string
@@ -58,6 +66,14 @@ func main() {
 	fs.StringVar(&o.openaiUpstream, "openai-upstream", "https://api.openai.com", "Base URL of the OpenAI-compatible provider.")
 	fs.StringVar(&o.anthropicURL, "anthropic-upstream", "https://api.anthropic.com", "Base URL of the Anthropic provider.")
 	fs.StringVar(&o.policyFile, "policy-file", "", "YAML file of Classifier and Guardrail manifests to enforce; watched for changes.")
+	fs.StringVar(&o.controlPlane, controlplane.FlagControlPlane, "", "Base URL (https) of the operator's control plane to "+
+		"subscribe to for this pod's policy; exclusive with --policy-file.")
+	fs.StringVar(&o.tokenFile, controlplane.FlagTokenFile, "/var/run/secrets/guardrail.dev/token/token",
+		"Projected service-account token (audience "+controlplane.Audience+") presented to the control plane.")
+	fs.StringVar(&o.caFile, controlplane.FlagCAFile, "/var/run/secrets/guardrail.dev/ca/ca.crt",
+		"PEM bundle the control plane's serving certificate must chain to.")
+	fs.StringVar(&o.snapshotDir, controlplane.FlagSnapshotDir, "", "Directory where the last good policy snapshot from the "+
+		"control plane is persisted (mode 0600) and loaded at start when the control plane is unreachable; empty keeps none.")
 	fs.DurationVar(&o.policyInterval, "policy-interval", time.Second, "How often the policy file is checked for changes.")
 	fs.StringVar(&o.decisionLog, "decision-log", "", "Write one JSON line per decision to this file (- for stdout). Records hold no content.")
 	fs.StringVar(&o.passThrough, "pass-through", "", "Comma-separated POST paths forwarded unguarded (every other unknown POST is refused).")
@@ -92,8 +108,13 @@ func main() {
 }
 
 func run(o options, log *slog.Logger) error {
-	if o.policyFile == "" {
-		return errors.New("--policy-file is required (the control-plane subscription is not available yet)")
+	if (o.policyFile == "") == (o.controlPlane == "") {
+		return errors.New("exactly one policy source is needed: --policy-file, or --control-plane with --token-file and --ca-file")
+	}
+	if o.controlPlane != "" {
+		if u, err := url.Parse(o.controlPlane); err != nil || u.Scheme != "https" || u.Host == "" {
+			return fmt.Errorf("--%s must be an absolute https URL, got %q", controlplane.FlagControlPlane, o.controlPlane)
+		}
 	}
 	openaiURL, err := parseUpstream("--openai-upstream", o.openaiUpstream)
 	if err != nil {
@@ -138,15 +159,14 @@ func run(o options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	src := &policysource.File{Path: o.policyFile, Interval: o.policyInterval}
-	go src.Run(ctx, func(s *policy.Snapshot) {
-		if err := px.Apply(s); err != nil {
-			tel.PolicyError()
-			log.Error("Policy not applied; the last good policy stays in force", "error", err.Error())
-		}
-	}, func(err error) {
+	var src policysource.Source = &policysource.File{Path: o.policyFile, Interval: o.policyInterval}
+	if o.controlPlane != "" {
+		src = &controlplane.Client{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
+			SnapshotDir: o.snapshotDir, Log: log}
+	}
+	go src.Run(ctx, px.Apply, func(err error) {
 		tel.PolicyError()
-		log.Error("Policy file refused; the last good policy stays in force", "error", err.Error())
+		log.Error("Policy not applied; the last good policy stays in force", "error", err.Error())
 	})
 
 	srv := &http.Server{

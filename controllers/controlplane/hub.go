@@ -1,0 +1,192 @@
+package controlplane
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// hub caches one compiled snapshot per distinct (namespace, label set) — a thousand
+// replicas of one Deployment cost one compile — and wakes the subscribers of a namespace
+// when something their snapshots are made of changes. Changes are debounced: a burst of
+// applies within the debounce window is one recompile and one push.
+type hub struct {
+	builder  *builder
+	debounce time.Duration
+	log      logr.Logger
+	metrics  *metrics
+
+	mu sync.Mutex
+	// entries by namespace, then by label set.
+	entries map[string]map[string]*entry
+	// changed is closed (and replaced) when the namespace's snapshots were recompiled.
+	changed map[string]chan struct{}
+	// dirty namespaces wait for the debounce timer.
+	dirty map[string]bool
+	timer *time.Timer
+	// history remembers the Guardrails of recent versions, for acks of a version that is
+	// no longer current (a guard restarted on its persisted snapshot).
+	history map[string]string
+	order   []string
+}
+
+// entry is the snapshot of one (namespace, label set).
+type entry struct {
+	labels   labels.Set
+	snap     *built
+	err      error
+	lastUsed time.Time
+}
+
+// maxHistory bounds hub.history.
+const maxHistory = 4096
+
+// idleEntry is how long a snapshot no subscriber asked for is kept.
+const idleEntry = 10 * time.Minute
+
+func newHub(b *builder, debounce time.Duration, log logr.Logger, m *metrics) *hub {
+	return &hub{builder: b, debounce: debounce, log: log, metrics: m,
+		entries: map[string]map[string]*entry{}, changed: map[string]chan struct{}{},
+		dirty: map[string]bool{}, history: map[string]string{}}
+}
+
+// get returns the snapshot of a pod's namespace and labels, and the channel closed when
+// the namespace's snapshots change next.
+func (h *hub) get(ctx context.Context, ns string, podLabels labels.Set) (*built, <-chan struct{}, error) {
+	key := podLabels.String()
+	h.mu.Lock()
+	e := h.entries[ns][key]
+	ch := h.changedLocked(ns)
+	if e != nil {
+		e.lastUsed = time.Now()
+		snap, err := e.snap, e.err
+		h.mu.Unlock()
+		return snap, ch, err
+	}
+	h.mu.Unlock()
+
+	// Compiled outside the lock; two first subscribers of a label set may both compile,
+	// and the result is the same.
+	snap, err := h.builder.build(ctx, ns, podLabels, nil)
+	h.metrics.compiles.Inc()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur := h.entries[ns][key]; cur != nil {
+		return cur.snap, h.changedLocked(ns), cur.err
+	}
+	if h.changed[ns] != ch {
+		// The namespace changed while this compiled: ch is closed, so the caller asks
+		// again and compiles what is there now. Nothing possibly stale is cached.
+		return snap, ch, err
+	}
+	if err == nil {
+		if h.entries[ns] == nil {
+			h.entries[ns] = map[string]*entry{}
+		}
+		h.entries[ns][key] = &entry{labels: podLabels, snap: snap, lastUsed: time.Now()}
+		h.rememberLocked(snap)
+	}
+	return snap, ch, err
+}
+
+func (h *hub) changedLocked(ns string) chan struct{} {
+	ch := h.changed[ns]
+	if ch == nil {
+		ch = make(chan struct{})
+		h.changed[ns] = ch
+	}
+	return ch
+}
+
+// enforcedOf returns the Guardrails a version holds, if this replica compiled it.
+func (h *hub) enforcedOf(version string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.history[version]
+	return v, ok
+}
+
+func (h *hub) rememberLocked(b *built) {
+	if _, ok := h.history[b.version]; ok {
+		return
+	}
+	h.history[b.version] = b.enforced
+	h.order = append(h.order, b.version)
+	if len(h.order) > maxHistory {
+		delete(h.history, h.order[0])
+		h.order = h.order[1:]
+	}
+}
+
+// touch marks a namespace's snapshots stale; they are recompiled after the debounce.
+// Namespaces without subscribers cost nothing.
+func (h *hub) touch(ns string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.entries[ns] == nil && h.changed[ns] == nil {
+		return
+	}
+	h.dirty[ns] = true
+	if h.timer == nil {
+		h.timer = time.AfterFunc(h.debounce, h.flush)
+	}
+}
+
+// flush recompiles the dirty namespaces and wakes their subscribers.
+func (h *hub) flush() {
+	h.mu.Lock()
+	dirty := h.dirty
+	h.dirty = map[string]bool{}
+	h.timer = nil
+	work := map[string]map[string]*entry{}
+	for ns := range dirty {
+		work[ns] = h.entries[ns]
+	}
+	h.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ns, entries := range work {
+		fresh := map[string]*entry{}
+		for key, e := range entries {
+			if time.Since(e.lastUsed) > idleEntry {
+				continue
+			}
+			snap, err := h.builder.build(ctx, ns, e.labels, e.snap)
+			h.metrics.compiles.Inc()
+			if err != nil {
+				// Keep serving the last good snapshot; the next change retries.
+				h.log.Error(err, "Compiling a policy snapshot; subscribers keep the previous one", "namespace", ns)
+				fresh[key] = e
+				continue
+			}
+			fresh[key] = &entry{labels: e.labels, snap: snap, lastUsed: e.lastUsed}
+		}
+		h.mu.Lock()
+		if len(fresh) == 0 {
+			delete(h.entries, ns)
+		} else {
+			h.entries[ns] = fresh
+		}
+		for _, e := range fresh {
+			h.rememberLocked(e.snap)
+		}
+		if ch := h.changed[ns]; ch != nil {
+			close(ch)
+			delete(h.changed, ns)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// stop cancels a pending flush.
+func (h *hub) stop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+}

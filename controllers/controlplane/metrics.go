@@ -1,0 +1,54 @@
+package controlplane
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// metrics of the control-plane server, served on the manager's metrics endpoint. Label
+// sets are bounded: namespaces, and fixed reasons and results.
+type metrics struct {
+	subscribers  *prometheus.GaugeVec
+	refused      *prometheus.CounterVec
+	tokenReviews prometheus.Counter
+	sent         prometheus.Counter
+	compiles     prometheus.Counter
+	acks         *prometheus.CounterVec
+	ackErrors    prometheus.Counter
+}
+
+var serverMetrics = &metrics{
+	subscribers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "guardrail_controlplane_subscribers",
+		Help: "Guards subscribed to this replica, by namespace.",
+	}, []string{"namespace"}),
+	refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_refused_total",
+		Help: "Subscriptions refused, by reason (missing_token, unauthenticated, wrong_audience, not_pod_bound, pod_not_found, bad_request).",
+	}, []string{"reason"}),
+	tokenReviews: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_tokenreviews_total",
+		Help: "TokenReviews sent to the apiserver (reviews are cached for the token's lifetime).",
+	}),
+	sent: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_snapshots_sent_total",
+		Help: "Policy snapshots sent to guards.",
+	}),
+	compiles: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_compiles_total",
+		Help: "Policy snapshots compiled (one per distinct namespace and label set per change).",
+	}),
+	acks: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_acks_total",
+		Help: "Acknowledgements recorded on pods, by result (applied, refused).",
+	}, []string{"result"}),
+	ackErrors: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_ack_errors_total",
+		Help: "Acknowledgements that could not be recorded on their pod (retried on the guard's next poll).",
+	}),
+}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(serverMetrics.subscribers, serverMetrics.refused, serverMetrics.tokenReviews,
+		serverMetrics.sent, serverMetrics.compiles, serverMetrics.acks, serverMetrics.ackErrors)
+}

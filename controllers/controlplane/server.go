@@ -1,0 +1,390 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// Options configure the control-plane server.
+type Options struct {
+	// BindAddress is where guards connect, e.g. ":9444"; empty or "0" disables the server.
+	BindAddress string
+	// CertDir holds tls.crt and tls.key (the operator's serving certificate, the same as
+	// the webhook's); the server starts serving once they exist and follows rotations.
+	CertDir string
+	// Debounce is how long a change waits for the rest of its burst; 0 means 100ms.
+	Debounce time.Duration
+	// Wait is how long a poll with nothing new is held open; 0 means 30s.
+	Wait time.Duration
+	// QPS and Burst of the server's own apiserver client (TokenReviews and the pod
+	// patches that record acks); 0 means 200 and 400.
+	QPS   float32
+	Burst int
+}
+
+// Server serves the policy subscription (runtime/controlplane's protocol). It runs on
+// every replica, not only the leader: guards connect to any of them.
+type Server struct {
+	opts   Options
+	log    logr.Logger
+	hub    *hub
+	auth   *authenticator
+	pods   client.Reader // injected pods' metadata, cached
+	api    client.Reader // the apiserver, for pods not (yet) in the cache
+	writer client.Client // acks onto pods
+	ready  chan struct{}
+	addr   net.Addr
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+
+// Setup adds the server to the manager, with the informer hooks that trigger pushes.
+func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error) {
+	if opts.BindAddress == "" || opts.BindAddress == "0" {
+		return nil, nil
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = 30 * time.Second
+	}
+	if opts.QPS <= 0 {
+		opts.QPS, opts.Burst = 200, 400
+	}
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	writer, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	log := mgr.GetLogger().WithName("controlplane")
+	s := &Server{
+		opts: opts, log: log,
+		hub:  newHub(&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader()}, opts.Debounce, log, serverMetrics),
+		auth: newAuthenticator(writer, serverMetrics),
+		pods: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
+		ready: make(chan struct{}),
+	}
+	if err := s.watch(ctx, mgr); err != nil {
+		return nil, err
+	}
+	return s, mgr.Add(s)
+}
+
+// watch touches a namespace's snapshots on every change to what they are made of:
+// Guardrails, Classifiers, Secrets (metadata) and the labels of injected pods.
+func (s *Server) watch(ctx context.Context, mgr ctrl.Manager) error {
+	touch := func(obj any) {
+		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if o, ok := obj.(client.Object); ok {
+			s.hub.touch(o.GetNamespace())
+		}
+	}
+	all := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    touch,
+		UpdateFunc: func(_, o any) { touch(o) },
+		DeleteFunc: touch,
+	}
+	for _, obj := range []client.Object{&v1alpha1.Guardrail{}, &v1alpha1.Classifier{}, secretMeta()} {
+		inf, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(all); err != nil {
+			return err
+		}
+	}
+	inf, err := mgr.GetCache().GetInformer(ctx, podMeta())
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(client.Object)
+			c, ok2 := cur.(client.Object)
+			if ok1 && ok2 && !labels.Equals(o.GetLabels(), c.GetLabels()) {
+				s.hub.touch(c.GetNamespace())
+			}
+		},
+	})
+	return err
+}
+
+func podMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return m
+}
+
+func secretMeta() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return m
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica serves.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Addr is the address the server listens on, once Ready is closed.
+func (s *Server) Addr() net.Addr { <-s.ready; return s.addr }
+
+// Start implements manager.Runnable: it waits for the serving certificate, then serves
+// until ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	certFile, keyFile := filepath.Join(s.opts.CertDir, "tls.crt"), filepath.Join(s.opts.CertDir, "tls.key")
+	if err := waitForFiles(ctx, s.log, certFile, keyFile); err != nil {
+		return nil //nolint:nilerr // ctx ended before the certificate appeared: a clean stop
+	}
+	watcher, err := certwatcher.New(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("control plane certificate: %w", err)
+	}
+	go func() {
+		if err := watcher.Start(ctx); err != nil {
+			s.log.Error(err, "Watching the control plane certificate")
+		}
+	}()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.opts.BindAddress)
+	if err != nil {
+		return fmt.Errorf("control plane listener: %w", err)
+	}
+	s.addr = ln.Addr()
+	close(s.ready)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+cp.SubscribePath, s.subscribe)
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: watcher.GetCertificate,
+			NextProtos:     []string{"h2", "http/1.1"},
+		},
+	}
+	s.log.Info("Serving the policy subscription", "address", s.addr.String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.hub.stop()
+	// Long polls end at once: their guards reconnect to another replica.
+	_ = srv.Close()
+	return nil
+}
+
+func waitForFiles(ctx context.Context, log logr.Logger, files ...string) error {
+	logged := false
+	for {
+		missing := ""
+		for _, f := range files {
+			if _, err := os.Stat(f); err != nil {
+				missing = f
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		if !logged {
+			log.Info("Waiting for the serving certificate", "file", missing)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// subscribe is one long poll: authenticate, bind to the pod, record the ack, then answer
+// with the pod's snapshot as soon as it differs from what the guard runs.
+func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	id, err := s.auth.authenticate(ctx, strings.TrimSpace(token))
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
+	pod, err := s.pod(ctx, id)
+	if err != nil {
+		s.refuse(w, err)
+		return
+	}
+	var req cp.SubscribeRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		serverMetrics.refused.WithLabelValues("bad_request").Inc()
+		http.Error(w, "the body is not a subscribe request", http.StatusBadRequest)
+		return
+	}
+	s.recordAck(ctx, pod, &req)
+
+	sub := serverMetrics.subscribers.WithLabelValues(id.namespace)
+	sub.Inc()
+	defer sub.Dec()
+	timer := time.NewTimer(s.opts.Wait)
+	defer timer.Stop()
+	for {
+		snap, changed, err := s.hub.get(ctx, pod.Namespace, labels.Set(pod.Labels))
+		if err != nil {
+			s.log.Error(err, "Compiling a policy snapshot", "namespace", pod.Namespace)
+			http.Error(w, "the policy of this pod cannot be compiled now; retry", http.StatusServiceUnavailable)
+			return
+		}
+		refused := req.Refused != nil && req.Refused.Version == snap.version
+		if snap.version != req.Running && !refused {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(snap.raw)
+			serverMetrics.sent.Inc()
+			return
+		}
+		select {
+		case <-changed:
+			if pod, err = s.pod(ctx, id); err != nil {
+				s.refuse(w, err)
+				return
+			}
+		case <-timer.C:
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// pod returns the metadata of the pod the token is bound to; the pod must exist with the
+// token's uid (a token of a deleted pod, or of an earlier pod of the same name, is
+// refused).
+func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMetadata, error) {
+	key := types.NamespacedName{Namespace: id.namespace, Name: id.pod}
+	pod := podMeta()
+	err := s.pods.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != id.podUID) {
+		// Not in the cache of injected pods (yet): ask the apiserver.
+		pod = podMeta()
+		err = s.api.Get(ctx, key, pod)
+	}
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != id.podUID):
+		return nil, &refusal{403, "pod_not_found", "the pod this token is bound to does not exist"}
+	case err != nil:
+		return nil, fmt.Errorf("reading pod: %w", err)
+	}
+	return pod, nil
+}
+
+func (s *Server) refuse(w http.ResponseWriter, err error) {
+	if r, ok := asRefusal(err); ok {
+		serverMetrics.refused.WithLabelValues(r.reason).Inc()
+		http.Error(w, r.msg, r.status)
+		return
+	}
+	s.log.Error(err, "Serving a subscription")
+	http.Error(w, "the control plane cannot serve this request now; retry", http.StatusServiceUnavailable)
+}
+
+// recordAck writes what the guard enforces onto its pod, where the Guardrail status
+// writer (the leader) reads it. Written only when it changed; a failure is retried on the
+// guard's next poll.
+func (s *Server) recordAck(ctx context.Context, pod *metav1.PartialObjectMetadata, req *cp.SubscribeRequest) {
+	want := map[string]*string{}
+	cur := pod.GetAnnotations()
+	set := func(k, v string) {
+		if v == "" {
+			if _, ok := cur[k]; ok {
+				want[k] = nil
+			}
+			return
+		}
+		if cur[k] != v {
+			want[k] = &v
+		}
+	}
+	set(cp.AnnotationPolicyVersion, req.Running)
+	enforced, known := s.hub.enforcedOf(req.Running)
+	switch {
+	case req.Running == "":
+		set(cp.AnnotationEnforced, "")
+	case known:
+		set(cp.AnnotationEnforced, enforced)
+	case cur[cp.AnnotationPolicyVersion] != req.Running:
+		// A version this replica never compiled: what it holds is unknown until the guard
+		// applies the current one.
+		set(cp.AnnotationEnforced, "")
+	}
+	refused := ""
+	if req.Refused != nil {
+		msg := req.Refused.Error
+		if len(msg) > cp.MaxErrorChars {
+			msg = msg[:cp.MaxErrorChars]
+		}
+		refused = req.Refused.Version + ": " + msg
+	}
+	set(cp.AnnotationRefused, refused)
+	if len(want) == 0 {
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want}})
+	if err != nil {
+		return
+	}
+	target := podMeta()
+	target.Namespace, target.Name = pod.Namespace, pod.Name
+	if err := s.writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		serverMetrics.ackErrors.Inc()
+		s.log.Error(err, "Recording a guard's acknowledgement on its pod", "pod", pod.Namespace+"/"+pod.Name)
+		return
+	}
+	result := "applied"
+	if req.Refused != nil {
+		result = "refused"
+	}
+	serverMetrics.acks.WithLabelValues(result).Inc()
+	for k, v := range want {
+		if v == nil {
+			delete(cur, k)
+		} else {
+			if cur == nil {
+				cur = map[string]string{}
+			}
+			cur[k] = *v
+		}
+	}
+	pod.SetAnnotations(cur)
+}

@@ -1,0 +1,326 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+// built is one compiled snapshot, ready to send.
+type built struct {
+	version string
+	// raw is the snapshot as sent on the wire.
+	raw []byte
+	// enforced is the pod annotation naming the Guardrails it holds (name=generation,…).
+	enforced string
+	// excluded names the selected Guardrails left out because they do not compile (their
+	// own status says why).
+	excluded []string
+	// src is what was compiled: the next build of the same (namespace, label set) keeps
+	// the last good form of a Guardrail that stops compiling.
+	src policy.Sources
+}
+
+// builder compiles the snapshot of a (namespace, label set).
+type builder struct {
+	// cache reads Guardrails and Classifiers.
+	cache client.Reader
+	// secrets reads Secrets from the apiserver: the manager caches only their metadata,
+	// so that credentials are not held in its memory beyond a snapshot.
+	secrets client.Reader
+}
+
+// build selects the Guardrails of ns matching podLabels, resolves their Classifiers and
+// credentials, and compiles them with policy.Compile, the code the guard runs. An object
+// that does not compile is left out (its status already says Stalled or waiting), so one
+// broken Guardrail never withholds the others from the guards.
+//
+// A Guardrail that compiled in prev (the last snapshot of this label set) and no longer
+// does — an edit that does not fit its Classifier, a Classifier whose Secret went away —
+// is kept in its last good form, with its last good Classifier: breaking a policy never
+// switches it off in the guards. Its status says Stalled or waiting meanwhile.
+func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, prev *built) (*built, error) {
+	var list v1alpha1.GuardrailList
+	if err := b.cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Guardrails: %w", err)
+	}
+	var guardrails []v1alpha1.Guardrail
+	for i := range list.Items {
+		g := &list.Items[i]
+		if !g.DeletionTimestamp.IsZero() || !selects(g, podLabels) {
+			continue
+		}
+		guardrails = append(guardrails, strip(g))
+	}
+	sort.Slice(guardrails, func(i, j int) bool { return guardrails[i].Name < guardrails[j].Name })
+	classifiers := map[string]v1alpha1.Classifier{}
+	tokens := map[string]string{}
+	secretVersions := map[string]string{}
+	for _, g := range guardrails {
+		name := g.Spec.ClassifierRef.Name
+		if _, done := classifiers[name]; done {
+			continue
+		}
+		c := &v1alpha1.Classifier{}
+		err := b.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading Classifier %s: %w", name, err)
+		}
+		key := policy.Key(ns, name)
+		if ref := c.Spec.CredentialsSecretRef; ref != nil {
+			token, rv, err := b.credential(ctx, ns, ref)
+			if err != nil {
+				return nil, err
+			}
+			if token == "" {
+				continue // not resolved: the Classifier's status says so
+			}
+			tokens[key], secretVersions[key] = token, rv
+		}
+		classifiers[name] = stripClassifier(c)
+	}
+
+	src := policy.Sources{Guardrails: guardrails, Tokens: tokens}
+	for _, c := range classifiers {
+		src.Classifiers = append(src.Classifiers, c)
+	}
+	sort.Slice(src.Classifiers, func(i, j int) bool { return src.Classifiers[i].Name < src.Classifiers[j].Name })
+	src, excluded, err := compilable(src)
+	if err != nil {
+		return nil, fmt.Errorf("compiling the snapshot of namespace %s: %w", ns, err)
+	}
+	if kept, ok := keepLastGood(src, excluded, prev, guardrails); ok {
+		if kept, _, err := compilable(kept); err == nil {
+			src = kept
+		}
+	}
+
+	tokens = map[string]string{}
+	for k, v := range src.Tokens {
+		if hasClassifier(src.Classifiers, k) {
+			tokens[k] = v
+		}
+	}
+	for k := range secretVersions {
+		if _, ok := tokens[k]; !ok {
+			delete(secretVersions, k)
+		}
+	}
+	src.Tokens = tokens
+	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens}
+	if snap.Classifiers == nil {
+		snap.Classifiers = []v1alpha1.Classifier{}
+	}
+	if snap.Guardrails == nil {
+		snap.Guardrails = []v1alpha1.Guardrail{}
+	}
+	snap.Version = versionOf(&snap, secretVersions)
+	raw, err := json.Marshal(&snap)
+	if err != nil {
+		return nil, err
+	}
+	return &built{version: snap.Version, raw: raw, enforced: enforcedOf(snap.Guardrails), excluded: excluded, src: src}, nil
+}
+
+// compilable drops the objects that do not compile until the rest does.
+func compilable(src policy.Sources) (policy.Sources, []string, error) {
+	var excluded []string
+	for range 4 {
+		_, err := policy.Compile(src)
+		if err == nil {
+			return src, excluded, nil
+		}
+		var errs policy.Errors
+		if !errors.As(err, &errs) {
+			return src, excluded, err
+		}
+		src, excluded = without(src, errs, excluded)
+	}
+	_, err := policy.Compile(src)
+	return src, excluded, err
+}
+
+// keepLastGood adds back, from prev, the last good form of each excluded Guardrail that
+// is still selected, with its Classifier and credential when the current ones are gone
+// or were dropped.
+func keepLastGood(src policy.Sources, excluded []string, prev *built, selected []v1alpha1.Guardrail) (policy.Sources, bool) {
+	if prev == nil || len(excluded) == 0 {
+		return src, false
+	}
+	stillSelected := map[string]bool{}
+	for i := range selected {
+		stillSelected[selected[i].Name] = true
+	}
+	out := policy.Sources{Classifiers: slices.Clone(src.Classifiers), Guardrails: slices.Clone(src.Guardrails), Tokens: maps.Clone(src.Tokens)}
+	if out.Tokens == nil {
+		out.Tokens = map[string]string{}
+	}
+	added := false
+	for _, name := range excluded {
+		i := slices.IndexFunc(prev.src.Guardrails, func(g v1alpha1.Guardrail) bool { return g.Name == name })
+		if i < 0 || !stillSelected[name] {
+			continue
+		}
+		g := prev.src.Guardrails[i]
+		ckey := policy.Key(g.Namespace, g.Spec.ClassifierRef.Name)
+		if !hasClassifier(out.Classifiers, ckey) {
+			j := slices.IndexFunc(prev.src.Classifiers, func(c v1alpha1.Classifier) bool { return policy.Key(c.Namespace, c.Name) == ckey })
+			if j < 0 {
+				continue
+			}
+			out.Classifiers = append(out.Classifiers, prev.src.Classifiers[j])
+			if t, ok := prev.src.Tokens[ckey]; ok {
+				out.Tokens[ckey] = t
+			}
+		}
+		out.Guardrails = append(out.Guardrails, g)
+		added = true
+	}
+	sort.Slice(out.Classifiers, func(i, j int) bool { return out.Classifiers[i].Name < out.Classifiers[j].Name })
+	sort.Slice(out.Guardrails, func(i, j int) bool { return out.Guardrails[i].Name < out.Guardrails[j].Name })
+	return out, added
+}
+
+// credential reads a Classifier's credential and the resource version of its Secret.
+func (b *builder) credential(ctx context.Context, ns string, ref *v1alpha1.SecretKeyReference) (string, string, error) {
+	key := ref.Key
+	if key == "" {
+		key = "apiKey"
+	}
+	s := &corev1.Secret{}
+	err := b.secrets.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s)
+	if apierrors.IsNotFound(err) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("reading Secret %s: %w", ref.Name, err)
+	}
+	return string(s.Data[key]), string(s.UID) + "/" + s.ResourceVersion, nil
+}
+
+// without drops the objects named by errs, and the Guardrails of a dropped Classifier.
+func without(src policy.Sources, errs policy.Errors, excluded []string) (policy.Sources, []string) {
+	bad := map[string]bool{}
+	for _, e := range errs {
+		bad[e.Kind+" "+e.Key] = true
+	}
+	var out policy.Sources
+	out.Tokens = src.Tokens
+	for _, c := range src.Classifiers {
+		if !bad["Classifier "+policy.Key(c.Namespace, c.Name)] {
+			out.Classifiers = append(out.Classifiers, c)
+		}
+	}
+	for _, g := range src.Guardrails {
+		key := policy.Key(g.Namespace, g.Name)
+		if bad["Guardrail "+key] || !hasClassifier(out.Classifiers, policy.Key(g.Namespace, g.Spec.ClassifierRef.Name)) {
+			excluded = append(excluded, g.Name)
+			continue
+		}
+		out.Guardrails = append(out.Guardrails, g)
+	}
+	return out, excluded
+}
+
+func hasClassifier(cs []v1alpha1.Classifier, key string) bool {
+	for i := range cs {
+		if policy.Key(cs[i].Namespace, cs[i].Name) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// selects reports whether g's selector matches the pod's labels; an empty selector
+// selects every pod of the namespace.
+func selects(g *v1alpha1.Guardrail, podLabels labels.Set) bool {
+	if g.Spec.Selector == nil {
+		return true
+	}
+	sel, err := metav1.LabelSelectorAsSelector(g.Spec.Selector.ToMetaV1())
+	if err != nil {
+		return false // the schema and the reconciler refuse it; it compiles nowhere
+	}
+	return sel.Matches(podLabels)
+}
+
+// strip keeps what the guard compiles: name, namespace, generation and spec.
+func strip(g *v1alpha1.Guardrail) v1alpha1.Guardrail {
+	return v1alpha1.Guardrail{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guardrail"},
+		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: g.Namespace, Generation: g.Generation, UID: g.UID},
+		Spec:       *g.Spec.DeepCopy(),
+	}
+}
+
+func stripClassifier(c *v1alpha1.Classifier) v1alpha1.Classifier {
+	return v1alpha1.Classifier{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Classifier"},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Generation: c.Generation, UID: c.UID},
+		Spec:       *c.Spec.DeepCopy(),
+	}
+}
+
+// versionOf hashes the snapshot without its credentials, and the identity and resource
+// version of each credential's Secret: a rotation changes the version, and the version
+// reveals nothing of a credential. Every replica computes the same version.
+func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
+	b, err := json.Marshal(struct {
+		N string
+		C []v1alpha1.Classifier
+		G []v1alpha1.Guardrail
+		S map[string]string
+	}{s.Namespace, s.Classifiers, s.Guardrails, secretVersions})
+	if err != nil {
+		panic(fmt.Sprintf("controlplane: marshal snapshot: %v", err)) // every field marshals
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// enforcedOf is the annotation value naming the Guardrails of a snapshot.
+func enforcedOf(gs []v1alpha1.Guardrail) string {
+	parts := make([]string, len(gs))
+	for i := range gs {
+		parts[i] = gs[i].Name + "=" + strconv.FormatInt(gs[i].Generation, 10)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// ParseEnforced reads the annotation written by enforcedOf: Guardrail name → generation.
+func ParseEnforced(v string) map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range strings.Split(v, ",") {
+		name, gen, ok := strings.Cut(p, "=")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(gen, 10, 64); err == nil {
+			out[name] = n
+		}
+	}
+	return out
+}

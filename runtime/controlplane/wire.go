@@ -1,0 +1,69 @@
+package controlplane
+
+import (
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+)
+
+// The subscription protocol (DESIGN.md §6 "Policy distribution") is a long poll over
+// HTTPS (HTTP/2 when both ends offer it), one endpoint:
+//
+//	POST /v1/subscribe
+//	Authorization: Bearer <projected service-account token, audience guardrail.dev>
+//	{"running": "<version the guard enforces, or empty>", "refused": {"version": …, "error": …}}
+//
+// The operator answers 200 with a Snapshot as soon as the pod's policy differs from
+// running (at once on a reconnect with an old version, within the debounce of an apply
+// otherwise), or 204 after WaitHeader's time with nothing new. Every request is an
+// acknowledgement: running is the version applied, refused the one the guard could not
+// apply (it is not pushed again until the policy changes). The guard polls again at once
+// after each answer, so an ack reaches the operator as soon as the snapshot is applied.
+const (
+	// SubscribePath is the endpoint.
+	SubscribePath = "/v1/subscribe"
+	// MaxSnapshotBytes bounds a snapshot on the wire and on disk.
+	MaxSnapshotBytes = 8 << 20
+	// MaxErrorChars bounds the error of a refusal.
+	MaxErrorChars = 512
+)
+
+// SubscribeRequest is the body of a poll.
+type SubscribeRequest struct {
+	// Running is the version the guard enforces; empty when it has none.
+	Running string `json:"running,omitempty"`
+	// Refused is the latest version the guard could not apply, if any.
+	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is a version the guard refused and why.
+type Refusal struct {
+	Version string `json:"version"`
+	Error   string `json:"error"`
+}
+
+// Snapshot is the policy of one pod: the Guardrails of its namespace whose selector
+// matches its labels, the Classifiers they reference and those Classifiers' credentials.
+// The guard compiles it with policy.Compile, the code the operator validated it with.
+type Snapshot struct {
+	// Version identifies the content, credentials included (by the resource version of
+	// their Secrets, never by their value): equal versions are equal policies.
+	Version string `json:"version"`
+	// Namespace is the pod's namespace.
+	Namespace   string                `json:"namespace"`
+	Classifiers []v1alpha1.Classifier `json:"classifiers"`
+	Guardrails  []v1alpha1.Guardrail  `json:"guardrails"`
+	// Credentials maps a classifier key (namespace/name) to its credential.
+	Credentials map[string]string `json:"credentials,omitempty"`
+}
+
+// Pod annotations the operator writes when a guard acknowledges: the state of each
+// guard is kept on its pod, so that every manager replica, and the leader computing
+// Guardrail status, sees it.
+const (
+	// AnnotationPolicyVersion is the snapshot version the pod's guard enforces.
+	AnnotationPolicyVersion = "guardrail.dev/policy-version"
+	// AnnotationEnforced lists the Guardrails that version holds, as name=generation
+	// pairs separated by commas.
+	AnnotationEnforced = "guardrail.dev/enforced"
+	// AnnotationRefused is the version the guard refused and why ("<version>: <error>").
+	AnnotationRefused = "guardrail.dev/policy-refused"
+)
