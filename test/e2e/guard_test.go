@@ -37,6 +37,10 @@ type guard struct {
 type guardConfig struct {
 	openai, anthropic string
 	args, env         []string
+	// subscribed guards take their policy from the control plane, not a file.
+	subscribed bool
+	// noWait returns as soon as the guard listens, ready or not.
+	noWait bool
 }
 
 type guardOpt func(*guardConfig)
@@ -56,6 +60,18 @@ func env(vars ...string) guardOpt {
 	return func(c *guardConfig) { c.env = append(c.env, vars...) }
 }
 
+// subscribedTo has the guard subscribe to a control plane instead of reading a file.
+func subscribedTo(url, tokenFile, caFile, snapshotDir string) guardOpt {
+	return func(c *guardConfig) {
+		c.subscribed = true
+		c.args = append(c.args, "--control-plane", url, "--token-file", tokenFile, "--ca-file", caFile,
+			"--snapshot-dir", snapshotDir)
+	}
+}
+
+// noWait returns from startGuard once the guard listens, before it is ready.
+func noWait() guardOpt { return func(c *guardConfig) { c.noWait = true } }
+
 // startGuard starts the guard binary with policy on loopback ports it picks itself (the
 // "Guard listening" log line says which), and returns once /readyz reports the policy
 // loaded. The process is stopped (SIGTERM) when the test ends.
@@ -66,13 +82,16 @@ func startGuard(t *testing.T, policy string, opts ...guardOpt) *guard {
 		o(&cfg)
 	}
 	g := &guard{t: t, policyPath: filepath.Join(t.TempDir(), "policy.yaml"), exited: make(chan struct{})}
-	g.writePolicy(policy)
-	args := append([]string{
+	args := []string{
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--policy-file", g.policyPath, "--policy-interval", "50ms",
 		"--openai-upstream", cfg.openai, "--anthropic-upstream", cfg.anthropic,
 		"--shutdown-grace", "5s", "--log-level", "debug",
-	}, cfg.args...)
+	}
+	if !cfg.subscribed {
+		g.writePolicy(policy)
+		args = append(args, "--policy-file", g.policyPath, "--policy-interval", "50ms")
+	}
+	args = append(args, cfg.args...)
 	g.cmd = exec.Command(guardBin, args...)
 	g.cmd.Env = append(os.Environ(), cfg.env...)
 	addrs := make(chan [2]string, 1)
@@ -92,7 +111,9 @@ func startGuard(t *testing.T, policy string, opts ...guardOpt) *guard {
 	case <-time.After(waitTimeout):
 		t.Fatalf("guard did not start listening:\n%s", g.logs())
 	}
-	g.waitReady()
+	if !cfg.noWait {
+		g.waitReady()
+	}
 	return g
 }
 

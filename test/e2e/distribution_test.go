@@ -1,0 +1,342 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
+)
+
+// Policy distribution with the real manager and guard binaries against the local
+// apiserver: apply → enforced, edits within a second, the manager away, the guard
+// restarted on its persisted snapshot, catching up, and a corrupted snapshot refused.
+
+var (
+	managerOnce sync.Once
+	managerBin  string
+	managerErr  error
+)
+
+func buildManager(t *testing.T) string {
+	t.Helper()
+	managerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "manager-e2e-")
+		if err != nil {
+			managerErr = err
+			return
+		}
+		managerBin = filepath.Join(dir, "manager")
+		args := append(append([]string{"build"}, buildFlags...), "-o", managerBin, "github.com/guardrail-dev/guardrail-operator")
+		out, err := exec.Command("go", args...).CombinedOutput() //nolint:gosec // fixed arguments
+		if err != nil {
+			managerErr = fmt.Errorf("building the manager: %v\n%s", err, out)
+		}
+	})
+	if managerErr != nil {
+		t.Fatal(managerErr)
+	}
+	return managerBin
+}
+
+// manager is a running manager process.
+type manager struct {
+	cmd    *exec.Cmd
+	log    lockedBuffer
+	exited chan struct{}
+}
+
+func startManager(t *testing.T, kubeconfig, certDir, addr string) *manager {
+	t.Helper()
+	m := &manager{exited: make(chan struct{})}
+	m.cmd = exec.Command(buildManager(t), "--metrics-bind-address=0", "--health-probe-bind-address=0", //nolint:gosec // test binary
+		"--control-plane-bind-address="+addr, "--control-plane-cert-dir="+certDir)
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	m.cmd.Stderr = writerFunc(m.log.write)
+	m.cmd.Stdout = writerFunc(m.log.write)
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = m.cmd.Wait(); close(m.exited) }()
+	t.Cleanup(func() {
+		m.stop()
+		if t.Failed() {
+			t.Logf("manager log:\n%s", m.log.String())
+		}
+	})
+	return m
+}
+
+func (m *manager) stop() {
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(waitTimeout):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+// cluster is the local apiserver with an admin client and kubeconfig.
+type cluster struct {
+	k8s        client.Client
+	cs         *kubernetes.Clientset
+	kubeconfig string
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	env, err := envtestutil.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), cs: kubernetes.NewForConfigOrDie(cfg)}
+	if err := os.WriteFile(c.kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	if c.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// injectedPod creates the Pod an injected guard belongs to (Running, labelled injected)
+// and writes a projected token bound to it, as the kubelet would, into dir/token.
+func (c *cluster) injectedPod(t *testing.T, ns, name, dir string) string {
+	t.Helper()
+	ctx := testContext(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(c.k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}))
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	must(c.k8s.Create(ctx, p))
+	p.Status.Phase = corev1.PodRunning
+	must(c.k8s.Status().Update(ctx, p))
+	exp := int64(3600)
+	tr, err := c.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
+	}, metav1.CreateOptions{})
+	must(err)
+	path := filepath.Join(dir, "token")
+	must(os.WriteFile(path, []byte(tr.Status.Token), 0o600))
+	return path
+}
+
+// blocked reports whether the guard refuses a prompt at Input.
+func blocked(t *testing.T, g *guard, prompt string) bool {
+	t.Helper()
+	resp, body := rawPost(t, g.URL+"/v1/chat/completions",
+		`{"model":"gpt-e2e","messages":[{"role":"user","content":"`+prompt+`"}]}`)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return false
+	case http.StatusBadRequest:
+		return strings.Contains(string(body), "web says no")
+	}
+	t.Fatalf("unexpected answer %d: %s", resp.StatusCode, body)
+	return false
+}
+
+func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
+	top := t // processes started in subtests outlive them
+	c := startCluster(t)
+	ctx := testContext(t)
+	p := newProvider(t)
+	certDir, work, snapDir := t.TempDir(), t.TempDir(), t.TempDir()
+	if _, err := envtestutil.ServingCert(certDir, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	mgr := startManager(t, c.kubeconfig, certDir, addr)
+
+	const ns = "shop"
+	tokenFile := c.injectedPod(t, ns, "web-1", work)
+	words := &v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
+		Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Keywords: []v1alpha1.KeywordRule{
+			{Category: "birds", Words: []string{"flamingo"}}, {Category: "more-birds", Words: []string{"pelican"}}}}}}
+	g := guardrail("web", "words", phases(v1alpha1.PhaseInput))
+	g.TypeMeta, g.Namespace = metav1.TypeMeta{}, ns
+	g.Spec.Categories = []string{"birds"}
+	for _, o := range []client.Object{words, g} {
+		if err := c.k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	guardOpts := []guardOpt{upstream(p.URL), subscribedTo("https://"+addr, tokenFile, filepath.Join(certDir, "ca.crt"), snapDir)}
+	gd := startGuard(t, "", guardOpts...)
+	v1 := gd.waitReady()
+	if !blocked(t, gd, "a flamingo") || blocked(t, gd, "a pelican") {
+		t.Fatal("the first policy is not what the guard enforces")
+	}
+	waitSummary(t, c, ns, "web", "1/1")
+
+	t.Run("an edit is enforced within a second of the apply", func(t *testing.T) {
+		if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+			t.Fatal(err)
+		}
+		g.Spec.Categories = []string{"birds", "more-birds"}
+		start := time.Now()
+		if err := c.k8s.Update(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		for !blocked(t, gd, "a pelican") {
+			if time.Since(start) > waitTimeout {
+				t.Fatal("the edit never reached the guard")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		took := time.Since(start)
+		t.Logf("apply → a request with the new word blocked: %v", took)
+		// The bound is generous for a loaded 2-core machine; the figure is in the log.
+		if took > 5*time.Second {
+			t.Errorf("the edit took %v to be enforced", took)
+		}
+		waitSummary(t, c, ns, "web", "1/1")
+	})
+
+	t.Run("the guard keeps enforcing while the manager is away", func(t *testing.T) {
+		mgr.stop()
+		if !blocked(t, gd, "a pelican") || !blocked(t, gd, "a flamingo") {
+			t.Error("the guard stopped enforcing when the manager went away")
+		}
+	})
+
+	var v2 string
+	t.Run("a restarted guard enforces its persisted snapshot with the manager down", func(t *testing.T) {
+		_, v2 = gd.readyz()
+		gd.stop()
+		gd = startGuard(top, "", guardOpts...)
+		if got := gd.waitReady(); got != v2 {
+			t.Errorf("restarted on version %q, want the persisted %q", got, v2)
+		}
+		if !blocked(t, gd, "a pelican") {
+			t.Error("the persisted snapshot is not enforced")
+		}
+		if !strings.Contains(gd.logs(), "persisted policy snapshot") {
+			t.Error("the guard did not say it runs on its persisted snapshot")
+		}
+	})
+
+	t.Run("the guard catches up with what changed while the manager was down", func(t *testing.T) {
+		if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+			t.Fatal(err)
+		}
+		g.Spec.Categories = []string{"more-birds"}
+		if err := c.k8s.Update(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		mgr = startManager(top, c.kubeconfig, certDir, addr)
+		v3 := gd.waitVersion(v2)
+		if v3 == v1 || blocked(t, gd, "a flamingo") || !blocked(t, gd, "a pelican") {
+			t.Errorf("after catching up (version %s) the guard does not enforce the latest spec", v3)
+		}
+		waitSummary(t, c, ns, "web", "1/1")
+	})
+
+	t.Run("a corrupted snapshot is refused and the guard stays unready", func(t *testing.T) {
+		mgr.stop()
+		gd.stop()
+		path := filepath.Join(snapDir, cp.SnapshotFile)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(string(b), "more-birds")
+		if i < 0 {
+			t.Fatal("the persisted snapshot does not hold the policy")
+		}
+		b[i] = 'M'
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		gd = startGuard(top, "", append(guardOpts, noWait())...)
+		eventually(t, "the refusal in the log", func() bool { return strings.Contains(gd.logs(), "integrity check") })
+		if status, _ := gd.readyz(); status != http.StatusServiceUnavailable {
+			t.Errorf("/readyz %d with a corrupted snapshot and no control plane; want 503", status)
+		}
+		resp, _ := rawPost(t, gd.URL+"/v1/chat/completions", `{"model":"gpt-e2e","messages":[{"role":"user","content":"hi"}]}`)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("traffic without a policy answered %d; want 503 (fail closed)", resp.StatusCode)
+		}
+	})
+
+	for _, logs := range []string{gd.logs(), mgr.log.String()} {
+		for _, secret := range []string{"flamingo", "pelican"} {
+			// Prompts are never logged; the words are in the policy, whose text is not
+			// logged either.
+			if strings.Contains(logs, "a "+secret) {
+				t.Errorf("a prompt appears in a log")
+			}
+		}
+	}
+}
+
+func waitSummary(t *testing.T, c *cluster, ns, name, want string) {
+	t.Helper()
+	g := &v1alpha1.Guardrail{}
+	eventually(t, "Guardrail "+name+" ENFORCED "+want, func() bool {
+		if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: name}, g); err != nil {
+			return false
+		}
+		e := g.Status.Enforcement
+		return e != nil && e.Summary == want && g.Status.ObservedGeneration == g.Generation
+	})
+}
