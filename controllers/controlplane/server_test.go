@@ -369,6 +369,37 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 	t.Logf("apply → guard applied: %v", time.Since(start))
 	waitEnforced(t, ns, "web-words", "1/1")
 
+	// A burst of applies is debounced into a push or two, not one per apply.
+	for i := range 10 {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(g), g))
+		g.Spec.Reason = fmt.Sprintf("Burst %d", i)
+		must(t, k8s.Update(ctx, g))
+	}
+	pushes, sawLast := 0, false
+	for timeout := time.After(20 * time.Second); !sawLast; {
+		select {
+		case s := <-applied:
+			pushes++
+			for _, cg := range s.Guardrails {
+				sawLast = sawLast || (cg.Name == "web-words" && cg.Reason == "Burst 9")
+			}
+		case <-timeout:
+			t.Fatal("the burst's last edit never arrived")
+		}
+	}
+	for drained := false; !drained; {
+		select {
+		case <-applied:
+			pushes++
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
+	t.Logf("10 applies in a burst reached the guard as %d snapshots", pushes)
+	if pushes > 4 {
+		t.Errorf("a burst of 10 applies was pushed as %d snapshots", pushes)
+	}
+
 	if fi, err := os.Stat(filepath.Join(dir, cp.SnapshotFile)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("persisted snapshot: %v, mode %v; want mode 0600", err, fi)
 	}
