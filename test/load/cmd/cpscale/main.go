@@ -1,0 +1,373 @@
+// Command cpscale measures policy distribution at scale: the real manager binary against
+// the local apiserver, N guards' subscription clients (runtime/controlplane.Client, the
+// code linked into every sidecar), each with its own pod (a real Pod object, Running) and
+// its own pod-bound token from TokenRequest, spread over a few label sets.
+//
+//	go run ./test/load/cmd/cpscale -guards 1000 -label-sets 4
+//
+// It prints: apply → every guard applied (p50/p99/max), apply → the Guardrail shows
+// ENFORCED N/N, the manager's RSS and CPU, and after a restart of the manager (every guard
+// reconnects at once) the time until all apply the next change and the TokenReviews made.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
+)
+
+func main() {
+	guards := flag.Int("guards", 1000, "Subscribed guards (one Pod and one token each).")
+	labelSets := flag.Int("label-sets", 4, "Distinct label sets the pods are spread over.")
+	flag.Parse()
+	if err := run(*guards, *labelSets); err != nil {
+		fmt.Fprintln(os.Stderr, "cpscale:", err)
+		os.Exit(1)
+	}
+}
+
+const ns = "scale"
+
+func run(n, sets int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env, err := envtestutil.New()
+	if err != nil {
+		return err
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = 500, 1000
+	work, err := os.MkdirTemp("", "cpscale-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(work) }()
+	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	if _, err := envtestutil.ServingCert(work, "127.0.0.1"); err != nil {
+		return err
+	}
+	bin := filepath.Join(work, "manager")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator").CombinedOutput(); err != nil {
+		return fmt.Errorf("building the manager: %v\n%s", err, out)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+
+	cpAddr, metricsAddr := freeAddr(), freeAddr()
+	mgr, err := startManager(bin, kubeconfig, work, cpAddr, metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer func() { mgr.stop() }()
+
+	// The policy, the pods and their tokens.
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
+		&v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
+			Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII},
+				Keywords: []v1alpha1.KeywordRule{{Category: "birds", Words: []string{"flamingo"}}}}}},
+		guardrail(),
+	} {
+		if err := k8s.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	tokens := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 32)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			tok, err := podWithToken(ctx, k8s, cs, i, sets, work)
+			if err != nil {
+				errs <- err
+				return
+			}
+			tokens[i] = tok
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	fmt.Printf("%d Running pods with pod-bound tokens over %d label sets in %v\n", n, sets, time.Since(start).Round(time.Millisecond))
+
+	// The guards.
+	applied := make([]chan stamp, n)
+	ca := filepath.Join(work, "ca.crt")
+	for i := range n {
+		applied[i] = make(chan stamp, 64)
+		c := &cp.Client{URL: "https://" + cpAddr, TokenFile: tokens[i], CAFile: ca}
+		go c.Run(ctx, func(s *policy.Snapshot) error {
+			now := time.Now()
+			for _, g := range s.Guardrails {
+				applied[i] <- stamp{g.Reason, now}
+			}
+			return nil
+		}, func(error) {})
+	}
+	start = time.Now()
+	if _, err := waitAll(applied, "initial", 3*time.Minute, time.Now()); err != nil {
+		return err
+	}
+	fmt.Printf("all %d guards subscribed and applied the policy in %v\n", n, time.Since(start).Round(time.Millisecond))
+
+	apply := func(reason string) (time.Time, error) {
+		g := &v1alpha1.Guardrail{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scale"}, g); err != nil {
+			return time.Time{}, err
+		}
+		g.Spec.Reason = reason
+		t0 := time.Now()
+		return t0, k8s.Update(ctx, g)
+	}
+	cpu0 := cpuSeconds(mgr.cmd.Process.Pid)
+	for round := 1; round <= 3; round++ {
+		reason := fmt.Sprintf("round %d", round)
+		t0, err := apply(reason)
+		if err != nil {
+			return err
+		}
+		lat, err := waitAll(applied, reason, 2*time.Minute, t0)
+		if err != nil {
+			return err
+		}
+		enforced := waitEnforced(ctx, k8s, n, t0)
+		fmt.Printf("apply %d → every guard applied: p50 %v p99 %v max %v; → ENFORCED %d/%d after %v\n", round,
+			pct(lat, 50), pct(lat, 99), pct(lat, 100), n, n, enforced)
+	}
+	fmt.Printf("manager: RSS %s, peak %s; CPU %.2f s over the three applies\n", rss(mgr.cmd.Process.Pid, "VmRSS"),
+		rss(mgr.cmd.Process.Pid, "VmHWM"), cpuSeconds(mgr.cmd.Process.Pid)-cpu0)
+	reviews := metric(metricsAddr, "guardrail_controlplane_tokenreviews_total")
+	fmt.Printf("TokenReviews so far: %.0f\n", reviews)
+
+	// The reconnect storm: the manager restarts; every guard reconnects at once.
+	mgr.stop()
+	if mgr, err = startManager(bin, kubeconfig, work, cpAddr, metricsAddr); err != nil {
+		return err
+	}
+	t0, err := apply("after restart")
+	if err != nil {
+		return err
+	}
+	lat, err := waitAll(applied, "after restart", 3*time.Minute, t0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("manager restarted: every guard reconnected and applied the next change: p50 %v p99 %v max %v; TokenReviews by the new manager: %.0f; RSS %s\n",
+		pct(lat, 50), pct(lat, 99), pct(lat, 100), metric(metricsAddr, "guardrail_controlplane_tokenreviews_total"),
+		rss(mgr.cmd.Process.Pid, "VmRSS"))
+	return nil
+}
+
+func guardrail() *v1alpha1.Guardrail {
+	one := v1alpha1.Score(1)
+	return &v1alpha1.Guardrail{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scale"},
+		Spec: v1alpha1.GuardrailSpec{Mode: v1alpha1.ModeEnforce, ClassifierRef: v1alpha1.LocalObjectReference{Name: "words"},
+			Phases: []v1alpha1.Phase{v1alpha1.PhaseInput}, Threshold: &one, Action: v1alpha1.ActionBlock, Reason: "initial"}}
+}
+
+func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset, i, sets int, dir string) (string, error) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i),
+		Labels: map[string]string{"app": fmt.Sprintf("web-%d", i%sets), cp.LabelInjected: "true"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	if err := k8s.Create(ctx, p); err != nil {
+		return "", err
+	}
+	p.Status.Phase = corev1.PodRunning
+	if err := k8s.Status().Update(ctx, p); err != nil {
+		return "", err
+	}
+	exp := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "token-"+strconv.Itoa(i))
+	return path, os.WriteFile(path, []byte(tr.Status.Token), 0o600)
+}
+
+// waitAll waits until every guard applied a snapshot with the reason and returns each
+// guard's latency from t0.
+// stamp is a snapshot a guard applied: its Guardrail's reason and when.
+type stamp struct {
+	reason string
+	at     time.Time
+}
+
+func waitAll(applied []chan stamp, reason string, timeout time.Duration, t0 time.Time) ([]time.Duration, error) {
+	lat := make([]time.Duration, len(applied))
+	deadline := time.After(timeout)
+	for i, ch := range applied {
+		for done := false; !done; {
+			select {
+			case r := <-ch:
+				if r.reason == reason {
+					lat[i], done = r.at.Sub(t0), true
+				}
+			case <-deadline:
+				return nil, fmt.Errorf("guard %d did not apply %q within %v", i, reason, timeout)
+			}
+		}
+	}
+	return lat, nil
+}
+
+func waitEnforced(ctx context.Context, k8s client.Client, n int, t0 time.Time) time.Duration {
+	want := fmt.Sprintf("%d/%d", n, n)
+	for time.Since(t0) < 5*time.Minute {
+		g := &v1alpha1.Guardrail{}
+		if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scale"}, g) == nil && g.Status.Enforcement != nil &&
+			g.Status.Enforcement.Summary == want && g.Status.ObservedGeneration == g.Generation {
+			return time.Since(t0).Round(time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return -1
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p)/100 - 1
+	i = max(0, min(i, len(s)-1))
+	return s[i].Round(time.Millisecond)
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr string) (*proc, error) {
+	cmd := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec // built above
+		"--health-probe-bind-address=0", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+certDir)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+func rss(pid int, field string) string {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+		}
+	}
+	return "?"
+}
+
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100 // clock ticks
+}
+
+func metric(addr, name string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics") //nolint:gosec,noctx // loopback test endpoint
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return -1
+}
