@@ -41,8 +41,9 @@ type Options struct {
 	Debounce time.Duration
 	// Wait is how long a poll with nothing new is held open; 0 means 30s.
 	Wait time.Duration
-	// QPS and Burst of the server's own apiserver client (TokenReviews and the pod
-	// patches that record acks); 0 means 200 and 400.
+	// QPS and Burst of the server's own apiserver clients, one for TokenReviews and one
+	// for the pod patches that record acks (each its own rate limit, so that a reconnect
+	// storm's reviews do not queue behind acks); 0 means 200 and 400.
 	QPS   float32
 	Burst int
 }
@@ -84,11 +85,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
+	reviewer, err := client.New(rest.CopyConfig(cfg), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
 	log := mgr.GetLogger().WithName("controlplane")
 	s := &Server{
 		opts: opts, log: log,
 		hub:  newHub(&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader()}, opts.Debounce, log, serverMetrics),
-		auth: newAuthenticator(writer, serverMetrics),
+		auth: newAuthenticator(reviewer, serverMetrics),
 		pods: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
 	}

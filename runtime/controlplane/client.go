@@ -289,7 +289,8 @@ func (c *Client) loadPersisted() (*Snapshot, error) {
 }
 
 // HTTPClientFor returns a client of the control plane: it trusts only the CA bundle in
-// caFile and speaks HTTP/2 when the server offers it.
+// caFile. HTTP/1.1: a long poll is one request at a time, so HTTP/2's multiplexing buys
+// nothing, and its buffers cost the guard memory and the operator memory per guard.
 func HTTPClientFor(caFile string) (*http.Client, error) {
 	pem, err := os.ReadFile(caFile) //nolint:gosec // the guard's own CA file, from its flags
 	if err != nil {
@@ -302,7 +303,8 @@ func HTTPClientFor(caFile string) (*http.Client, error) {
 	tr := &http.Transport{
 		Proxy:               nil, // the control plane is in-cluster: never through an HTTP proxy
 		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   true,
+		// A non-nil, empty TLSNextProto keeps the transport on HTTP/1.1.
+		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
 		TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout:     5 * time.Minute,
 		MaxIdleConnsPerHost: 1,

@@ -36,6 +36,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -91,6 +92,10 @@ func run(n, sets int) error {
 	bin := filepath.Join(work, "manager")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the manager: %v\n%s", err, out)
+	}
+	guardBin := filepath.Join(work, "guard")
+	if out, err := exec.Command("go", "build", "-o", guardBin, "github.com/guardrail-dev/guardrail-operator/runtime/cmd/guard").CombinedOutput(); err != nil {
+		return fmt.Errorf("building the guard: %v\n%s", err, out)
 	}
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -165,7 +170,8 @@ func run(n, sets int) error {
 	if _, err := waitAll(applied, "initial", 3*time.Minute, time.Now()); err != nil {
 		return err
 	}
-	fmt.Printf("all %d guards subscribed and applied the policy in %v\n", n, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("all %d guards subscribed and applied the policy in %v; ENFORCED %d/%d after %v\n", n,
+		time.Since(start).Round(time.Millisecond), n, n, waitEnforced(ctx, k8s, n, start))
 
 	apply := func(reason string) (time.Time, error) {
 		g := &v1alpha1.Guardrail{}
@@ -177,7 +183,7 @@ func run(n, sets int) error {
 		return t0, k8s.Update(ctx, g)
 	}
 	cpu0 := cpuSeconds(mgr.cmd.Process.Pid)
-	for round := 1; round <= 3; round++ {
+	for round := 1; round <= 5; round++ {
 		reason := fmt.Sprintf("round %d", round)
 		t0, err := apply(reason)
 		if err != nil {
@@ -191,10 +197,14 @@ func run(n, sets int) error {
 		fmt.Printf("apply %d → every guard applied: p50 %v p99 %v max %v; → ENFORCED %d/%d after %v\n", round,
 			pct(lat, 50), pct(lat, 99), pct(lat, 100), n, n, enforced)
 	}
-	fmt.Printf("manager: RSS %s, peak %s; CPU %.2f s over the three applies\n", rss(mgr.cmd.Process.Pid, "VmRSS"),
+	fmt.Printf("manager: RSS %s, peak %s; CPU %.2f s over the five applies\n", rss(mgr.cmd.Process.Pid, "VmRSS"),
 		rss(mgr.cmd.Process.Pid, "VmHWM"), cpuSeconds(mgr.cmd.Process.Pid)-cpu0)
 	reviews := metric(metricsAddr, "guardrail_controlplane_tokenreviews_total")
 	fmt.Printf("TokenReviews so far: %.0f\n", reviews)
+
+	if err := guardRSS(guardBin, work, cpAddr, tokens[0], ca); err != nil {
+		return err
+	}
 
 	// The reconnect storm: the manager restarts; every guard reconnects at once.
 	mgr.stop()
@@ -212,6 +222,50 @@ func run(n, sets int) error {
 	fmt.Printf("manager restarted: every guard reconnected and applied the next change: p50 %v p99 %v max %v; TokenReviews by the new manager: %.0f; RSS %s\n",
 		pct(lat, 50), pct(lat, 99), pct(lat, 100), metric(metricsAddr, "guardrail_controlplane_tokenreviews_total"),
 		rss(mgr.cmd.Process.Pid, "VmRSS"))
+	return nil
+}
+
+// guardRSS compares the idle RSS of the guard binary subscribed to the control plane with
+// the same binary enforcing the same policy from a file.
+func guardRSS(bin, work, cpAddr, token, ca string) error {
+	policyFile := filepath.Join(work, "policy.yaml")
+	words := &v1alpha1.Classifier{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Classifier"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
+		Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII},
+			Keywords: []v1alpha1.KeywordRule{{Category: "birds", Words: []string{"flamingo"}}}}}}
+	g := guardrail()
+	g.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guardrail"}
+	cy, err := yaml.Marshal(words)
+	if err != nil {
+		return err
+	}
+	gy, err := yaml.Marshal(g)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(policyFile, []byte(string(cy)+"---\n"+string(gy)), 0o600); err != nil {
+		return err
+	}
+	common := []string{"--listen=127.0.0.1:0", "--admin-listen=127.0.0.1:0", "--namespace=" + ns}
+	measure := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append(common, args...)...) //nolint:gosec // built above
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		if err := cmd.Start(); err != nil {
+			return "", err
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		time.Sleep(5 * time.Second)
+		return rss(cmd.Process.Pid, "VmRSS"), nil
+	}
+	file, err := measure("--policy-file=" + policyFile)
+	if err != nil {
+		return err
+	}
+	sub, err := measure("--control-plane=https://"+cpAddr, "--token-file="+token, "--ca-file="+ca, "--snapshot-dir="+work)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("guard idle RSS, same policy: from a file %s, subscribed to the control plane %s\n", file, sub)
 	return nil
 }
 
