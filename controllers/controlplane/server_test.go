@@ -467,3 +467,99 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSecretRotationReachesTheGuard: a new credential in the Secret is pushed.
+func TestSecretRotationReachesTheGuard(t *testing.T) {
+	ns := fixture(t)
+	p := pod(t, ns, "web-1", "web")
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "token")
+	must(t, os.WriteFile(tokFile, []byte(token(t, p, cp.Audience)), 0o600))
+	applied := make(chan *policy.Snapshot, 16)
+	c := &cp.Client{URL: baseURL, TokenFile: tokFile, CAFile: caFile}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx, func(s *policy.Snapshot) error { applied <- s; return nil }, func(error) {})
+	credential := func(s *policy.Snapshot) string {
+		for _, c := range s.Classifiers {
+			if c.Name == "judge" {
+				return string(c.Token)
+			}
+		}
+		return ""
+	}
+	await := func(want string) {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case s := <-applied:
+				if credential(s) == want {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("the guard never got the credential it should")
+			}
+		}
+	}
+	await(canary + "-" + ns)
+	sec := &corev1.Secret{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "judge"}, sec))
+	sec.Data["apiKey"] = []byte(canary + "-rotated-" + ns)
+	must(t, k8s.Update(ctx, sec))
+	await(canary + "-rotated-" + ns)
+}
+
+// TestBrokenEditKeepsTheLastGoodGuardrail: an edit the Classifier cannot serve does not
+// switch the Guardrail off in the guards.
+func TestBrokenEditKeepsTheLastGoodGuardrail(t *testing.T) {
+	ns := fixture(t)
+	p := pod(t, ns, "web-1", "web")
+	tok := token(t, p, cp.Audience)
+	_, body := waitSnapshot(t, tok)
+	var before cp.Snapshot
+	must(t, json.Unmarshal(body, &before))
+
+	ctx := context.Background()
+	g := &v1alpha1.Guardrail{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-words"}, g))
+	g.Spec.Categories = []string{"no-such-category"}
+	must(t, k8s.Update(ctx, g))
+	// A change elsewhere in the namespace, so that a new snapshot is compiled.
+	o := &v1alpha1.Guardrail{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-judge"}, o))
+	o.Spec.Reason = "Edited"
+	must(t, k8s.Update(ctx, o))
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		status, body := poll(t, tok, cp.SubscribeRequest{Running: before.Version})
+		if status == http.StatusOK {
+			var s cp.Snapshot
+			must(t, json.Unmarshal(body, &s))
+			var words *v1alpha1.Guardrail
+			for i := range s.Guardrails {
+				if s.Guardrails[i].Name == "web-words" {
+					words = &s.Guardrails[i]
+				}
+			}
+			edited := false
+			for _, x := range s.Guardrails {
+				edited = edited || (x.Name == "web-judge" && x.Spec.Reason == "Edited")
+			}
+			if edited {
+				if words == nil {
+					t.Fatal("the broken Guardrail was dropped from the snapshot: its pods lost it")
+				}
+				if words.Generation != 1 || words.Spec.Categories[0] != "banned" {
+					t.Errorf("kept %+v, want the last good generation 1", words.Spec)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the edit of web-judge never arrived")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
