@@ -138,4 +138,3 @@ func (m metricsConfig) loopback() bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-

@@ -63,7 +63,7 @@ func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) error {
 	}
 
 	before := status.Get(g, v1alpha1.ConditionEnforced)
-	var st metav1.ConditionStatus = metav1.ConditionFalse
+	st := metav1.ConditionFalse
 	var reason, msg string
 	switch {
 	case selected == 0:

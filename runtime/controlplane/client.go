@@ -301,8 +301,8 @@ func HTTPClientFor(caFile string) (*http.Client, error) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
 	tr := &http.Transport{
-		Proxy:               nil, // the control plane is in-cluster: never through an HTTP proxy
-		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		Proxy:           nil, // the control plane is in-cluster: never through an HTTP proxy
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		// A non-nil, empty TLSNextProto keeps the transport on HTTP/1.1.
 		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
 		TLSHandshakeTimeout: 10 * time.Second,

@@ -48,7 +48,7 @@ func main() {
 	guards := flag.Int("guards", 1000, "Subscribed guards (one Pod and one token each).")
 	labelSets := flag.Int("label-sets", 4, "Distinct label sets the pods are spread over.")
 	flag.Parse()
-	if err := run(*guards, *labelSets); err != nil {
+	if err := run(*guards, *labelSets, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cpscale:", err)
 		os.Exit(1)
 	}
@@ -56,7 +56,7 @@ func main() {
 
 const ns = "scale"
 
-func run(n, sets int) error {
+func run(n, sets int, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	env, err := envtestutil.New()
@@ -90,11 +90,11 @@ func run(n, sets int) error {
 		return err
 	}
 	bin := filepath.Join(work, "manager")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the manager: %v\n%s", err, out)
 	}
 	guardBin := filepath.Join(work, "guard")
-	if out, err := exec.Command("go", "build", "-o", guardBin, "github.com/guardrail-dev/guardrail-operator/runtime/cmd/guard").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", guardBin, "github.com/guardrail-dev/guardrail-operator/runtime/cmd/guard").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the guard: %v\n%s", err, out)
 	}
 	scheme := runtime.NewScheme()
@@ -106,7 +106,7 @@ func run(n, sets int) error {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
-	cpAddr, metricsAddr := freeAddr(), freeAddr()
+	cpAddr, metricsAddr := freeAddr(ctx), freeAddr(ctx)
 	mgr, err := startManager(bin, kubeconfig, work, cpAddr, metricsAddr)
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func run(n, sets int) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	fmt.Printf("%d Running pods with pod-bound tokens over %d label sets in %v\n", n, sets, time.Since(start).Round(time.Millisecond))
+	_, _ = fmt.Fprintf(out, "%d Running pods with pod-bound tokens over %d label sets in %v\n", n, sets, time.Since(start).Round(time.Millisecond))
 
 	// The guards.
 	applied := make([]chan stamp, n)
@@ -170,7 +170,7 @@ func run(n, sets int) error {
 	if _, err := waitAll(applied, "initial", 3*time.Minute, time.Now()); err != nil {
 		return err
 	}
-	fmt.Printf("all %d guards subscribed and applied the policy in %v; ENFORCED %d/%d after %v\n", n,
+	_, _ = fmt.Fprintf(out, "all %d guards subscribed and applied the policy in %v; ENFORCED %d/%d after %v\n", n,
 		time.Since(start).Round(time.Millisecond), n, n, waitEnforced(ctx, k8s, n, start))
 
 	apply := func(reason string) (time.Time, error) {
@@ -194,15 +194,15 @@ func run(n, sets int) error {
 			return err
 		}
 		enforced := waitEnforced(ctx, k8s, n, t0)
-		fmt.Printf("apply %d → every guard applied: p50 %v p99 %v max %v; → ENFORCED %d/%d after %v\n", round,
+		_, _ = fmt.Fprintf(out, "apply %d → every guard applied: p50 %v p99 %v max %v; → ENFORCED %d/%d after %v\n", round,
 			pct(lat, 50), pct(lat, 99), pct(lat, 100), n, n, enforced)
 	}
-	fmt.Printf("manager: RSS %s, peak %s; CPU %.2f s over the five applies\n", rss(mgr.cmd.Process.Pid, "VmRSS"),
+	_, _ = fmt.Fprintf(out, "manager: RSS %s, peak %s; CPU %.2f s over the five applies\n", rss(mgr.cmd.Process.Pid, "VmRSS"),
 		rss(mgr.cmd.Process.Pid, "VmHWM"), cpuSeconds(mgr.cmd.Process.Pid)-cpu0)
 	reviews := metric(metricsAddr, "guardrail_controlplane_tokenreviews_total")
-	fmt.Printf("TokenReviews so far: %.0f\n", reviews)
+	_, _ = fmt.Fprintf(out, "TokenReviews so far: %.0f\n", reviews)
 
-	if err := guardRSS(guardBin, work, cpAddr, tokens[0], ca); err != nil {
+	if err := guardRSS(ctx, out, guardBin, work, cpAddr, tokens[0], ca); err != nil {
 		return err
 	}
 
@@ -219,7 +219,7 @@ func run(n, sets int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("manager restarted: every guard reconnected and applied the next change: p50 %v p99 %v max %v; TokenReviews by the new manager: %.0f; RSS %s\n",
+	_, _ = fmt.Fprintf(out, "manager restarted: every guard reconnected and applied the next change: p50 %v p99 %v max %v; TokenReviews by the new manager: %.0f; RSS %s\n",
 		pct(lat, 50), pct(lat, 99), pct(lat, 100), metric(metricsAddr, "guardrail_controlplane_tokenreviews_total"),
 		rss(mgr.cmd.Process.Pid, "VmRSS"))
 	return nil
@@ -227,7 +227,7 @@ func run(n, sets int) error {
 
 // guardRSS compares the idle RSS of the guard binary subscribed to the control plane with
 // the same binary enforcing the same policy from a file.
-func guardRSS(bin, work, cpAddr, token, ca string) error {
+func guardRSS(ctx context.Context, out io.Writer, bin, work, cpAddr, token, ca string) error {
 	policyFile := filepath.Join(work, "policy.yaml")
 	words := &v1alpha1.Classifier{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Classifier"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
@@ -248,7 +248,7 @@ func guardRSS(bin, work, cpAddr, token, ca string) error {
 	}
 	common := []string{"--listen=127.0.0.1:0", "--admin-listen=127.0.0.1:0", "--namespace=" + ns}
 	measure := func(args ...string) (string, error) {
-		cmd := exec.Command(bin, append(common, args...)...) //nolint:gosec // built above
+		cmd := exec.CommandContext(ctx, bin, append(common, args...)...) //nolint:gosec // built above
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := cmd.Start(); err != nil {
 			return "", err
@@ -265,7 +265,7 @@ func guardRSS(bin, work, cpAddr, token, ca string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("guard idle RSS, same policy: from a file %s, subscribed to the control plane %s\n", file, sub)
+	_, _ = fmt.Fprintf(out, "guard idle RSS, same policy: from a file %s, subscribed to the control plane %s\n", file, sub)
 	return nil
 }
 
@@ -362,7 +362,7 @@ func (p *proc) stop() {
 }
 
 func startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr string) (*proc, error) {
-	cmd := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec // built above
+	cmd := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec,noctx // built above; stopped with SIGTERM by proc.stop
 		"--health-probe-bind-address=0", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+certDir)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
@@ -374,8 +374,9 @@ func startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr string) (*proc, 
 	return p, nil
 }
 
-func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) string {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)
 	}
