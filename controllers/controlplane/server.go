@@ -100,7 +100,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	if err := s.watch(ctx, mgr); err != nil {
 		return nil, err
 	}
+	// A replica is ready once guards can connect to it.
+	if err := mgr.AddReadyzCheck("control-plane", s.readyCheck); err != nil {
+		return nil, err
+	}
 	return s, mgr.Add(s)
+}
+
+func (s *Server) readyCheck(*http.Request) error {
+	select {
+	case <-s.ready:
+		return nil
+	default:
+		return errors.New("the control plane is not serving yet: waiting for its serving certificate")
+	}
 }
 
 // watch touches a namespace's snapshots on every change to what they are made of:
