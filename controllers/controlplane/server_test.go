@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -354,10 +355,14 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 	waitEnforced(t, ns, "web-words", "1/1")
 
 	g := &v1alpha1.Guardrail{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-words"}, g))
-	g.Spec.Reason = "Edited"
 	start := time.Now()
-	must(t, k8s.Update(ctx, g))
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-words"}, g); err != nil {
+			return err
+		}
+		g.Spec.Reason = "Edited"
+		return k8s.Update(ctx, g)
+	}))
 	await("the edit", func(s *policy.Snapshot) bool {
 		for _, cg := range s.Guardrails {
 			if cg.Name == "web-words" && cg.Generation == g.Generation {
@@ -371,9 +376,14 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 
 	// A burst of applies is debounced into a push or two, not one per apply.
 	for i := range 10 {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(g), g))
-		g.Spec.Reason = fmt.Sprintf("Burst %d", i)
-		must(t, k8s.Update(ctx, g))
+		// The reconciler writes status meanwhile: retry on a stale resourceVersion.
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+				return err
+			}
+			g.Spec.Reason = fmt.Sprintf("Burst %d", i)
+			return k8s.Update(ctx, g)
+		}))
 	}
 	pushes, sawLast := 0, false
 	for timeout := time.After(20 * time.Second); !sawLast; {
@@ -432,10 +442,7 @@ func TestPodsWithoutGuardAreNamed(t *testing.T) {
 	p.Status.Phase = corev1.PodRunning
 	must(t, k8s.Status().Update(ctx, p))
 	// Pods without a guard are not watched: the Guardrail sees them on its next reconcile.
-	g := &v1alpha1.Guardrail{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "other-words"}, g))
-	g.Spec.Reason = "touch"
-	must(t, k8s.Update(ctx, g))
+	g := edit(t, ns, "other-words", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "touch" })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(g), g))
@@ -457,6 +464,20 @@ func TestPodsWithoutGuardAreNamed(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("no PodsWithoutGuard: %+v", g.Status.Conditions)
+}
+
+// edit changes a Guardrail's spec, retrying while the reconciler writes its status.
+func edit(t *testing.T, ns, name string, change func(*v1alpha1.Guardrail)) *v1alpha1.Guardrail {
+	t.Helper()
+	g := &v1alpha1.Guardrail{}
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, g); err != nil {
+			return err
+		}
+		change(g)
+		return k8s.Update(context.Background(), g)
+	}))
+	return g
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -520,16 +541,9 @@ func TestBrokenEditKeepsTheLastGoodGuardrail(t *testing.T) {
 	var before cp.Snapshot
 	must(t, json.Unmarshal(body, &before))
 
-	ctx := context.Background()
-	g := &v1alpha1.Guardrail{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-words"}, g))
-	g.Spec.Categories = []string{"no-such-category"}
-	must(t, k8s.Update(ctx, g))
+	edit(t, ns, "web-words", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"no-such-category"} })
 	// A change elsewhere in the namespace, so that a new snapshot is compiled.
-	o := &v1alpha1.Guardrail{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-judge"}, o))
-	o.Spec.Reason = "Edited"
-	must(t, k8s.Update(ctx, o))
+	edit(t, ns, "web-judge", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "Edited" })
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {

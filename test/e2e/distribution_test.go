@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -229,14 +230,8 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 	waitSummary(t, c, ns, "web", "1/1")
 
 	t.Run("an edit is enforced within a second of the apply", func(t *testing.T) {
-		if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
-			t.Fatal(err)
-		}
-		g.Spec.Categories = []string{"birds", "more-birds"}
 		start := time.Now()
-		if err := c.k8s.Update(ctx, g); err != nil {
-			t.Fatal(err)
-		}
+		c.edit(t, g, func() { g.Spec.Categories = []string{"birds", "more-birds"} })
 		for !blocked(t, gd, "a pelican") {
 			if time.Since(start) > waitTimeout {
 				t.Fatal("the edit never reached the guard")
@@ -276,13 +271,7 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 	})
 
 	t.Run("the guard catches up with what changed while the manager was down", func(t *testing.T) {
-		if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
-			t.Fatal(err)
-		}
-		g.Spec.Categories = []string{"more-birds"}
-		if err := c.k8s.Update(ctx, g); err != nil {
-			t.Fatal(err)
-		}
+		c.edit(t, g, func() { g.Spec.Categories = []string{"more-birds"} })
 		mgr = startManager(top, c.kubeconfig, certDir, addr)
 		v3 := gd.waitVersion(v2)
 		if v3 == v1 || blocked(t, gd, "a flamingo") || !blocked(t, gd, "a pelican") {
@@ -326,6 +315,21 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 				t.Errorf("a prompt appears in a log")
 			}
 		}
+	}
+}
+
+// edit changes g's spec, retrying while the reconciler writes its status.
+func (c *cluster) edit(t *testing.T, g *v1alpha1.Guardrail, change func()) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.k8s.Get(testContext(t), client.ObjectKeyFromObject(g), g); err != nil {
+			return err
+		}
+		change()
+		return c.k8s.Update(testContext(t), g)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
