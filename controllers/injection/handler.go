@@ -3,7 +3,6 @@ package injection
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"sync"
@@ -83,11 +82,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	case d.pod == nil:
 		return admission.Allowed(d.skip)
 	}
-	mutated, err := json.Marshal(d.pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+	resp := admission.Patched("", patchFor(pod, d.pod)...)
 	for _, f := range d.findings {
 		resp.Warnings = append(resp.Warnings, f.message)
 	}
