@@ -63,7 +63,9 @@ type Options struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=update;patch,resourceNames=guardrail-pod-injector
-// +kubebuilder:rbac:groups="",namespace=guardrail-system,resources=secrets,verbs=get;list;watch;update,resourceNames=guardrail-webhook-cert
+// The certificate rotator caches the Secrets of the operator's namespace and writes one.
+// +kubebuilder:rbac:groups="",namespace=guardrail-system,resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=guardrail-system,resources=secrets,verbs=update,resourceNames=guardrail-webhook-cert
 
 // Setup registers the injector on mgr's webhook server, with its certificates and its
 // events controller, and adds readiness checks that fail until the webhook can serve.
