@@ -1,5 +1,6 @@
 // Command manager runs the guardrail-operator controllers: the Classifier and Guardrail
-// reconcilers (leader-elected), with health probes and Prometheus metrics.
+// reconcilers (leader-elected), the pod webhook that injects the guard sidecar (every
+// replica), with health probes and Prometheus metrics.
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 )
 
 func main() {
@@ -30,6 +32,7 @@ func main() {
 		leaderElect     bool
 		leaderNS        string
 		watchNamespaces string
+		injectionFlags  injection.Flags
 		zapOpts         = zap.Options{Development: false}
 		setupLog        = ctrl.Log.WithName("setup")
 		scheme          = runtime.NewScheme()
@@ -49,6 +52,7 @@ func main() {
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces whose Classifiers, Guardrails "+
 		"and Secrets the manager watches; empty watches all namespaces. With a list, the manager needs Secret access only "+
 		"in those namespaces (config/scoped); objects elsewhere are ignored.")
+	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -65,6 +69,7 @@ func main() {
 		Metrics:                 metrics.options(),
 		Cache:                   cacheOptions(watchNamespaces),
 		HealthProbeBindAddress:  probeAddr,
+		WebhookServer:           injectionFlags.WebhookServer(),
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        leaderLockID,
 		LeaderElectionNamespace: leaderNS,
@@ -76,6 +81,10 @@ func main() {
 	ctx := ctrl.SetupSignalHandler()
 	if err := controllers.Setup(ctx, mgr); err != nil {
 		setupLog.Error(err, "Unable to set up the controllers")
+		os.Exit(1)
+	}
+	if err := injectionFlags.Setup(ctx, mgr); err != nil {
+		setupLog.Error(err, "Unable to set up the pod injector")
 		os.Exit(1)
 	}
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
