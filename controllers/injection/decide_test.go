@@ -270,3 +270,17 @@ func TestInjectedPodMeetsTheRestrictedStandard(t *testing.T) {
 		}
 	}
 }
+
+func TestNativeSidecarsFollowTheApiserverVersion(t *testing.T) {
+	for v, want := range map[string]bool{
+		"v1.28.9": false, "v1.27.0": false, "v1.29.0": true, "v1.29.3-eks-2b9c4e1": true, "v1.37.2": true, "v2.0.0": true,
+	} {
+		got, err := nativeSidecarsIn(v)
+		if err != nil || got != want {
+			t.Errorf("%s: native sidecars = %v (%v), want %v", v, got, err, want)
+		}
+	}
+	if _, err := nativeSidecarsIn("unknown"); err == nil {
+		t.Error("an unparsable version should be an error")
+	}
+}

@@ -29,6 +29,9 @@ func patchFor(orig, mutated *corev1.Pod) []jsonpatch.Operation {
 	}
 	ops = prependPatch(ops, "/spec/initContainers", len(orig.Spec.InitContainers), mutated.Spec.InitContainers[:initShift])
 	ops = prependPatch(ops, "/spec/containers", len(orig.Spec.Containers), mutated.Spec.Containers[:shift])
+	if mutated.Spec.ServiceAccountName != orig.Spec.ServiceAccountName {
+		ops = append(ops, jsonpatch.Operation{Operation: "add", Path: "/spec/serviceAccountName", Value: mutated.Spec.ServiceAccountName})
+	}
 	ops = appendPatch(ops, "/spec/volumes", len(orig.Spec.Volumes), mutated.Spec.Volumes[len(orig.Spec.Volumes):])
 	return ops
 }

@@ -43,6 +43,11 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 		pod.Spec.Containers = append([]corev1.Container{guard}, pod.Spec.Containers...)
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolumes()...)
+	// A projected token needs a named service account. The apiserver's ServiceAccount
+	// admission plugin names "default" before webhooks run; where it is off, say it here.
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = "default"
+	}
 	return findings
 }
 

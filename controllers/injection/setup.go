@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -113,17 +117,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	} else if err := mgr.AddReadyzCheck("webhook-certificates", certs.FilesPresent(o.CertDir)); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("webhook-server", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return err
-	}
-
-	mgr.GetWebhookServer().Register(WebhookPath, &webhook.Admission{Handler: &Handler{
+	h := &Handler{
 		Config:     cfg,
 		Namespaces: mgr.GetCache(),
 		APIReader:  mgr.GetAPIReader(),
 		CA:         (&FileCA{Path: filepath.Join(o.CertDir, certs.CAFile)}).Get,
 		Decoder:    admission.NewDecoder(mgr.GetScheme()),
-	}})
+	}
+	serve := &deferredWebhook{mgr: mgr, certDir: o.CertDir, register: func(srv webhook.Server) {
+		srv.Register(WebhookPath, &webhook.Admission{Handler: h})
+	}}
+	if err := mgr.Add(serve); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook-server", serve.started); err != nil {
+		return err
+	}
 
 	pods, err := injectedPodCache(mgr)
 	if err != nil {
@@ -161,9 +170,15 @@ func ServerHasNativeSidecars(cfg *rest.Config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	v, err := version.ParseGeneric(info.GitVersion)
+	return nativeSidecarsIn(info.GitVersion)
+}
+
+// nativeSidecarsIn reports whether a Kubernetes version ("v1.29.3-eks-…") has native
+// sidecars on by default.
+func nativeSidecarsIn(gitVersion string) (bool, error) {
+	v, err := version.ParseGeneric(gitVersion)
 	if err != nil {
-		return false, fmt.Errorf("apiserver version %q: %w", info.GitVersion, err)
+		return false, fmt.Errorf("apiserver version %q: %w", gitVersion, err)
 	}
 	return v.AtLeast(version.MajorMinor(1, 29)), nil
 }
@@ -188,4 +203,49 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// deferredWebhook starts the manager's webhook server once its certificate is in the
+// certificate directory: the server reads it when it starts and fails without it, while a
+// self-managed certificate is only written after the manager has started. Nothing else
+// may call mgr.GetWebhookServer before (that adds the server to the manager).
+type deferredWebhook struct {
+	mgr      ctrl.Manager
+	certDir  string
+	register func(webhook.Server)
+
+	mu     sync.Mutex
+	server webhook.Server
+}
+
+// NeedLeaderElection is false: every replica serves the webhook.
+func (d *deferredWebhook) NeedLeaderElection() bool { return false }
+
+// Start waits for the certificate, then registers the handler and starts the server.
+func (d *deferredWebhook) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("injection")
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		return certs.FilesPresent(d.certDir)(nil) == nil, nil
+	})
+	if err != nil {
+		return nil //nolint:nilerr // the manager is stopping
+	}
+	srv := d.mgr.GetWebhookServer()
+	d.register(srv)
+	d.mu.Lock()
+	d.server = srv
+	d.mu.Unlock()
+	log.Info("Serving the pod injector", "path", WebhookPath)
+	return nil
+}
+
+// started is the readiness check of the webhook server.
+func (d *deferredWebhook) started(req *http.Request) error {
+	d.mu.Lock()
+	srv := d.server
+	d.mu.Unlock()
+	if srv == nil {
+		return errors.New("the webhook server waits for its certificate")
+	}
+	return srv.StartedChecker()(req)
 }
