@@ -31,7 +31,7 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
-dev: controlplane ## Run the operator locally on an embedded kube-apiserver and etcd; kubeconfig in bin/dev/kubeconfig.
+dev: controlplane ## Run the operator locally on an embedded kube-apiserver and etcd, pod injector included; kubeconfig in bin/dev/kubeconfig.
 	go run ./hack/dev
 
 .PHONY: manifests
