@@ -58,7 +58,7 @@ const (
 	volumePodInfo  = "guardrail-podinfo"
 	volumeSnapshot = "guardrail-snapshot"
 
-	tokenDir    = "/var/run/secrets/guardrail.dev/token"
+	tokenDir    = "/var/run/secrets/guardrail.dev/token" //nolint:gosec // a mount path, not a credential
 	caDir       = "/var/run/secrets/guardrail.dev/ca"
 	podInfoDir  = "/var/run/guardrail/podinfo"
 	snapshotDir = "/var/run/guardrail/snapshot"
