@@ -7,16 +7,20 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,16 +77,21 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
+	// The manager's certificate directory, not envtest's: the manager fills it.
+	certDir, err = os.MkdirTemp("", "injection-certs-")
+	Expect(err).NotTo(HaveOccurred())
+
 	ctx := context.Background()
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
 	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CertSecretName, Namespace: operatorNamespace}})).To(Succeed())
 
-	// The manager's certificate directory, not envtest's: the manager fills it.
-	certDir, err = os.MkdirTemp("", "injection-certs-")
-	Expect(err).NotTo(HaveOccurred())
+	// The manager runs as its service account with the RBAC of config/rbac, as installed:
+	// every request the injector and its certificate rotator make is authorized by it.
+	managerCfg := operatorServiceAccountConfig()
+
 	wo := testEnv.WebhookInstallOptions
 	probeAddr = freeAddr()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(managerCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: probeAddr,
@@ -154,4 +163,33 @@ func readyz() error {
 		return fmt.Errorf("readyz %d: %s", resp.StatusCode, body)
 	}
 	return nil
+}
+
+// operatorServiceAccountConfig applies config/rbac and returns a client configuration that
+// authenticates as the operator's service account.
+func operatorServiceAccountConfig() *rest.Config {
+	user, err := testEnv.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kc, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig := filepath.Join(certDir, "admin.kubeconfig")
+	Expect(os.WriteFile(kubeconfig, kc, 0o600)).To(Succeed())
+	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "apply", "-k", //nolint:gosec // test arguments
+		filepath.Join(envtestutil.RepoRoot(), "config", "rbac")).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(operatorNamespace).CreateToken(context.Background(), "guardrail-operator",
+		&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	sa := rest.AnonymousClientConfig(cfg)
+	sa.BearerToken = tr.Status.Token
+	// The apiserver authorizes it, and not for everything.
+	saClient, err := kubernetes.NewForConfig(sa)
+	Expect(err).NotTo(HaveOccurred())
+	_, err = saClient.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "not-allowed-"}}, metav1.CreateOptions{})
+	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a namespace as the operator: %v", err)
+	return sa
 }
