@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -82,7 +83,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	case d.pod == nil:
 		return admission.Allowed(d.skip)
 	}
-	resp := admission.Patched("", patchFor(pod, d.pod)...)
+	patch, err := encodePatch(patchFor(pod, d.pod))
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	resp := admission.Allowed("")
+	resp.Patch = patch
+	resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
 	for _, f := range d.findings {
 		resp.Warnings = append(resp.Warnings, f.message)
 	}

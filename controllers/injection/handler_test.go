@@ -56,9 +56,12 @@ func podRequest(tb testing.TB, pod *corev1.Pod) admission.Request {
 // applyPatch applies a response's patch to the request's object as the apiserver does.
 func applyPatch(tb testing.TB, req admission.Request, resp admission.Response) *corev1.Pod {
 	tb.Helper()
-	ops, err := json.Marshal(resp.Patches)
-	if err != nil {
-		tb.Fatal(err)
+	ops := resp.Patch
+	if len(resp.Patches) > 0 {
+		var err error
+		if ops, err = json.Marshal(resp.Patches); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	p, err := jsonpatch.DecodePatch(ops)
 	if err != nil {
@@ -79,8 +82,8 @@ func TestHandlerReinvocationIsANoOp(t *testing.T) {
 	h := newTestHandler(t, enabledNS)
 	req := podRequest(t, newPod())
 	first := h.Handle(context.Background(), req)
-	if !first.Allowed || len(first.Patches) == 0 {
-		t.Fatalf("first admission: allowed=%v, %d patches", first.Allowed, len(first.Patches))
+	if !first.Allowed || len(first.Patch) == 0 || *first.PatchType != admissionv1.PatchTypeJSONPatch {
+		t.Fatalf("first admission: allowed=%v, patch %s", first.Allowed, first.Patch)
 	}
 	injected := applyPatch(t, req, first)
 	if guardOf(injected) == nil {
@@ -89,8 +92,8 @@ func TestHandlerReinvocationIsANoOp(t *testing.T) {
 	// Another webhook changes the pod afterwards; the apiserver calls the injector again.
 	injected.Labels["mesh"] = "on"
 	second := h.Handle(context.Background(), podRequest(t, injected))
-	if !second.Allowed || len(second.Patches) != 0 || len(second.Warnings) != 0 {
-		t.Fatalf("second admission: allowed=%v, patches %v, warnings %v", second.Allowed, second.Patches, second.Warnings)
+	if !second.Allowed || len(second.Patch) != 0 || len(second.Patches) != 0 || len(second.Warnings) != 0 {
+		t.Fatalf("second admission: allowed=%v, patch %s, warnings %v", second.Allowed, second.Patch, second.Warnings)
 	}
 }
 
@@ -113,7 +116,7 @@ func TestHandlerWarnsAndDenies(t *testing.T) {
 		h := newTestHandler(t, enabledNS)
 		req := podRequest(t, newPod())
 		req.Operation = admissionv1.Update
-		if resp := h.Handle(context.Background(), req); !resp.Allowed || len(resp.Patches) != 0 {
+		if resp := h.Handle(context.Background(), req); !resp.Allowed || len(resp.Patch) != 0 {
 			t.Fatal("an update was mutated")
 		}
 	})
@@ -139,7 +142,11 @@ func TestPatchProducesTheDecidedPod(t *testing.T) {
 			cfg.NativeSidecars = tc.native
 			d := decide(tc.pod, "apps", enabledNS, cfg, []byte(testCA))
 			req := podRequest(t, tc.pod)
-			got := applyPatch(t, req, admission.Patched("", patchFor(tc.pod, d.pod)...))
+			patch, err := encodePatch(patchFor(tc.pod, d.pod))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := applyPatch(t, req, admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Patch: patch}})
 			if !equality.Semantic.DeepEqual(got, d.pod) {
 				t.Fatalf("the patched pod differs from the decided one:\n%s", cmp.Diff(d.pod, got))
 			}

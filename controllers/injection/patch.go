@@ -1,6 +1,8 @@
 package injection
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -93,5 +95,40 @@ func escapePointer(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s
 	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	return pointerEscaper.Replace(s)
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// encodePatch serializes ops. encoding/json would compact each operation's output again
+// (jsonpatch.Operation is a json.Marshaler), which costs as much as encoding the guard
+// container once more; writing the envelope here encodes every value once.
+func encodePatch(ops []jsonpatch.Operation) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(4096)
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	buf.WriteByte('[')
+	for i, op := range ops {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"op":`)
+		if err := enc.Encode(op.Operation); err != nil {
+			return nil, err
+		}
+		buf.WriteString(`,"path":`)
+		if err := enc.Encode(op.Path); err != nil {
+			return nil, err
+		}
+		if op.Operation != "remove" {
+			buf.WriteString(`,"value":`)
+			if err := enc.Encode(op.Value); err != nil {
+				return nil, err
+			}
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteByte(']')
+	return buf.Bytes(), nil
 }
