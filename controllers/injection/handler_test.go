@@ -158,6 +158,10 @@ func TestPatchProducesTheDecidedPod(t *testing.T) {
 // in, the review with its JSON patch out.
 func BenchmarkHandle(b *testing.B) {
 	h := newTestHandler(b, enabledNS)
+	// A CA certificate of the size the rotator makes (RSA 2048: ~1.2 KB of PEM), which the
+	// patch carries in the ca-bundle annotation.
+	realSizeCA := []byte("-----BEGIN CERTIFICATE-----\n" + strings.Repeat(strings.Repeat("A", 64)+"\n", 17) + "-----END CERTIFICATE-----\n")
+	h.CA = func() ([]byte, error) { return realSizeCA, nil }
 	wh := &webhook.Admission{Handler: h}
 	req := podRequest(b, newPod(withAnnotation(AnnotationCPULimit, "1"), withEnv("LOG_LEVEL", "info")))
 	body, err := json.Marshal(admissionv1.AdmissionReview{
