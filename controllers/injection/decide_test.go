@@ -83,6 +83,9 @@ func TestDecideRendersANativeSidecar(t *testing.T) {
 		"--snapshot-dir=/var/run/guardrail/snapshot",
 		"--openai-upstream=https://api.openai.com", "--anthropic-upstream=https://api.anthropic.com",
 	}
+	if len(g.Command) != 1 || g.Command[0] != "/guard" {
+		t.Fatalf("command = %v: the image's entrypoint is the manager", g.Command)
+	}
 	if strings.Join(g.Args, " ") != strings.Join(wantArgs, " ") {
 		t.Fatalf("args:\n got %v\nwant %v", g.Args, wantArgs)
 	}

@@ -12,6 +12,7 @@ const testCA = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----
 func testConfig() *Config {
 	return &Config{
 		Image:             "guard:test",
+		Command:           []string{"/guard"},
 		ProxyPort:         15080,
 		AdminPort:         15090,
 		ControlPlaneURL:   "https://guardrail-control-plane.guardrail-system.svc:9444",

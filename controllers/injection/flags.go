@@ -26,6 +26,7 @@ type Flags struct {
 	operatorNamespace     string
 	controlPlaneURL       string
 	guardImage            string
+	guardCommand          string
 	pullPolicy            string
 	proxyPort, adminPort  int
 	cpu, memory           string
@@ -55,6 +56,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		"https://"+ControlPlaneServiceName+".<operator-namespace>.svc:9444.")
 	fs.StringVar(&f.guardImage, "guard-image", "", "Image of the injected guard; defaults to the manager's own image "+
 		"(read from its pod, $POD_NAME), which carries the guard binary.")
+	fs.StringVar(&f.guardCommand, "guard-command", "/guard", "Path of the guard binary in --guard-image; empty runs the image's entrypoint.")
 	fs.StringVar(&f.pullPolicy, "guard-image-pull-policy", "", "Pull policy of the guard's image; empty lets the apiserver default it.")
 	fs.IntVar(&f.proxyPort, "guard-proxy-port", 15080, "Loopback port of the guard's proxy, where app base URLs point.")
 	fs.IntVar(&f.adminPort, "guard-admin-port", 15090, "Port of the guard's /healthz, /readyz and /metrics.")
@@ -125,6 +127,7 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 	}
 	cfg := Config{
 		Image:             image,
+		Command:           commandOf(f.guardCommand),
 		ImagePullPolicy:   corev1.PullPolicy(f.pullPolicy),
 		ProxyPort:         int32(f.proxyPort),
 		AdminPort:         int32(f.adminPort),
@@ -173,3 +176,14 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 	}
 	return o, nil
 }
+
+func commandOf(path string) []string {
+	if path == "" {
+		return nil
+	}
+	return []string{path}
+}
+
+// CertDir is the directory of the serving certificate (tls.crt, tls.key, ca.crt); the
+// control-plane server serves from it too.
+func (f *Flags) CertDir() string { return f.certDir }

@@ -119,6 +119,7 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		Name:            ContainerName,
 		Image:           cfg.Image,
 		ImagePullPolicy: cfg.ImagePullPolicy,
+		Command:         cfg.Command,
 		Args: []string{
 			"--" + flagListen + "=127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort)),
 			"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),

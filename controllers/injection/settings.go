@@ -14,6 +14,9 @@ import (
 type Config struct {
 	// Image is the guard's container image.
 	Image string
+	// Command runs the guard in Image; the operator's image carries it as /guard (its
+	// entrypoint is the manager). Empty uses the image's entrypoint.
+	Command []string
 	// ImagePullPolicy of the guard's container; empty lets the apiserver default it.
 	ImagePullPolicy corev1.PullPolicy
 	// ProxyPort is the loopback port the guard proxies on; app containers get base URLs

@@ -145,6 +145,7 @@ func setupInjection(ctx context.Context, mgr ctrl.Manager, certDir, guardImage s
 	return injection.Setup(ctx, mgr, injection.Options{
 		Config: injection.Config{
 			Image:             guardImage,
+			Command:           []string{"/guard"},
 			ProxyPort:         15080,
 			AdminPort:         15090,
 			OperatorNamespace: operatorNamespace,
