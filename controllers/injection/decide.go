@@ -75,9 +75,11 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 		}
 		return decision{deny: deniedPrefix(namespace) + strings.Join(msgs, "; ")}
 	}
-	if why := conflicts(pod, cfg); why == "" && len(caPEM) == 0 {
-		return notInjected(pod, namespace, required, "the operator's CA certificate is not available yet")
-	} else if why != "" {
+	why := conflicts(pod, cfg)
+	if why == "" && len(caPEM) == 0 {
+		why = "the operator's CA certificate is not available yet"
+	}
+	if why != "" {
 		return notInjected(pod, namespace, required, why)
 	}
 
