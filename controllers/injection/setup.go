@@ -55,8 +55,6 @@ type Options struct {
 	SelfManagedCerts bool
 	// ExtraDNSNames are added to the serving certificate (tests and make dev: localhost).
 	ExtraDNSNames []string
-	// Rotation tunes the self-managed rotation (tests); zero values take the defaults.
-	Rotation certs.Options
 	// NativeSidecars forces the guard's shape; nil decides from the apiserver's version
 	// (native sidecars from Kubernetes 1.29).
 	NativeSidecars *bool
@@ -100,14 +98,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		"image", cfg.Image, "controlPlane", cfg.ControlPlaneURL, "version", cfg.Version)
 
 	if o.SelfManagedCerts {
-		r := o.Rotation
-		r.Namespace, r.SecretName, r.CertDir = cfg.OperatorNamespace, CertSecretName, o.CertDir
-		r.DNSNames = append([]string{
-			WebhookServiceName + "." + cfg.OperatorNamespace + ".svc",
-			ControlPlaneServiceName + "." + cfg.OperatorNamespace + ".svc",
-		}, o.ExtraDNSNames...)
-		r.MutatingWebhooks = []string{WebhookConfigName}
-		ready, err := certs.Setup(mgr, r)
+		ready, err := certs.Setup(mgr, certs.Options{
+			Namespace:  cfg.OperatorNamespace,
+			SecretName: CertSecretName,
+			CertDir:    o.CertDir,
+			DNSNames: append([]string{
+				WebhookServiceName + "." + cfg.OperatorNamespace + ".svc",
+				ControlPlaneServiceName + "." + cfg.OperatorNamespace + ".svc",
+			}, o.ExtraDNSNames...),
+			MutatingWebhooks: []string{WebhookConfigName},
+		})
 		if err != nil {
 			return err
 		}
