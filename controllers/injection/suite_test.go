@@ -47,6 +47,7 @@ var (
 	certDir   string
 	probeAddr string
 	cancel    context.CancelFunc
+	testMgr   ctrl.Manager
 )
 
 func TestInjectionAgainstTheApiserver(t *testing.T) {
@@ -99,6 +100,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 
+	testMgr = mgr
 	var mctx context.Context
 	mctx, cancel = context.WithCancel(context.Background())
 	Expect(Setup(mctx, mgr, Options{
