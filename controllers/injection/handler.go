@@ -18,8 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// WebhookPath is where the manager's webhook server serves the injector.
-const WebhookPath = "/mutate-v1-pod"
+// Where the manager's webhook server serves the injector: one handler, two paths, so that
+// it knows the failure policy of the entry that called (see Handler.FailClosed).
+const (
+	WebhookPath         = "/mutate-v1-pod"
+	WebhookPathRequired = "/mutate-v1-pod-required"
+)
 
 // The injector's webhook configuration. Three entries call the same handler; their
 // selectors keep the apiserver from calling it for pods it would skip:
@@ -33,7 +37,7 @@ const WebhookPath = "/mutate-v1-pod"
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=guardrail-pod-injector
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=enabled.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["enabled"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
-// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=required.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod-required,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=required.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pod.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"NotIn","values":["enabled","required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"In","values":["true"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
 
 // Handler is the Pod mutating admission handler.
@@ -48,6 +52,12 @@ type Handler struct {
 	CA func() ([]byte, error)
 	// Decoder decodes the admitted pod.
 	Decoder admission.Decoder
+	// FailClosed is the failure policy of the webhook entry served: when the injector
+	// itself fails (the namespace cannot be read), true denies the pod, false admits it
+	// without a guard and with a warning. An error answer would not do: the apiserver
+	// applies failurePolicy only to a webhook it cannot call, and takes an error answer as
+	// a denial.
+	FailClosed bool
 }
 
 var _ admission.Handler = &Handler{}
@@ -65,10 +75,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	}
 	nsLabels, err := h.namespaceLabels(ctx, req.Namespace)
 	if err != nil {
-		// Ignore or Fail, as the webhook entry that called says: the apiserver applies the
-		// failure policy to an error answer as to an unreachable webhook.
 		log.Error(err, "Reading the pod's namespace", "namespace", req.Namespace)
-		return admission.Errored(http.StatusInternalServerError, err)
+		if h.FailClosed {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.Allowed("").WithWarnings(
+			"the guard was not injected: the injector could not read namespace " + req.Namespace)
 	}
 	var ca []byte
 	if h.CA != nil {

@@ -112,6 +112,24 @@ func TestHandlerWarnsAndDenies(t *testing.T) {
 			t.Fatalf("allowed=%v message=%q", resp.Allowed, resp.Result.Message)
 		}
 	})
+	t.Run("an injector that cannot read the namespace admits the pod unguarded, with a warning", func(t *testing.T) {
+		h := newTestHandler(t, enabledNS)
+		req := podRequest(t, newPod())
+		req.Namespace = "unknown"
+		resp := h.Handle(context.Background(), req)
+		if !resp.Allowed || len(resp.Patch) != 0 || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "not injected") {
+			t.Fatalf("allowed=%v patch=%s warnings=%v", resp.Allowed, resp.Patch, resp.Warnings)
+		}
+	})
+	t.Run("behind the required entry (failurePolicy Fail) the same failure denies the pod", func(t *testing.T) {
+		h := newTestHandler(t, requiredNS)
+		h.FailClosed = true
+		req := podRequest(t, newPod())
+		req.Namespace = "unknown"
+		if resp := h.Handle(context.Background(), req); resp.Allowed {
+			t.Fatal("a required namespace's pod was admitted without the injector knowing its namespace")
+		}
+	})
 	t.Run("updates are not touched", func(t *testing.T) {
 		h := newTestHandler(t, enabledNS)
 		req := podRequest(t, newPod())

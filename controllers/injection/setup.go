@@ -117,15 +117,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	} else if err := mgr.AddReadyzCheck("webhook-certificates", certs.FilesPresent(o.CertDir)); err != nil {
 		return err
 	}
-	h := &Handler{
+	h := Handler{
 		Config:     cfg,
 		Namespaces: mgr.GetCache(),
 		APIReader:  mgr.GetAPIReader(),
 		CA:         (&FileCA{Path: filepath.Join(o.CertDir, certs.CAFile)}).Get,
 		Decoder:    admission.NewDecoder(mgr.GetScheme()),
 	}
+	failClosed := h
+	failClosed.FailClosed = true
 	serve := &deferredWebhook{mgr: mgr, certDir: o.CertDir, register: func(srv webhook.Server) {
-		srv.Register(WebhookPath, &webhook.Admission{Handler: h})
+		srv.Register(WebhookPath, &webhook.Admission{Handler: &h})
+		srv.Register(WebhookPathRequired, &webhook.Admission{Handler: &failClosed})
 	}}
 	if err := mgr.Add(serve); err != nil {
 		return err
