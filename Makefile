@@ -31,14 +31,15 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
-dev: controlplane ## Run the operator locally on an embedded kube-apiserver and etcd; kubeconfig in bin/dev/kubeconfig.
+dev: controlplane ## Run the operator locally on an embedded kube-apiserver and etcd, pod injector included; kubeconfig in bin/dev/kubeconfig.
 	go run ./hack/dev
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases, descriptions rewrapped for kubectl explain) and RBAC (config/rbac) from the Go markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases, descriptions rewrapped for kubectl explain), RBAC (config/rbac) and the webhook configuration (config/webhook) from the Go markers.
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crd-descriptions config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=guardrail-operator paths="./controllers/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths="./controllers/..." output:webhook:artifacts:config=config/webhook
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods of the API types.

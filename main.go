@@ -1,5 +1,6 @@
 // Command manager runs the guardrail-operator controllers: the Classifier and Guardrail
-// reconcilers (leader-elected), the policy subscription guards connect to (every
+// reconcilers (leader-elected), the pod webhook that injects the guard sidecar and the
+// policy subscription injected guards connect to (both on every
 // replica), with health probes and Prometheus metrics.
 package main
 
@@ -8,7 +9,6 @@ import (
 	"flag"
 	"net"
 	"os"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -22,6 +22,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 )
 
 func main() {
@@ -32,6 +33,7 @@ func main() {
 		leaderNS        string
 		watchNamespaces string
 		controlPlane    controlplane.Options
+		injectionFlags  injection.Flags
 		zapOpts         = zap.Options{Development: false}
 		setupLog        = ctrl.Log.WithName("setup")
 		scheme          = runtime.NewScheme()
@@ -53,8 +55,9 @@ func main() {
 		"in those namespaces (config/scoped); objects elsewhere are ignored.")
 	flag.StringVar(&controlPlane.BindAddress, "control-plane-bind-address", ":9444", "Address of the policy subscription "+
 		"guards connect to (HTTPS, on every replica); 0 disables it.")
-	flag.StringVar(&controlPlane.CertDir, "control-plane-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
-		"Directory holding tls.crt and tls.key of the control plane (the webhook's serving certificate); served once they exist.")
+	flag.StringVar(&controlPlane.CertDir, "control-plane-cert-dir", "", "Directory holding tls.crt and tls.key of the "+
+		"control plane; empty uses --webhook-cert-dir (one serving certificate for both). Served once they exist.")
+	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -71,6 +74,7 @@ func main() {
 		Metrics:                 metrics.options(),
 		Cache:                   controllers.CacheOptions(watchNamespaces),
 		HealthProbeBindAddress:  probeAddr,
+		WebhookServer:           injectionFlags.WebhookServer(),
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        leaderLockID,
 		LeaderElectionNamespace: leaderNS,
@@ -83,6 +87,13 @@ func main() {
 	if err := controllers.Setup(ctx, mgr); err != nil {
 		setupLog.Error(err, "Unable to set up the controllers")
 		os.Exit(1)
+	}
+	if err := injectionFlags.Setup(ctx, mgr); err != nil {
+		setupLog.Error(err, "Unable to set up the pod injector")
+		os.Exit(1)
+	}
+	if controlPlane.CertDir == "" {
+		controlPlane.CertDir = injectionFlags.CertDir()
 	}
 	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
 		setupLog.Error(err, "Unable to set up the control plane server")

@@ -1,0 +1,84 @@
+package injection
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// eventWindow bounds how old a pod may be for its injection to be reported: after a
+// manager restart the pod cache lists every injected pod again, and only recent ones are
+// news.
+const eventWindow = 2 * time.Minute
+
+// EventReconciler turns what the injector left on a pod (AnnotationInjectionWarnings, the
+// injected label) into Events on the pod, once the pod exists. It runs on the leader only
+// (one Event per pod), from a cache of the pods labelled guardrail.dev/injected.
+type EventReconciler struct {
+	// Pods is a cache of the pods labelled controlplane.LabelInjected.
+	Pods cache.Cache
+	// Recorder records the Events.
+	Recorder events.EventRecorder
+	// now is the clock; tests may set it.
+	now func() time.Time
+}
+
+// SetupWithManager registers the reconciler; it reacts to pod creations only.
+func (r *EventReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.now == nil {
+		r.now = time.Now
+	}
+	onCreate := handler.TypedFuncs[*corev1.Pod, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)})
+		},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("injection-events").
+		WatchesRawSource(source.Kind(r.Pods, &corev1.Pod{}, onCreate)).
+		Complete(r)
+}
+
+// Reconcile records the Events of one newly created injected pod.
+func (r *EventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pod := &corev1.Pod{}
+	if err := r.Pods.Get(ctx, req.NamespacedName, pod); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.now().Sub(pod.CreationTimestamp.Time) > eventWindow || !pod.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	for _, f := range parseWarnings(pod.Annotations[AnnotationInjectionWarnings]) {
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, f.reason, "Inject", "%s", f.message)
+	}
+	if pod.Labels[controlplane.LabelInjected] == labelTrue {
+		shape := "a native sidecar"
+		if hasRegularContainer(pod, ContainerName) {
+			shape = "a regular container"
+		}
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonInjected, "Inject",
+			"Injected the guard as %s (injector %s)", shape, pod.Annotations[AnnotationInjectorVersion])
+	}
+	return ctrl.Result{}, nil
+}
+
+func hasRegularContainer(pod *corev1.Pod, name string) bool {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package injection
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Flags are the manager's command-line settings of the injector. main binds them, passes
+// WebhookServer to the manager and calls Setup.
+type Flags struct {
+	enabled               bool
+	webhookPort           int
+	certDir               string
+	certManagement        string
+	operatorNamespace     string
+	controlPlaneURL       string
+	guardImage            string
+	guardCommand          string
+	pullPolicy            string
+	proxyPort, adminPort  int
+	cpu, memory           string
+	cpuLimit, memoryLimit string
+	openAI, anthropic     string
+	nativeSidecars        string
+}
+
+// Certificate management modes (--cert-management).
+const (
+	CertsSelf     = "self"
+	CertsExternal = "external"
+)
+
+// Bind registers the flags on fs.
+func (f *Flags) Bind(fs *flag.FlagSet) {
+	fs.BoolVar(&f.enabled, "enable-injection", true, "Serve the pod webhook that injects the guard sidecar.")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&f.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the serving "+
+		"certificate (tls.crt, tls.key) and its CA (ca.crt), shared by the webhook and the control-plane server.")
+	fs.StringVar(&f.certManagement, "cert-management", CertsSelf, "self: the manager creates and rotates its CA and serving "+
+		"certificate in the Secret "+CertSecretName+" and writes them into --webhook-cert-dir; external: another tool "+
+		"(cert-manager) provides --webhook-cert-dir and the webhook configuration's caBundle.")
+	fs.StringVar(&f.operatorNamespace, "operator-namespace", "", "The operator's namespace (never injected; home of "+
+		"the certificate Secret); defaults to $POD_NAMESPACE, then the service account's namespace.")
+	fs.StringVar(&f.controlPlaneURL, "control-plane-url", "", "URL injected guards subscribe to; defaults to "+
+		"https://"+ControlPlaneServiceName+".<operator-namespace>.svc:9444.")
+	fs.StringVar(&f.guardImage, "guard-image", "", "Image of the injected guard; defaults to the manager's own image "+
+		"(read from its pod, $POD_NAME), which carries the guard binary.")
+	fs.StringVar(&f.guardCommand, "guard-command", "/guard", "Path of the guard binary in --guard-image; empty runs the image's entrypoint.")
+	fs.StringVar(&f.pullPolicy, "guard-image-pull-policy", "", "Pull policy of the guard's image; empty lets the apiserver default it.")
+	fs.IntVar(&f.proxyPort, "guard-proxy-port", 15080, "Loopback port of the guard's proxy, where app base URLs point.")
+	fs.IntVar(&f.adminPort, "guard-admin-port", 15090, "Port of the guard's /healthz, /readyz and /metrics.")
+	fs.StringVar(&f.cpu, "guard-cpu-request", "100m", "Default CPU request of the guard (annotation "+AnnotationCPU+").")
+	fs.StringVar(&f.memory, "guard-memory-request", "64Mi", "Default memory request of the guard (annotation "+AnnotationMemory+").")
+	fs.StringVar(&f.cpuLimit, "guard-cpu-limit", "", "Default CPU limit of the guard, empty for none (annotation "+AnnotationCPULimit+").")
+	fs.StringVar(&f.memoryLimit, "guard-memory-limit", "256Mi", "Default memory limit of the guard, empty for none (annotation "+AnnotationMemoryLimit+").")
+	fs.StringVar(&f.openAI, "guard-openai-upstream", "https://api.openai.com", "Default OpenAI-compatible provider (annotation "+AnnotationOpenAIUpstream+").")
+	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", "https://api.anthropic.com", "Default Anthropic provider (annotation "+AnnotationAnthropicUpstream+").")
+	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
+		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
+}
+
+// WebhookServer is the manager's webhook server on --webhook-port with --webhook-cert-dir.
+// Like the metrics endpoint it speaks HTTP/1.1 only (CVE-2023-44487).
+func (f *Flags) WebhookServer() webhook.Server {
+	return webhook.NewServer(webhook.Options{
+		Port:    f.webhookPort,
+		CertDir: f.certDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	})
+}
+
+// Setup validates the flags and sets the injector up on mgr (a no-op with
+// --enable-injection=false).
+func (f *Flags) Setup(ctx context.Context, mgr ctrl.Manager) error {
+	if !f.enabled {
+		return nil
+	}
+	o, err := f.options(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	return Setup(ctx, mgr, o)
+}
+
+func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) {
+	ns := f.operatorNamespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	if ns == "" {
+		if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			ns = strings.TrimSpace(string(b))
+		}
+	}
+	if ns == "" {
+		return Options{}, fmt.Errorf("--operator-namespace is required outside a pod")
+	}
+	image := f.guardImage
+	if image == "" {
+		podName := os.Getenv("POD_NAME")
+		if podName == "" {
+			return Options{}, fmt.Errorf("--guard-image is required outside a pod (no $POD_NAME)")
+		}
+		var err error
+		if image, err = OwnImage(ctx, mgr.GetAPIReader(), ns, podName, "manager"); err != nil {
+			return Options{}, fmt.Errorf("reading the manager's image for --guard-image: %w", err)
+		}
+	}
+	for _, p := range []int{f.proxyPort, f.adminPort} {
+		if p < 1 || p > 65535 {
+			return Options{}, fmt.Errorf("guard port %d is out of range", p)
+		}
+	}
+	if f.proxyPort == f.adminPort {
+		return Options{}, fmt.Errorf("--guard-proxy-port and --guard-admin-port must differ")
+	}
+	cfg := Config{
+		Image:             image,
+		Command:           commandOf(f.guardCommand),
+		ImagePullPolicy:   corev1.PullPolicy(f.pullPolicy),
+		ProxyPort:         int32(f.proxyPort),
+		AdminPort:         int32(f.adminPort),
+		ControlPlaneURL:   f.controlPlaneURL,
+		OperatorNamespace: ns,
+		OpenAIUpstream:    f.openAI,
+		AnthropicUpstream: f.anthropic,
+	}
+	for _, q := range []struct {
+		flag, value string
+		into        *resource.Quantity
+	}{
+		{"--guard-cpu-request", f.cpu, &cfg.CPURequest},
+		{"--guard-memory-request", f.memory, &cfg.MemoryRequest},
+		{"--guard-cpu-limit", f.cpuLimit, &cfg.CPULimit},
+		{"--guard-memory-limit", f.memoryLimit, &cfg.MemoryLimit},
+	} {
+		if q.value == "" {
+			continue
+		}
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil || v.Sign() <= 0 {
+			return Options{}, fmt.Errorf("%s=%q is not a positive quantity", q.flag, q.value)
+		}
+		*q.into = v
+	}
+	for flagName, u := range map[string]string{"--guard-openai-upstream": f.openAI, "--guard-anthropic-upstream": f.anthropic} {
+		if reason := checkUpstream(u); reason != "" {
+			return Options{}, fmt.Errorf("%s %s", flagName, reason)
+		}
+	}
+	o := Options{Config: cfg, CertDir: f.certDir}
+	switch f.certManagement {
+	case CertsSelf:
+		o.SelfManagedCerts = true
+	case CertsExternal:
+	default:
+		return Options{}, fmt.Errorf("--cert-management must be %s or %s, got %q", CertsSelf, CertsExternal, f.certManagement)
+	}
+	switch f.nativeSidecars {
+	case "auto":
+	case "true", "false":
+		o.NativeSidecars = ptr.To(f.nativeSidecars == "true")
+	default:
+		return Options{}, fmt.Errorf("--native-sidecars must be auto, true or false, got %q", f.nativeSidecars)
+	}
+	return o, nil
+}
+
+func commandOf(path string) []string {
+	if path == "" {
+		return nil
+	}
+	return []string{path}
+}
+
+// CertDir is the directory of the serving certificate (tls.crt, tls.key, ca.crt); the
+// control-plane server serves from it too.
+func (f *Flags) CertDir() string { return f.certDir }

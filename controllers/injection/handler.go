@@ -1,0 +1,155 @@
+package injection
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Where the manager's webhook server serves the injector: one handler, two paths, so that
+// it knows the failure policy of the entry that called (see Handler.FailClosed).
+const (
+	WebhookPath         = "/mutate-v1-pod"
+	WebhookPathRequired = "/mutate-v1-pod-required"
+)
+
+// The injector's webhook configuration. Three entries call the same handler; their
+// selectors keep the apiserver from calling it for pods it would skip:
+//   - namespaces labelled enabled: failurePolicy Ignore (an operator outage must not stop
+//     deployments; such pods run without a guard, as before the namespace opted in);
+//   - namespaces labelled required: failurePolicy Fail (no pod starts unguarded);
+//   - pods labelled guardrail.dev/inject=true elsewhere: Ignore.
+// All skip pods labelled guardrail.dev/inject=false or already handled
+// (guardrail.dev/injected), and the system namespaces; config/default also excludes the
+// operator's namespace.
+//
+// +kubebuilder:webhookconfiguration:mutating=true,name=guardrail-pod-injector
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=enabled.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["enabled"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod-required,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=required.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pod.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"NotIn","values":["enabled","required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"In","values":["true"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+
+// Handler is the Pod mutating admission handler.
+type Handler struct {
+	// Config is the manager's configuration of the guard.
+	Config Config
+	// Namespaces reads the labels of a pod's namespace (the manager's cache).
+	Namespaces client.Reader
+	// APIReader reads a namespace the cache has not seen yet (created a moment ago).
+	APIReader client.Reader
+	// CA returns the operator's CA certificate (PEM) that the guard trusts.
+	CA func() ([]byte, error)
+	// Decoder decodes the admitted pod.
+	Decoder admission.Decoder
+	// FailClosed is the failure policy of the webhook entry served: when the injector
+	// itself fails (the namespace cannot be read), true denies the pod, false admits it
+	// without a guard and with a warning. An error answer would not do: the apiserver
+	// applies failurePolicy only to a webhook it cannot call, and takes an error answer as
+	// a denial.
+	FailClosed bool
+}
+
+var _ admission.Handler = &Handler{}
+
+// Handle answers one admission review: a JSON patch that injects the guard, nothing for a
+// pod it skips, or a denial in a namespace that requires the guard.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create || req.SubResource != "" {
+		return admission.Allowed("")
+	}
+	log := logf.FromContext(ctx)
+	pod := &corev1.Pod{}
+	if err := h.Decoder.DecodeRaw(req.Object, pod); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	nsLabels, err := h.namespaceLabels(ctx, req.Namespace)
+	if err != nil {
+		log.Error(err, "Reading the pod's namespace", "namespace", req.Namespace)
+		if h.FailClosed {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.Allowed("").WithWarnings(
+			"the guard was not injected: the injector could not read namespace " + req.Namespace)
+	}
+	var ca []byte
+	if h.CA != nil {
+		if ca, err = h.CA(); err != nil {
+			log.Error(err, "Reading the operator's CA certificate")
+		}
+	}
+	d := decide(pod, req.Namespace, nsLabels, &h.Config, ca)
+	switch {
+	case d.deny != "":
+		return admission.Denied(d.deny)
+	case d.pod == nil:
+		return admission.Allowed(d.skip)
+	}
+	patch, err := encodePatch(patchFor(pod, d.pod))
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	resp := admission.Allowed("")
+	resp.Patch = patch
+	resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
+	for _, f := range d.findings {
+		resp.Warnings = append(resp.Warnings, f.message)
+	}
+	return resp
+}
+
+func (h *Handler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	ns := &corev1.Namespace{}
+	err := h.Namespaces.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if apierrors.IsNotFound(err) && h.APIReader != nil {
+		err = h.APIReader.Get(ctx, types.NamespacedName{Name: name}, ns)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ns.Labels, nil
+}
+
+// FileCA reads the CA certificate from path, again only when the file changes: the
+// certificate rotator and cert-manager both replace it in place.
+type FileCA struct {
+	Path string
+
+	mu      sync.Mutex
+	modTime time.Time
+	size    int64
+	pem     []byte
+}
+
+// Get returns the PEM CA certificate.
+func (f *FileCA) Get() ([]byte, error) {
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pem != nil && st.ModTime().Equal(f.modTime) && st.Size() == f.size {
+		return f.pem, nil
+	}
+	b, err := os.ReadFile(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, nil
+	}
+	f.pem, f.modTime, f.size = append(b, '\n'), st.ModTime(), st.Size()
+	return f.pem, nil
+}

@@ -1,0 +1,77 @@
+package injection
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+var _ = Describe("Re-invocation by the apiserver", func() {
+	It("injects once when a webhook after the injector changes the pod", func() {
+		// Another mutating webhook, called after the injector (configurations run in name
+		// order), that labels every pod: the apiserver then re-invokes the injector
+		// (reinvocationPolicy IfNeeded).
+		testMgr.GetWebhookServer().Register("/mutate-relabel", &webhook.Admission{Handler: admission.HandlerFunc(
+			func(_ context.Context, req admission.Request) admission.Response {
+				pod := &corev1.Pod{}
+				if err := json.Unmarshal(req.Object.Raw, pod); err != nil {
+					return admission.Errored(http.StatusBadRequest, err)
+				}
+				pod.Labels["relabelled"] = "true"
+				raw, err := json.Marshal(pod)
+				if err != nil {
+					return admission.Errored(http.StatusInternalServerError, err)
+				}
+				return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+			})})
+		ca, err := (&FileCA{Path: certDir + "/ca.crt"}).Get()
+		Expect(err).NotTo(HaveOccurred())
+		url := "https://localhost:" + strconv.Itoa(testEnv.WebhookInstallOptions.LocalServingPort) + "/mutate-relabel"
+		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled", "relabel": "yes"})
+		relabel := &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "zz-relabel"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name:                    "relabel.test.guardrail.dev",
+				ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: ca},
+				Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+				NamespaceSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"relabel": "yes"}},
+				SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+				AdmissionReviewVersions: []string{"v1"},
+				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+				ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
+			}},
+		}
+		Expect(k8sClient.Create(context.Background(), relabel)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), relabel)).To(Succeed()) })
+
+		// The apiserver's webhook configuration cache takes a moment to see the new one.
+		Eventually(func(g Gomega) {
+			p := newPod()
+			p.Namespace = ns
+			p.GenerateName, p.Name = "app-", ""
+			g.Expect(k8sClient.Create(context.Background(), p)).To(Succeed())
+			g.Expect(p.Labels).To(HaveKeyWithValue("relabelled", "true"))
+			guards := 0
+			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+				if c.Name == ContainerName {
+					guards++
+				}
+			}
+			g.Expect(guards).To(Equal(1))
+			g.Expect(p.Spec.Volumes).To(HaveLen(4))
+			g.Expect(p.Spec.Containers[0].Env).To(HaveLen(2))
+		}).Should(Succeed())
+	})
+})

@@ -1,0 +1,201 @@
+package injection
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// render adds the guard to pod: the container, its volumes, the marks of an injected pod,
+// and the base URLs of the app containers. It returns what the user should be told.
+func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []finding {
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[controlplane.LabelInjected] = labelTrue
+	pod.Annotations[AnnotationInjectorVersion] = cfg.Version
+	pod.Annotations[AnnotationCABundle] = string(caPEM)
+
+	// App containers learn the guard's address first, so the guard itself is not counted.
+	findings := setBaseURLs(pod, cfg)
+
+	guard := guardContainer(cfg, s)
+	if cfg.NativeSidecars {
+		// First, so that init containers after it can already call a model through it.
+		guard.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		pod.Spec.InitContainers = append([]corev1.Container{guard}, pod.Spec.InitContainers...)
+	} else {
+		// Regular containers start in order but nothing waits for the guard's startup
+		// probe: an app that calls a model at once may see connection refused until the
+		// guard is ready (README, "Clusters older than 1.29").
+		if _, ok := pod.Annotations[annotationDefaultContainer]; !ok && len(pod.Spec.Containers) > 0 {
+			pod.Annotations[annotationDefaultContainer] = pod.Spec.Containers[0].Name
+		}
+		pod.Spec.Containers = append([]corev1.Container{guard}, pod.Spec.Containers...)
+	}
+	pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolumes()...)
+	// A projected token needs a named service account. The apiserver's ServiceAccount
+	// admission plugin names "default" before webhooks run; where it is off, say it here.
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = "default"
+	}
+	return findings
+}
+
+// setBaseURLs points the app containers' OpenAI and Anthropic SDKs at the guard. An
+// explicit value is kept (the app may have a reason) and reported: its calls may not pass
+// through the guard. A value that comes from envFrom cannot be seen here; env set by the
+// injector takes precedence over it.
+func setBaseURLs(pod *corev1.Pod, cfg *Config) []finding {
+	base := "http://127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort))
+	want := [...]corev1.EnvVar{
+		{Name: envOpenAIBaseURL, Value: base + "/v1"},
+		{Name: envAnthropicBaseURL, Value: base},
+	}
+	var findings []finding
+	apply := func(c *corev1.Container) {
+		for _, w := range want {
+			if hasEnv(c, w.Name) {
+				findings = append(findings, finding{ReasonBaseURLKept, fmt.Sprintf(
+					"container %s sets %s itself; it is kept, and calls through it may bypass the guard", c.Name, w.Name)})
+				continue
+			}
+			c.Env = append(c.Env, w)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		apply(&pod.Spec.Containers[i])
+	}
+	// Init containers run after the native sidecar has started; before 1.29 they run
+	// before the guard exists, so they are left alone.
+	if cfg.NativeSidecars {
+		for i := range pod.Spec.InitContainers {
+			apply(&pod.Spec.InitContainers[i])
+		}
+	}
+	return findings
+}
+
+func hasEnv(c *corev1.Container, name string) bool {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func guardContainer(cfg *Config, s guardSettings) corev1.Container {
+	resources := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: s.cpuRequest, corev1.ResourceMemory: s.memoryRequest},
+		Limits:   corev1.ResourceList{},
+	}
+	if !s.cpuLimit.IsZero() {
+		resources.Limits[corev1.ResourceCPU] = s.cpuLimit
+	}
+	if !s.memoryLimit.IsZero() {
+		resources.Limits[corev1.ResourceMemory] = s.memoryLimit
+	}
+	env := []corev1.EnvVar{
+		fieldEnv("POD_NAME", "metadata.name"),
+		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
+		fieldEnv("POD_UID", "metadata.uid"),
+		{Name: "GOMAXPROCS", Value: strconv.FormatInt(gomaxprocs(s), 10)},
+	}
+	if limit := gomemlimit(s); limit > 0 {
+		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: strconv.FormatInt(limit, 10)})
+	}
+	admin := intstr.FromString(portNameAdmin)
+	return corev1.Container{
+		Name:            ContainerName,
+		Image:           cfg.Image,
+		ImagePullPolicy: cfg.ImagePullPolicy,
+		Command:         cfg.Command,
+		Args: []string{
+			"--" + flagListen + "=127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort)),
+			"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),
+			"--" + flagControlPlane + "=" + cfg.ControlPlaneURL,
+			"--" + flagTokenFile + "=" + TokenPath,
+			"--" + flagCAFile + "=" + CAPath,
+			"--" + flagSnapshotDir + "=" + snapshotDir,
+			"--" + flagOpenAIUpstream + "=" + s.openAIUpstream,
+			"--" + flagAnthropicUpstream + "=" + s.anthropicUpstream,
+		},
+		Env: env,
+		Ports: []corev1.ContainerPort{
+			{Name: portNameProxy, ContainerPort: cfg.ProxyPort, Protocol: corev1.ProtocolTCP},
+			{Name: portNameAdmin, ContainerPort: cfg.AdminPort, Protocol: corev1.ProtocolTCP},
+		},
+		Resources: resources,
+		// The guard refuses traffic until it holds a policy (fail closed): with a native
+		// sidecar the app containers start only once this probe passes.
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: admin}},
+			PeriodSeconds:    1,
+			FailureThreshold: 120,
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: admin}},
+			PeriodSeconds: 5,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: admin}},
+			PeriodSeconds:    10,
+			FailureThreshold: 3,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: volumeToken, MountPath: tokenDir, ReadOnly: true},
+			{Name: volumeCA, MountPath: caDir, ReadOnly: true},
+			{Name: volumePodInfo, MountPath: podInfoDir, ReadOnly: true},
+			{Name: volumeSnapshot, MountPath: snapshotDir},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                ptr.To[int64](guardUID),
+			RunAsGroup:               ptr.To[int64](guardUID),
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+func guardVolumes() []corev1.Volume {
+	return []corev1.Volume{
+		{Name: volumeToken, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: controlplane.Audience, ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds), Path: "token",
+			}}},
+		}}},
+		{Name: volumeCA, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{
+				Path:     "ca.crt",
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationCABundle + "']"},
+			}},
+		}}},
+		{Name: volumePodInfo, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}},
+		}}},
+		{Name: volumeSnapshot, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			SizeLimit: ptr.To(snapshotSizeLimit),
+		}}},
+	}
+}
+
+// snapshotSizeLimit bounds the persisted policy snapshot's emptyDir.
+var snapshotSizeLimit = resource.MustParse("64Mi")
