@@ -69,7 +69,8 @@ type manager struct {
 func startManager(t *testing.T, kubeconfig, certDir, addr string) *manager {
 	t.Helper()
 	m := &manager{exited: make(chan struct{})}
-	m.cmd = exec.Command(buildManager(t), "--metrics-bind-address=0", "--health-probe-bind-address=0", //nolint:gosec // test binary
+	// Injection has its own suite (controllers/injection); here the guard is started by hand.
+	m.cmd = exec.Command(buildManager(t), "--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-injection=false", //nolint:gosec // test binary
 		"--control-plane-bind-address="+addr, "--control-plane-cert-dir="+certDir)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	m.cmd.Stderr = writerFunc(m.log.write)

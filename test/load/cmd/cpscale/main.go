@@ -363,7 +363,7 @@ func (p *proc) stop() {
 
 func startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr string) (*proc, error) {
 	cmd := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec,noctx // built above; stopped with SIGTERM by proc.stop
-		"--health-probe-bind-address=0", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+certDir)
+		"--health-probe-bind-address=0", "--enable-injection=false", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+certDir)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
