@@ -1,18 +1,22 @@
 // Command dev runs guardrail-operator locally on an embedded control plane: the real
 // kube-apiserver and etcd from bin/controlplane, with the CRDs and the pod injector's
-// webhook configuration installed, and the manager in process (its webhook served over TLS
-// with the certificate it makes itself). It writes a kubeconfig for kubectl and stops
-// everything on Ctrl-C.
+// webhook configuration installed, and the manager in process (its webhook and policy
+// subscription served over TLS with the certificate it makes itself). Beside it run a demo
+// model provider (it answers by repeating the prompt) and a real guard process that
+// subscribes to the control plane the way an injected one does: with a token from
+// TokenRequest bound to a Pod object made for it (namespace demo, labels app=chat). It
+// writes a kubeconfig for kubectl and stops everything on Ctrl-C.
 //
 //	make dev
 //	export KUBECONFIG=bin/dev/kubeconfig
-//	kubectl apply -f config/samples/pii-secrets-redaction.yaml
-//	kubectl get guardrails,classifiers
-//	kubectl create namespace demo && kubectl label namespace demo guardrail.dev/injection=enabled
+//	kubectl -n demo apply -f config/samples/pii-secrets-redaction.yaml
+//	kubectl -n demo get guardrails                     # ENFORCED 1/1: the local guard acked it
+//	curl -s localhost:8000/v1/chat/completions -d '{"model":"m","messages":[{"role":"user","content":"mail me at jo@example.com"}]}'
+//	kubectl label namespace demo guardrail.dev/injection=enabled
 //	kubectl -n demo run chat --image=busybox -- sleep 3600
-//	kubectl -n demo get pod chat -o yaml     # the guard is the first init container
+//	kubectl -n demo get pod chat -o yaml               # the guard is the first init container
 //
-// No kubelet runs here: pods are stored, not started.
+// No kubelet runs here: pods are stored, not started (the local guard plays one).
 package main
 
 import (
@@ -38,6 +42,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
@@ -45,10 +50,17 @@ import (
 // operatorNamespace plays the operator's namespace: the certificate Secret lives there.
 const operatorNamespace = "guardrail-system"
 
+// controlPlaneAddr is where the policy subscription listens.
+const controlPlaneAddr = "127.0.0.1:9444"
+
+var guardListen, guardAdmin string
+
 func main() {
 	kubeconfig := flag.String("kubeconfig-out", filepath.Join(envtestutil.RepoRoot(), "bin", "dev", "kubeconfig"), "Where to write the kubeconfig of the embedded control plane.")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "Address of the manager's Prometheus metrics.")
 	guardImage := flag.String("guard-image", "guardrail-operator:dev", "Image written into injected pods (nothing pulls it here).")
+	flag.StringVar(&guardListen, "guard-listen", "127.0.0.1:8000", "Where the local guard's proxy listens (OPENAI_BASE_URL=http://<this>/v1).")
+	flag.StringVar(&guardAdmin, "guard-admin-listen", "127.0.0.1:9090", "The local guard's /healthz, /readyz and /metrics.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	log := ctrl.Log.WithName("dev")
@@ -122,9 +134,21 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 	if err := setupInjection(ctx, mgr, certDir, guardImage); err != nil {
 		return err
 	}
+	if _, err := controlplane.Setup(ctx, mgr, controlplane.Options{BindAddress: controlPlaneAddr, CertDir: certDir}); err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- mgr.Start(ctx) }()
+	go func() { errc <- runGuard(ctx, mgr, filepath.Dir(kubeconfigPath), certDir) }()
 	log.Info("Control plane and manager are up; press Ctrl-C to stop",
-		"kubeconfig", kubeconfigPath, "try", "KUBECONFIG="+kubeconfigPath+" kubectl apply -f config/samples/")
-	return mgr.Start(ctx)
+		"kubeconfig", kubeconfigPath,
+		"try", "KUBECONFIG="+kubeconfigPath+" kubectl -n demo apply -f config/samples/pii-secrets-redaction.yaml")
+	err = <-errc
+	stop()
+	if err2 := <-errc; err == nil {
+		err = err2
+	}
+	return err
 }
 
 // setupInjection runs the pod injector as the manager does in a cluster, with

@@ -119,9 +119,7 @@ func (c *Client) Run(ctx context.Context, apply func(*policy.Snapshot) error, re
 			req.Refused = &Refusal{Version: snap.Version, Error: msg}
 			continue
 		}
-		req.Running, req.Refused = snap.Version, nil
-		log.Info("Policy snapshot applied", "version", snap.Version,
-			"guardrails", len(snap.Guardrails), "classifiers", len(snap.Classifiers))
+		req.Running, req.Refused = snap.Version, nil // the guard logs what it applied
 		if err := c.persist(raw); err != nil {
 			report(fmt.Errorf("persisting the policy snapshot: %w", err))
 		}
