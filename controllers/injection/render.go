@@ -191,8 +191,10 @@ func guardVolumes() []corev1.Volume {
 		{Name: volumePodInfo, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}},
 		}}},
+		// In memory (tmpfs): the persisted snapshot holds classifier credentials, which
+		// must not reach the node's disk; it outlives a restart of the guard, not of the pod.
 		{Name: volumeSnapshot, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
-			SizeLimit: ptr.To(snapshotSizeLimit),
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(snapshotSizeLimit),
 		}}},
 	}
 }
