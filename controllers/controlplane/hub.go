@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 
 // hub caches one compiled snapshot per distinct (namespace, label set) — a thousand
 // replicas of one Deployment cost one compile — and wakes the subscribers of a namespace
-// when something their snapshots are made of changes. Changes are debounced: a burst of
-// applies within the debounce window is one recompile and one push.
+// when something their snapshots are made of changes. Changes are debounced: the
+// recompile waits until no change came for the debounce window (at most maxDelay after
+// the first), so a burst of applies is one recompile and one push.
 type hub struct {
-	builder  *builder
+	build    buildFunc
 	debounce time.Duration
+	maxDelay time.Duration
 	log      logr.Logger
 	metrics  *metrics
 
@@ -27,6 +30,8 @@ type hub struct {
 	// dirty namespaces wait for the debounce timer.
 	dirty map[string]bool
 	timer *time.Timer
+	// first is when the pending burst began.
+	first time.Time
 	// history remembers the Guardrails of recent versions, for acks of a version that is
 	// no longer current (a guard restarted on its persisted snapshot).
 	history map[string]string
@@ -47,8 +52,11 @@ const maxHistory = 4096
 // idleEntry is how long a snapshot no subscriber asked for is kept.
 const idleEntry = 10 * time.Minute
 
-func newHub(b *builder, debounce time.Duration, log logr.Logger, m *metrics) *hub {
-	return &hub{builder: b, debounce: debounce, log: log, metrics: m,
+// buildFunc compiles the snapshot of a (namespace, label set); prev is its last one.
+type buildFunc func(ctx context.Context, ns string, podLabels labels.Set, prev *built) (*built, error)
+
+func newHub(build buildFunc, debounce time.Duration, log logr.Logger, m *metrics) *hub {
+	return &hub{build: build, debounce: debounce, maxDelay: 10 * debounce, log: log, metrics: m,
 		entries: map[string]map[string]*entry{}, changed: map[string]chan struct{}{},
 		dirty: map[string]bool{}, history: map[string]string{}}
 }
@@ -70,26 +78,29 @@ func (h *hub) get(ctx context.Context, ns string, podLabels labels.Set) (*built,
 
 	// Compiled outside the lock; two first subscribers of a label set may both compile,
 	// and the result is the same.
-	snap, err := h.builder.build(ctx, ns, podLabels, nil)
+	snap, err := h.build(ctx, ns, podLabels, nil)
 	h.metrics.compiles.Inc()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if cur := h.entries[ns][key]; cur != nil {
 		return cur.snap, h.changedLocked(ns), cur.err
 	}
+	if err != nil {
+		return nil, ch, err
+	}
+	if h.entries[ns] == nil {
+		h.entries[ns] = map[string]*entry{}
+	}
+	h.entries[ns][key] = &entry{labels: podLabels, snap: snap, lastUsed: time.Now()}
+	h.rememberLocked(snap)
 	if h.changed[ns] != ch {
-		// The namespace changed while this compiled: ch is closed, so the caller asks
-		// again and compiles what is there now. Nothing possibly stale is cached.
-		return snap, ch, err
+		// The namespace changed while this compiled, so the snapshot may be stale: it is
+		// kept (the next compile keeps its last good Guardrails) and compiled again after
+		// the debounce, which wakes the caller.
+		h.touchLocked(ns)
+		return snap, h.changedLocked(ns), nil
 	}
-	if err == nil {
-		if h.entries[ns] == nil {
-			h.entries[ns] = map[string]*entry{}
-		}
-		h.entries[ns][key] = &entry{labels: podLabels, snap: snap, lastUsed: time.Now()}
-		h.rememberLocked(snap)
-	}
-	return snap, ch, err
+	return snap, ch, nil
 }
 
 func (h *hub) changedLocked(ns string) chan struct{} {
@@ -129,9 +140,22 @@ func (h *hub) touch(ns string) {
 	if h.entries[ns] == nil && h.changed[ns] == nil {
 		return
 	}
+	h.touchLocked(ns)
+}
+
+func (h *hub) touchLocked(ns string) {
 	h.dirty[ns] = true
-	if h.timer == nil {
+	now := time.Now()
+	switch {
+	case h.timer == nil:
+		h.first = now
 		h.timer = time.AfterFunc(h.debounce, h.flush)
+	case now.Sub(h.first)+h.debounce <= h.maxDelay:
+		// Still in the burst: wait for it to end. Stop fails once the flush has begun;
+		// then this change waits for the next round.
+		if h.timer.Stop() {
+			h.timer.Reset(h.debounce)
+		}
 	}
 }
 
@@ -155,7 +179,7 @@ func (h *hub) flush() {
 			if time.Since(e.lastUsed) > idleEntry {
 				continue
 			}
-			snap, err := h.builder.build(ctx, ns, e.labels, e.snap)
+			snap, err := h.build(ctx, ns, e.labels, e.snap)
 			h.metrics.compiles.Inc()
 			if err != nil {
 				// Keep serving the last good snapshot; the next change retries.
@@ -166,10 +190,21 @@ func (h *hub) flush() {
 			fresh[key] = &entry{labels: e.labels, snap: snap, lastUsed: e.lastUsed}
 		}
 		h.mu.Lock()
-		if len(fresh) == 0 {
+		// Entries a first subscriber added meanwhile stay; idle ones go.
+		cur := h.entries[ns]
+		if cur == nil {
+			cur = map[string]*entry{}
+		}
+		for key := range entries {
+			if _, kept := fresh[key]; !kept {
+				delete(cur, key)
+			}
+		}
+		maps.Copy(cur, fresh)
+		if len(cur) == 0 {
 			delete(h.entries, ns)
 		} else {
-			h.entries[ns] = fresh
+			h.entries[ns] = cur
 		}
 		for _, e := range fresh {
 			h.rememberLocked(e.snap)

@@ -92,7 +92,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	log := mgr.GetLogger().WithName("controlplane")
 	s := &Server{
 		opts: opts, log: log,
-		hub:  newHub(&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader()}, opts.Debounce, log, serverMetrics),
+		hub:  newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader()}).build, opts.Debounce, log, serverMetrics),
 		auth: newAuthenticator(reviewer, serverMetrics),
 		pods: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
@@ -127,17 +127,38 @@ func (s *Server) watch(ctx context.Context, mgr ctrl.Manager) error {
 			s.hub.touch(o.GetNamespace())
 		}
 	}
-	all := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    touch,
-		UpdateFunc: func(_, o any) { touch(o) },
-		DeleteFunc: touch,
+	// Status writes are most updates of Guardrails and Classifiers (acks change status);
+	// only a new generation or a deletion changes what guards get.
+	specChanged := func(old, cur any) bool {
+		o, ok1 := old.(client.Object)
+		c, ok2 := cur.(client.Object)
+		return !ok1 || !ok2 || o.GetGeneration() != c.GetGeneration() ||
+			o.GetDeletionTimestamp().IsZero() != c.GetDeletionTimestamp().IsZero()
 	}
-	for _, obj := range []client.Object{&v1alpha1.Guardrail{}, &v1alpha1.Classifier{}, secretMeta()} {
+	handlers := map[client.Object]func(old, cur any) bool{
+		&v1alpha1.Guardrail{}:  specChanged,
+		&v1alpha1.Classifier{}: specChanged,
+		// Any change to a Secret may be a rotation: its data is not in the cache to compare.
+		secretMeta(): func(old, cur any) bool {
+			o, ok1 := old.(client.Object)
+			c, ok2 := cur.(client.Object)
+			return !ok1 || !ok2 || o.GetResourceVersion() != c.GetResourceVersion()
+		},
+	}
+	for obj, changed := range handlers {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
 			return err
 		}
-		if _, err := inf.AddEventHandler(all); err != nil {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: touch,
+			UpdateFunc: func(old, cur any) {
+				if changed(old, cur) {
+					touch(cur)
+				}
+			},
+			DeleteFunc: touch,
+		}); err != nil {
 			return err
 		}
 	}

