@@ -65,6 +65,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer func() {
 		patchErr := patcher.Finalize(ctx, obj, result, retErr)
 		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
+		if patcher.Stale() && retErr == nil {
+			result = ctrl.Result{RequeueAfter: status.StaleRetry}
+			return
+		}
 	}()
 
 	s := &scope{obj: obj}

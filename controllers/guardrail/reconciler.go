@@ -76,6 +76,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer func() {
 		patchErr := patcher.Finalize(ctx, obj, result, retErr)
 		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
+		if patcher.Stale() && retErr == nil {
+			result = ctrl.Result{RequeueAfter: status.StaleRetry}
+			return
+		}
 		if retErr == nil && result.IsZero() && s.compiled != nil {
 			// Settled: recount the selected pods now and then (pods without a guard are
 			// not watched).

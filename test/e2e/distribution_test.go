@@ -222,9 +222,39 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 		}
 	}
 
+	// A remote classifier whose credential comes from a Secret: it reaches the guard
+	// through the subscription, the backend receives it, and no log shows it.
+	const credential = "sk-distribution-canary-51c0ffee"
+	judge, judgeURL := allowingWebhook(t)
+	remote := webhookClassifier("judge", judgeURL, "", "harm")
+	remote.TypeMeta, remote.Namespace = metav1.TypeMeta{}, ns
+	remote.Spec.CredentialsSecretRef = &v1alpha1.SecretKeyReference{Name: "judge", Key: "apiKey"}
+	watch := guardrail("judge-output", "judge", phases(v1alpha1.PhaseOutput))
+	watch.TypeMeta, watch.Namespace, watch.Spec.Mode = metav1.TypeMeta{}, ns, v1alpha1.ModeReport
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "judge"}, Data: map[string][]byte{"apiKey": []byte(credential)}},
+		remote, watch,
+	} {
+		if err := c.k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	guardOpts := []guardOpt{upstream(p.URL), subscribedTo("https://"+addr, tokenFile, filepath.Join(certDir, "ca.crt"), snapDir)}
 	gd := startGuard(t, "", guardOpts...)
 	v1 := gd.waitReady()
+	eventually(t, "both Guardrails in the guard's policy", func() bool {
+		if !blocked(t, gd, "a flamingo") {
+			return false
+		}
+		for _, r := range judge.Requests() {
+			if r.Header.Get("Authorization") == "Bearer "+credential {
+				return true
+			}
+		}
+		return false
+	})
+	v1 = gd.waitReady()
 	if !blocked(t, gd, "a flamingo") || blocked(t, gd, "a pelican") {
 		t.Fatal("the first policy is not what the guard enforces")
 	}
@@ -309,6 +339,9 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 	})
 
 	for _, logs := range []string{gd.logs(), mgr.log.String()} {
+		if strings.Contains(logs, credential) {
+			t.Error("a classifier credential appears in a log")
+		}
 		for _, secret := range []string{"flamingo", "pelican"} {
 			// Prompts are never logged; the words are in the policy, whose text is not
 			// logged either.

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +19,10 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 )
 
+// StaleRetry is how soon a reconcile whose status patch met a newer object is retried:
+// long enough for the watch event of that object to reach the cache.
+const StaleRetry = 100 * time.Millisecond
+
 // Patcher writes an object's status once per reconcile, from a deferred call.
 type Patcher struct {
 	client   client.Client
@@ -25,6 +31,7 @@ type Patcher struct {
 	subs     []string
 	inEffect func() string
 	waiting  []string
+	stale    bool
 }
 
 // NewPatcher remembers obj's status as it was read. subConditions are the condition types
@@ -82,12 +89,25 @@ func (p *Patcher) Finalize(ctx context.Context, obj Object, res ctrl.Result, rec
 	if equality.Semantic.DeepEqual(statusOf(p.before), statusOf(obj)) {
 		return nil
 	}
-	if err := p.client.Status().Patch(ctx, obj, client.MergeFrom(p.before)); err != nil {
+	// The patch carries the resourceVersion it was computed from: a reconcile that read a
+	// cached object older than the last status write (the watch event of that write not
+	// in yet) is refused instead of writing the same transition twice, with a second
+	// Event. It is retried with the object as it is now; see Stale.
+	err := p.client.Status().Patch(ctx, obj, client.MergeFromWithOptions(p.before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		p.stale = true
+		return nil
+	}
+	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	p.emitTransition(obj)
 	return nil
 }
+
+// Stale reports whether Finalize found the object changed since it was read: the
+// reconcile must be retried (Requeue) rather than counted as an error.
+func (p *Patcher) Stale() bool { return p.stale }
 
 func (p *Patcher) emitTransition(obj Object) {
 	if p.recorder == nil {
