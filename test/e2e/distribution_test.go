@@ -26,6 +26,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
+	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
 // Policy distribution with the real manager and guard binaries against the local
@@ -246,6 +247,10 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 	eventually(t, "both Guardrails in the guard's policy", func() bool {
 		if !blocked(t, gd, "a flamingo") {
 			return false
+		}
+		p.Enqueue(fakeprovider.Reply("A sparrow is a small bird."))
+		if blocked(t, gd, "a sparrow") {
+			t.Fatal("an allowed prompt was blocked")
 		}
 		for _, r := range judge.Requests() {
 			if r.Header.Get("Authorization") == "Bearer "+credential {
