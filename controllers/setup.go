@@ -23,7 +23,7 @@ import (
 // guard — never a cluster-wide Pod informer.
 func CacheOptions(namespaces string) cache.Options {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{cp.LabelInjected: "true"})},
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{cp.LabelInjected: "true"}), Transform: trimPod},
 	}}
 	for _, ns := range strings.Split(namespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
@@ -34,6 +34,19 @@ func CacheOptions(namespaces string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// trimPod keeps of a cached pod what the control plane reads: its metadata (labels, the
+// annotations guards' acknowledgements are written to) and its phase. A pod's spec is
+// most of its size, and a thousand injected pods should cost a few MiB.
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta, Status: corev1.PodStatus{Phase: p.Status.Phase}}
+	trimmed.ManagedFields = nil
+	return trimmed, nil
 }
 
 // Setup registers the field indexes and the reconcilers with mgr.

@@ -55,7 +55,7 @@ type Server struct {
 	log    logr.Logger
 	hub    *hub
 	auth   *authenticator
-	pods   client.Reader // injected pods' metadata, cached
+	pods   client.Reader // injected pods, cached (metadata and phase: controllers.CacheOptions)
 	api    client.Reader // the apiserver, for pods not (yet) in the cache
 	writer client.Client // acks onto pods
 	ready  chan struct{}
@@ -162,7 +162,7 @@ func (s *Server) watch(ctx context.Context, mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	inf, err := mgr.GetCache().GetInformer(ctx, podMeta())
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
 	}
@@ -332,8 +332,10 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 // refused).
 func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMetadata, error) {
 	key := types.NamespacedName{Namespace: id.namespace, Name: id.pod}
+	cached := &corev1.Pod{}
+	err := s.pods.Get(ctx, key, cached)
 	pod := podMeta()
-	err := s.pods.Get(ctx, key, pod)
+	pod.ObjectMeta = cached.ObjectMeta
 	if apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != id.podUID) {
 		// Not in the cache of injected pods (yet): ask the apiserver.
 		pod = podMeta()

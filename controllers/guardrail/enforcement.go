@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
@@ -23,9 +24,9 @@ const maxNamed = 3
 
 // reconcileEnforcement compares the running pods the selector matches with those whose
 // guard acknowledged this generation (the control-plane server records acks on pods).
-// It reads pods' metadata from the apiserver, in this namespace and for this selector
-// only: pods without a guard are not in the manager's cache, and they are the ones a user
-// must hear about.
+// Injected pods are read from the manager's cache; pods without a guard are not cached,
+// and they are the ones a user must hear about, so they are listed from the apiserver —
+// by metadata, in this namespace, for this selector and without the injected label only.
 func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) error {
 	g := s.obj
 	sel := labels.Everything()
@@ -35,19 +36,38 @@ func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) error {
 			return fmt.Errorf("selector: %w", err) // compiled already; unreachable
 		}
 	}
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.APIReader.List(ctx, pods, ctrl.InNamespace(g.Namespace), ctrl.MatchingLabelsSelector{Selector: sel},
+	reqs, _ := sel.Requirements()
+	withLabel := func(op selection.Operator) labels.Selector {
+		req, err := labels.NewRequirement(cp.LabelInjected, op, []string{"true"})
+		if err != nil {
+			panic(err) // constant arguments
+		}
+		return labels.NewSelector().Add(reqs...).Add(*req)
+	}
+	var guarded corev1.PodList
+	if err := r.List(ctx, &guarded, ctrl.InNamespace(g.Namespace), ctrl.MatchingLabelsSelector{Selector: withLabel(selection.Equals)}); err != nil {
+		return fmt.Errorf("listing the selected injected pods: %w", err)
+	}
+	unguarded := &metav1.PartialObjectMetadataList{}
+	unguarded.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.APIReader.List(ctx, unguarded, ctrl.InNamespace(g.Namespace),
+		ctrl.MatchingLabelsSelector{Selector: withLabel(selection.NotEquals)},
 		ctrl.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("status.phase", string(corev1.PodRunning))}); err != nil {
-		return fmt.Errorf("listing the selected pods: %w", err)
+		return fmt.Errorf("listing the selected pods without a guard: %w", err)
 	}
 	var acked, without, refused []string
 	refusal := ""
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range unguarded.Items {
+		without = append(without, unguarded.Items[i].Name)
+	}
+	running := 0
+	for i := range guarded.Items {
+		p := &guarded.Items[i]
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		running++
 		switch {
-		case p.Labels[cp.LabelInjected] != "true":
-			without = append(without, p.Name)
 		case controlplane.ParseEnforced(p.Annotations[cp.AnnotationEnforced])[g.Name] == g.Generation:
 			acked = append(acked, p.Name)
 		case p.Annotations[cp.AnnotationRefused] != "":
@@ -55,7 +75,7 @@ func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) error {
 			refusal = p.Annotations[cp.AnnotationRefused]
 		}
 	}
-	selected := len(pods.Items)
+	selected := running + len(without)
 	g.Status.Enforcement = &v1alpha1.EnforcementStatus{
 		SelectedPods: int32(selected), AcknowledgedPods: int32(len(acked)), //nolint:gosec // pods of a namespace
 		PodsWithoutGuard: int32(len(without)), //nolint:gosec // pods of a namespace

@@ -193,21 +193,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Guardrail{}).
 		Watches(&v1alpha1.Classifier{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForClassifier)).
-		// Injected pods only (the manager's cache is restricted to them), by metadata: a
-		// guard's acknowledgement is an annotation on its pod.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForPod), builder.OnlyMetadata,
+		// Injected pods only (the manager's cache is restricted to them and trimmed to
+		// metadata and phase): a guard's acknowledgement is an annotation on its pod.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForPod),
 			builder.WithPredicates(podChanged)).
 		Named("guardrail").
 		Complete(r)
 }
 
 // podChanged passes the pod events that can change a Guardrail's enforcement: a pod
-// appears or goes, or its labels or acknowledgement annotations change.
+// appears or goes, or its labels, phase or acknowledgement annotations change.
 var podChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
 		if !maps.Equal(o.GetLabels(), n.GetLabels()) {
 			return true
+		}
+		if op, ok := o.(*corev1.Pod); ok {
+			if np, ok := n.(*corev1.Pod); ok && op.Status.Phase != np.Status.Phase {
+				return true
+			}
 		}
 		for _, k := range []string{cp.AnnotationEnforced, cp.AnnotationRefused} {
 			if o.GetAnnotations()[k] != n.GetAnnotations()[k] {
