@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -195,8 +196,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.Classifier{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForClassifier)).
 		// Injected pods only (the manager's cache is restricted to them and trimmed to
 		// metadata and phase): a guard's acknowledgement is an annotation on its pod.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForPod),
-			builder.WithPredicates(podChanged)).
+		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanged)).
 		Named("guardrail").
 		Complete(r)
 }
@@ -221,6 +221,32 @@ var podChanged = predicate.Funcs{
 		}
 		return false
 	},
+}
+
+// podCoalesce is how long pod events wait before the Guardrails of their namespace are
+// recounted: a thousand guards acknowledging one apply is one status write per
+// Guardrail, not a thousand.
+const podCoalesce = time.Second
+
+// podEvents enqueues the Guardrails of a pod's namespace after podCoalesce; the queue
+// keeps one request per Guardrail however many pods report meanwhile.
+func (r *Reconciler) podEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range r.guardrailsForPod(ctx, o) {
+			q.AddAfter(req, podCoalesce)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, e.Object, q)
+		},
+	}
 }
 
 func (r *Reconciler) guardrailsForPod(ctx context.Context, o client.Object) []reconcile.Request {
