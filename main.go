@@ -9,6 +9,7 @@ import (
 	"flag"
 	"net"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -57,6 +58,8 @@ func main() {
 		"guards connect to (HTTPS, on every replica); 0 disables it.")
 	flag.StringVar(&controlPlane.CertDir, "control-plane-cert-dir", "", "Directory holding tls.crt and tls.key of the "+
 		"control plane; empty uses --webhook-cert-dir (one serving certificate for both). Served once they exist.")
+	flag.DurationVar(&controlPlane.DecisionInterval, "decision-interval", 10*time.Second, "How often decisions counted by a "+
+		"replica are written into Guardrail status, with their Events (at most once per Guardrail per interval).")
 	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

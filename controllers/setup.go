@@ -1,5 +1,5 @@
 // Package controllers wires the reconcilers of guardrail-operator into a manager; each
-// concern lives in its own sub-package (classifier, guardrail).
+// concern lives in its own sub-package (classifier, guardrail, policyreport).
 package controllers
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guardrail"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -61,9 +62,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&guardrail.Reconciler{
+	if err := (&guardrail.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("guardrail-controller"),
-	}).SetupWithManager(mgr)
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&policyreport.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }

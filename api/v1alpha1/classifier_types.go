@@ -441,6 +441,12 @@ type ClassifierStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	Guardrails int32 `json:"guardrails,omitempty"`
 
+	// guards is how many pods' guards enforce a Guardrail that uses this classifier, as
+	// they acknowledged their policy.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Guards int32 `json:"guards,omitempty"`
+
 	// calls summarizes backend calls reported by guard sidecars.
 	// +optional
 	Calls *ClassifierCallStats `json:"calls,omitempty"`
@@ -476,6 +482,9 @@ type ClassifierCallStats struct {
 // +kubebuilder:printcolumn:name="Backend",type=string,JSONPath=`.status.backend`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Guardrails",type=integer,JSONPath=`.status.guardrails`,priority=1
+// +kubebuilder:printcolumn:name="Guards",type=integer,JSONPath=`.status.guards`,priority=1
+// +kubebuilder:printcolumn:name="Calls",type=integer,JSONPath=`.status.calls.total`,priority=1
+// +kubebuilder:printcolumn:name="P99",type=string,JSONPath=`.status.calls.latencyP99`,priority=1
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

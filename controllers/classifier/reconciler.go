@@ -17,13 +17,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -214,7 +217,36 @@ func (r *Reconciler) reconcileUsage(ctx context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	s.obj.Status.Guardrails = int32(len(users)) //nolint:gosec // bounded by the Guardrails of a namespace
+	guards, err := r.guards(ctx, s.obj.Namespace, users)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.obj.Status.Guards = int32(guards) //nolint:gosec // bounded by the pods of a namespace
 	return ctrl.Result{}, nil
+}
+
+// guards counts the injected pods of ns whose guard acknowledged a policy holding one of
+// the Guardrails users (the control-plane server records acks on pods).
+func (r *Reconciler) guards(ctx context.Context, ns string, users []string) (int, error) {
+	if len(users) == 0 {
+		return 0, nil
+	}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("listing pods: %w", err)
+	}
+	n := 0
+	for i := range pods.Items {
+		enforced := controlplane.ParseEnforced(pods.Items[i].Annotations[cp.AnnotationEnforced])
+		for _, u := range users {
+			if _, ok := enforced[u]; ok {
+				n++
+				break
+			}
+		}
+	}
+	return n, nil
 }
 
 // users returns the names of the Guardrails that reference c, sorted.
@@ -241,6 +273,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.classifiersForSecret), builder.OnlyMetadata).
 		Watches(&v1alpha1.Guardrail{}, handler.EnqueueRequestsFromMapFunc(classifierForGuardrail),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Injected pods by metadata: what their guards acknowledged counts as status.guards.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.classifiersForPod), builder.OnlyMetadata,
+			builder.WithPredicates(enforcedChanged)).
 		Named("classifier").
 		Complete(r)
 }
@@ -250,6 +285,28 @@ func (r *Reconciler) classifiersForSecret(ctx context.Context, o client.Object) 
 	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 		client.MatchingFields{index.ClassifierSecret: o.GetName()}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing Classifiers for a Secret", "secret", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return reqs
+}
+
+// enforcedChanged passes pod events that change which Guardrails a guard enforces.
+var enforcedChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[cp.AnnotationEnforced] != e.ObjectNew.GetAnnotations()[cp.AnnotationEnforced]
+	},
+}
+
+// classifiersForPod enqueues every Classifier of the pod's namespace: there are few, and
+// a pod that stopped enforcing a Guardrail no longer names it.
+func (r *Reconciler) classifiersForPod(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.ClassifierList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Classifiers for a pod", "pod", o.GetName())
 		return nil
 	}
 	reqs := make([]reconcile.Request, len(list.Items))

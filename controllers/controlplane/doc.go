@@ -6,4 +6,10 @@
 // per distinct (namespace, label set), pushes it within the debounce of a change, and
 // records each guard's acknowledgement on its pod, where the Guardrail reconciler counts
 // them into status.enforcement.
+//
+// It also takes the guards' decisions (DESIGN.md §6 "Decisions", POST /v1/decisions):
+// cumulative counts per guard incarnation, of which each replica claims the part not yet
+// counted by recording the new cumulative on the guard's pod under a resourceVersion
+// precondition (claim.go), buffers it per Guardrail and writes status.decisions at most
+// once per Guardrail per interval, with aggregated Events and metrics (intake.go).
 package controlplane

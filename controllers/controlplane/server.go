@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,6 +47,9 @@ type Options struct {
 	// storm's reviews do not queue behind acks); 0 means 200 and 400.
 	QPS   float32
 	Burst int
+	// DecisionInterval is how often decisions counted by this replica are written into
+	// Guardrail status (at most one write per Guardrail per interval); 0 means 10s.
+	DecisionInterval time.Duration
 }
 
 // Server serves the policy subscription (runtime/controlplane's protocol). It runs on
@@ -58,12 +62,18 @@ type Server struct {
 	pods   client.Reader // injected pods, cached (metadata and phase: controllers.CacheOptions)
 	api    client.Reader // the apiserver, for pods not (yet) in the cache
 	writer client.Client // acks onto pods
-	ready  chan struct{}
-	addr   net.Addr
+	intake *intake       // decisions counted here, until written into status
+	// inflight tracks decisions batches being taken, so that the last flush at shutdown
+	// comes after them.
+	inflight sync.WaitGroup
+	ready    chan struct{}
+	addr     net.Addr
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails/status,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup adds the server to the manager, with the informer hooks that trigger pushes.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error) {
@@ -75,6 +85,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	}
 	if opts.Wait <= 0 {
 		opts.Wait = 30 * time.Second
+	}
+	if opts.DecisionInterval <= 0 {
+		opts.DecisionInterval = 10 * time.Second
 	}
 	if opts.QPS <= 0 {
 		opts.QPS, opts.Burst = 200, 400
@@ -97,6 +110,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 		pods: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
 	}
+	s.intake = &intake{interval: opts.DecisionInterval, cache: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
+		recorder: mgr.GetEventRecorder("guardrail-decisions"), log: log.WithName("decisions"),
+		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{}}
 	if err := s.watch(ctx, mgr); err != nil {
 		return nil, err
 	}
@@ -221,6 +237,7 @@ func (s *Server) Start(ctx context.Context) error {
 	close(s.ready)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+cp.SubscribePath, s.subscribe)
+	mux.HandleFunc("POST "+cp.DecisionsPath, s.decisions)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -231,18 +248,35 @@ func (s *Server) Start(ctx context.Context) error {
 			NextProtos:     []string{"h2", "http/1.1"},
 		},
 	}
-	s.log.Info("Serving the policy subscription", "address", s.addr.String())
+	s.log.Info("Serving the policy subscription and decisions intake", "address", s.addr.String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	go s.intake.run(ctx)
 	select {
 	case err := <-errc:
+		s.flushDecisions()
 		return err
 	case <-ctx.Done():
 	}
 	s.hub.stop()
 	// Long polls end at once: their guards reconnect to another replica.
 	_ = srv.Close()
+	s.flushDecisions()
 	return nil
+}
+
+// flushDecisions writes what this replica counted and has not written yet, once the
+// batches being taken are done: a rolling restart loses nothing it had claimed.
+func (s *Server) flushDecisions() {
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.intake.flush(ctx)
 }
 
 func waitForFiles(ctx context.Context, log logr.Logger, files ...string) error {

@@ -43,8 +43,11 @@ var (
 	k8s     client.Client
 	cs      *kubernetes.Clientset
 	baseURL string
-	caFile  string
-	logs    syncBuffer
+	// secondURL is a second Server, in a second manager on the same apiserver: another
+	// replica.
+	secondURL string
+	caFile    string
+	logs      syncBuffer
 )
 
 // canary is a classifier credential; it must reach only its namespace's guards and no log.
@@ -118,13 +121,29 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	srv, err := controlplane.Setup(ctx, mgr, controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir, Wait: 2 * time.Second})
+	opts := controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir, Wait: 2 * time.Second, DecisionInterval: decisionInterval}
+	srv, err := controlplane.Setup(ctx, mgr, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	go func() { _ = mgr.Start(ctx) }()
 	baseURL = "https://" + srv.Addr().String()
+	second, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Cache: controllers.CacheOptions(""),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv2, err := controlplane.Setup(ctx, second, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = second.Start(ctx) }()
+	secondURL = "https://" + srv2.Addr().String()
 	code := m.Run()
 	if strings.Contains(logs.String(), canary) {
 		fmt.Fprintln(os.Stderr, "a classifier credential appeared in the manager's log")
@@ -353,16 +372,34 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 	}
 	await("both web Guardrails", func(s *policy.Snapshot) bool { return len(s.Guardrails) == 2 })
 	waitEnforced(t, ns, "web-words", "1/1")
+	for _, name := range []string{"words", "judge"} {
+		deadline := time.Now().Add(20 * time.Second)
+		for cl := (&v1alpha1.Classifier{}); ; time.Sleep(100 * time.Millisecond) {
+			must(t, k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cl))
+			if cl.Status.Guards == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Classifier %s: status.guards %d, want 1 (the one guard enforcing its Guardrails)", name, cl.Status.Guards)
+			}
+		}
+	}
 
 	g := &v1alpha1.Guardrail{}
+	// The reconciler writes status meanwhile: an edit retries on conflict, as kubectl's
+	// apply does.
+	edit := func(reason string) {
+		t.Helper()
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-words"}, g); err != nil {
+				return err
+			}
+			g.Spec.Reason = reason
+			return k8s.Update(ctx, g)
+		}))
+	}
 	start := time.Now()
-	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-words"}, g); err != nil {
-			return err
-		}
-		g.Spec.Reason = "Edited"
-		return k8s.Update(ctx, g)
-	}))
+	edit("Edited")
 	await("the edit", func(s *policy.Snapshot) bool {
 		for _, cg := range s.Guardrails {
 			if cg.Name == "web-words" && cg.Generation == g.Generation {
@@ -374,16 +411,12 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 	t.Logf("apply → guard applied: %v", time.Since(start))
 	waitEnforced(t, ns, "web-words", "1/1")
 
-	// A burst of applies reaches the guard, its last state included.
+	// A burst of applies is debounced into a push or two, not one per apply.
+	// Merge patches: one request each, and no conflict with the reconciler's status writes.
 	for i := range 10 {
-		// The reconciler writes status meanwhile: retry on a stale resourceVersion.
-		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
-				return err
-			}
-			g.Spec.Reason = fmt.Sprintf("Burst %d", i)
-			return k8s.Update(ctx, g)
-		}))
+		before := g.DeepCopy()
+		g.Spec.Reason = fmt.Sprintf("Burst %d", i)
+		must(t, k8s.Patch(ctx, g, client.MergeFrom(before)))
 	}
 	pushes, sawLast := 0, false
 	for timeout := time.After(20 * time.Second); !sawLast; {
@@ -441,7 +474,7 @@ func TestPodsWithoutGuardAreNamed(t *testing.T) {
 	p.Status.Phase = corev1.PodRunning
 	must(t, k8s.Status().Update(ctx, p))
 	// Pods without a guard are not watched: the Guardrail sees them on its next reconcile.
-	g := edit(t, ns, "other-words", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "touch" })
+	g := editGuardrail(t, ns, "other-words", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "touch" })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(g), g))
@@ -465,21 +498,22 @@ func TestPodsWithoutGuardAreNamed(t *testing.T) {
 	t.Fatalf("no PodsWithoutGuard: %+v", g.Status.Conditions)
 }
 
-// edit changes a Guardrail's spec, retrying while the reconciler writes its status.
-func edit(t *testing.T, ns, name string, change func(*v1alpha1.Guardrail)) *v1alpha1.Guardrail {
+func ptrTo[T any](v T) *T { return &v }
+
+// editGuardrail changes a Guardrail's spec, retrying on conflict with the reconciler's
+// status writes, as kubectl apply does.
+func editGuardrail(t *testing.T, ns, name string, edit func(*v1alpha1.Guardrail)) *v1alpha1.Guardrail {
 	t.Helper()
 	g := &v1alpha1.Guardrail{}
 	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, g); err != nil {
 			return err
 		}
-		change(g)
+		edit(g)
 		return k8s.Update(context.Background(), g)
 	}))
 	return g
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -540,9 +574,9 @@ func TestBrokenEditKeepsTheLastGoodGuardrail(t *testing.T) {
 	var before cp.Snapshot
 	must(t, json.Unmarshal(body, &before))
 
-	edit(t, ns, "web-words", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"no-such-category"} })
+	editGuardrail(t, ns, "web-words", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"no-such-category"} })
 	// A change elsewhere in the namespace, so that a new snapshot is compiled.
-	edit(t, ns, "web-judge", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "Edited" })
+	editGuardrail(t, ns, "web-judge", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "Edited" })
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {

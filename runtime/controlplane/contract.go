@@ -1,6 +1,7 @@
 // Package controlplane is the guard's side of the operator's control plane (DESIGN.md §6):
 // the names the injector and the guard agree on, the wire types of the policy
-// subscription, and the client that subscribes. It imports neither client-go nor
+// subscription and of the decisions the guard sends back, the client that subscribes, and
+// the aggregator and reporter of decisions. It imports neither client-go nor
 // controller-runtime: it is linked into every sidecar.
 package controlplane
 

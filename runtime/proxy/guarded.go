@@ -79,9 +79,12 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 		return
 	}
 	trace, span := traceIDs(r.Header)
+	// The request's decisions are counted when it has ended, stream included.
+	rec := p.cfg.Telemetry.Begin()
+	defer rec.Done()
 	x.session = x.st.engine.NewSession(engine.Options{
 		IDs:    engine.IDs{Pod: p.cfg.Pod, RequestID: r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, Model: x.req.Model},
-		Record: p.cfg.Telemetry.Record,
+		Record: rec.Record,
 	})
 
 	if !x.input() {

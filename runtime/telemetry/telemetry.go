@@ -32,6 +32,13 @@ type Telemetry struct {
 
 	logMu sync.Mutex
 	log   io.Writer
+
+	// sink receives each request's decisions (OnRequest); nil when nobody listens.
+	sink func(RequestDecisions)
+	// evalSink receives every decision record (OnEvaluation).
+	evalSink func(engine.Record)
+	// bare is the Request of every request when nobody listens.
+	bare *Request
 }
 
 // New returns telemetry with its own registry (Go and process collectors included).
@@ -79,6 +86,7 @@ func New(decisionLog io.Writer) *Telemetry {
 			Help: "Policy updates refused (the last good policy stays in force).",
 		}),
 	}
+	t.bare = &Request{t: t}
 	t.Registry.MustRegister(t.requests, t.decisions, t.findings, t.classifierTime, t.addedLatency,
 		t.heldBack, t.aborted, t.policyVersion, t.policyErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -67,12 +67,13 @@ type manager struct {
 	exited chan struct{}
 }
 
-func startManager(t *testing.T, kubeconfig, certDir, addr string) *manager {
+func startManager(t *testing.T, kubeconfig, certDir, addr string, extra ...string) *manager {
 	t.Helper()
 	m := &manager{exited: make(chan struct{})}
 	// Injection has its own suite (controllers/injection); here the guard is started by hand.
-	m.cmd = exec.Command(buildManager(t), "--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-injection=false", //nolint:gosec // test binary
-		"--control-plane-bind-address="+addr, "--control-plane-cert-dir="+certDir)
+	args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-injection=false",
+		"--control-plane-bind-address=" + addr, "--control-plane-cert-dir=" + certDir}, extra...)
+	m.cmd = exec.Command(buildManager(t), args...) //nolint:gosec // test binary
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	m.cmd.Stderr = writerFunc(m.log.write)
 	m.cmd.Stdout = writerFunc(m.log.write)

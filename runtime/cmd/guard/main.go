@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -49,6 +50,7 @@ type options struct {
 	controlPlane, tokenFile      string
 	caFile, snapshotDir          string
 	policyInterval               time.Duration
+	decisionInterval             time.Duration
 	decisionLog                  string
 	passThrough                  string
 	maxBody                      int64
@@ -75,6 +77,8 @@ func main() {
 	fs.StringVar(&o.snapshotDir, controlplane.FlagSnapshotDir, "", "Directory where the last good policy snapshot from the "+
 		"control plane is persisted (mode 0600) and loaded at start when the control plane is unreachable; empty keeps none.")
 	fs.DurationVar(&o.policyInterval, "policy-interval", time.Second, "How often the policy file is checked for changes.")
+	fs.DurationVar(&o.decisionInterval, "decision-interval", 10*time.Second, "How often decision counts are sent to the "+
+		"control plane (and once more at shutdown); with --control-plane only.")
 	fs.StringVar(&o.decisionLog, "decision-log", "", "Write one JSON line per decision to this file (- for stdout). Records hold no content.")
 	fs.StringVar(&o.passThrough, "pass-through", "", "Comma-separated POST paths forwarded unguarded (every other unknown POST is refused).")
 	fs.Int64Var(&o.maxBody, "max-body-bytes", 16<<20, "Largest request body accepted (413 beyond).")
@@ -160,9 +164,24 @@ func run(o options, log *slog.Logger) error {
 	defer stop()
 
 	var src policysource.Source = &policysource.File{Path: o.policyFile, Interval: o.policyInterval}
+	var reporter *controlplane.Reporter
 	if o.controlPlane != "" {
 		src = &controlplane.Client{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
 			SnapshotDir: o.snapshotDir, Log: log}
+		// Decisions go back over the same channel (DESIGN.md §6 "Decisions").
+		agg := controlplane.NewAggregator()
+		tel.OnRequest(agg.Add)
+		tel.OnEvaluation(agg.Evaluated)
+		reporter = &controlplane.Reporter{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
+			Interval: o.decisionInterval, Agg: agg, Log: log}
+		tel.Registry.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guard_decisions_merged_total",
+				Help: "Decisions counted into their outcome's total only, the breakdown sent to the control plane being full."},
+				func() float64 { return float64(agg.Merged()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guard_decision_batches_failed_total",
+				Help: "Decision batches the control plane did not take; their counts go with the next batch."},
+				func() float64 { return float64(reporter.Failures()) }))
+		go reporter.Run(ctx)
 	}
 	go src.Run(ctx, px.Apply, func(err error) {
 		tel.PolicyError()
@@ -207,6 +226,14 @@ func run(o options, log *slog.Logger) error {
 		err = srv.Close()
 	}
 	_ = adminSrv.Shutdown(shutdownCtx)
+	if reporter != nil {
+		// Every request has ended: the last decisions go out before the guard does.
+		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+		if ferr := reporter.Flush(flushCtx); ferr == nil {
+			log.Info("All decisions delivered to the control plane")
+		}
+		cancelFlush()
+	}
 	return err
 }
 

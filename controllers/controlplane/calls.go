@@ -1,0 +1,110 @@
+package controlplane
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// flushCalls writes the classifier call figures counted since the last flush into each
+// Classifier's status: cumulative calls and errors by code, and the p50 and p99 latency
+// of this window's calls. Figures that cannot be written now wait for the next interval.
+func (in *intake) flushCalls(ctx context.Context, calls map[types.NamespacedName]*callDelta) {
+	keys := make([]types.NamespacedName, 0, len(calls))
+	for k := range calls {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, key := range keys {
+		d := calls[key]
+		err := in.writeCalls(ctx, key, d)
+		switch {
+		case apierrors.IsNotFound(err):
+			statusWrites.WithLabelValues("gone").Inc()
+		case err != nil:
+			statusWrites.WithLabelValues("error").Inc()
+			in.log.Error(err, "Writing call figures into a Classifier's status; retried next interval", "classifier", key.String())
+			in.mu.Lock()
+			if cur := in.calls[key]; cur != nil {
+				d.add(cur)
+			}
+			in.calls[key] = d
+			in.mu.Unlock()
+		default:
+			statusWrites.WithLabelValues("written").Inc()
+		}
+	}
+}
+
+func (in *intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta) error {
+	var err error
+	for attempt := range 8 {
+		c := &v1alpha1.Classifier{}
+		reader := in.cache
+		if attempt > 0 {
+			reader = in.api
+		}
+		if err = reader.Get(ctx, key, c); err != nil {
+			return err
+		}
+		before := c.DeepCopy()
+		addCalls(&c.Status, d)
+		err = in.writer.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		statusWrites.WithLabelValues("conflict").Inc()
+	}
+	return err
+}
+
+// addCalls adds a window's figures to a Classifier's status.
+func addCalls(st *v1alpha1.ClassifierStatus, d *callDelta) {
+	if st.Calls == nil {
+		st.Calls = &v1alpha1.ClassifierCallStats{}
+	}
+	c := st.Calls
+	c.Total += d.calls
+	for code, n := range d.errors {
+		if c.Errors == nil {
+			c.Errors = map[string]int64{}
+		}
+		c.Errors[code] += n
+	}
+	if p50, ok := percentile(d.latency, 0.50); ok {
+		c.LatencyP50 = &metav1.Duration{Duration: p50}
+	}
+	if p99, ok := percentile(d.latency, 0.99); ok {
+		c.LatencyP99 = &metav1.Duration{Duration: p99}
+	}
+}
+
+// percentile is the upper bound of the histogram bucket holding the q-quantile: "p99 ≤
+// 200ms". Calls above the largest bound report that bound.
+func percentile(latency []int64, q float64) (time.Duration, bool) {
+	var total int64
+	for _, n := range latency {
+		total += n
+	}
+	if total == 0 {
+		return 0, false
+	}
+	rank := int64(q*float64(total) + 0.999999)
+	var seen int64
+	for i, n := range latency {
+		seen += n
+		if seen >= rank {
+			i = min(i, len(cp.LatencyBucketsMs)-1)
+			return time.Duration(cp.LatencyBucketsMs[i]) * time.Millisecond, true
+		}
+	}
+	return time.Duration(cp.LatencyBucketsMs[len(cp.LatencyBucketsMs)-1]) * time.Millisecond, true
+}

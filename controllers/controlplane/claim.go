@@ -1,0 +1,375 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// Counting decisions exactly once (DESIGN.md §6 "Decisions"): a guard sends cumulative
+// counts of its incarnation; what was already counted for (pod, incarnation) is recorded
+// on the pod, in cp.AnnotationDecisions, by a merge patch that carries the pod's
+// resourceVersion. Whoever writes the new cumulative there first has claimed the
+// difference and counts it; a replica that loses the race re-reads the pod and claims
+// only what is left (usually nothing). The pure functions below compute that
+// difference.
+
+// maxClaimBytes bounds the annotation (the apiserver allows 256 KiB for all of a pod's
+// annotations).
+const maxClaimBytes = 96 << 10
+
+// claimed is the content of cp.AnnotationDecisions: the cumulative counts of one
+// incarnation that have been counted.
+type claimed struct {
+	Incarnation string                  `json:"incarnation"`
+	Started     int64                   `json:"started"`
+	Guardrails  []cp.GuardrailDecisions `json:"guardrails,omitempty"`
+	Classifiers []cp.ClassifierCalls    `json:"classifiers,omitempty"`
+}
+
+// batchDelta is what one batch adds, per Guardrail and per Classifier name (the namespace
+// is the pod's).
+type batchDelta struct {
+	guardrails  map[string]*delta
+	classifiers map[string]*callDelta
+}
+
+func (b batchDelta) empty() bool { return len(b.guardrails) == 0 && len(b.classifiers) == 0 }
+
+// callDelta is what one batch adds to a Classifier's call figures.
+type callDelta struct {
+	calls   int64
+	errors  map[string]int64
+	latency []int64
+}
+
+func (d *callDelta) add(o *callDelta) {
+	d.calls += o.calls
+	for k, v := range o.errors {
+		if d.errors == nil {
+			d.errors = map[string]int64{}
+		}
+		d.errors[k] += v
+	}
+	if len(d.latency) < len(o.latency) {
+		d.latency = append(d.latency, make([]int64, len(o.latency)-len(d.latency))...)
+	}
+	for i, v := range o.latency {
+		d.latency[i] += v
+	}
+}
+
+// errStaleIncarnation: a batch of an incarnation older than the one already counted (a
+// dead guard's late batch); counting it would count its decisions twice.
+var errStaleIncarnation = errors.New("a newer incarnation of this pod's guard has been counted")
+
+// delta is what one batch adds to one Guardrail.
+type delta struct {
+	outcomes map[string]int64
+	// detail breaks outcomes down by phase and category, for Events.
+	detail  map[detailKey]int64
+	matches map[string]int64
+	last    time.Time
+}
+
+type detailKey struct{ outcome, phase, category, code string }
+
+func newDelta() *delta {
+	return &delta{outcomes: map[string]int64{}, detail: map[detailKey]int64{}, matches: map[string]int64{}}
+}
+
+func (d *delta) empty() bool { return len(d.outcomes) == 0 && len(d.matches) == 0 }
+
+// add merges o into d.
+func (d *delta) add(o *delta) {
+	for k, v := range o.outcomes {
+		d.outcomes[k] += v
+	}
+	for k, v := range o.detail {
+		d.detail[k] += v
+	}
+	for k, v := range o.matches {
+		d.matches[k] += v
+	}
+	if o.last.After(d.last) {
+		d.last = o.last
+	}
+}
+
+// parseClaim reads the annotation; an absent one is an empty claim.
+func parseClaim(s string) (claimed, error) {
+	var c claimed
+	if s == "" {
+		return c, nil
+	}
+	err := json.Unmarshal([]byte(s), &c)
+	return c, err
+}
+
+// claim returns what req adds to prev, per Guardrail name (the namespace is the pod's),
+// and the claim to record. Per key the new claim is max(prev, req): a batch older than
+// one already counted (reordered, or resent late) adds nothing and lowers nothing.
+func claim(prev claimed, req *cp.DecisionsRequest) (batchDelta, claimed, error) {
+	if prev.Incarnation != req.Incarnation {
+		if prev.Incarnation != "" && prev.Started > req.Started {
+			return batchDelta{}, prev, errStaleIncarnation
+		}
+		// A new incarnation starts from zero: the previous one's last batch was counted
+		// or is lost with it.
+		prev = claimed{}
+	}
+	next := claimed{Incarnation: req.Incarnation, Started: req.Started}
+	old := map[string]*cp.GuardrailDecisions{}
+	for i := range prev.Guardrails {
+		old[prev.Guardrails[i].Guardrail] = &prev.Guardrails[i]
+	}
+	deltas := map[string]*delta{}
+	seen := map[string]bool{}
+	for i := range req.Guardrails {
+		cur := &req.Guardrails[i]
+		seen[cur.Guardrail] = true
+		merged, d := claimOne(old[cur.Guardrail], cur)
+		next.Guardrails = append(next.Guardrails, merged)
+		if !d.empty() {
+			_, name, _ := strings.Cut(cur.Guardrail, "/")
+			deltas[name] = d
+		}
+	}
+	for i := range prev.Guardrails {
+		if !seen[prev.Guardrails[i].Guardrail] {
+			next.Guardrails = append(next.Guardrails, prev.Guardrails[i])
+		}
+	}
+	sort.Slice(next.Guardrails, func(i, j int) bool { return next.Guardrails[i].Guardrail < next.Guardrails[j].Guardrail })
+	calls := map[string]*callDelta{}
+	oldCalls := map[string]*cp.ClassifierCalls{}
+	for i := range prev.Classifiers {
+		oldCalls[prev.Classifiers[i].Classifier] = &prev.Classifiers[i]
+	}
+	seen = map[string]bool{}
+	for i := range req.Classifiers {
+		cur := &req.Classifiers[i]
+		seen[cur.Classifier] = true
+		merged, d := claimCalls(oldCalls[cur.Classifier], cur)
+		next.Classifiers = append(next.Classifiers, merged)
+		if d.calls > 0 {
+			_, name, _ := strings.Cut(cur.Classifier, "/")
+			calls[name] = d
+		}
+	}
+	for i := range prev.Classifiers {
+		if !seen[prev.Classifiers[i].Classifier] {
+			next.Classifiers = append(next.Classifiers, prev.Classifiers[i])
+		}
+	}
+	sort.Slice(next.Classifiers, func(i, j int) bool { return next.Classifiers[i].Classifier < next.Classifiers[j].Classifier })
+	return batchDelta{guardrails: deltas, classifiers: calls}, next, nil
+}
+
+// claimCalls merges one classifier's figures into what was claimed (per figure, the
+// maximum) and returns the merge and the difference.
+func claimCalls(prev, cur *cp.ClassifierCalls) (cp.ClassifierCalls, *callDelta) {
+	if prev == nil {
+		prev = &cp.ClassifierCalls{}
+	}
+	merged := cp.ClassifierCalls{Classifier: cur.Classifier, Calls: max(prev.Calls, cur.Calls)}
+	d := &callDelta{calls: max(0, cur.Calls-prev.Calls)}
+	for k, v := range prev.Errors {
+		if merged.Errors == nil {
+			merged.Errors = map[string]int64{}
+		}
+		merged.Errors[k] = v
+	}
+	for k, v := range cur.Errors {
+		if n := v - prev.Errors[k]; n > 0 {
+			if d.errors == nil {
+				d.errors = map[string]int64{}
+			}
+			d.errors[k] = n
+			if merged.Errors == nil {
+				merged.Errors = map[string]int64{}
+			}
+			merged.Errors[k] = v
+		}
+	}
+	n := max(len(prev.Latency), len(cur.Latency))
+	merged.Latency = make([]int64, n)
+	d.latency = make([]int64, n)
+	for i := range n {
+		var p, c int64
+		if i < len(prev.Latency) {
+			p = prev.Latency[i]
+		}
+		if i < len(cur.Latency) {
+			c = cur.Latency[i]
+		}
+		merged.Latency[i] = max(p, c)
+		d.latency[i] = max(0, c-p)
+	}
+	return merged, d
+}
+
+// claimOne merges one guardrail's counts into what was claimed and returns the merge and
+// the difference.
+func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) {
+	d := newDelta()
+	type key struct {
+		generation                     int64
+		phase, outcome, category, code string
+	}
+	counted := map[key]int64{}
+	merged := cp.GuardrailDecisions{Guardrail: cur.Guardrail, Last: cur.Last}
+	if prev != nil {
+		merged.Last = max(prev.Last, cur.Last)
+		for _, c := range prev.Counts {
+			counted[key{c.Generation, c.Phase, c.Outcome, c.Category, c.Code}] = c.Requests
+		}
+	}
+	for _, c := range cur.Counts {
+		k := key{c.Generation, c.Phase, c.Outcome, c.Category, c.Code}
+		if n := c.Requests - counted[k]; n > 0 {
+			d.outcomes[c.Outcome] += n
+			d.detail[detailKey{c.Outcome, c.Phase, c.Category, c.Code}] += n
+			counted[k] = c.Requests
+		}
+	}
+	for k, v := range counted {
+		merged.Counts = append(merged.Counts, cp.DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
+			Category: k.category, Code: k.code, Requests: v})
+	}
+	sort.Slice(merged.Counts, func(i, j int) bool {
+		a, b := merged.Counts[i], merged.Counts[j]
+		if a.Outcome != b.Outcome {
+			return a.Outcome < b.Outcome
+		}
+		if a.Generation != b.Generation {
+			return a.Generation < b.Generation
+		}
+		if a.Phase != b.Phase {
+			return a.Phase < b.Phase
+		}
+		if a.Category != b.Category {
+			return a.Category < b.Category
+		}
+		return a.Code < b.Code
+	})
+	matches := map[string]int64{}
+	if prev != nil {
+		for k, v := range prev.Matches {
+			matches[k] = v
+		}
+	}
+	for k, v := range cur.Matches {
+		if n := v - matches[k]; n > 0 {
+			d.matches[k] += n
+			matches[k] = v
+		}
+	}
+	if len(matches) > 0 {
+		merged.Matches = matches
+	}
+	if !d.empty() {
+		d.last = time.UnixMilli(cur.Last)
+	}
+	return merged, d
+}
+
+// knownOutcomes are the outcomes a guard may count (engine.Outcome values).
+var knownOutcomes = map[string]bool{
+	"allowed": true, "warned": true, "stripped": true, "redacted": true, "blocked": true, "failed": true,
+	"notInspected": true, "wouldWarn": true, "wouldStrip": true, "wouldRedact": true, "wouldBlock": true,
+}
+
+// validateBatch checks a batch from a guard of namespace ns; a count for a Guardrail of
+// another namespace refuses the whole batch.
+func validateBatch(req *cp.DecisionsRequest, ns string) error {
+	if !cp.ValidID(req.Incarnation) || req.Started <= 0 {
+		return &refusal{400, "bad_request", "a batch needs an incarnation id and its start time"}
+	}
+	keys := 0
+	for _, g := range req.Guardrails {
+		gns, name, ok := strings.Cut(g.Guardrail, "/")
+		if !ok || name == "" || len(g.Guardrail) > 253+64 {
+			return &refusal{400, "bad_request", "a guardrail is named namespace/name"}
+		}
+		if gns != ns {
+			return &refusal{403, "other_namespace", "decisions are accepted only for Guardrails of the guard's own namespace"}
+		}
+		keys += len(g.Counts) + len(g.Matches)
+		for _, c := range g.Counts {
+			if !knownOutcomes[c.Outcome] || c.Requests < 0 || !validName(c.Phase, 16) || !validName(c.Category, 253) ||
+				!validName(c.Code, 32) {
+				return &refusal{400, "bad_request", "a count has an unknown outcome or an out-of-range field"}
+			}
+		}
+		for k, v := range g.Matches {
+			if v < 0 || k == "" || !validName(k, 253) {
+				return &refusal{400, "bad_request", "a match count is out of range"}
+			}
+		}
+	}
+	if len(req.Classifiers) > cp.MaxClassifiers {
+		return &refusal{413, "too_large", "the batch reports on more classifiers than a guard keeps"}
+	}
+	for _, c := range req.Classifiers {
+		cns, name, ok := strings.Cut(c.Classifier, "/")
+		if !ok || name == "" || len(c.Classifier) > 253+64 {
+			return &refusal{400, "bad_request", "a classifier is named namespace/name"}
+		}
+		if cns != ns {
+			return &refusal{403, "other_namespace", "figures are accepted only for Classifiers of the guard's own namespace"}
+		}
+		if c.Calls < 0 || len(c.Latency) > len(cp.LatencyBucketsMs)+1 || len(c.Errors) > 8 {
+			return &refusal{400, "bad_request", "classifier figures out of range"}
+		}
+		for k, v := range c.Errors {
+			if v < 0 || !validName(k, 32) {
+				return &refusal{400, "bad_request", "classifier figures out of range"}
+			}
+		}
+		for _, v := range c.Latency {
+			if v < 0 {
+				return &refusal{400, "bad_request", "classifier figures out of range"}
+			}
+		}
+	}
+	if len(req.Samples) > cp.MaxSamples {
+		return &refusal{413, "too_large", "the batch has more samples than a guard keeps"}
+	}
+	for _, sm := range req.Samples {
+		if len(sm.Findings) > 8 || !validName(sm.Phase, 16) || !validName(sm.Code, 32) ||
+			(sm.RequestID != "" && !cp.ValidID(sm.RequestID)) {
+			return &refusal{400, "bad_request", "a sample is out of range"}
+		}
+		for _, f := range sm.Findings {
+			if !validName(f.Name, 253) {
+				return &refusal{400, "bad_request", "a sample is out of range"}
+			}
+		}
+	}
+	if keys > 2*cp.MaxDecisionKeys+len(req.Guardrails)*(len(knownOutcomes)+cp.MaxMatchNames+1) {
+		return &refusal{413, "too_large", "the batch has more keys than a guard keeps"}
+	}
+	return nil
+}
+
+// validName reports whether s may be written into status and Events as a phase, code,
+// category or rule name: names of the policy, never free text — at most limit of letters,
+// digits and ._:/- (empty is valid: the field is absent).
+func validName(s string, limit int) bool {
+	if len(s) > limit {
+		return false
+	}
+	for _, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '-' || c == '/'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,177 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+func batch(inc string, started int64, wouldBlock, blocked int64) *cp.DecisionsRequest {
+	gd := cp.GuardrailDecisions{Guardrail: "shop/web", Last: 1_700_000_000_000, Matches: map[string]int64{"pii": wouldBlock + blocked}}
+	if wouldBlock > 0 {
+		gd.Counts = append(gd.Counts, cp.DecisionCount{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "pii", Requests: wouldBlock})
+	}
+	if blocked > 0 {
+		gd.Counts = append(gd.Counts, cp.DecisionCount{Generation: 2, Phase: "Input", Outcome: "blocked", Category: "pii", Requests: blocked})
+	}
+	return &cp.DecisionsRequest{Incarnation: inc, Started: started, Guardrails: []cp.GuardrailDecisions{gd}}
+}
+
+func TestClaimCountsEachRequestOnce(t *testing.T) {
+	type step struct {
+		req                 *cp.DecisionsRequest
+		wouldBlock, blocked int64
+		stale               bool
+	}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"the same batch twice counts once", []step{
+			{batch("a", 1, 5, 0), 5, 0, false}, {batch("a", 1, 5, 0), 0, 0, false}}},
+		{"a later batch adds its difference", []step{
+			{batch("a", 1, 5, 0), 5, 0, false}, {batch("a", 1, 8, 2), 3, 2, false}}},
+		{"an older batch arriving late adds nothing and lowers nothing", []step{
+			{batch("a", 1, 8, 2), 8, 2, false}, {batch("a", 1, 5, 0), 0, 0, false}, {batch("a", 1, 9, 2), 1, 0, false}}},
+		{"a new incarnation counts from zero", []step{
+			{batch("a", 1, 8, 0), 8, 0, false}, {batch("b", 2, 3, 0), 3, 0, false}}},
+		{"a dead incarnation's late batch is refused", []step{
+			{batch("b", 2, 3, 0), 3, 0, false}, {batch("a", 1, 9, 0), 0, 0, true}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var prev claimed
+			for i, s := range tc.steps {
+				deltas, next, err := claim(prev, s.req)
+				if (err != nil) != s.stale {
+					t.Fatalf("step %d: error %v, want stale %v", i, err, s.stale)
+				}
+				if err != nil {
+					continue
+				}
+				var wb, b int64
+				if d := deltas.guardrails["web"]; d != nil {
+					wb, b = d.outcomes["wouldBlock"], d.outcomes["blocked"]
+				}
+				if wb != s.wouldBlock || b != s.blocked {
+					t.Errorf("step %d: counted wouldBlock %d, blocked %d; want %d, %d", i, wb, b, s.wouldBlock, s.blocked)
+				}
+				prev = next
+			}
+		})
+	}
+}
+
+func TestBatchesForAnotherNamespaceAreRefused(t *testing.T) {
+	err := validateBatch(batch("a", 1, 1, 0), "other")
+	r, ok := asRefusal(err)
+	if !ok || r.status != 403 || r.reason != "other_namespace" {
+		t.Errorf("got %v, want a 403 other_namespace refusal", err)
+	}
+	if err := validateBatch(batch("a", 1, 1, 0), "shop"); err != nil {
+		t.Errorf("a batch of the guard's own namespace refused: %v", err)
+	}
+	bad := batch("not an id", 1, 1, 0)
+	if _, ok := asRefusal(validateBatch(bad, "shop")); !ok {
+		t.Error("an incarnation that is not an id was accepted")
+	}
+}
+
+func TestStatusCountersAddUp(t *testing.T) {
+	st := v1alpha1.GuardrailStatus{Decisions: &v1alpha1.DecisionCounts{WouldBlock: 4,
+		Categories: []v1alpha1.CategoryCount{{Name: "pii", Matches: 4}}}}
+	d := newDelta()
+	d.outcomes["wouldBlock"], d.outcomes["allowed"] = 3, 7
+	d.matches["pii"], d.matches["secrets"] = 3, 1
+	d.last = time.Unix(1_700_000_000, 0)
+	addDecisions(&st, d)
+	c := st.Decisions
+	if c.WouldBlock != 7 || c.Allowed != 7 || len(c.Categories) != 2 || c.Categories[0].Matches != 7 || c.Categories[1].Matches != 1 {
+		t.Errorf("status %+v", c)
+	}
+	if st.LastDecisionTime == nil || !st.LastDecisionTime.Time.Equal(time.Unix(1_700_000_000, 0)) {
+		t.Errorf("lastDecisionTime %v", st.LastDecisionTime)
+	}
+}
+
+func TestEventMessagesSayWhatWhereAndWhoWithoutContent(t *testing.T) {
+	p := &pendingDecisions{delta: newDelta(), since: time.Now().Add(-2 * time.Second),
+		pods: map[string]struct{}{"web-7f9c": {}, "web-a": {}, "web-b": {}}, podsAll: 3,
+		samples: map[string]cp.Sample{"blocked": {RequestID: "req-42", Findings: []cp.SampleFinding{{Name: "pii-email", Score: 0.97, Threshold: 0.5}}}}}
+	p.outcomes["blocked"] = 12
+	p.detail[detailKey{"blocked", "Input", "pii-email", ""}] = 12
+	got := eventMessage("Blocked", "blocked", 12, p, 10*time.Second)
+	want := "Blocked 12 requests in the last 10s (phase Input, category pii-email; pods web-7f9c, web-a, +1 more; e.g. request req-42: pii-email 0.97 ≥ 0.50)"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if strings.Contains(got, "%!") {
+		t.Error("a formatting error")
+	}
+}
+
+func TestClassifierFiguresCountOnceAndGivePercentiles(t *testing.T) {
+	figures := func(calls int64, timeouts int64, latency ...int64) *cp.DecisionsRequest {
+		req := batch("a", 1, 1, 0)
+		req.Classifiers = []cp.ClassifierCalls{{Classifier: "shop/judge", Calls: calls, Latency: latency}}
+		if timeouts > 0 {
+			req.Classifiers[0].Errors = map[string]int64{"TIMEOUT": timeouts}
+		}
+		return req
+	}
+	d1, prev, err := claim(claimed{}, figures(10, 1, 0, 0, 0, 0, 0, 9, 1))
+	must(t, err)
+	d2, prev, err := claim(prev, figures(10, 1, 0, 0, 0, 0, 0, 9, 1))
+	must(t, err)
+	d3, _, err := claim(prev, figures(14, 3, 0, 0, 0, 0, 0, 9, 5))
+	must(t, err)
+	if d1.classifiers["judge"].calls != 10 || d2.classifiers["judge"] != nil || d3.classifiers["judge"].calls != 4 ||
+		d3.classifiers["judge"].errors["TIMEOUT"] != 2 {
+		t.Errorf("calls counted %+v, %+v, %+v; want 10, none, 4 with 2 timeouts", d1.classifiers["judge"], d2.classifiers["judge"], d3.classifiers["judge"])
+	}
+	var st v1alpha1.ClassifierStatus
+	addCalls(&st, d1.classifiers["judge"])
+	addCalls(&st, d3.classifiers["judge"])
+	if st.Calls.Total != 14 || st.Calls.Errors["TIMEOUT"] != 3 {
+		t.Errorf("status %+v", st.Calls)
+	}
+	// The last window: 4 calls, all in the 100ms bucket.
+	if st.Calls.LatencyP50.Duration != 100*time.Millisecond || st.Calls.LatencyP99.Duration != 100*time.Millisecond {
+		t.Errorf("p50 %v, p99 %v; want 100ms", st.Calls.LatencyP50, st.Calls.LatencyP99)
+	}
+	if p, _ := percentile([]int64{0, 0, 0, 0, 0, 90, 9, 0, 0, 0, 0, 0, 0, 1}, 0.99); p != 100*time.Millisecond {
+		t.Errorf("p99 of 90×50ms, 9×100ms, 1×>10s: %v, want 100ms", p)
+	}
+	if p, _ := percentile([]int64{0, 0, 0, 0, 0, 90, 9, 0, 0, 0, 0, 0, 0, 1}, 0.5); p != 50*time.Millisecond {
+		t.Errorf("p50: %v, want 50ms", p)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFreeTextNeverPassesAsAName(t *testing.T) {
+	for name, mutate := range map[string]func(*cp.DecisionsRequest){
+		"a category": func(r *cp.DecisionsRequest) { r.Guardrails[0].Counts[0].Category = "my card is 4111 1111" },
+		"a match":    func(r *cp.DecisionsRequest) { r.Guardrails[0].Matches = map[string]int64{"hello world": 1} },
+		"a sampled finding": func(r *cp.DecisionsRequest) {
+			r.Samples = []cp.Sample{{Findings: []cp.SampleFinding{{Name: "a prompt"}}}}
+		},
+		"a sampled request": func(r *cp.DecisionsRequest) { r.Samples = []cp.Sample{{RequestID: "what is my password?"}} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := batch("a", 1, 1, 0)
+			mutate(req)
+			if r, ok := asRefusal(validateBatch(req, "shop")); !ok || r.status != 400 {
+				t.Errorf("free text in %s was accepted", name)
+			}
+		})
+	}
+}

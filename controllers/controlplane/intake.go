@@ -1,0 +1,360 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// Event reasons of decisions on a Guardrail (DESIGN.md §6 "Decisions"): at most one Event
+// per Guardrail, reason and interval, on each replica that counted decisions for it.
+const (
+	ReasonBlocked          = "Blocked"
+	ReasonEvaluationFailed = "EvaluationFailed"
+	ReasonWouldBlock       = "WouldBlock"
+	ReasonWarned           = "Warned"
+	ReasonRedacted         = "Redacted"
+)
+
+// eventOf says which outcomes make an Event, of which type, reason and verb.
+var eventOf = map[string]struct{ kind, reason, verb string }{
+	"blocked":    {corev1.EventTypeWarning, ReasonBlocked, "Blocked"},
+	"failed":     {corev1.EventTypeWarning, ReasonEvaluationFailed, "Evaluation failed for"},
+	"wouldBlock": {corev1.EventTypeNormal, ReasonWouldBlock, "Would have blocked"},
+	"warned":     {corev1.EventTypeNormal, ReasonWarned, "Warned on"},
+	"redacted":   {corev1.EventTypeNormal, ReasonRedacted, "Redacted"},
+}
+
+// eventOrder is the order Events of one flush are emitted in.
+var eventOrder = []string{"blocked", "failed", "wouldBlock", "warned", "redacted"}
+
+// maxPodsKept bounds the pod names a pending delta remembers for its Events.
+const maxPodsKept = 64
+
+// intake buffers the claimed deltas of this replica per Guardrail and writes them into
+// status at most once per Guardrail per interval, with Events. A delta is in memory only
+// between its claim on the pod and its status write: if the replica dies in between, it
+// is lost (at most one interval of this replica's counts; README "Decisions").
+type intake struct {
+	interval time.Duration
+	cache    client.Reader // Guardrails, cached
+	api      client.Reader // the apiserver, after a conflict
+	writer   client.Client
+	recorder events.EventRecorder
+	log      logr.Logger
+
+	mu      sync.Mutex
+	pending map[types.NamespacedName]*pendingDecisions
+	calls   map[types.NamespacedName]*callDelta
+}
+
+type pendingDecisions struct {
+	*delta
+	since   time.Time
+	pods    map[string]struct{}
+	podsAll int
+	samples map[string]cp.Sample // the first per outcome
+}
+
+// add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns.
+func (in *intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for name, d := range bd.classifiers {
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		if in.calls[key] == nil {
+			in.calls[key] = &callDelta{}
+		}
+		in.calls[key].add(d)
+	}
+	for name, d := range bd.guardrails {
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		p := in.pending[key]
+		if p == nil {
+			p = &pendingDecisions{delta: newDelta(), since: time.Now(), pods: map[string]struct{}{}, samples: map[string]cp.Sample{}}
+			in.pending[key] = p
+		}
+		p.add(d)
+		if _, ok := p.pods[pod]; !ok {
+			p.podsAll++
+			if len(p.pods) < maxPodsKept {
+				p.pods[pod] = struct{}{}
+			}
+		}
+		for _, s := range samples {
+			if _, n, _ := strings.Cut(s.Guardrail, "/"); n != name || d.outcomes[s.Outcome] == 0 {
+				continue
+			}
+			if _, ok := p.samples[s.Outcome]; !ok {
+				p.samples[s.Outcome] = s
+			}
+		}
+		for outcome, n := range d.outcomes {
+			decisionsCounted.WithLabelValues(ns+"/"+name, outcome).Add(float64(n))
+		}
+	}
+}
+
+// run flushes every interval until ctx ends; the caller flushes a last time.
+func (in *intake) run(ctx context.Context) {
+	t := time.NewTicker(in.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			in.flush(ctx)
+		}
+	}
+}
+
+// flush writes every pending delta; one that cannot be written now stays for the next
+// interval, merged with what arrives meanwhile.
+func (in *intake) flush(ctx context.Context) {
+	in.mu.Lock()
+	batch, calls := in.pending, in.calls
+	in.pending, in.calls = map[types.NamespacedName]*pendingDecisions{}, map[types.NamespacedName]*callDelta{}
+	in.mu.Unlock()
+	in.flushCalls(ctx, calls)
+	keys := make([]types.NamespacedName, 0, len(batch))
+	for k := range batch {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	for _, key := range keys {
+		p := batch[key]
+		g, err := in.write(ctx, key, p)
+		if err != nil {
+			statusWrites.WithLabelValues("error").Inc()
+			in.log.Error(err, "Writing decisions into a Guardrail's status; retried next interval", "guardrail", key.String())
+			in.mu.Lock()
+			if cur := in.pending[key]; cur != nil {
+				p.add(cur.delta)
+				for pod := range cur.pods {
+					if len(p.pods) < maxPodsKept {
+						p.pods[pod] = struct{}{}
+					}
+				}
+				p.podsAll += cur.podsAll
+			}
+			in.pending[key] = p
+			in.mu.Unlock()
+			continue
+		}
+		if g == nil {
+			statusWrites.WithLabelValues("gone").Inc()
+			for o := range knownOutcomes {
+				decisionsCounted.DeleteLabelValues(key.String(), o)
+			}
+			continue
+		}
+		statusWrites.WithLabelValues("written").Inc()
+		in.emit(g, p)
+	}
+}
+
+// write adds p to the Guardrail's status with an optimistic lock: another replica's write
+// in between makes it re-read and add again. A Guardrail that is gone returns nil.
+func (in *intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (*v1alpha1.Guardrail, error) {
+	var err error
+	for attempt := range 8 {
+		g := &v1alpha1.Guardrail{}
+		reader := in.cache
+		if attempt > 0 {
+			reader = in.api
+		}
+		if err = reader.Get(ctx, key, g); apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		before := g.DeepCopy()
+		addDecisions(&g.Status, p.delta)
+		err = in.writer.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case err == nil:
+			return g, nil
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case apierrors.IsConflict(err):
+			statusWrites.WithLabelValues("conflict").Inc()
+			continue
+		}
+		return nil, err
+	}
+	return nil, err
+}
+
+// addDecisions adds d to the cumulative counters of a Guardrail's status.
+func addDecisions(st *v1alpha1.GuardrailStatus, d *delta) {
+	if st.Decisions == nil {
+		st.Decisions = &v1alpha1.DecisionCounts{}
+	}
+	c := st.Decisions
+	for outcome, n := range d.outcomes {
+		switch outcome {
+		case "allowed":
+			c.Allowed += n
+		case "warned":
+			c.Warned += n
+		case "stripped":
+			c.Stripped += n
+		case "redacted":
+			c.Redacted += n
+		case "blocked":
+			c.Blocked += n
+		case "failed":
+			c.Failed += n
+		case "notInspected":
+			c.NotInspected += n
+		case "wouldWarn":
+			c.WouldWarn += n
+		case "wouldStrip":
+			c.WouldStrip += n
+		case "wouldRedact":
+			c.WouldRedact += n
+		case "wouldBlock":
+			c.WouldBlock += n
+		}
+	}
+	names := make([]string, 0, len(d.matches))
+	for name := range d.matches {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		i := categoryIndex(c.Categories, name)
+		if i < 0 && len(c.Categories) >= 127 {
+			// The list holds 128 names: the rest count together.
+			name = cp.OtherMatches
+			i = categoryIndex(c.Categories, name)
+		}
+		if i < 0 {
+			c.Categories = append(c.Categories, v1alpha1.CategoryCount{Name: name})
+			i = len(c.Categories) - 1
+		}
+		c.Categories[i].Matches += d.matches[name]
+	}
+	if !d.last.IsZero() && (st.LastDecisionTime == nil || d.last.After(st.LastDecisionTime.Time)) {
+		st.LastDecisionTime = &metav1.Time{Time: d.last.Truncate(time.Second)}
+	}
+}
+
+func categoryIndex(cs []v1alpha1.CategoryCount, name string) int {
+	for i := range cs {
+		if cs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// emit sends one Event per outcome that deserves one.
+func (in *intake) emit(g *v1alpha1.Guardrail, p *pendingDecisions) {
+	if in.recorder == nil {
+		return
+	}
+	for _, outcome := range eventOrder {
+		n := p.outcomes[outcome]
+		if n == 0 {
+			continue
+		}
+		e := eventOf[outcome]
+		in.recorder.Eventf(g, nil, e.kind, e.reason, "Decide", "%s", eventMessage(e.verb, outcome, n, p, in.interval))
+	}
+}
+
+// eventMessage spells an Event, e.g. "Blocked 12 requests in the last 10s (phase Input,
+// category pii-email; pods web-7f9c, +2 more; e.g. request r-1: pii-email 0.97 ≥ 0.5)".
+// Names, numbers and ids only: never content.
+// The window is the interval, or longer when earlier writes failed.
+func eventMessage(verb, outcome string, n int64, p *pendingDecisions, interval time.Duration) string {
+	var b strings.Builder
+	noun := "requests"
+	if n == 1 {
+		noun = "request"
+	}
+	window := max(time.Since(p.since), interval).Round(time.Second)
+	fmt.Fprintf(&b, "%s %d %s in the last %s (", verb, n, noun, window)
+	phases, cats := map[string]int64{}, map[string]int64{}
+	for k, v := range p.detail {
+		if k.outcome != outcome {
+			continue
+		}
+		if k.phase != "" {
+			phases[k.phase] += v
+		}
+		if k.category != "" {
+			cats[k.category] += v
+		} else if k.code != "" {
+			cats["code "+k.code] += v
+		}
+	}
+	var parts []string
+	if s := top(phases); s != "" {
+		parts = append(parts, "phase "+s)
+	}
+	if s := top(cats); s != "" {
+		parts = append(parts, "category "+s)
+	}
+	b.WriteString(strings.Join(parts, ", "))
+	if len(parts) > 0 {
+		b.WriteString("; ")
+	}
+	pods := make([]string, 0, len(p.pods))
+	for pod := range p.pods {
+		pods = append(pods, pod)
+	}
+	sort.Strings(pods)
+	b.WriteString("pods ")
+	b.WriteString(strings.Join(pods[:min(len(pods), 2)], ", "))
+	if more := p.podsAll - min(len(pods), 2); more > 0 {
+		fmt.Fprintf(&b, ", +%d more", more)
+	}
+	if s, ok := p.samples[outcome]; ok && s.RequestID != "" && cp.ValidID(s.RequestID) {
+		fmt.Fprintf(&b, "; e.g. request %s", s.RequestID)
+		if len(s.Findings) > 0 {
+			f := s.Findings[0]
+			fmt.Fprintf(&b, ": %s", f.Name)
+			if f.Threshold > 0 {
+				fmt.Fprintf(&b, " %.2f ≥ %.2f", f.Score, f.Threshold)
+			}
+		}
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// top names the largest entries of m, at most two, then "+N more".
+func top(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if m[names[i]] != m[names[j]] {
+			return m[names[i]] > m[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	s := strings.Join(names[:min(len(names), 2)], ", ")
+	if len(names) > 2 {
+		s += fmt.Sprintf(", +%d more", len(names)-2)
+	}
+	return s
+}
