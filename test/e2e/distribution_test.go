@@ -244,7 +244,7 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 
 	guardOpts := []guardOpt{upstream(p.URL), subscribedTo("https://"+addr, tokenFile, filepath.Join(certDir, "ca.crt"), snapDir)}
 	gd := startGuard(t, "", guardOpts...)
-	v1 := gd.waitReady()
+	gd.waitReady()
 	eventually(t, "both Guardrails in the guard's policy", func() bool {
 		if !blocked(t, gd, "a flamingo") {
 			return false
@@ -260,7 +260,7 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 		}
 		return false
 	})
-	v1 = gd.waitReady()
+	v1 := gd.waitReady()
 	if !blocked(t, gd, "a flamingo") || blocked(t, gd, "a pelican") {
 		t.Fatal("the first policy is not what the guard enforces")
 	}
