@@ -13,11 +13,13 @@ CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
 GREMLINS_VERSION ?= v0.6.0
+KWOK_VERSION ?= v0.8.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 GREMLINS ?= $(LOCALBIN)/gremlins-$(GREMLINS_VERSION)
+KWOK ?= $(LOCALBIN)/kwok-$(KWOK_VERSION)
 
 # Go test flags; override for a focused run, e.g. make test GO_TEST_FLAGS='-run TestEngine -v'.
 GO_TEST_FLAGS ?=
@@ -75,6 +77,10 @@ test: controlplane vet ## Run every test: unit, fuzz seeds, envtest suites again
 bench: ## Run the benchmarks of the data plane.
 	go test -run '^$$' -bench . -benchmem ./runtime/...
 
+.PHONY: scale
+scale: controlplane $(KWOK) ## Policy distribution to 1,000 guards whose pods are injected by the webhook and run by kwok (~3 minutes).
+	go run ./test/load/cmd/cpscale -guards 1000 -kwok $(KWOK) $(SCALE_FLAGS)
+
 .PHONY: mutation
 mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in detectors (gremlins): at least 90% efficacy each; ~1 hour on 2 cores.
 	go run ./hack/mutation --gremlins $(GREMLINS) $(MUTATION_FLAGS)
@@ -110,6 +116,9 @@ $(GREMLINS):
 
 $(HELM):
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
+
+$(KWOK):
+	$(call go-install-tool,$(KWOK),sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION))
 
 # go-install-tool installs $2@$3 as $1 (a versioned file name, so a version bump reinstalls).
 define go-install-tool

@@ -4,6 +4,12 @@
 // its own pod-bound token from TokenRequest, spread over a few label sets.
 //
 //	go run ./test/load/cmd/cpscale -guards 1000 -label-sets 4
+//	make scale   # the same with -kwok bin/kwok-v0.8.0, which it installs
+//
+// With -kwok the pods are created as users create them: through the manager's injection
+// webhook (each gets its guard sidecar and the injected label from the webhook), bound to
+// a node that kwok simulates, which runs them — the apiserver sees them scheduled and
+// Running. Without it the harness stores labelled pods and sets their phase itself.
 //
 // It prints: apply → every guard applied (p50/p99/max), apply → the Guardrail shows
 // ENFORCED N/N, the manager's RSS and CPU, and after a restart of the manager (every guard
@@ -13,6 +19,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -47,6 +54,7 @@ import (
 func main() {
 	guards := flag.Int("guards", 1000, "Subscribed guards (one Pod and one token each).")
 	labelSets := flag.Int("label-sets", 4, "Distinct label sets the pods are spread over.")
+	flag.StringVar(&kwokBin, "kwok", "", "kwok binary: create the pods through the injection webhook on a kwok node.")
 	flag.Parse()
 	if err := run(*guards, *labelSets, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cpscale:", err)
@@ -56,12 +64,27 @@ func main() {
 
 const ns = "scale"
 
+// kwokBin, when set, runs the pods on a kwok node, created through the webhook.
+var kwokBin string
+
+// kwokModule is the kwok release whose binary (make scale installs it) and default
+// stages the harness uses.
+const kwokModule = "sigs.k8s.io/kwok@v0.8.0"
+
+// kwokNode is the simulated node.
+const kwokNode = "kwok-node-0"
+
 func run(n, sets int, out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	env, err := envtestutil.New()
 	if err != nil {
 		return err
+	}
+	if kwokBin != "" {
+		env.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(envtestutil.RepoRoot(), "config", "webhook", "manifests.yaml")},
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -86,7 +109,20 @@ func run(n, sets int, out io.Writer) error {
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return err
 	}
-	if _, err := envtestutil.ServingCert(work, "127.0.0.1"); err != nil {
+	certDir := work
+	if kwokBin != "" {
+		// The webhook and the control plane serve envtest's certificate for the local
+		// webhook, whose CA envtest put into the webhook configuration.
+		wo := env.WebhookInstallOptions
+		certDir = wo.LocalServingCertDir
+		for _, dir := range []string{work, certDir} { // the injector reads the CA from the cert dir
+			if err := os.WriteFile(filepath.Join(dir, "ca.crt"), wo.LocalServingCAData, 0o600); err != nil {
+				return err
+			}
+		}
+		managerArgs = []string{"--enable-injection=true", "--cert-management=external", "--operator-namespace=guardrail-system",
+			"--guard-image=guardrail-operator:scale", "--webhook-cert-dir=" + certDir, "--webhook-port=" + strconv.Itoa(wo.LocalServingPort)}
+	} else if _, err := envtestutil.ServingCert(work, "127.0.0.1"); err != nil {
 		return err
 	}
 	bin := filepath.Join(work, "manager")
@@ -107,15 +143,22 @@ func run(n, sets int, out io.Writer) error {
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
 	cpAddr, metricsAddr := freeAddr(ctx), freeAddr(ctx)
-	mgr, err := startManager(bin, kubeconfig, work, cpAddr, metricsAddr)
+	mgr, err := startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr)
 	if err != nil {
 		return err
 	}
 	defer func() { mgr.stop() }()
+	if kwokBin != "" {
+		stopKwok, err := startKwok(ctx, k8s, kubeconfig)
+		if err != nil {
+			return err
+		}
+		defer stopKwok()
+	}
 
 	// The policy, the pods and their tokens.
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{cp.LabelInjection: "enabled"}}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
 		&v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
 			Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII},
@@ -123,6 +166,11 @@ func run(n, sets int, out io.Writer) error {
 		guardrail(),
 	} {
 		if err := k8s.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	if kwokBin != "" {
+		if err := waitInjecting(ctx, k8s); err != nil {
 			return err
 		}
 	}
@@ -217,7 +265,7 @@ func run(n, sets int, out io.Writer) error {
 
 	// The reconnect storm: the manager restarts; every guard reconnects at once.
 	mgr.stop()
-	if mgr, err = startManager(bin, kubeconfig, work, cpAddr, metricsAddr); err != nil {
+	if mgr, err = startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr); err != nil {
 		return err
 	}
 	t0, err := apply("after restart")
@@ -287,14 +335,30 @@ func guardrail() *v1alpha1.Guardrail {
 
 func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset, i, sets int, dir string) (string, error) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i),
-		Labels: map[string]string{"app": fmt.Sprintf("web-%d", i%sets), cp.LabelInjected: "true"}},
+		Labels: map[string]string{"app": fmt.Sprintf("web-%d", i%sets)}},
 		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-	if err := k8s.Create(ctx, p); err != nil {
-		return "", err
-	}
-	p.Status.Phase = corev1.PodRunning
-	if err := k8s.Status().Update(ctx, p); err != nil {
-		return "", err
+	if kwokBin != "" {
+		// Bound to the kwok node (no scheduler runs here); the webhook injects the guard.
+		p.Spec.NodeName = kwokNode
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		if err := k8s.Create(ctx, p); err != nil {
+			return "", err
+		}
+		if p.Labels[cp.LabelInjected] != "true" {
+			return "", fmt.Errorf("pod %s was not injected by the webhook", p.Name)
+		}
+		if err := waitRunning(ctx, k8s, p); err != nil {
+			return "", err
+		}
+	} else {
+		p.Labels[cp.LabelInjected] = "true"
+		if err := k8s.Create(ctx, p); err != nil {
+			return "", err
+		}
+		p.Status.Phase = corev1.PodRunning
+		if err := k8s.Status().Update(ctx, p); err != nil {
+			return "", err
+		}
 	}
 	exp := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
@@ -411,17 +475,94 @@ func (p *proc) stop() {
 	}
 }
 
+// managerArgs are the injection flags of the manager; without -kwok injection is off.
+var managerArgs = []string{"--enable-injection=false"}
+
 func startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr string) (*proc, error) {
-	cmd := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec,noctx // built above; stopped with SIGTERM by proc.stop
-		"--health-probe-bind-address=0", "--enable-injection=false", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+certDir)
+	args := append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
+		"--control-plane-bind-address=" + cpAddr, "--control-plane-cert-dir=" + certDir}, managerArgs...)
+	cmd := exec.Command(bin, args...) //nolint:gosec,noctx // built above; stopped with SIGTERM by proc.stop
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if os.Getenv("CPSCALE_MANAGER_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	p := &proc{cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p, nil
+}
+
+// startKwok creates a node that kwok manages and starts kwok, which marks the node Ready
+// and runs the pods bound to it.
+func startKwok(ctx context.Context, k8s client.Client, kubeconfig string) (func(), error) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: kwokNode,
+		Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}, Labels: map[string]string{"type": "kwok"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}}}
+	if err := k8s.Create(ctx, node); err != nil {
+		return nil, err
+	}
+	// kwok's own default stages (node ready; pods ready, completed, deleted), read from
+	// its module as the Go module proxy serves it.
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", kwokModule).Output()
+	if err != nil {
+		return nil, fmt.Errorf("locating %s: %w", kwokModule, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("locating %s: %v", kwokModule, err)
+	}
+	args := []string{"--kubeconfig=" + kubeconfig, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake", "--server-address=127.0.0.1:0"}
+	for _, stage := range []string{"node/fast/node-initialize.yaml", "pod/fast/pod-ready.yaml", "pod/fast/pod-complete.yaml", "pod/fast/pod-delete.yaml"} {
+		args = append(args, "--config="+filepath.Join(mod.Dir, "kustomize", "stage", stage))
+	}
+	cmd := exec.Command(kwokBin, args...) //nolint:gosec,noctx // the developer's kwok; stopped below
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if os.Getenv("CPSCALE_KWOK_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p.stop, nil
+}
+
+// waitInjecting waits until the manager's webhook injects pods (a dry-run create shows
+// the admitted pod without storing it): before that, its failurePolicy Ignore admits pods
+// unguarded.
+func waitInjecting(ctx context.Context, k8s client.Client) error {
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		last = k8s.Create(ctx, p, client.DryRunAll)
+		if last == nil && p.Labels[cp.LabelInjected] == "true" {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the manager's webhook injected no pod within a minute (last: %v)", last)
+}
+
+// waitRunning waits until kwok reports the pod Running.
+func waitRunning(ctx context.Context, k8s client.Client, p *corev1.Pod) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("pod %s is not Running after 2 minutes (phase %q)", p.Name, p.Status.Phase)
 }
 
 func freeAddr(ctx context.Context) string {
