@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +21,16 @@ import (
 )
 
 // CacheOptions are the manager's cache: restricted to the given namespaces (comma
-// separated; empty watches the whole cluster), and, for Pods, to those with an injected
-// guard — never a cluster-wide Pod informer.
+// separated; empty watches the whole cluster), and, for Pods, to those the injector
+// handled (label guardrail.dev/injected, "true" or "false" when injection was refused),
+// trimmed to metadata and phase — never a cluster-wide Pod informer.
 func CacheOptions(namespaces string) cache.Options {
+	handled, err := labels.NewRequirement(cp.LabelInjected, selection.Exists, nil)
+	if err != nil {
+		panic(err) // constant arguments
+	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{cp.LabelInjected: "true"}), Transform: trimPod},
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod},
 	}}
 	for _, ns := range strings.Split(namespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {

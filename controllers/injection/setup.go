@@ -11,21 +11,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/certs"
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Names of the objects the injector works with in the operator's namespace (config/).
@@ -137,29 +133,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	pods, err := injectedPodCache(mgr)
-	if err != nil {
-		return err
-	}
-	return (&EventReconciler{Pods: pods, Recorder: mgr.GetEventRecorder("guardrail-injector")}).SetupWithManager(mgr)
-}
-
-// injectedPodCache caches only the pods the injector handled (labelled
-// guardrail.dev/injected), not every pod of the cluster.
-func injectedPodCache(mgr ctrl.Manager) (cache.Cache, error) {
-	req, err := labels.NewRequirement(controlplane.LabelInjected, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme:   mgr.GetScheme(),
-		Mapper:   mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*req)}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, mgr.Add(c)
+	// The manager's cache holds exactly the pods the injector handled (labelled
+	// guardrail.dev/injected, true or false), trimmed to metadata and phase
+	// (controllers.CacheOptions): one pod informer for the whole manager.
+	return (&EventReconciler{Pods: mgr.GetCache(), Recorder: mgr.GetEventRecorder("guardrail-injector")}).SetupWithManager(mgr)
 }
 
 // ServerHasNativeSidecars reports whether the apiserver is Kubernetes 1.29 or later, where
