@@ -17,20 +17,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -49,6 +46,7 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
+	"github.com/guardrail-dev/guardrail-operator/test/load/procstat"
 )
 
 func main() {
@@ -142,7 +140,7 @@ func run(n, sets int, out io.Writer) error {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
-	cpAddr, metricsAddr := freeAddr(ctx), freeAddr(ctx)
+	cpAddr, metricsAddr := procstat.FreeAddr(ctx), procstat.FreeAddr(ctx)
 	mgr, err := startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr)
 	if err != nil {
 		return err
@@ -237,7 +235,7 @@ func run(n, sets int, out io.Writer) error {
 		t0 := time.Now()
 		return t0, k8s.Update(ctx, g)
 	}
-	cpu0 := cpuSeconds(mgr.cmd.Process.Pid)
+	cpu0 := procstat.CPUSeconds(mgr.cmd.Process.Pid)
 	for round := 1; round <= 5; round++ {
 		reason := fmt.Sprintf("round %d", round)
 		drain(received)
@@ -254,9 +252,9 @@ func run(n, sets int, out io.Writer) error {
 		_, _ = fmt.Fprintf(out, "apply %d → every guard received: p50 %v p99 %v max %v; applied: p50 %v p99 %v max %v; → ENFORCED %d/%d after %v\n",
 			round, pct(recv, 50), pct(recv, 99), pct(recv, 100), pct(lat, 50), pct(lat, 99), pct(lat, 100), n, n, enforced)
 	}
-	_, _ = fmt.Fprintf(out, "manager: RSS %s, peak %s; CPU %.2f s over the five applies\n", rss(mgr.cmd.Process.Pid, "VmRSS"),
-		rss(mgr.cmd.Process.Pid, "VmHWM"), cpuSeconds(mgr.cmd.Process.Pid)-cpu0)
-	reviews := metric(metricsAddr, "guardrail_controlplane_tokenreviews_total")
+	_, _ = fmt.Fprintf(out, "manager: RSS %s, peak %s; CPU %.2f s over the five applies\n", procstat.RSS(mgr.cmd.Process.Pid, "VmRSS"),
+		procstat.RSS(mgr.cmd.Process.Pid, "VmHWM"), procstat.CPUSeconds(mgr.cmd.Process.Pid)-cpu0)
+	reviews := procstat.Metric(metricsAddr, "guardrail_controlplane_tokenreviews_total")
 	_, _ = fmt.Fprintf(out, "TokenReviews so far: %.0f\n", reviews)
 
 	if err := guardRSS(ctx, out, guardBin, work, cpAddr, tokens[0], ca); err != nil {
@@ -277,8 +275,8 @@ func run(n, sets int, out io.Writer) error {
 		return err
 	}
 	_, _ = fmt.Fprintf(out, "manager restarted: every guard reconnected and applied the next change: p50 %v p99 %v max %v; TokenReviews by the new manager: %.0f; RSS %s\n",
-		pct(lat, 50), pct(lat, 99), pct(lat, 100), metric(metricsAddr, "guardrail_controlplane_tokenreviews_total"),
-		rss(mgr.cmd.Process.Pid, "VmRSS"))
+		pct(lat, 50), pct(lat, 99), pct(lat, 100), procstat.Metric(metricsAddr, "guardrail_controlplane_tokenreviews_total"),
+		procstat.RSS(mgr.cmd.Process.Pid, "VmRSS"))
 	return nil
 }
 
@@ -312,7 +310,7 @@ func guardRSS(ctx context.Context, out io.Writer, bin, work, cpAddr, token, ca s
 		}
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 		time.Sleep(5 * time.Second)
-		return rss(cmd.Process.Pid, "VmRSS"), nil
+		return procstat.RSS(cmd.Process.Pid, "VmRSS"), nil
 	}
 	file, err := measure("--policy-file=" + policyFile)
 	if err != nil {
@@ -563,57 +561,4 @@ func waitRunning(ctx context.Context, k8s client.Client, p *corev1.Pod) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("pod %s is not Running after 2 minutes (phase %q)", p.Name, p.Status.Phase)
-}
-
-func freeAddr(ctx context.Context) string {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
-}
-
-func rss(pid int, field string) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "?"
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
-		}
-	}
-	return "?"
-}
-
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // clock ticks
-}
-
-func metric(addr, name string) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics") //nolint:gosec,noctx // loopback test endpoint
-	if err != nil {
-		return -1
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return -1
 }

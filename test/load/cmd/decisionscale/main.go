@@ -12,19 +12,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +40,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
+	"github.com/guardrail-dev/guardrail-operator/test/load/procstat"
 )
 
 const ns = "scale"
@@ -106,7 +102,7 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 
-	cpAddr, metricsAddr := freeAddr(ctx), freeAddr(ctx)
+	cpAddr, metricsAddr := procstat.FreeAddr(ctx), procstat.FreeAddr(ctx)
 	mgr := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec,noctx // built above; stopped with SIGTERM
 		"--health-probe-bind-address=0", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+work,
 		"--decision-interval="+interval.String())
@@ -190,7 +186,7 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 			reporters[i].Run(traffic)
 		}()
 	}
-	cpu0, writes0 := cpuSeconds(mgr.Process.Pid), metric(metricsAddr, `guardrail_decisions_status_writes_total{result="written"}`)
+	cpu0, writes0 := procstat.CPUSeconds(mgr.Process.Pid), procstat.Metric(metricsAddr, `guardrail_decisions_status_writes_total{result="written"}`)
 	t0 := time.Now()
 	time.Sleep(time.Duration(intervals) * interval)
 	stopTraffic()
@@ -209,7 +205,7 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
-	cpu := cpuSeconds(mgr.Process.Pid) - cpu0
+	cpu := procstat.CPUSeconds(mgr.Process.Pid) - cpu0
 	want := counted.Load()
 	var got int64
 	deadline := time.Now().Add(3 * interval)
@@ -224,16 +220,16 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	writes := metric(metricsAddr, `guardrail_decisions_status_writes_total{result="written"}`) - writes0
-	conflicts := metric(metricsAddr, `guardrail_controlplane_decision_batches_total{result="conflict"}`)
-	batches := metric(metricsAddr, `guardrail_controlplane_decision_batches_total{result="counted"}`)
-	errors := metric(metricsAddr, `guardrail_controlplane_decision_batches_total{result="error"}`)
+	writes := procstat.Metric(metricsAddr, `guardrail_decisions_status_writes_total{result="written"}`) - writes0
+	conflicts := procstat.Metric(metricsAddr, `guardrail_controlplane_decision_batches_total{result="conflict"}`)
+	batches := procstat.Metric(metricsAddr, `guardrail_controlplane_decision_batches_total{result="counted"}`)
+	errors := procstat.Metric(metricsAddr, `guardrail_controlplane_decision_batches_total{result="error"}`)
 	perInterval := writes / (elapsed.Seconds() / interval.Seconds())
 	_, _ = fmt.Fprintf(out, "%d guards, %v intervals, %v of traffic: %.0f batches counted (%.0f errors, %.0f claim conflicts re-read)\n",
 		n, interval, elapsed.Round(time.Second), batches, errors, conflicts)
 	_, _ = fmt.Fprintf(out, "status writes to the Guardrail: %.0f, %.2f per interval\n", writes, perInterval)
 	_, _ = fmt.Fprintf(out, "manager: CPU %.2f s over %v (%.1f%% of one core); RSS %s, peak %s\n", cpu, elapsed.Round(time.Second),
-		100*cpu/elapsed.Seconds(), rss(mgr.Process.Pid, "VmRSS"), rss(mgr.Process.Pid, "VmHWM"))
+		100*cpu/elapsed.Seconds(), procstat.RSS(mgr.Process.Pid, "VmRSS"), procstat.RSS(mgr.Process.Pid, "VmHWM"))
 	_, _ = fmt.Fprintf(out, "decisions counted by the guards %d; status.decisions.wouldBlock %d; exact: %v\n", want, got, want == got)
 	if want != got {
 		return fmt.Errorf("wouldBlock %d, the guards counted %d", got, want)
@@ -272,57 +268,3 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func freeAddr(ctx context.Context) string {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
-}
-
-func rss(pid int, field string) string {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "?"
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
-		}
-	}
-	return "?"
-}
-
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // clock ticks
-}
-
-// metric reads one series (name with its labels, as the exposition writes it).
-func metric(addr, series string) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics") //nolint:gosec,noctx // loopback test endpoint
-	if err != nil {
-		return -1
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, _ := strconv.ParseFloat(v, 64)
-			return f
-		}
-	}
-	return 0
-}
