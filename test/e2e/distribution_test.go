@@ -384,3 +384,45 @@ func waitSummary(t *testing.T, c *cluster, ns, name, want string) {
 		return e != nil && e.Summary == want && g.Status.ObservedGeneration == g.Generation
 	})
 }
+
+// TestShippedSampleAppliedWithKubectl is the path a user takes: `kubectl apply` of the
+// shipped redaction sample into a namespace, a guard subscribed as a pod there, and the
+// official OpenAI SDK streaming an answer with an email address and a key in it, split
+// into small deltas. Nothing of either reaches the client; the Guardrail shows ENFORCED 1/1.
+func TestShippedSampleAppliedWithKubectl(t *testing.T) {
+	c := startCluster(t)
+	p := newProvider(t)
+	certDir, work, snapDir := t.TempDir(), t.TempDir(), t.TempDir()
+	if _, err := envtestutil.ServingCert(certDir, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startManager(t, c.kubeconfig, certDir, addr)
+	const ns = "support"
+	tokenFile := c.injectedPod(t, ns, "chat-1", work)
+
+	sample := filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml")
+	out, err := exec.CommandContext(testContext(t), "kubectl", "--kubeconfig", c.kubeconfig, "-n", ns, "apply", "-f", sample).CombinedOutput() //nolint:gosec // test arguments
+	if err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	gd := startGuard(t, "", upstream(p.URL), subscribedTo("https://"+addr, tokenFile, filepath.Join(certDir, "ca.crt"), snapDir))
+	waitSummary(t, c, ns, "redact-pii-secrets", "1/1")
+
+	const email, key = "jane.doe@example.com", "sk-proj-4fT9xQ2mZ7vB1nK8wR3yL6pD0sH5jC2aE9gU"
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{
+		Deltas: fakeprovider.Chunks("Write to "+email+" and use the key "+key+" for the staging API.", 3)}}})
+	acc, _, err := chatStream(testContext(t), openaiClient(gd), chatParams("how do I reach support?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := acc.Choices[0].Message.Content
+	for _, secret := range []string{email, key, "jane.doe", "4fT9xQ2mZ7vB1nK8"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("the client received %q of a redacted value: %q", secret, got)
+		}
+	}
+	if !strings.Contains(got, "[REDACTED:email]") || !strings.Contains(got, "for the staging API.") {
+		t.Errorf("answer %q: want the email redacted and the rest of the answer intact", got)
+	}
+}
