@@ -42,6 +42,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases, description
 	go run ./hack/crd-descriptions config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) rbac:roleName=guardrail-operator paths="./controllers/..." output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) webhook paths="./controllers/..." output:webhook:artifacts:config=config/webhook
+	go run ./hack/chart-sync
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods of the API types.
@@ -63,13 +64,13 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (config in .golangci.yml).
 verify: manifests generate ## Fail when generated files or go.mod are stale or code is unformatted.
 	go mod tidy
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
-	@if [ -n "$$(git status --porcelain -- api config go.mod go.sum)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config charts go.mod go.sum)" ]; then \
 		echo "Generated files are stale; run 'make manifests generate' and 'go mod tidy', then commit:"; \
-		git status --porcelain -- api config go.mod go.sum; git diff --stat -- api config go.mod go.sum; exit 1; fi
+		git status --porcelain -- api config charts go.mod go.sum; git diff --stat -- api config charts go.mod go.sum; exit 1; fi
 
 .PHONY: test
-test: controlplane vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary.
-	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
+test: controlplane $(HELM) vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) HELM=$(HELM) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 	@# The end-to-end suite builds the guard binary itself, which go test's cache cannot see: never cached.
 	go test -count=1 $(GO_TEST_FLAGS) ./test/e2e/...
 
