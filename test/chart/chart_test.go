@@ -7,11 +7,13 @@ package chart
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +82,7 @@ func render(t *testing.T, values ...string) string {
 }
 
 func TestLintStrict(t *testing.T) {
-	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true"}} {
+	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "dashboard.enabled=true"}} {
 		args := []string{"lint", "--strict", chartDir}
 		for _, v := range values {
 			args = append(args, "--set", v)
@@ -94,7 +96,8 @@ func TestLintStrict(t *testing.T) {
 func TestGoldenRenders(t *testing.T) {
 	for name, values := range map[string][]string{
 		"default":      nil,
-		"cert-manager": {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "watchNamespaces={team-a,team-b}"},
+		"cert-manager": {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
+			"dashboard.enabled=true", "watchNamespaces={team-a,team-b}"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := render(t, values...)
@@ -250,4 +253,67 @@ func TestRenderIsAcceptedByTheAPIServer(t *testing.T) {
 		docs = append(docs, string(b))
 	}
 	kubectl(strings.Join(docs, "---\n"), "apply", "--dry-run=server", "-f", "-")
+}
+
+// TestDashboardQueriesExportedMetrics: every metric a panel of the Grafana dashboard
+// queries is one the guard or the manager registers (names read from their sources), so a
+// renamed metric cannot leave an empty panel behind.
+func TestDashboardQueriesExportedMetrics(t *testing.T) {
+	exported := map[string]bool{}
+	decl := regexp.MustCompile(`Name:\s*"((?:guard|guardrail)_[a-z_]+)"`)
+	for _, dir := range []string{"runtime", "controllers"} {
+		err := filepath.WalkDir(filepath.Join(envtestutil.RepoRoot(), dir), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path) //nolint:gosec // the repository's sources
+			for _, m := range decl.FindAllSubmatch(b, -1) {
+				exported[string(m[1])] = true
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(chartDir, "dashboards", "guardrail-operator.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`\b(?:guard|guardrail)_[a-z_]+\b`)
+	queried := 0
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q queries nothing", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, name := range used.FindAllString(tg.Expr, -1) {
+				queried++
+				base := name
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if trimmed, ok := strings.CutSuffix(name, suffix); ok && exported[trimmed] {
+						base = trimmed
+					}
+				}
+				if !exported[base] {
+					t.Errorf("panel %q queries %s, which neither binary exports", p.Title, name)
+				}
+				if strings.HasSuffix(name, "_bucket") != strings.Contains(tg.Expr, "histogram_quantile") {
+					t.Errorf("panel %q: %s and histogram_quantile go together", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried < 10 {
+		t.Errorf("the dashboard queries %d metrics; it should show the guards and the manager", queried)
+	}
 }
