@@ -95,7 +95,7 @@ func TestLintStrict(t *testing.T) {
 
 func TestGoldenRenders(t *testing.T) {
 	for name, values := range map[string][]string{
-		"default":      nil,
+		"default": nil,
 		"cert-manager": {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
 			"dashboard.enabled=true", "watchNamespaces={team-a,team-b}"},
 	} {
