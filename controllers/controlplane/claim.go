@@ -241,22 +241,7 @@ func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) 
 		merged.Counts = append(merged.Counts, cp.DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
 			Category: k.category, Code: k.code, Requests: v})
 	}
-	sort.Slice(merged.Counts, func(i, j int) bool {
-		a, b := merged.Counts[i], merged.Counts[j]
-		if a.Outcome != b.Outcome {
-			return a.Outcome < b.Outcome
-		}
-		if a.Generation != b.Generation {
-			return a.Generation < b.Generation
-		}
-		if a.Phase != b.Phase {
-			return a.Phase < b.Phase
-		}
-		if a.Category != b.Category {
-			return a.Category < b.Category
-		}
-		return a.Code < b.Code
-	})
+	sort.Slice(merged.Counts, func(i, j int) bool { return cp.LessCount(merged.Counts[i], merged.Counts[j]) })
 	matches := map[string]int64{}
 	if prev != nil {
 		for k, v := range prev.Matches {

@@ -187,7 +187,7 @@ func (a *Aggregator) Batch() (DecisionsRequest, uint64) {
 			gd.Counts = append(gd.Counts, DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
 				Category: k.cat, Code: k.code, Requests: v})
 		}
-		sort.Slice(gd.Counts, func(i, j int) bool { return lessCount(gd.Counts[i], gd.Counts[j]) })
+		sort.Slice(gd.Counts, func(i, j int) bool { return LessCount(gd.Counts[i], gd.Counts[j]) })
 		if len(g.matches) > 0 {
 			gd.Matches = make(map[string]int64, len(g.matches))
 			for k, v := range g.matches {
@@ -216,7 +216,9 @@ func (a *Aggregator) Batch() (DecisionsRequest, uint64) {
 	return req, a.version
 }
 
-func lessCount(a, b DecisionCount) bool {
+// LessCount is the order of counts in a batch and in a claim: outcome, generation, phase,
+// category, code.
+func LessCount(a, b DecisionCount) bool {
 	if a.Outcome != b.Outcome {
 		return a.Outcome < b.Outcome
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
@@ -220,16 +219,8 @@ func TestRenderIsAcceptedByTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := envtestutil.WriteKubeconfig(env, "admin", kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	kubectl := func(stdin string, args ...string) {

@@ -21,7 +21,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -132,16 +131,8 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &cluster{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), cs: kubernetes.NewForConfigOrDie(cfg)}
-	if err := os.WriteFile(c.kubeconfig, kc, 0o600); err != nil {
+	if err := envtestutil.WriteKubeconfig(env, "admin", c.kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	scheme := runtime.NewScheme()

@@ -45,3 +45,17 @@ func New() (*envtest.Environment, error) {
 		ErrorIfCRDPathMissing: true,
 	}, nil
 }
+
+// WriteKubeconfig writes a kubeconfig of a cluster-admin user of env to path (mode 0600),
+// for kubectl and for the binaries the tests and harnesses start.
+func WriteKubeconfig(env *envtest.Environment, name, path string) error {
+	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kc, 0o600)
+}

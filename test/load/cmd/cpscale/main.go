@@ -95,16 +95,8 @@ func run(n, sets int, out io.Writer) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
 	kubeconfig := filepath.Join(work, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := envtestutil.WriteKubeconfig(env, "admin", kubeconfig); err != nil {
 		return err
 	}
 	certDir := work

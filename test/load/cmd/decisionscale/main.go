@@ -32,7 +32,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -74,16 +73,8 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
 	kubeconfig := filepath.Join(work, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+	if err := envtestutil.WriteKubeconfig(env, "admin", kubeconfig); err != nil {
 		return err
 	}
 	if _, err := envtestutil.ServingCert(work, "127.0.0.1"); err != nil {
