@@ -417,3 +417,72 @@ func TestShippedSampleAppliedWithKubectl(t *testing.T) {
 		t.Errorf("answer %q: want the email redacted and the rest of the answer intact", got)
 	}
 }
+
+// TestATypoTheSchemaLetsThroughDoesNotSwitchThePolicyOff is a user's slip: a category name
+// misspelt in a `kubectl patch` of the shipped sample. The schema accepts it (categories
+// are names); the operator cannot compile it, says so on the Guardrail naming the field,
+// and the guard keeps redacting with the last good generation, also in the snapshots
+// pushed after it.
+func TestATypoTheSchemaLetsThroughDoesNotSwitchThePolicyOff(t *testing.T) {
+	c := startCluster(t)
+	p := newProvider(t)
+	certDir, work, snapDir := t.TempDir(), t.TempDir(), t.TempDir()
+	if _, err := envtestutil.ServingCert(certDir, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	startManager(t, c.kubeconfig, certDir, addr)
+	const ns = "support"
+	tokenFile := c.injectedPod(t, ns, "chat-1", work)
+	kubectl := func(args ...string) {
+		t.Helper()
+		args = append([]string{"--kubeconfig", c.kubeconfig, "-n", ns}, args...)
+		if out, err := exec.CommandContext(testContext(t), "kubectl", args...).CombinedOutput(); err != nil { //nolint:gosec // test arguments
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	kubectl("apply", "-f", filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	gd := startGuard(t, "", upstream(p.URL), subscribedTo("https://"+addr, tokenFile, filepath.Join(certDir, "ca.crt"), snapDir))
+	waitSummary(t, c, ns, "redact-pii-secrets", "1/1")
+	before := gd.waitReady()
+
+	kubectl("patch", "guardrail", "redact-pii-secrets", "--type", "merge", "-p", `{"spec":{"categories":["emial"]}}`)
+	g := &v1alpha1.Guardrail{}
+	eventually(t, "the Guardrail to say it is Stalled, naming the field", func() bool {
+		if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "redact-pii-secrets"}, g); err != nil {
+			return false
+		}
+		for _, cond := range g.Status.Conditions {
+			if cond.Type == v1alpha1.ConditionStalled && cond.Status == metav1.ConditionTrue {
+				return strings.Contains(cond.Message, "spec.categories[0]")
+			}
+		}
+		return false
+	})
+
+	// A valid change beside it, so that a new snapshot is certainly compiled and pushed:
+	// the broken Guardrail must be in it, in its last good form.
+	words := &v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
+		Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Keywords: []v1alpha1.KeywordRule{
+			{Category: "birds", Words: []string{"flamingo"}}}}}}
+	block := guardrail("web", "words", phases(v1alpha1.PhaseInput))
+	block.TypeMeta, block.Namespace = metav1.TypeMeta{}, ns
+	for _, o := range []client.Object{words, block} {
+		if err := c.k8s.Create(testContext(t), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gd.waitVersion(before)
+	eventually(t, "the new Guardrail in force", func() bool { return blocked(t, gd, "a flamingo") })
+
+	const email = "maria.gonzalez+support@example-mail.org"
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{
+		Deltas: fakeprovider.Chunks("Forward it to "+email+", she answers within a day.", 2)}}})
+	acc, _, err := chatStream(testContext(t), openaiClient(gd), chatParams("who handles refunds?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := acc.Choices[0].Message.Content; strings.Contains(got, "maria.gonzalez") || !strings.Contains(got, "[REDACTED:email]") {
+		t.Errorf("after a broken edit the guard stopped redacting: %q", got)
+	}
+}
