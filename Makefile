@@ -69,8 +69,8 @@ verify: manifests generate ## Fail when generated files or go.mod are stale or c
 		git status --porcelain -- api config charts go.mod go.sum; git diff --stat -- api config charts go.mod go.sum; exit 1; fi
 
 .PHONY: test
-test: controlplane $(HELM) vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary.
-	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) HELM=$(HELM) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
+test: controlplane cluster-build $(HELM) vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary, the single-node cluster suites.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) HELM=$(HELM) GUARDRAIL_CLUSTER_REQUIRED=1 go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/e2e)
 	@# The end-to-end suite builds the guard binary itself, which go test's cache cannot see: never cached.
 	go test -count=1 $(GO_TEST_FLAGS) ./test/e2e/...
 
@@ -89,6 +89,24 @@ mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in det
 .PHONY: load
 load: ## Run the guard's load benchmark against a plain reverse proxy (test/load/README.md), ~1.5 min.
 	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
+
+##@ Single-node cluster (root; test/cluster)
+
+CLUSTER ?= $(LOCALBIN)/cluster/cluster
+
+.PHONY: cluster-build
+cluster-build: ## Build the node components (kubelet, containerd, kube-proxy, CoreDNS, ...) into bin/cluster/bin and install Debian's runc, CNI plugins, iptables (cached; cold ~8 min).
+	hack/cluster/build.sh
+	go build -o $(CLUSTER) ./hack/cluster
+
+.PHONY: cluster-up
+cluster-up: cluster-build ## Start a real single-node cluster in namespaces of its own, operator image loaded; KUBECONFIG=bin/cluster/kubeconfig.
+	$(CLUSTER) up
+	$(CLUSTER) images
+
+.PHONY: cluster-down
+cluster-down: ## Stop the single-node cluster and check that nothing of it is left on the host (its data stays in bin/cluster).
+	@if [ -x $(CLUSTER) ]; then $(CLUSTER) down; else echo "no cluster was built"; fi
 
 ##@ Build
 

@@ -1,0 +1,91 @@
+// Command cluster runs the project's single-node Kubernetes cluster (test/cluster): every
+// component built from the Go module proxy, in namespaces of its own, the apiserver
+// forwarded to a loopback port of the host.
+//
+//	go run ./hack/cluster up       # start it (make cluster-up builds the components first)
+//	go run ./hack/cluster down     # stop exactly what up started, and check nothing is left
+//	go run ./hack/cluster status   # running or not, where the kubeconfig is
+//	go run ./hack/cluster images   # build the operator image and import it
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+)
+
+func main() {
+	cluster.RunSupervisorIfChild()
+	state := flag.String("state", "", "state directory (default bin/cluster of the repository)")
+	port := flag.Int("port", 16443, "host loopback port the apiserver is forwarded to (0: any free port)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: cluster [flags] up|down|status|images\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	l := cluster.DefaultLayout()
+	if *state != "" {
+		l.State = *state
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	start := time.Now()
+	var err error
+	switch flag.Arg(0) {
+	case "up":
+		if err = os.MkdirAll(l.State, 0o755); err != nil {
+			break
+		}
+		_, err = cluster.Up(ctx, l, cluster.Options{Port: *port, Log: logf})
+		if errors.Is(err, cluster.ErrAlreadyUp) {
+			logf("%v", err)
+			err = nil
+			break
+		}
+		if err == nil {
+			logf("\nThe cluster is up (%s). From this shell:\n  export KUBECONFIG=%s\n  kubectl get nodes\nReach a Service from the host with kubectl port-forward, e.g.\n  kubectl -n NAMESPACE port-forward svc/NAME 8080:80\nStop it with: make cluster-down", time.Since(start).Round(time.Second/10), l.Kubeconfig())
+		}
+	case "down":
+		if _, running := cluster.Running(l); !running {
+			logf("cluster: not running; removing what a killed run may have left")
+		}
+		if err = cluster.Down(ctx, l); err == nil {
+			logf("cluster: down in %s; no process, mount or cgroup of it is left", time.Since(start).Round(time.Second/10))
+		}
+	case "status":
+		if ns, ok := cluster.Running(l); ok {
+			fmt.Printf("running: supervisor pid %d, apiserver at https://127.0.0.1:%d, KUBECONFIG=%s, logs in %s\n", ns.Pid, ns.Port, l.Kubeconfig(), l.Logs())
+		} else {
+			fmt.Println("not running")
+			os.Exit(3)
+		}
+	case "images":
+		var c *cluster.Cluster
+		if c, err = cluster.Attach(l); err == nil {
+			err = c.LoadImages(ctx, cluster.OperatorImage)
+			if err == nil {
+				ref, _ := cluster.OperatorImageRef(l.Root)
+				logf("cluster: imported %s in %s", ref, time.Since(start).Round(time.Second/10))
+			}
+		}
+	default:
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cluster %s: %v\n", flag.Arg(0), err)
+		os.Exit(1)
+	}
+}
