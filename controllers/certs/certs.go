@@ -92,7 +92,10 @@ func Setup(mgr ctrl.Manager, o Options) (healthz.Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certs: %w", err)
 	}
-	if err := mgr.Add(secrets); err != nil {
+	// Wrapped so the manager starts it on every replica (with the caches), not only on the
+	// elected leader: a bare cache.Cache lands in the leader-election group, and a replica
+	// that is not the leader would never get its serving certificate, nor become ready.
+	if err := mgr.Add(replicaCache{secrets}); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(&mirror{cache: secrets, dir: o.CertDir, name: o.SecretName}); err != nil {
@@ -107,6 +110,14 @@ func Setup(mgr ctrl.Manager, o Options) (healthz.Checker, error) {
 		}
 	}, nil
 }
+
+// replicaCache is a cache the manager starts on every replica: it has GetCache, so the
+// manager puts it in its group of caches, started before the other runnables whether or
+// not this replica leads.
+type replicaCache struct{ cache.Cache }
+
+// GetCache returns the cache.
+func (c replicaCache) GetCache() cache.Cache { return c.Cache }
 
 // mirror writes the Secret's certificate into the certificate directory each time it
 // changes. Writing it (rather than mounting the Secret as a volume) makes a rotation reach

@@ -5,6 +5,7 @@
 //	go run ./hack/cluster up       # start it (make cluster-up builds the components first)
 //	go run ./hack/cluster down     # stop exactly what up started, and check nothing is left
 //	go run ./hack/cluster status   # running or not, where the kubeconfig is
+//	go run ./hack/cluster purge    # down, then delete the cluster's data (etcd, containerd, kubelet)
 //	go run ./hack/cluster images   # build the operator image and import it
 package main
 
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -26,7 +28,7 @@ func main() {
 	state := flag.String("state", "", "state directory (default bin/cluster of the repository)")
 	port := flag.Int("port", 16443, "host loopback port the apiserver is forwarded to (0: any free port)")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: cluster [flags] up|down|status|images\n")
+		fmt.Fprintf(os.Stderr, "usage: cluster [flags] up|down|status|images|purge\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -63,6 +65,11 @@ func main() {
 		}
 		if err = cluster.Down(ctx, l); err == nil {
 			logf("cluster: down in %s; no process, mount or cgroup of it is left", time.Since(start).Round(time.Second/10))
+		}
+	case "purge":
+		if err = cluster.Down(ctx, l); err == nil {
+			err = cluster.Purge(l)
+			logf("cluster: down, data deleted (the built components in %s stay)", filepath.Dir(l.Bin("kubelet")))
 		}
 	case "status":
 		if ns, ok := cluster.Running(l); ok {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,7 +95,7 @@ func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir string) error 
 		}
 	}()
 
-	provider := fakeprovider.New(fakeprovider.WithHandler(echo))
+	provider := fakeprovider.New(fakeprovider.WithHandler(fakeprovider.Echo))
 	defer provider.Close()
 
 	bin := filepath.Join(guardDir, "guard")
@@ -124,25 +123,6 @@ func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir string) error 
 		return fmt.Errorf("the local guard stopped: %w", err)
 	}
 	return nil
-}
-
-// echo answers every chat request by repeating its last message, streamed in small
-// deltas when asked to stream, so that what a policy does to an answer shows.
-func echo(r *fakeprovider.Request) fakeprovider.Script {
-	var body struct {
-		Messages []struct {
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	_ = json.Unmarshal(r.Body, &body)
-	text := "Hello from the demo provider."
-	if n := len(body.Messages); n > 0 {
-		var s string
-		if json.Unmarshal(body.Messages[n-1].Content, &s) == nil && s != "" {
-			text = "You said: " + s
-		}
-	}
-	return fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Chunks(text, 4)}}}
 }
 
 func waitForFile(ctx context.Context, path string) error {

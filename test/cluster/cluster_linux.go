@@ -309,6 +309,27 @@ func Down(ctx context.Context, l Layout) error {
 	return nil
 }
 
+// Purge deletes a stopped cluster's data: everything in the state directory but the built
+// components (bin/) and the command (cluster).
+func Purge(l Layout) error {
+	if _, running := Running(l); running {
+		return errors.New("the cluster is running: bring it down first")
+	}
+	ents, err := os.ReadDir(l.State)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Name() == "bin" || e.Name() == "cluster" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(l.State, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Leftovers lists what of the cluster recorded in ns is still on the host: processes in its
 // namespaces, mounts under its state directory, its cgroups, and whether its network
 // namespace (with its devices) still exists.

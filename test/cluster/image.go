@@ -313,3 +313,12 @@ func OperatorImageRef(root string) (string, error) {
 	}
 	return string(repo[1]) + ":" + string(app[1]), nil
 }
+
+// ProviderImageRef is the fake model provider's image (test/fakeprovider/cmd/fakeprovider:
+// it answers every chat request by repeating its last message; port 8080).
+const ProviderImageRef = "localhost/guardrail/fakeprovider:dev"
+
+// ProviderImage builds the fake model provider's image.
+func ProviderImage(ctx context.Context, root string) (Image, error) {
+	return GoImage(ctx, root, ProviderImageRef, map[string]string{"fakeprovider": "./test/fakeprovider/cmd/fakeprovider"}, "fakeprovider")
+}

@@ -57,6 +57,8 @@ type Provider struct {
 	seq         int
 	disconnects chan Disconnect
 	maxBody     int64
+	// forget: a long-running server (NewHandler) keeps no requests or responses.
+	forget bool
 }
 
 // Option configures a Provider.
@@ -77,6 +79,16 @@ func New(opts ...Option) *Provider {
 	}
 	p.srv = httptest.NewServer(p)
 	p.URL = p.srv.URL
+	return p
+}
+
+// NewHandler returns a provider that is only an http.Handler, for a long-running server of
+// its own (the demo provider image): it keeps no record of requests or responses.
+func NewHandler(opts ...Option) *Provider {
+	p := &Provider{disconnects: make(chan Disconnect, 64), maxBody: 64 << 20, forget: true}
+	for _, o := range opts {
+		o(p)
+	}
 	return p
 }
 
@@ -167,11 +179,13 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	p.mu.Lock()
-	p.requests = append(p.requests, req)
 	p.seq++
 	seq := p.seq
 	resp := &Response{Path: r.URL.Path}
-	p.responses = append(p.responses, resp)
+	if !p.forget {
+		p.requests = append(p.requests, req)
+		p.responses = append(p.responses, resp)
+	}
 	p.mu.Unlock()
 
 	fam, known := families[r.Method+" "+r.URL.Path]
