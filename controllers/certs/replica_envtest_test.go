@@ -23,15 +23,7 @@ import (
 // including one that never wins the election. (Seen on a real cluster: the second replica of
 // the chart stayed unready, its Secret cache started only on the leader.)
 func TestAReplicaThatIsNotTheLeaderGetsItsCertificate(t *testing.T) {
-	env, err := envtestutil.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	_, cfg := envtestutil.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := client.New(cfg, client.Options{})

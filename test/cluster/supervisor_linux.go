@@ -60,8 +60,9 @@ type supervisor struct {
 	mu     sync.Mutex
 	procs  map[int]*proc // by pid
 	order  []*proc
-	exited chan int
-	stop   bool
+	// stop is closed by the first SIGTERM or SIGINT.
+	stopSignal chan struct{}
+	stop       bool
 }
 
 // supervise runs as PID 1 of the cluster's namespaces: it prepares the mount and network
@@ -70,7 +71,7 @@ type supervisor struct {
 // reverse order. Its exit ends the pid namespace, which kills whatever is left in it.
 func supervise(l Layout) error {
 	logger := log.New(os.Stderr, "supervisor: ", log.LstdFlags|log.Lmicroseconds)
-	s := &supervisor{l: l, logger: logger, procs: map[int]*proc{}, exited: make(chan int, 64)}
+	s := &supervisor{l: l, logger: logger, procs: map[int]*proc{}, stopSignal: make(chan struct{})}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
 
@@ -97,21 +98,20 @@ func supervise(l Layout) error {
 	}
 	s.logger.Printf("all components started")
 	_ = os.WriteFile(l.path("run", "supervisor.ready"), []byte("ok\n"), 0o644)
-	<-s.stopRequested()
+	<-s.stopSignal
 	s.shutdown()
 	return nil
 }
-
-var stopCh = make(chan struct{})
-var stopOnce sync.Once
-
-func (s *supervisor) stopRequested() <-chan struct{} { return stopCh }
 
 func (s *supervisor) reap(sigs <-chan os.Signal) {
 	for sig := range sigs {
 		if sig != syscall.SIGCHLD {
 			s.logger.Printf("%v: stopping", sig)
-			stopOnce.Do(func() { close(stopCh) })
+			select {
+			case <-s.stopSignal:
+			default:
+				close(s.stopSignal)
+			}
 			continue
 		}
 		for {
@@ -125,14 +125,8 @@ func (s *supervisor) reap(sigs <-chan os.Signal) {
 			delete(s.procs, pid)
 			stopping := s.stop
 			s.mu.Unlock()
-			if ok {
-				if !stopping {
-					s.logger.Printf("%s (pid %d) exited unexpectedly: %v; see %s", p.name, pid, exitText(ws), filepath.Join(s.l.Logs(), p.name+".log"))
-				}
-				select {
-				case s.exited <- pid:
-				default:
-				}
+			if ok && !stopping {
+				s.logger.Printf("%s (pid %d) exited unexpectedly: %v; see %s", p.name, pid, exitText(ws), filepath.Join(s.l.Logs(), p.name+".log"))
 			}
 		}
 	}

@@ -122,15 +122,7 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	env, err := envtestutil.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
+	env, cfg := envtestutil.Start(t)
 	c := &cluster{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), cs: kubernetes.NewForConfigOrDie(cfg)}
 	if err := envtestutil.WriteKubeconfig(env, "admin", c.kubeconfig); err != nil {
 		t.Fatal(err)
@@ -138,6 +130,7 @@ func startCluster(t *testing.T) *cluster {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
+	var err error
 	if c.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -44,6 +46,21 @@ func New() (*envtest.Environment, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}, nil
+}
+
+// Start starts an environment of New for one test and stops it when the test ends.
+func Start(t testing.TB) (*envtest.Environment, *rest.Config) {
+	t.Helper()
+	env, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	return env, cfg
 }
 
 // WriteKubeconfig writes a kubeconfig of a cluster-admin user of env to path (mode 0600),
