@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -141,6 +142,15 @@ func TestSingleNodeCluster(t *testing.T) {
 		_ = resp.Body.Close()
 		if !strings.Contains(string(body), "hello from web") {
 			t.Errorf("through port-forward: %q", body)
+		}
+	})
+	t.Run("a second up says the cluster is already up and leaves it running", func(t *testing.T) {
+		_, err := cluster.Up(ctx, c.Layout, cluster.Options{})
+		if !errors.Is(err, cluster.ErrAlreadyUp) {
+			t.Fatalf("second up: %v, want ErrAlreadyUp", err)
+		}
+		if _, err := c.Client.CoreV1().Pods("smoke").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+			t.Fatalf("the cluster after a second up: %v", err)
 		}
 	})
 	t.Run("down leaves no process, mount, cgroup, network device or sysctl change behind", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package incluster
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,6 +71,21 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 			t.Errorf("the answer did not come from the provider: %s", out)
 		}
 	})
+	t.Run("a streamed answer, the address split across 4-character deltas, reaches the app with no part of it", func(t *testing.T) {
+		u := user{t: t, c: c}
+		const addr = "maria.gonzalez-iglesias@correo.example.es"
+		out := u.kubectl("-n", "demo", "exec", "app", "-c", "app", "--", "sh", "-c",
+			`wget -qO- --header 'Content-Type: application/json' --post-data '{"model":"demo","stream":true,"messages":[{"role":"user","content":"reply to `+addr+` today"}]}' "$OPENAI_BASE_URL/chat/completions"`)
+		text := streamedText(t, out)
+		for _, part := range []string{"maria", "gonzalez", "iglesias", "correo", "example.es", "@"} {
+			if strings.Contains(text, part) {
+				t.Errorf("the client received %q of the address: %q", part, text)
+			}
+		}
+		if !strings.Contains(text, "[REDACTED:email]") || !strings.HasSuffix(strings.TrimSpace(text), "today") {
+			t.Errorf("streamed answer %q: want the address redacted and the text after it delivered", text)
+		}
+	})
 	t.Run("the decision is counted in the Guardrail's status", func(t *testing.T) {
 		u := user{t: t, c: c}
 		u.eventually(time.Minute, func(s string) bool { n, _ := strconv.Atoi(s); return n >= 1 },
@@ -85,6 +101,40 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 			}
 		}
 	})
+}
+
+// streamedText joins the content deltas of an OpenAI chat completion stream.
+func streamedText(t *testing.T, sse string) string {
+	t.Helper()
+	var b strings.Builder
+	done := false
+	for _, line := range strings.Split(sse, "\n") {
+		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("stream event %q: %v", data, err)
+		}
+		for _, c := range chunk.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+	}
+	if !done {
+		t.Fatalf("the stream did not end with [DONE]: %q", sse)
+	}
+	return b.String()
 }
 
 const providerManifest = `
