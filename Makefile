@@ -33,8 +33,17 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: dev
-dev: controlplane ## Run the operator locally on an embedded kube-apiserver and etcd, pod injector included; kubeconfig in bin/dev/kubeconfig.
-	go run ./hack/dev
+dev: cluster-build $(HELM) ## The whole product on the real single-node cluster (root): chart installed from the working tree, demo app guarded, traffic; addresses in bin/dev/env; runs until Ctrl-C or make dev-down.
+	go build -o $(LOCALBIN)/dev/dev ./hack/dev
+	$(LOCALBIN)/dev/dev -helm $(HELM) $(DEV_FLAGS)
+
+.PHONY: dev-down
+dev-down: ## Stop a running make dev (it stops what it started).
+	@if [ -x $(LOCALBIN)/dev/dev ]; then $(LOCALBIN)/dev/dev down; else echo "make dev was never run here"; fi
+
+.PHONY: dev-lite
+dev-lite: controlplane ## Without root: the operator on an embedded kube-apiserver and etcd, pod injector included, one local guard playing an injected pod; kubeconfig in bin/dev/kubeconfig.
+	go run ./hack/devlite
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases, descriptions rewrapped for kubectl explain), RBAC (config/rbac) and the webhook configuration (config/webhook) from the Go markers.

@@ -438,6 +438,7 @@ type CategoryCount struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Enforced",type=string,JSONPath=`.status.enforcement.summary`
 // +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.status.decisions.blocked`
+// +kubebuilder:printcolumn:name="Redacted",type=integer,JSONPath=`.status.decisions.redacted`
 // +kubebuilder:printcolumn:name="Would-Block",type=integer,JSONPath=`.status.decisions.wouldBlock`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -285,6 +285,16 @@ func (c *Cluster) Import(ctx context.Context, img Image) error {
 	return nil
 }
 
+// LayerDigest is the digest of img's only layer: it changes exactly when a file does, so
+// a pod template annotated with it rolls when the image under the same tag was rebuilt.
+func (img Image) LayerDigest() (string, error) {
+	layer, err := img.layer()
+	if err != nil {
+		return "", err
+	}
+	return digest(layer), nil
+}
+
 // OperatorImage is the project's image as the Dockerfile builds it: /manager and /guard,
 // nonroot, entrypoint /manager, under the reference the chart's default values name
 // (repository and the chart's appVersion), so the chart installs unchanged.
