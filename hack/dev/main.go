@@ -170,13 +170,22 @@ func run(ctx context.Context, root string, o options) error {
 			return err
 		}
 	}
-	say("deploying the fake provider (config/dev/provider.yaml) and the demo app (config/dev/demo.yaml)")
+	say("deploying the fake provider (config/dev/provider.yaml), namespace demo (config/dev/demo.yaml), the samples there, and the demo app (config/dev/chat.yaml)")
 	for _, step := range [][]string{
 		{"apply", "-f", "config/dev/provider.yaml"},
 		{"apply", "-f", "config/dev/demo.yaml"},
 		{"-n", "demo", "apply", "-f", "config/samples/"},
-		// A rebuilt image keeps its tag: the annotation rolls the demo pods onto the new guard.
-		{"-n", "demo", "patch", "deploy/chat", "-p", `{"spec":{"template":{"metadata":{"annotations":{"` + buildAnnotation + `":"` + build + `"}}}}}`},
+		// The app's first request goes out as it starts: the policies must be in effect.
+		{"-n", "demo", "wait", "--for=condition=Ready", "guardrails", "--all", "--timeout=2m"},
+	} {
+		if _, err := k.kubectl(ctx, step...); err != nil {
+			return err
+		}
+	}
+	if err := k.applyApp(ctx, build); err != nil {
+		return err
+	}
+	for _, step := range [][]string{
 		{"-n", "provider", "rollout", "status", "deploy/provider", "--timeout=3m"},
 		{"-n", "demo", "rollout", "status", "deploy/chat", "--timeout=3m"},
 	} {
@@ -291,6 +300,8 @@ Send your own request through the demo pod's guard:
     -d '{"model":"demo","messages":[{"role":"user","content":"call me on +44 20 7946 0958"}]}'
   or with any OpenAI SDK: OPENAI_BASE_URL=%[2]s OPENAI_API_KEY=unused
   or from inside the app: kubectl -n demo exec deploy/chat -c app -- sh (OPENAI_BASE_URL is set there)
+The app's first request, sent as it started (the guard enforced before the app ran):
+  kubectl -n demo logs deploy/chat -c app
 Metrics of the demo guard:  curl -s $GUARD_ADMIN_URL/metrics | grep ^guardrail_
 The provider, unguarded:    curl -s $PROVIDER_URL/v1/chat/completions -d '{"messages":[{"role":"user","content":"hi"}]}'
 Change a policy and watch:  kubectl -n demo edit guardrail redact-pii-secrets   (mode: Report → WOULD-REDACT)
@@ -338,6 +349,27 @@ func loadImages(ctx context.Context, c *cluster.Cluster) (string, error) {
 		return "", err
 	}
 	return strings.TrimPrefix(id, "sha256:")[:12], nil
+}
+
+// applyApp applies config/dev/chat.yaml with the image build in its pod template, so the
+// demo pods roll onto a rebuilt guard (same tag) and stay when nothing changed.
+func (k kube) applyApp(ctx context.Context, build string) error {
+	b, err := os.ReadFile(filepath.Join(k.root, "config", "dev", "chat.yaml"))
+	if err != nil {
+		return err
+	}
+	const anchor = "      annotations:\n"
+	if !bytes.Contains(b, []byte(anchor)) {
+		return errors.New("config/dev/chat.yaml: no pod template annotations to add the build to")
+	}
+	b = bytes.Replace(b, []byte(anchor), []byte(anchor+"        "+buildAnnotation+": \""+build+"\"\n"), 1)
+	cmd := exec.CommandContext(ctx, "kubectl", "apply", "-f", "-")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig)
+	cmd.Stdin = bytes.NewReader(b)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("kubectl apply -f config/dev/chat.yaml: %w\n%s", err, out)
+	}
+	return nil
 }
 
 func (k kube) helmInstall(ctx context.Context, build string) (string, error) {

@@ -81,6 +81,18 @@ func (u user) eventually(timeout time.Duration, ok func(string) bool, args ...st
 	}
 }
 
+// until polls ok every half second until it holds, or fails the test after timeout.
+func (u user) until(timeout time.Duration, ok func() bool) {
+	u.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			u.t.Fatalf("not so after %s", timeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func helmBinary(t *testing.T) string {
 	if h := os.Getenv("HELM"); h != "" {
 		return h
