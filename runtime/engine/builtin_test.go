@@ -133,7 +133,7 @@ func TestBuiltinMatchSplitAcrossDeltasIsNeverReleasedInPart(t *testing.T) {
 // each evaluation is incremental, so the cost per event does not grow with the stream.
 func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
 	words := strings.Fields("Here is a practical plan for your garden: raised beds, beans on a trellis, lettuce in the shade, and a rota for watering.")
-	for _, events := range []int{200, 2000} {
+	for _, events := range []int{200, 2000, 20000, 100000} {
 		b.Run(fmt.Sprintf("events=%d", events), func(b *testing.B) {
 			e, _ := compileDetectors(b, v1alpha1.ActionRedact, 0, nil, v1alpha1.PackPII, v1alpha1.PackSecrets)
 			ctx := context.Background()
