@@ -216,6 +216,7 @@ func run(ctx context.Context, root string, o options) error {
 	if err := writeEnv(o.dir, env); err != nil {
 		return err
 	}
+	defer os.Remove(filepath.Join(o.dir, "env")) // its addresses end with this run
 	say("sending a little traffic through the demo guard")
 	for _, line := range demoTraffic(ctx, env["OPENAI_BASE_URL"]) {
 		fmt.Fprintf(os.Stderr, "    %s\n", line)

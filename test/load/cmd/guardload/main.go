@@ -58,6 +58,8 @@ func main() {
 		err = runPlainProxy(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "ttfc":
 		err = runTTFC(ctx, os.Args[2:], os.Stdout)
+	case len(os.Args) > 1 && os.Args[1] == "linear":
+		err = runLinear(ctx, os.Args[2:], os.Stdout)
 	default:
 		var cfg config
 		if cfg, err = parseFlags(os.Args[1:]); err == nil {

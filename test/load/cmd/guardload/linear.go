@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// guardload linear (issue 15, "linear streams"): the guard's CPU per streamed character
+// must not grow with the length of the answer. For each policy — the built-in packs
+// together and each alone, on the Stream phase with the streaming defaults (every delta
+// judged, hold-back following pending matches), plus Output — one guard process is sent
+// answers of 10 KB to 3 MB in deltas of --event-chars, about 3 MB of answer text per size,
+// and its CPU time is read from /proc before and after. PASS when the most expensive size
+// costs at most 1.5× the cheapest per character. Every answer must arrive whole: a lost
+// or changed character fails the run.
+
+// linearPolicies are the guard configurations measured.
+var linearPolicies = []struct{ name, packs string }{
+	{"pii, secrets, prompt-injection", "[pii, secrets, prompt-injection]"},
+	{"pii", "[pii]"},
+	{"secrets", "[secrets]"},
+	{"prompt-injection", "[prompt-injection]"},
+}
+
+// linearMaxRatio is the target: per-character CPU of the largest over the smallest size.
+const linearMaxRatio = 1.5
+
+type linearConfig struct {
+	guardBin   string
+	sizes      []int
+	eventChars int
+	perSize    int
+	strict     bool
+}
+
+func runLinear(ctx context.Context, args []string, out io.Writer) error {
+	var cfg linearConfig
+	fs := flag.NewFlagSet("guardload linear", flag.ContinueOnError)
+	fs.StringVar(&cfg.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./runtime/cmd/guard.")
+	sizes := fs.String("sizes", "10000,100000,1000000,3000000", "Answer sizes in bytes of text, comma-separated.")
+	fs.IntVar(&cfg.eventChars, "event-chars", 32, "Characters of text per streamed delta.")
+	fs.IntVar(&cfg.perSize, "text-per-size", 3000000, "Bytes of answer text streamed at each size (a small answer is repeated), so that each figure rests on enough CPU time to read.")
+	fs.BoolVar(&cfg.strict, "strict", false, "Exit with status 1 when a policy misses the target.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < cfg.eventChars {
+			return fmt.Errorf("--sizes: %q", s)
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	dir, err := os.MkdirTemp("", "guardload-linear-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if cfg.guardBin == "" {
+		if cfg.guardBin, err = buildGuard(ctx, dir); err != nil {
+			return err
+		}
+	}
+
+	prov := newLongProvider(cfg.eventChars)
+	for _, size := range cfg.sizes { // rendered before the server reads them concurrently
+		prov.stream(size)
+	}
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: prov, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Close() }()
+	providerURL := "http://" + ln.Addr().String()
+
+	_, _ = fmt.Fprintf(out, "Linear streams: guard CPU per streamed character, answers of %s in %d-character deltas (%s of text per size)\n",
+		sizeList(cfg.sizes), cfg.eventChars, human(cfg.perSize))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "policy (Stream + Output, streaming defaults)\t"
+	for _, s := range cfg.sizes {
+		header += human(s) + " µs/KB\t"
+	}
+	_, _ = fmt.Fprintln(tw, header+"max/min\tpeak RSS\ttarget\t")
+	pass := true
+	for _, p := range linearPolicies {
+		row, ok, err := measureLinear(ctx, &cfg, dir, providerURL, prov, p.name, p.packs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		pass = pass && ok
+		_, _ = fmt.Fprintln(tw, row)
+	}
+	_ = tw.Flush()
+	if cfg.strict && !pass {
+		return errors.New("linear streams: target missed")
+	}
+	return nil
+}
+
+// measureLinear runs one guard with the packs and streams every size through it.
+func measureLinear(ctx context.Context, cfg *linearConfig, dir, providerURL string, prov *longProvider, name, packs string) (string, bool, error) {
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(linearPolicyYAML(packs)), 0o600); err != nil {
+		return "", false, err
+	}
+	addr, err := freePort(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	admin, err := freePort(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	g, err := startChild("guard", cfg.guardBin, []string{"--listen", addr, "--admin-listen", admin,
+		"--openai-upstream", providerURL, "--policy-file", policy, "--log-level", "warn"}, nil)
+	if err != nil {
+		return "", false, err
+	}
+	defer g.stop(10 * time.Second)
+	if err := g.waitReady(ctx, "http://"+admin+"/readyz", 30*time.Second); err != nil {
+		return "", false, err
+	}
+	client := &http.Client{Transport: newTransport()}
+	row := name + "\t"
+	var lo, hi float64
+	for i, size := range cfg.sizes {
+		reps := max(1, cfg.perSize/size)
+		before, err := cpuTime(g.pid())
+		if err != nil {
+			return "", false, err
+		}
+		for range reps {
+			if err := streamOnce(ctx, client, "http://"+addr, prov.text(size)); err != nil {
+				return "", false, fmt.Errorf("a %s answer: %w", human(size), err)
+			}
+		}
+		after, err := cpuTime(g.pid())
+		if err != nil {
+			return "", false, err
+		}
+		perKB := float64(after.sub(before).total().Microseconds()) / (float64(reps*size) / 1000)
+		if i == 0 || perKB < lo {
+			lo = perKB
+		}
+		hi = max(hi, perKB)
+		row += fmt.Sprintf("%.0f\t", perKB)
+	}
+	m, err := memStatus(g.pid())
+	if err != nil {
+		return "", false, err
+	}
+	ratio := hi / lo
+	ok := ratio <= linearMaxRatio
+	return row + fmt.Sprintf("%.2f×\t%.1f MiB\t%s ≤ %.1f×\t", ratio, float64(m.hwm)/(1<<20), passFail(ok), linearMaxRatio), ok, nil
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func linearPolicyYAML(packs string) string {
+	return `apiVersion: guardrail.dev/v1alpha1
+kind: Classifier
+metadata:
+  name: builtin
+spec:
+  builtin:
+    packs: ` + packs + `
+---
+apiVersion: guardrail.dev/v1alpha1
+kind: Guardrail
+metadata:
+  name: long-answers
+spec:
+  mode: Enforce
+  classifierRef:
+    name: builtin
+  phases: [Stream, Output]
+  threshold: 1
+  action: Block
+  reason: blocked
+`
+}
+
+// streamOnce asks for a streamed answer of want and checks that exactly want arrives.
+func streamOnce(ctx context.Context, client *http.Client, base, want string) error {
+	body := fmt.Sprintf(`{"model":"long","stream":true,"messages":[{"role":"user","content":"Write %d characters."}]}`, len(want))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	var got strings.Builder
+	got.Grow(len(want))
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		if !ok || string(data) == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return fmt.Errorf("event %q: %w", data, err)
+		}
+		for _, c := range chunk.Choices {
+			got.WriteString(c.Delta.Content)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if got.String() != want {
+		return fmt.Errorf("the answer arrived changed: %d characters, want %d", got.Len(), len(want))
+	}
+	return nil
+}
+
+// longProvider streams a chat completion whose text is the first n bytes of a long prose
+// answer, n read from the prompt ("Write N characters."), in deltas of eventChars. The
+// stream of each size is rendered once, before serving.
+type longProvider struct {
+	eventChars int
+	prose      string
+	streams    map[int][]byte
+}
+
+func newLongProvider(eventChars int) *longProvider {
+	return &longProvider{eventChars: eventChars, streams: map[int][]byte{}}
+}
+
+// text is the answer of n characters.
+func (p *longProvider) text(n int) string {
+	if len(p.prose) < n {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString(answerProse)
+			b.WriteString(" ")
+		}
+		p.prose = b.String()
+	}
+	return p.prose[:n]
+}
+
+func (p *longProvider) stream(n int) []byte {
+	if s, ok := p.streams[n]; ok {
+		return s
+	}
+	text := p.text(n)
+	var b bytes.Buffer
+	chunk := func(delta, finish string) {
+		d, _ := json.Marshal(delta)
+		f := "null"
+		if finish != "" {
+			f = strconv.Quote(finish)
+		}
+		fmt.Fprintf(&b, `data: {"id":"chatcmpl-long","object":"chat.completion.chunk","created":1700000000,"model":"long","choices":[{"index":0,"delta":{"content":%s},"finish_reason":%s}]}`+"\n\n", d, f)
+	}
+	b.WriteString(`data: {"id":"chatcmpl-long","object":"chat.completion.chunk","created":1700000000,"model":"long","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
+	for i := 0; i < len(text); i += p.eventChars {
+		chunk(text[i:min(i+p.eventChars, len(text))], "")
+	}
+	b.WriteString(`data: {"id":"chatcmpl-long","object":"chat.completion.chunk","created":1700000000,"model":"long","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	p.streams[n] = b.Bytes()
+	return p.streams[n]
+}
+
+func (p *longProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	var n int
+	if _, err := fmt.Sscanf(req.Messages[0].Content, "Write %d characters.", &n); err != nil || n <= 0 {
+		http.Error(w, "bad prompt", http.StatusBadRequest)
+		return
+	}
+	s, ok := p.streams[n]
+	if !ok {
+		http.Error(w, "size not prepared", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = w.Write(s)
+}
+
+func human(n int) string {
+	switch {
+	case n >= 1000000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64) + " MB"
+	case n >= 1000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', -1, 64) + " KB"
+	}
+	return strconv.Itoa(n) + " B"
+}
+
+func sizeList(sizes []int) string {
+	s := make([]string, len(sizes))
+	for i, n := range sizes {
+		s[i] = human(n)
+	}
+	return strings.Join(s, ", ")
+}
