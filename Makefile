@@ -78,7 +78,7 @@ verify: manifests generate ## Fail when generated files or go.mod are stale or c
 		git status --porcelain -- api config charts go.mod go.sum; git diff --stat -- api config charts go.mod go.sum; exit 1; fi
 
 .PHONY: test
-test: controlplane cluster-build $(HELM) vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary, the single-node cluster suites.
+test: controlplane cluster-build $(HELM) lua vet ## Run every test: unit, fuzz seeds, envtest suites against a real kube-apiserver and etcd, end-to-end with the real guard binary, the single-node cluster suites.
 	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) HELM=$(HELM) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/e2e -e /test/cluster -e /test/incluster)
 	@# The end-to-end suite builds the guard binary itself, which go test's cache cannot see: never cached.
 	go test -count=1 $(GO_TEST_FLAGS) ./test/e2e/...
@@ -133,6 +133,10 @@ build: ## Build the manager and the guard into bin/.
 .PHONY: controlplane
 controlplane: ## Build kube-apiserver and etcd from the Go module proxy into bin/controlplane (cached).
 	CONTROLPLANE_DIR=$(CONTROLPLANE_DIR) hack/setup-controlplane.sh
+
+.PHONY: lua
+lua: ## Install Debian's lua5.4 when it is missing: test/gitops runs the Argo CD health checks with it.
+	hack/install-lua.sh
 
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Install the pinned tools into bin/.
