@@ -100,8 +100,9 @@ mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in det
 	go run ./hack/mutation --gremlins $(GREMLINS) $(MUTATION_FLAGS)
 
 .PHONY: load
-load: ## Run the guard's load benchmark against a plain reverse proxy (test/load/README.md), ~1.5 min.
+load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams check (test/load/README.md), ~2.5 min.
 	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
+	go run ./test/load/cmd/guardload linear $(LINEAR_FLAGS)
 
 ##@ Single-node cluster (root; test/cluster)
 
