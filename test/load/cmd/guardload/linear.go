@@ -22,18 +22,20 @@ import (
 // guardload linear (issue 15, "linear streams"): the guard's CPU per streamed character
 // must not grow with the length of the answer. For each policy — the built-in packs
 // together and each alone, on the Stream phase with the streaming defaults (every delta
-// judged, hold-back following pending matches), plus Output — one guard process is sent
+// judged, hold-back following pending matches) and Output, and the three on Stream
+// alone — one guard process is sent
 // answers of 10 KB to 3 MB in deltas of --event-chars, about 3 MB of answer text per size,
 // and its CPU time is read from /proc before and after. PASS when the most expensive size
 // costs at most 1.5× the cheapest per character. Every answer must arrive whole: a lost
 // or changed character fails the run.
 
 // linearPolicies are the guard configurations measured.
-var linearPolicies = []struct{ name, packs string }{
-	{"pii, secrets, prompt-injection", "[pii, secrets, prompt-injection]"},
-	{"pii", "[pii]"},
-	{"secrets", "[secrets]"},
-	{"prompt-injection", "[prompt-injection]"},
+var linearPolicies = []struct{ name, packs, phases string }{
+	{"pii, secrets, prompt-injection", "[pii, secrets, prompt-injection]", "[Stream, Output]"},
+	{"pii", "[pii]", "[Stream, Output]"},
+	{"secrets", "[secrets]", "[Stream, Output]"},
+	{"prompt-injection", "[prompt-injection]", "[Stream, Output]"},
+	{"all three, Stream only", "[pii, secrets, prompt-injection]", "[Stream]"},
 }
 
 // linearMaxRatio is the target: per-character CPU of the largest over the smallest size.
@@ -92,14 +94,14 @@ func runLinear(ctx context.Context, args []string, out io.Writer) error {
 	_, _ = fmt.Fprintf(out, "Linear streams: guard CPU per streamed character, answers of %s in %d-character deltas (%s of text per size)\n",
 		sizeList(cfg.sizes), cfg.eventChars, human(cfg.perSize))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := "policy (Stream + Output, streaming defaults)\t"
+	header := "packs (streaming defaults)\t"
 	for _, s := range cfg.sizes {
 		header += human(s) + " µs/KB\t"
 	}
 	_, _ = fmt.Fprintln(tw, header+"max/min\tpeak RSS\ttarget\t")
 	pass := true
 	for _, p := range linearPolicies {
-		row, ok, err := measureLinear(ctx, &cfg, dir, providerURL, prov, p.name, p.packs)
+		row, ok, err := measureLinear(ctx, &cfg, dir, providerURL, prov, p.name, linearPolicyYAML(p.packs, p.phases))
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -114,9 +116,9 @@ func runLinear(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // measureLinear runs one guard with the packs and streams every size through it.
-func measureLinear(ctx context.Context, cfg *linearConfig, dir, providerURL string, prov *longProvider, name, packs string) (string, bool, error) {
+func measureLinear(ctx context.Context, cfg *linearConfig, dir, providerURL string, prov *longProvider, name, policyYAML string) (string, bool, error) {
 	policy := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(linearPolicyYAML(packs)), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(policyYAML), 0o600); err != nil {
 		return "", false, err
 	}
 	addr, err := freePort(ctx)
@@ -177,7 +179,7 @@ func passFail(ok bool) string {
 	return "FAIL"
 }
 
-func linearPolicyYAML(packs string) string {
+func linearPolicyYAML(packs, phases string) string {
 	return `apiVersion: guardrail.dev/v1alpha1
 kind: Classifier
 metadata:
@@ -194,7 +196,7 @@ spec:
   mode: Enforce
   classifierRef:
     name: builtin
-  phases: [Stream, Output]
+  phases: ` + phases + `
   threshold: 1
   action: Block
   reason: blocked
