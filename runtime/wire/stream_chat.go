@@ -389,7 +389,7 @@ func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, erro
 	}
 	kept := choices[:0]
 	for _, raw := range choices {
-		co, err := parseObject(raw)
+		co, err := walkObject(raw) // a value of o: valid, and o's own copy
 		if err != nil {
 			return dst, malformed(FamilyChat, "choice: %v", err)
 		}

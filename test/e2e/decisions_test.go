@@ -308,14 +308,23 @@ func scrape(t *testing.T, url string) string {
 }
 
 // column returns the value under header in a two-line kubectl table.
+// column reads a cell of kubectl's table by the position of its header: cells may be
+// empty (a counter that is zero is not printed), so splitting on whitespace would shift
+// the later columns.
 func column(lines []string, header string) string {
-	h, v := strings.Fields(lines[0]), strings.Fields(lines[1])
-	for i := range h {
-		if h[i] == header && i < len(v) {
-			return v[i]
+	at := -1
+	for i := 0; i+len(header) <= len(lines[0]); i++ {
+		if lines[0][i:i+len(header)] == header && (i == 0 || lines[0][i-1] == ' ') &&
+			(i+len(header) == len(lines[0]) || lines[0][i+len(header)] == ' ') {
+			at = i
+			break
 		}
 	}
-	return ""
+	if at < 0 || at >= len(lines[1]) {
+		return ""
+	}
+	cell, _, _ := strings.Cut(lines[1][at:], " ")
+	return cell
 }
 
 func grepLines(s, substr string) string {
