@@ -36,13 +36,16 @@ func walkObject(b []byte) (*object, error) {
 	if !ok {
 		return nil, errNotObject
 	}
-	o := &object{}
+	o := &object{keys: make([]string, 0, 8), vals: make([]json.RawMessage, 0, 8)}
 	for {
 		k, v, ok := it.member()
 		if !ok {
 			break
 		}
-		key := string(k)
+		key, known := commonKeys[string(k)] // no allocation for the keys every event has
+		if !known {
+			key = string(k)
+		}
 		if bytes.IndexByte(k, '\\') >= 0 {
 			u, ok := unescape(nil, k)
 			if !ok {
@@ -54,6 +57,24 @@ func walkObject(b []byte) (*object, error) {
 	}
 	return o, nil
 }
+
+// commonKeys are the member names of the events and responses the guard rewrites, so that
+// parsing one does not allocate a string per key.
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"id", "object", "created", "model", "choices", "index", "delta", "message", "content",
+		"role", "finish_reason", "logprobs", "usage", "system_fingerprint", "service_tier",
+		"refusal", "tool_calls", "function", "name", "arguments", "type", "annotations",
+		"obfuscation", "text", "item_id", "output_index", "content_index", "sequence_number",
+		"response", "item", "part", "output", "status", "stop_reason", "stop_sequence",
+		"content_block", "input", "partial_json", "prompt_tokens", "completion_tokens",
+		"total_tokens", "input_tokens", "output_tokens",
+	} {
+		m[k] = k
+	}
+	return m
+}()
 
 // errInvalidJSON says why b is not valid JSON, as encoding/json would.
 func errInvalidJSON(b []byte) error {
@@ -154,8 +175,11 @@ func (o *object) appendTo(dst []byte) []byte {
 func (o *object) bytes() []byte { return o.appendTo(nil) }
 
 // marshalArray returns a JSON array of raw values.
-func marshalArray(vals []json.RawMessage) []byte {
-	dst := []byte{'['}
+func marshalArray(vals []json.RawMessage) []byte { return appendArray(nil, vals) }
+
+// appendArray appends a JSON array of raw values.
+func appendArray(dst []byte, vals []json.RawMessage) []byte {
+	dst = append(dst, '[')
 	for i, v := range vals {
 		if i > 0 {
 			dst = append(dst, ',')
@@ -163,6 +187,21 @@ func marshalArray(vals []json.RawMessage) []byte {
 		dst = append(dst, v...)
 	}
 	return append(dst, ']')
+}
+
+// jsonInt reads a JSON integer (an index) without reflection; ok is false for anything else.
+func jsonInt(v []byte) (n int, ok bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || len(v) > 9 {
+		return 0, false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // jsonString returns s as a JSON string.

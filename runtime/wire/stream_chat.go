@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
@@ -32,6 +31,8 @@ type chatCodec struct {
 	// upstream's usage chunk.
 	curUsage, usageSent bool
 	scratch             []byte
+	// rewrite holds the parts of the event rest is rewriting.
+	rewrite []byte
 }
 
 func newChatCodec(s *Stream) *chatCodec {
@@ -375,11 +376,13 @@ var chatJudgedKeys = []string{"content", "reasoning_content", "reasoning", "tool
 
 func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, error) {
 	defer c.sent()
+	c.rewrite = c.rewrite[:0]
 	if !stripped {
 		c.usageSent = c.usageSent || c.curUsage
 		return append(dst, ev.Raw...), nil
 	}
-	o, err := parseObject(ev.Data)
+	// decode validated the event, and nothing here writes into it: walk it in place.
+	o, err := walkObject(ev.Data)
 	if err != nil {
 		return dst, malformed(FamilyChat, "chunk: %v", err)
 	}
@@ -400,8 +403,7 @@ func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, erro
 		for _, k := range chatJudgedKeys {
 			d.del(k)
 		}
-		var idx int
-		if json.Unmarshal(co.get("index"), &idx) == nil && c.choice(idx).roleSent {
+		if idx, ok := jsonInt(co.get("index")); ok && c.choice(idx).roleSent {
 			// The releases written before carried the role already.
 			d.del("role")
 		}
@@ -416,15 +418,25 @@ func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, erro
 		if !nonNull && !co.has("finish_reason") {
 			continue
 		}
-		co.set("delta", d.bytes())
-		kept = append(kept, co.bytes())
+		// The rewritten parts go into one scratch buffer: appending never moves what an
+		// earlier slice of it holds, and nothing of it outlives this call.
+		start := len(c.rewrite)
+		c.rewrite = d.appendTo(c.rewrite)
+		co.set("delta", c.rewrite[start:])
+		start = len(c.rewrite)
+		c.rewrite = co.appendTo(c.rewrite)
+		kept = append(kept, c.rewrite[start:])
 	}
 	if len(kept) == 0 && !o.has("usage") {
 		return dst, nil
 	}
 	c.usageSent = c.usageSent || c.curUsage
-	o.set("choices", marshalArray(kept))
-	return sse.AppendJSONEvent(dst, "", o.bytes()), nil
+	start := len(c.rewrite)
+	c.rewrite = appendArray(c.rewrite, kept)
+	o.set("choices", c.rewrite[start:])
+	start = len(c.rewrite)
+	c.rewrite = o.appendTo(c.rewrite)
+	return sse.AppendJSONEvent(dst, "", c.rewrite[start:]), nil
 }
 
 // appendHead appends the start of a chunk built on the template, up to "choices":.
