@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&o.guardPort, "guard-port", 18000, "loopback port forwarded to the demo pod's guard (OPENAI_BASE_URL)")
 	flag.IntVar(&o.adminPort, "admin-port", 18090, "loopback port forwarded to the demo guard's /readyz and /metrics (GUARD_ADMIN_URL)")
 	flag.IntVar(&o.provPort, "provider-port", 18080, "loopback port forwarded to the fake provider (PROVIDER_URL)")
-	flag.BoolVar(&o.keep, "keep", false, "leave everything running on exit (stop it later with make dev-down, then make cluster-down)")
+	flag.BoolVar(&o.keep, "keep", false, "leave the cluster, the release and the demo running on exit (make cluster-down stops the cluster later)")
 	flag.StringVar(&o.dir, "dir", filepath.Join(root, "bin", "dev"), "where the env and pid files go")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: dev [flags] [down]\n")
@@ -303,9 +303,10 @@ Send your own request through the demo pod's guard:
   or from inside the app: kubectl -n demo exec deploy/chat -c app -- sh (OPENAI_BASE_URL is set there)
 The app's first request, sent as it started (the guard enforced before the app ran):
   kubectl -n demo logs deploy/chat -c app
-Metrics of the demo guard:  curl -s $GUARD_ADMIN_URL/metrics | grep ^guardrail_
+Metrics of the demo guard:  curl -s $GUARD_ADMIN_URL/metrics | grep ^guard_
 The provider, unguarded:    curl -s $PROVIDER_URL/v1/chat/completions -d '{"messages":[{"role":"user","content":"hi"}]}'
-Change a policy and watch:  kubectl -n demo edit guardrail redact-pii-secrets   (mode: Report → WOULD-REDACT)
+Change a policy and watch:  kubectl -n demo patch guardrail redact-pii-secrets --type merge -p '{"spec":{"mode":"Report"}}'
+                            then the answers keep the address and status.decisions.wouldRedact counts
 Stop: Ctrl-C here, or make dev-down.
 `, dir, env["OPENAI_BASE_URL"])
 }
