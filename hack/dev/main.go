@@ -107,13 +107,13 @@ func run(ctx context.Context, root string, o options) error {
 			return fmt.Errorf("loopback port %d is taken (%v); pick others with DEV_FLAGS='-guard-port N -admin-port N -provider-port N'", p, err)
 		}
 	}
-	if err := os.MkdirAll(o.dir, 0o755); err != nil {
+	if err := os.MkdirAll(o.dir, 0o750); err != nil {
 		return err
 	}
-	if err := os.WriteFile(pidFile(o.dir), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := os.WriteFile(pidFile(o.dir), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		return err
 	}
-	defer os.Remove(pidFile(o.dir))
+	defer func() { _ = os.Remove(pidFile(o.dir)) }()
 
 	var c *cluster.Cluster
 	startedCluster := false
@@ -126,7 +126,7 @@ func run(ctx context.Context, root string, o options) error {
 	} else {
 		say("starting the single-node cluster (state in %s)", l.State)
 		var err error
-		if err = os.MkdirAll(l.State, 0o755); err != nil {
+		if err = os.MkdirAll(l.State, 0o750); err != nil {
 			return err
 		}
 		if c, err = cluster.Up(ctx, l, cluster.Options{Port: 16443}); err != nil {
@@ -216,7 +216,7 @@ func run(ctx context.Context, root string, o options) error {
 	if err := writeEnv(o.dir, env); err != nil {
 		return err
 	}
-	defer os.Remove(filepath.Join(o.dir, "env")) // its addresses end with this run
+	defer func() { _ = os.Remove(filepath.Join(o.dir, "env")) }() // its addresses end with this run
 	say("sending a little traffic through the demo guard")
 	for _, line := range demoTraffic(ctx, env["OPENAI_BASE_URL"]) {
 		fmt.Fprintf(os.Stderr, "    %s\n", line)
@@ -487,7 +487,7 @@ func post(ctx context.Context, url, body string) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return b, resp.StatusCode, err
 }
@@ -499,7 +499,7 @@ func waitHTTP(ctx context.Context, url string) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -520,11 +520,11 @@ func writeEnv(dir string, env map[string]string) error {
 		fmt.Fprintf(&b, "export %s=%q\n", k, env[k])
 	}
 	b.WriteString("# The fake provider ignores keys; the SDKs want one set.\nexport OPENAI_API_KEY=unused ANTHROPIC_API_KEY=unused\n")
-	return os.WriteFile(filepath.Join(dir, "env"), b.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, "env"), b.Bytes(), 0o600)
 }
 
 func portFree(p int) error {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", fmt.Sprintf("127.0.0.1:%d", p))
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,15 +50,6 @@ func (u user) helm(args ...string) string {
 		u.t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
-}
-
-func (u user) apply(manifest string) {
-	u.t.Helper()
-	f := filepath.Join(u.t.TempDir(), "manifest.yaml")
-	if err := os.WriteFile(f, []byte(manifest), 0o600); err != nil {
-		u.t.Fatal(err)
-	}
-	u.kubectl("apply", "-f", f)
 }
 
 // eventually polls kubectl args until the output satisfies ok, or fails after timeout with

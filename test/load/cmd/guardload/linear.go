@@ -276,9 +276,9 @@ func (p *longProvider) text(n int) string {
 	return p.prose[:n]
 }
 
-func (p *longProvider) stream(n int) []byte {
-	if s, ok := p.streams[n]; ok {
-		return s
+func (p *longProvider) stream(n int) {
+	if _, ok := p.streams[n]; ok {
+		return
 	}
 	text := p.text(n)
 	var b bytes.Buffer
@@ -297,7 +297,6 @@ func (p *longProvider) stream(n int) []byte {
 	b.WriteString(`data: {"id":"chatcmpl-long","object":"chat.completion.chunk","created":1700000000,"model":"long","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
 	b.WriteString("data: [DONE]\n\n")
 	p.streams[n] = b.Bytes()
-	return p.streams[n]
 }
 
 func (p *longProvider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
