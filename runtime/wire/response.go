@@ -137,7 +137,7 @@ type chatResponse struct {
 
 func decodeChatResponse(body []byte, object bool) (Response, error) {
 	var r chatResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := checkedUnmarshal(body, &r); err != nil {
 		return Response{}, malformed(FamilyChat, "response: %v", err)
 	}
 	var resp Response

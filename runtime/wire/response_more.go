@@ -58,7 +58,7 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 			OutputTokens int64 `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := checkedUnmarshal(body, &r); err != nil {
 		return Response{}, malformed(FamilyResponses, "response: %v", err)
 	}
 	var resp Response
@@ -103,7 +103,7 @@ func rewriteResponsesResponse(o *object, byChannel map[Channel]*Content, finish 
 	kept := items[:0]
 	for _, raw := range items {
 		var it responsesOutputItem
-		if err := json.Unmarshal(raw, &it); err != nil {
+		if err := checkedUnmarshal(raw, &it); err != nil {
 			return err
 		}
 		io, err := parseObject(raw)
@@ -197,7 +197,7 @@ type messagesResponse struct {
 
 func decodeMessagesResponse(body []byte, object bool) (Response, error) {
 	var r messagesResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := checkedUnmarshal(body, &r); err != nil {
 		return Response{}, malformed(FamilyMessages, "response: %v", err)
 	}
 	var resp Response

@@ -75,13 +75,21 @@ func (it *jsonIter) elem() ([]byte, bool) {
 	return it.b[start:it.i], true
 }
 
-// stringEnd returns the index after the closing quote of the string starting at i.
+// stringEnd returns the index after the closing quote of the string starting at i: the
+// first quote not escaped by an odd run of backslashes (found with IndexByte, which runs
+// a word or a vector at a time over prompt-sized strings).
 func stringEnd(b []byte, i int) int {
 	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		i += q
+		n := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
 			return i + 1
 		}
 	}
