@@ -300,6 +300,10 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.startup, rep.startupMax, err = b.measureStartup(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
