@@ -30,7 +30,9 @@ type chatCodec struct {
 	// curUsage: the current event carries usage; usageSent: the client received the
 	// upstream's usage chunk.
 	curUsage, usageSent bool
-	scratch             []byte
+	// bare: the current event holds nothing but judged content (decode says; rest skips).
+	bare    bool
+	scratch []byte
 	// rewrite holds the parts of the event rest is rewriting.
 	rewrite []byte
 }
@@ -61,7 +63,7 @@ func (st *chatChoice) opens(ch Channel) {
 var doneData = []byte("[DONE]")
 
 func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
-	c.roles, c.finishes, c.curUsage = c.roles[:0], c.finishes[:0], false
+	c.roles, c.finishes, c.curUsage, c.bare = c.roles[:0], c.finishes[:0], false, false
 	data := ev.Data
 	if bytes.Equal(bytes.TrimSpace(data), doneData) {
 		return append(dst, Item{Kind: ItemTerminator}), nil
@@ -103,7 +105,11 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	}
 	n := len(dst)
 	var err error
-	it, _ := iterOf(choices, '[')
+	it, isArray := iterOf(choices, '[')
+	// bare: once the judged members are taken out, rest has nothing left to send. The
+	// choices keep it so; a usage member, or choices that are not an array (which rest
+	// reports), do not.
+	c.bare = (isArray || isNullJSON(choices)) && isNullJSON(usage)
 	for {
 		choice, ok := it.elem()
 		if !ok {
@@ -196,6 +202,9 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 			finish = v
 		}
 	}
+	if !isNullJSON(finish) {
+		c.bare = false
+	}
 	idx, ok := intOf(index)
 	if len(index) == 0 {
 		idx, ok = 0, true
@@ -225,6 +234,10 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 			reasoning, err = c.optStr(v, "reasoning")
 		case keyIs(k, "tool_calls"):
 			calls = v
+		default:
+			if !isNullJSON(v) {
+				c.bare = false // role, refusal, annotations, …: rest sends them
+			}
 		}
 		if err != nil {
 			return dst, err
@@ -376,6 +389,10 @@ var chatJudgedKeys = []string{"content", "reasoning_content", "reasoning", "tool
 
 func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, error) {
 	defer c.sent()
+	if stripped && c.bare {
+		// Only judged content, which the releases carry: the common event costs no parse.
+		return dst, nil
+	}
 	c.rewrite = c.rewrite[:0]
 	if !stripped {
 		c.usageSent = c.usageSent || c.curUsage
