@@ -17,13 +17,13 @@ type object struct {
 
 var errNotObject = errors.New("not a JSON object")
 
-// parseObject parses a JSON object: validated once (json.Valid does not allocate), then
+// parseObject parses a JSON object: validated once (validJSON does not allocate), then
 // walked with the scanner, its values slices of one copy of b (the caller's buffer may be
 // reused). Members keep their order, duplicates included, as encoding/json's Token walk
 // kept them; this runs for every event the guard rewrites, where the Token walk cost about
 // half the guard's CPU on a judged stream.
 func parseObject(b []byte) (*object, error) {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return nil, errInvalidJSON(b)
 	}
 	return walkObject(bytes.Clone(b))

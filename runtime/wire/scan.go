@@ -2,19 +2,18 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // The stream decoders read events with this scanner instead of encoding/json's reflection:
-// events are validated once with json.Valid (which does not allocate), then walked
+// events are validated once with validJSON (which does not allocate), then walked
 // without allocating. Keys match exactly after unescaping and the last of duplicate keys
 // wins — what the clients' JSON parsers do — so that the guard reads what the client
 // will read (encoding/json would also match keys case-insensitively).
 
 // jsonIter walks the members of an object or the elements of an array of valid JSON
-// (callers check json.Valid first; on anything else it stops early but never panics).
+// (callers check validJSON first; on anything else it stops early but never panics).
 type jsonIter struct {
 	b []byte
 	i int
@@ -269,9 +268,6 @@ func intOf(v []byte) (int64, bool) {
 	}
 	return n, true
 }
-
-// validJSON reports whether data is a single valid JSON value.
-func validJSON(data []byte) bool { return json.Valid(data) }
 
 // scanFields sets vals[i] to the raw value of the member names[i] of the object v (the
 // last of duplicates), nil when absent. It reports whether v is an object.
