@@ -73,7 +73,7 @@ func setUp(ctx context.Context, cfg *config) (*bench, error) {
 	}
 	providerURL := "http://" + providerAddr
 
-	b.plain, err = b.start("plain proxy", nil, self, "plainproxy", "--listen", "127.0.0.1:0", "--upstream", providerURL)
+	b.plain, err = b.start("plain proxy", cfg.plainEnv, self, "plainproxy", "--listen", "127.0.0.1:0", "--upstream", providerURL)
 	if err != nil {
 		return b, err
 	}

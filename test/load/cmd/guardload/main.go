@@ -30,6 +30,7 @@ import (
 type config struct {
 	guardBin string
 	guardEnv []string
+	plainEnv []string // the plain proxy's (saturate sets GOMAXPROCS=1 for both)
 	workDir  string
 
 	rate          int
@@ -58,6 +59,8 @@ func main() {
 		err = runPlainProxy(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "ttfc":
 		err = runTTFC(ctx, os.Args[2:], os.Stdout)
+	case len(os.Args) > 1 && os.Args[1] == "saturate":
+		err = runSaturate(ctx, os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "linear":
 		err = runLinear(ctx, os.Args[2:], os.Stdout)
 	default:
