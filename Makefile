@@ -100,9 +100,10 @@ mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in det
 	go run ./hack/mutation --gremlins $(GREMLINS) $(MUTATION_FLAGS)
 
 .PHONY: load
-load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams check (test/load/README.md), ~2.5 min.
+load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams and large-input checks (test/load/README.md), ~3 min.
 	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
 	go run ./test/load/cmd/guardload linear $(LINEAR_FLAGS)
+	go run ./test/load/cmd/guardload large
 
 ##@ Single-node cluster (root; test/cluster)
 

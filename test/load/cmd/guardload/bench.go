@@ -99,7 +99,7 @@ func setUp(ctx context.Context, cfg *config) (*bench, error) {
 	if err != nil {
 		return b, err
 	}
-	if err := b.guard.waitReady(ctx, "http://"+b.guardAdmin+"/readyz", 30*time.Second); err != nil {
+	if err := b.guard.waitReady(ctx, "http://"+b.guardAdmin+"/readyz"); err != nil {
 		return b, err
 	}
 

@@ -88,7 +88,8 @@ func (c *child) waitAddr(timeout time.Duration) (string, error) {
 }
 
 // waitReady polls url until it answers 200.
-func (c *child) waitReady(ctx context.Context, url string, timeout time.Duration) error {
+func (c *child) waitReady(ctx context.Context, url string) error {
+	const timeout = 30 * time.Second
 	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
 	for {

@@ -135,7 +135,7 @@ func measureLinear(ctx context.Context, cfg *linearConfig, dir, providerURL stri
 		return "", false, err
 	}
 	defer g.stop(10 * time.Second)
-	if err := g.waitReady(ctx, "http://"+admin+"/readyz", 30*time.Second); err != nil {
+	if err := g.waitReady(ctx, "http://"+admin+"/readyz"); err != nil {
 		return "", false, err
 	}
 	client := &http.Client{Transport: newTransport()}

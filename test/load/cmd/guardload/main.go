@@ -59,6 +59,8 @@ func main() {
 		err = runPlainProxy(ctx, os.Args[2:])
 	case len(os.Args) > 1 && os.Args[1] == "ttfc":
 		err = runTTFC(ctx, os.Args[2:], os.Stdout)
+	case len(os.Args) > 1 && os.Args[1] == "large":
+		err = runLarge(ctx, os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "saturate":
 		err = runSaturate(ctx, os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "linear":

@@ -97,7 +97,7 @@ func runTTFC(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer guard.stop(10 * time.Second)
-	if err := guard.waitReady(ctx, "http://"+admin+"/readyz", 30*time.Second); err != nil {
+	if err := guard.waitReady(ctx, "http://"+admin+"/readyz"); err != nil {
 		return err
 	}
 
