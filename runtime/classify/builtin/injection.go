@@ -121,6 +121,9 @@ func (sl *injSlot) setLens() {
 // it backwards (stored reversed, words reversed). slots are all of them in reading order, for
 // finding phrases still arriving (pending_phrases.go).
 type injPhrase struct {
+	// reach is how far before the end of a text this phrase can begin and still be pending
+	// (see injTable.reach).
+	reach int
 	anchor injSlot
 	after  []injSlot
 	before []injSlot
@@ -146,6 +149,9 @@ type injTable struct {
 	byFirstWord map[string][]int
 	firstList   []string
 	reach       int
+	// firstReach is reach for the phrases of one first word: a word further from the end
+	// than that cannot begin a pending phrase, so injectionOpen need not try its phrases.
+	firstReach map[string]int
 }
 
 var (
@@ -156,7 +162,7 @@ var (
 // compileInjection parses the phrase list. The list is part of the program, so a malformed
 // phrase is a programming error and panics at start-up (and in the tests).
 func compileInjection(phrases []string, sets map[string]string) *injTable {
-	t := &injTable{byAnchor: map[string][]int{}, byFirstWord: map[string][]int{}}
+	t := &injTable{byAnchor: map[string][]int{}, byFirstWord: map[string][]int{}, firstReach: map[string]int{}}
 	for _, src := range phrases {
 		expanded := src
 		for name, alts := range sets {
@@ -231,13 +237,25 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		}
 		t.hint = max(t.hint, phraseLen(slots))
 		// Every apostrophe may be written ’, two bytes longer.
-		t.reach = max(t.reach, phraseLen(slots)+2*strings.Count(expanded, "'"))
+		reach := phraseLen(slots) + 2*strings.Count(expanded, "'")
+		t.phrases[idx].reach = reach
+		t.reach = max(t.reach, reach)
+		for _, alt := range slots[0].alts {
+			t.firstReach[alt[0]] = max(t.firstReach[alt[0]], reach)
+		}
 	}
 	longestClauseWord := 0
 	for _, w := range clauseWords {
 		longestClauseWord = max(longestClauseWord, len(w))
 	}
-	t.reach += maxInjectionGap + longestClauseWord + utf8.UTFMax
+	after := maxInjectionGap + longestClauseWord + utf8.UTFMax
+	t.reach += after
+	for w := range t.firstReach {
+		t.firstReach[w] += after
+	}
+	for i := range t.phrases {
+		t.phrases[i].reach += after
+	}
 	return t
 }
 

@@ -27,7 +27,8 @@ func injectionOpen(s string) int {
 			}
 		case wordDone:
 			var buf [32]byte
-			if w, ok := foldWord(s[a:b], buf[:0]); ok && pendPhrases(s, p, injection.byFirstWord[string(w)]) {
+			w, ok := foldWord(s[a:b], buf[:0])
+			if ok && len(s)-p <= injection.firstReach[string(w)] && pendPhrases(s, p, injection.byFirstWord[string(w)]) {
 				return p
 			}
 		}
@@ -39,6 +40,12 @@ func injectionOpen(s string) int {
 // foldWord lower-cases the ASCII word t into buf, reading ’ as '; ok is false when it does
 // not fit.
 func foldWord(t string, buf []byte) ([]byte, bool) {
+	if len(t) < cap(buf) && strings.IndexByte(t, 0xE2) < 0 { // no ’ (E2 80 99): the common word
+		for i := 0; i < len(t); i++ {
+			buf = append(buf, lower(t[i]))
+		}
+		return buf, true
+	}
 	for i := 0; i < len(t); i++ {
 		if strings.HasPrefix(t[i:], "’") {
 			buf = append(buf, '\'')
@@ -56,7 +63,8 @@ func foldWord(t string, buf []byte) ([]byte, bool) {
 // pendPhrases reports whether any of the phrases is pending at p (see pendSlots).
 func pendPhrases(s string, p int, phrases []int) bool {
 	for _, idx := range phrases {
-		if pendSlots(s, p, injection.phrases[idx].slots, true) {
+		ph := &injection.phrases[idx]
+		if len(s)-p <= ph.reach && pendSlots(s, p, ph.slots, true) {
 			return true
 		}
 	}
