@@ -123,7 +123,7 @@ func (sl *injSlot) setLens() {
 type injPhrase struct {
 	// reach is how far before the end of a text this phrase can begin and still be pending
 	// (see injTable.reach).
-	reach int
+	reach  int
 	anchor injSlot
 	after  []injSlot
 	before []injSlot
