@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -222,26 +221,7 @@ func streamOnce(ctx context.Context, client *http.Client, base, want string) err
 	}
 	var got strings.Builder
 	got.Grow(len(want))
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
-		if !ok || string(data) == "[DONE]" {
-			continue
-		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(data, &chunk); err != nil {
-			return fmt.Errorf("event %q: %w", data, err)
-		}
-		for _, c := range chunk.Choices {
-			got.WriteString(c.Delta.Content)
-		}
-	}
-	if err := sc.Err(); err != nil {
+	if err := readChatStream(resp.Body, func(text string) { got.WriteString(text) }); err != nil {
 		return err
 	}
 	if got.String() != want {

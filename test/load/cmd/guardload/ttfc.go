@@ -209,7 +209,22 @@ func ttfcStream(ctx context.Context, client *http.Client, base, before string) (
 		return 0, 0, "", fmt.Errorf("status %d", resp.StatusCode)
 	}
 	var got strings.Builder
-	sc := bufio.NewScanner(resp.Body)
+	err = readChatStream(resp.Body, func(text string) {
+		if got.Len() == 0 {
+			first = time.Since(start)
+		}
+		got.WriteString(text)
+		if before != "" && prefix == 0 && strings.HasPrefix(got.String(), before) {
+			prefix = time.Since(start)
+		}
+	})
+	return first, prefix, got.String(), err
+}
+
+// readChatStream reads a chat completion stream and calls onText with each non-empty
+// content delta, in order.
+func readChatStream(r io.Reader, onText func(string)) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
@@ -224,20 +239,13 @@ func ttfcStream(ctx context.Context, client *http.Client, base, before string) (
 			} `json:"choices"`
 		}
 		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			return 0, 0, "", fmt.Errorf("an event that is not a chat chunk: %w", err)
+			return fmt.Errorf("an event that is not a chat chunk: %w", err)
 		}
 		for _, ch := range chunk.Choices {
-			if ch.Delta.Content == "" {
-				continue
-			}
-			if got.Len() == 0 {
-				first = time.Since(start)
-			}
-			got.WriteString(ch.Delta.Content)
-			if before != "" && prefix == 0 && strings.HasPrefix(got.String(), before) {
-				prefix = time.Since(start)
+			if ch.Delta.Content != "" {
+				onText(ch.Delta.Content)
 			}
 		}
 	}
-	return first, prefix, got.String(), sc.Err()
+	return sc.Err()
 }
