@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -302,5 +303,55 @@ func TestWindowsAfterTrimming(t *testing.T) {
 				t.Errorf("the Output phase judged %.20q…, want the first %d characters", got, tc.max)
 			}
 		})
+	}
+}
+
+// Each guardrail's chunkWindow counts its own number of deltas, when guardrails with
+// different windows share a channel (the channel keeps the largest).
+func TestChunkWindowsOfTwoGuardrails(t *testing.T) {
+	const d = 7
+	text := letters(40 * d)
+	var w world
+	windows := []int{2, 5}
+	var fakes []*fake
+	for i, k := range windows {
+		f := answering(classify.Result{Scores: []float64{0}})
+		fakes = append(fakes, f)
+		name := fmt.Sprintf("g%d", i)
+		w.guardrail(name, w.classifier("judge-"+name, f, withCategories("harm")), phases(), threshold(0.5, policy.ActionBlock, nil),
+			streaming(policy.Streaming{ChunkWindow: k, HoldBack: 10}))
+	}
+	s, _ := w.session()
+	ctx := context.Background()
+	for i := 0; i < len(text); i += d {
+		before := []int{fakes[0].calls(), fakes[1].calls()}
+		if _, err := s.Delta(ctx, text0, text[i:i+d]); err != nil {
+			t.Fatal(err)
+		}
+		for j, f := range fakes {
+			if f.calls() == before[j] {
+				t.Fatalf("guardrail %d was not called after delta %d", j, i/d)
+			}
+			if got, want := f.texts()[before[j]], text[max(0, i-(windows[j]-1)*d):i+d]; got != want {
+				t.Fatalf("after delta %d guardrail %d (chunkWindow %d) was sent %q, want %q", i/d, j, windows[j], got, want)
+			}
+		}
+	}
+}
+
+// A delta completing several sentences at once is judged whole, and the next window
+// overlaps it by its last sentence only.
+func TestSentencesOverlapByTheLastSentenceOfAWindow(t *testing.T) {
+	var w world
+	f := answering(classify.Result{Scores: []float64{0}})
+	c := w.classifier("judge", f, withCategories("harm"))
+	w.guardrail("g", c, phases(), threshold(0.5, policy.ActionBlock, nil), streaming(policy.Streaming{Sentences: true}))
+	s, _ := w.session()
+	if _, stop := stream(t, s, text0, "One. Two. Three. Four. Five", 17, 10); stop != nil {
+		t.Fatal(stop)
+	}
+	want := []string{"One. Two. Three.", " Three. Four.", " Four. Five"}
+	if got := f.texts(); !slices.Equal(got, want) {
+		t.Errorf("sent %q, want %q", got, want)
 	}
 }

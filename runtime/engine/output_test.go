@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
@@ -238,5 +239,32 @@ func TestCallerContextEndingIsNotAFailure(t *testing.T) {
 	_, err := s.Input(ctx, []Message{user("hello")})
 	if err != context.Canceled || len(rec.records) != 0 {
 		t.Errorf("err %v, records %v: want the caller's error and no decision", err, outcomes(rec))
+	}
+}
+
+// The Output phase of a long stream is sent the kept head of what was released and the
+// text still buffered after it; a span it reports after the head redacts exactly the
+// entity, which a Stream guardrail's hold-back still withheld.
+func TestOutputPhaseRedactsAfterTheKeptHead(t *testing.T) {
+	var w world
+	w.guardrail("a-hold", w.classifier("judge", answering(classify.Result{Scores: []float64{0}}), withCategories("harm")),
+		phases(), threshold(0.5, policy.ActionBlock, nil), streaming(policy.Streaming{HoldBack: 200}), maxChars(300))
+	w.guardrail("b-output", w.classifier("detector", words("hunter2"), withCategories("password"), withSpans(16)),
+		phases(policy.PhaseOutput), threshold(0.5, policy.ActionRedact, nil), maxChars(20000))
+	text := letters(9000) + " hunter2 " + letters(60)
+	s, _ := w.session()
+	got, v := stream(t, s, text0, text, 50)
+	if v != nil {
+		t.Fatalf("stopped: %+v", v)
+	}
+	if want := strings.Replace(text, "hunter2", "[REDACTED:password]", 1); got != want {
+		i := 0
+		for i < min(len(got), len(want)) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("released text differs from the redacted text at byte %d: got …%q, want …%q", i, got[max(0, i-10):min(len(got), i+40)], want[max(0, i-10):min(len(want), i+40)])
+	}
+	if len(s.chans[text0].head) == 0 {
+		t.Fatal("no head was kept: the test does not reach the kept-head path")
 	}
 }
