@@ -16,6 +16,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
@@ -163,21 +165,22 @@ func (h *harness) do(t testing.TB, method, path, body string, header ...string) 
 	return resp, b
 }
 
-// counter returns the value of a counter series of the proxy's telemetry.
+// counter returns the value of a counter series of the proxy's telemetry, read from its
+// exposition as Prometheus reads it.
 func (h *harness) counter(t testing.TB, name string, labels ...string) float64 {
 	t.Helper()
-	families, err := h.tel.Registry.Gather()
+	var text bytes.Buffer
+	if err := h.tel.Registry.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(&text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if hasLabels(m, labels) {
-				return m.GetCounter().GetValue()
-			}
+	for _, m := range families[name].GetMetric() {
+		if hasLabels(m, labels) {
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0

@@ -1,7 +1,7 @@
 // Package telemetry is where the guard's decisions and request outcomes go: Prometheus
-// metrics with bounded labels (guardrail, classifier, category, phase, outcome, family —
-// never request ids or content) and an opt-in JSON-lines decision log. Decision records
-// carry no text (DESIGN.md §4.9), so neither do the log nor the metrics.
+// metrics (package prom) with bounded labels (guardrail, classifier, category, phase,
+// outcome, family — never request ids or content) and an opt-in JSON-lines decision log.
+// Decision records carry no text (DESIGN.md §4.9), so neither do the log nor the metrics.
 package telemetry
 
 import (
@@ -10,25 +10,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 )
 
 // Telemetry records decisions and request outcomes.
 type Telemetry struct {
-	Registry *prometheus.Registry
+	// Registry holds the guard's metrics; it serves the admin listener's /metrics.
+	Registry *prom.Registry
 
-	requests       *prometheus.CounterVec
-	decisions      *prometheus.CounterVec
-	findings       *prometheus.CounterVec
-	classifierTime *prometheus.HistogramVec
-	addedLatency   *prometheus.HistogramVec
-	heldBack       prometheus.Gauge
-	aborted        *prometheus.CounterVec
-	policyVersion  *prometheus.GaugeVec
-	policyErrors   prometheus.Counter
+	requests       *prom.CounterVec
+	decisions      *prom.CounterVec
+	findings       *prom.CounterVec
+	classifierTime *prom.HistogramVec
+	addedLatency   *prom.HistogramVec
+	heldBack       *prom.Gauge
+	aborted        *prom.CounterVec
+	policyVersion  *prom.GaugeVec
+	policyErrors   *prom.Counter
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -41,55 +40,56 @@ type Telemetry struct {
 	bare *Request
 }
 
-// New returns telemetry with its own registry (Go and process collectors included).
-// decisionLog, when not nil, receives one JSON line per decision record.
+// New returns telemetry with its own registry, the Go runtime's and the process's metrics
+// included (prom.RegisterGo, prom.RegisterProcess). decisionLog, when not nil, receives one
+// JSON line per decision record.
 func New(decisionLog io.Writer) *Telemetry {
+	reg := prom.NewRegistry()
 	t := &Telemetry{
-		Registry: prometheus.NewRegistry(),
+		Registry: reg,
 		log:      decisionLog,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		requests: reg.NewCounterVec(prom.Opts{
 			Name: "guard_requests_total",
 			Help: "Requests handled, by API family and outcome (allowed, blocked, failed, refused, upstream_error, passthrough).",
-		}, []string{"family", "outcome"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, "family", "outcome"),
+		decisions: reg.NewCounterVec(prom.Opts{
 			Name: "guard_decisions_total",
 			Help: "Guardrail evaluations, by guardrail, phase and outcome (allowed, warned, blocked, failed, notInspected, wouldBlock, ...).",
-		}, []string{"guardrail", "phase", "outcome"}),
-		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, "guardrail", "phase", "outcome"),
+		findings: reg.NewCounterVec(prom.Opts{
 			Name: "guard_findings_total",
 			Help: "Matched categories and rules, by guardrail and category or rule name.",
-		}, []string{"guardrail", "category"}),
-		classifierTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, "guardrail", "category"),
+		classifierTime: reg.NewHistogramVec(prom.HistogramOpts{
 			Name:    "guard_classifier_duration_seconds",
 			Help:    "Duration of classifier evaluations, by classifier.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"classifier"}),
-		addedLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, "classifier"),
+		addedLatency: reg.NewHistogramVec(prom.HistogramOpts{
 			Name:    "guard_added_latency_seconds",
 			Help:    "Time the guard added to a request or stream event, outside the upstream's own time, by API family.",
 			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
-		}, []string{"family"}),
-		heldBack: prometheus.NewGauge(prometheus.GaugeOpts{
+		}, "family"),
+		heldBack: reg.NewGauge(prom.Opts{
 			Name: "guard_held_back_bytes",
 			Help: "Bytes of streamed content currently withheld from clients (hold-back and tool calls).",
 		}),
-		aborted: prometheus.NewCounterVec(prometheus.CounterOpts{
+		aborted: reg.NewCounterVec(prom.Opts{
 			Name: "guard_streams_aborted_total",
 			Help: "Streams ended early, by reason (blocked, failed, client_gone, upstream_error).",
-		}, []string{"reason"}),
-		policyVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, "reason"),
+		policyVersion: reg.NewGaugeVec(prom.Opts{
 			Name: "guard_policy_info",
 			Help: "The policy snapshot in force (value 1), by version.",
-		}, []string{"version"}),
-		policyErrors: prometheus.NewCounter(prometheus.CounterOpts{
+		}, "version"),
+		policyErrors: reg.NewCounter(prom.Opts{
 			Name: "guard_policy_errors_total",
 			Help: "Policy updates refused (the last good policy stays in force).",
 		}),
 	}
+	prom.RegisterGo(reg)
+	prom.RegisterProcess(reg)
 	t.bare = &Request{t: t}
-	t.Registry.MustRegister(t.requests, t.decisions, t.findings, t.classifierTime, t.addedLatency,
-		t.heldBack, t.aborted, t.policyVersion, t.policyErrors,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return t
 }
 

@@ -33,14 +33,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 )
 
 type options struct {
@@ -174,13 +173,7 @@ func run(o options, log *slog.Logger) error {
 		tel.OnEvaluation(agg.Evaluated)
 		reporter = &controlplane.Reporter{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
 			Interval: o.decisionInterval, Agg: agg, Log: log}
-		tel.Registry.MustRegister(
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guard_decisions_merged_total",
-				Help: "Decisions counted into their outcome's total only, the breakdown sent to the control plane being full."},
-				func() float64 { return float64(agg.Merged()) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "guard_decision_batches_failed_total",
-				Help: "Decision batches the control plane did not take; their counts go with the next batch."},
-				func() float64 { return float64(reporter.Failures()) }))
+		registerReporterMetrics(tel.Registry, agg, reporter)
 		go reporter.Run(ctx)
 	}
 	go src.Run(ctx, px.Apply, func(err error) {
@@ -247,8 +240,18 @@ func adminMux(px *proxy.Proxy, tel *telemetry.Telemetry) *http.ServeMux {
 		}
 		_, _ = io.WriteString(w, "ok policy "+px.Version()+"\n")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(tel.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", tel.Registry)
 	return mux
+}
+
+// registerReporterMetrics exports what the decision reporter could not deliver in full.
+func registerReporterMetrics(reg *prom.Registry, agg *controlplane.Aggregator, reporter *controlplane.Reporter) {
+	reg.NewCounterFunc(prom.Opts{Name: "guard_decisions_merged_total",
+		Help: "Decisions counted into their outcome's total only, the breakdown sent to the control plane being full."},
+		func() float64 { return float64(agg.Merged()) })
+	reg.NewCounterFunc(prom.Opts{Name: "guard_decision_batches_failed_total",
+		Help: "Decision batches the control plane did not take; their counts go with the next batch."},
+		func() float64 { return float64(reporter.Failures()) })
 }
 
 func parseUpstream(flagName, raw string) (*url.URL, error) {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+)
+
+// TestMetricsArePrometheusTextWithEveryGuardMetric: what the admin listener's /metrics
+// serves is read by Prometheus's own parser, and it has every metric the guard exported
+// when it used client_golang, with the same type and labels.
+func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
+	tel := telemetry.New(nil)
+	registerReporterMetrics(tel.Registry, controlplane.NewAggregator(), &controlplane.Reporter{})
+	// One of each recording, with a rule name that needs escaping.
+	r := engine.Record{Guardrail: "team-a/pii", Phase: policy.PhaseInput, Outcome: engine.OutcomeBlocked,
+		Classifier: "team-a/builtin", Duration: time.Millisecond,
+		Findings: []engine.Finding{{Kind: engine.FindingRule, Name: `no "quotes" \ here`}}}
+	tel.Record(r)
+	tel.Request("chat", "blocked")
+	tel.Added("chat", 200*time.Microsecond)
+	tel.HeldBack(10)
+	tel.Aborted("client_gone")
+	tel.Policy("181ebee012d33a85")
+	tel.PolicyError()
+
+	srv := httptest.NewServer(adminMux(proxy.New(proxy.Config{Telemetry: tel}), tel))
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("Prometheus cannot read /metrics: %v\n%s", err, body)
+	}
+
+	guard := []struct {
+		name   string
+		typ    dto.MetricType
+		labels []string // sorted, as written
+	}{
+		{"guard_requests_total", dto.MetricType_COUNTER, []string{"family", "outcome"}},
+		{"guard_decisions_total", dto.MetricType_COUNTER, []string{"guardrail", "outcome", "phase"}},
+		{"guard_findings_total", dto.MetricType_COUNTER, []string{"category", "guardrail"}},
+		{"guard_classifier_duration_seconds", dto.MetricType_HISTOGRAM, []string{"classifier"}},
+		{"guard_added_latency_seconds", dto.MetricType_HISTOGRAM, []string{"family"}},
+		{"guard_held_back_bytes", dto.MetricType_GAUGE, nil},
+		{"guard_streams_aborted_total", dto.MetricType_COUNTER, []string{"reason"}},
+		{"guard_policy_info", dto.MetricType_GAUGE, []string{"version"}},
+		{"guard_policy_errors_total", dto.MetricType_COUNTER, nil},
+		{"guard_decisions_merged_total", dto.MetricType_COUNTER, nil},
+		{"guard_decision_batches_failed_total", dto.MetricType_COUNTER, nil},
+	}
+	for _, want := range guard {
+		f, ok := families[want.name]
+		if !ok {
+			t.Errorf("%s is missing", want.name)
+			continue
+		}
+		if f.GetType() != want.typ || len(f.GetMetric()) != 1 {
+			t.Errorf("%s: a %v of %d series, want a %v of 1", want.name, f.GetType(), len(f.GetMetric()), want.typ)
+			continue
+		}
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		if strings.Join(labels, ",") != strings.Join(want.labels, ",") {
+			t.Errorf("%s has labels %v, want %v", want.name, labels, want.labels)
+		}
+	}
+	if v := families["guard_findings_total"].GetMetric()[0].GetLabel()[0].GetValue(); v != `no "quotes" \ here` {
+		t.Errorf("the rule name reads back as %q", v)
+	}
+	if h := families["guard_added_latency_seconds"].GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 || len(h.GetBucket()) != 15 {
+		t.Errorf("guard_added_latency_seconds %v: want 1 observation in 14 buckets and +Inf", h)
+	}
+
+	// The Go runtime's and the process's: test/load reads go_gc_duration_seconds_count.
+	others := []string{"go_gc_duration_seconds", "go_goroutines", "go_memstats_heap_alloc_bytes"}
+	if runtime.GOOS == "linux" {
+		others = append(others, "process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds",
+			"process_start_time_seconds")
+	}
+	for _, name := range others {
+		if _, ok := families[name]; !ok {
+			t.Errorf("%s is missing", name)
+		}
+	}
+}
