@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -265,7 +266,7 @@ func (w *world) session() (*Session, *recorder) {
 
 // stream feeds text to ch in deltas of the given sizes in characters (cycling), then ends
 // the channel, and returns what was released and the verdict, if any.
-func stream(t *testing.T, s *Session, ch Channel, text string, sizes ...int) (string, *Verdict) {
+func stream(t *testing.T, s *Session, ch content.Channel, text string, sizes ...int) (string, *Verdict) {
 	t.Helper()
 	var out strings.Builder
 	rs := []rune(text)
@@ -289,7 +290,7 @@ func stream(t *testing.T, s *Session, ch Channel, text string, sizes ...int) (st
 	return out.String(), step.Stop
 }
 
-func collect(out *strings.Builder, step Step, ch Channel) {
+func collect(out *strings.Builder, step Step, ch content.Channel) {
 	for _, c := range step.Release {
 		if c.Channel == ch {
 			out.Write(c.Text)
@@ -306,9 +307,11 @@ func message(role, text string) Message {
 }
 
 var (
-	text0      = Channel{Choice: 0, Kind: ChannelText}
-	reasoning0 = Channel{Choice: 0, Kind: ChannelReasoning}
-	object0    = Channel{Choice: 0, Kind: ChannelObject}
+	text0      = content.Channel{Choice: 0, Kind: content.Text}
+	reasoning0 = content.Channel{Choice: 0, Kind: content.Reasoning}
+	object0    = content.Channel{Choice: 0, Kind: content.Object}
 )
 
-func call0(i int) Channel { return Channel{Choice: 0, Kind: ChannelToolCall, Index: i} }
+func call0(i int) content.Channel {
+	return content.Channel{Choice: 0, Kind: content.ToolCall, Index: i}
+}
