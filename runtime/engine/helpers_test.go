@@ -128,7 +128,7 @@ func withClassifierModalities(ms ...classify.Modality) classifierOption {
 
 func (w *world) classifier(name string, backend classify.Classifier, opts ...classifierOption) *policy.Classifier {
 	c := &policy.Classifier{Key: "team/" + name, Namespace: "team", Name: name, Generation: 1,
-		Backend: policy.BackendWebhook, Modalities: policy.ModalitySet(0).With(classify.Text)}
+		Backend: policy.BackendWebhook, Modalities: classify.ModalitySet(0).With(classify.Text)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -242,7 +242,7 @@ func modalities(ms ...classify.Modality) guardrailOption {
 func (w *world) guardrail(name string, c *policy.Classifier, opts ...guardrailOption) *policy.Guardrail {
 	g := &policy.Guardrail{Key: "team/" + name, Namespace: "team", Name: name, Generation: 3, Classifier: c.Key,
 		Mode: policy.ModeEnforce, Phases: policy.PhaseSet(0).With(policy.PhaseInput).With(policy.PhaseOutput),
-		Modalities: policy.ModalitySet(0).With(classify.Text), RefusalMatches: true, Reason: name + " says no"}
+		Modalities: classify.ModalitySet(0).With(classify.Text), RefusalMatches: true, Reason: name + " says no"}
 	for _, o := range opts {
 		o(g, c)
 	}
