@@ -65,12 +65,12 @@ func newWebhook(c *Config, opts ...Option) (classify.Classifier, error) {
 	}
 	w := &webhook{ids: categoryIDs(c.Categories), questions: c.Questions}
 	for _, cat := range c.Categories {
-		w.cats = append(w.cats, webhookCategory{ID: cat.ID, Description: cat.Description})
+		w.cats = append(w.cats, webhookCategory(cat))
 	}
 	for _, q := range c.Questions {
 		wq := webhookQuestion{ID: q.ID, Type: string(q.Type), Instructions: q.Instructions}
 		for _, cr := range q.Criteria {
-			wq.Criteria = append(wq.Criteria, webhookCriterion{Value: cr.Value, Description: cr.Description})
+			wq.Criteria = append(wq.Criteria, webhookCriterion(cr))
 		}
 		w.qs = append(w.qs, wq)
 	}
