@@ -36,6 +36,16 @@ func (m Modality) String() string {
 	return fmt.Sprintf("modality(%d)", uint8(m))
 }
 
+// ModalitySet is a set of modalities, one bit per Modality: those a classifier inspects,
+// or those a guardrail judges.
+type ModalitySet uint8
+
+// Has reports whether m is in the set.
+func (s ModalitySet) Has(m Modality) bool { return s&(1<<m) != 0 }
+
+// With returns the set with m added.
+func (s ModalitySet) With(m Modality) ModalitySet { return s | 1<<m }
+
 // Part is one non-text content part to judge. Media are passed by reference and never
 // fetched by the guard.
 type Part struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -62,7 +63,7 @@ func stream(t testing.TB, e *engine.Engine, deltas []string) (string, *engine.Ve
 	t.Helper()
 	ctx := context.Background()
 	s := e.NewSession(engine.Options{})
-	ch := engine.Channel{Kind: engine.ChannelText}
+	ch := content.Channel{Kind: content.Text}
 	var out strings.Builder
 	take := func(step engine.Step, err error) *engine.Verdict {
 		if err != nil {
@@ -137,7 +138,7 @@ func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
 		b.Run(fmt.Sprintf("events=%d", events), func(b *testing.B) {
 			e, _ := compileDetectors(b, v1alpha1.ActionRedact, 0, nil, v1alpha1.PackPII, v1alpha1.PackSecrets)
 			ctx := context.Background()
-			ch := engine.Channel{Kind: engine.ChannelText}
+			ch := content.Channel{Kind: content.Text}
 			b.ReportAllocs()
 			for b.Loop() {
 				s := e.NewSession(engine.Options{})

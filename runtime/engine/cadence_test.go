@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -113,7 +114,7 @@ func TestCursorsOfTwoChannelsAreIndependent(t *testing.T) {
 	ctx := context.Background()
 	// 60 characters on each channel, interleaved: neither reaches 100 on its own.
 	for i := 0; i < 6; i++ {
-		for _, ch := range []Channel{text0, reasoning0} {
+		for _, ch := range []content.Channel{text0, reasoning0} {
 			if _, err := s.Delta(ctx, ch, letters(10)); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -164,7 +165,7 @@ type Options struct {
 
 // NewSession starts enforcing one request. A session is used by one goroutine at a time.
 func (e *Engine) NewSession(opts Options) *Session {
-	return &Session{e: e, opts: opts, chans: map[Channel]*channel{}, evals: make([]int, len(e.stream)),
+	return &Session{e: e, opts: opts, chans: map[content.Channel]*channel{}, evals: make([]int, len(e.stream)),
 		windows: make([][]byte, len(e.stream))}
 }
 
@@ -178,7 +179,7 @@ type Session struct {
 	// stop is the verdict that ended the request or stream; every later call returns it.
 	stop     *Verdict
 	finished bool
-	chans    map[Channel]*channel
+	chans    map[content.Channel]*channel
 	order    []*channel // channels in the order they opened
 	// evals counts cadence evaluations per stream guard (maxEvaluations).
 	evals  []int

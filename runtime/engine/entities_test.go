@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/test/entities"
 )
@@ -66,7 +67,7 @@ func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 			// What a non-streamed answer gets is the reference.
 			e := get(v1alpha1.ActionRedact, cadence, hb)
 			s := e.NewSession(engine.Options{})
-			res, err := s.Output(context.Background(), []engine.Content{{Channel: engine.Channel{Kind: engine.ChannelText}, Text: txt.Text}})
+			res, err := s.Output(context.Background(), []engine.Content{{Channel: content.Channel{Kind: content.Text}, Text: txt.Text}})
 			if err != nil || res.Stop != nil {
 				t.Fatalf("%s: non-streamed: %v %+v", name, err, res.Stop)
 			}
@@ -120,7 +121,7 @@ func FuzzDetectorsNeverReleaseAnEntityInPart(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, size, kind uint8) {
 		rng := rand.New(rand.NewPCG(seed, seed>>3))
 		txt := entities.Plant(rng, 5+rng.IntN(30), entities.New(rng, entities.Kinds[int(kind)%len(entities.Kinds)]))
-		res, err := e.NewSession(engine.Options{}).Output(context.Background(), []engine.Content{{Channel: engine.Channel{Kind: engine.ChannelText}, Text: txt.Text}})
+		res, err := e.NewSession(engine.Options{}).Output(context.Background(), []engine.Content{{Channel: content.Channel{Kind: content.Text}, Text: txt.Text}})
 		if err != nil || res.Stop != nil {
 			t.Fatalf("non-streamed: %v %+v", err, res.Stop)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -127,7 +128,7 @@ func withClassifierModalities(ms ...classify.Modality) classifierOption {
 
 func (w *world) classifier(name string, backend classify.Classifier, opts ...classifierOption) *policy.Classifier {
 	c := &policy.Classifier{Key: "team/" + name, Namespace: "team", Name: name, Generation: 1,
-		Backend: policy.BackendWebhook, Modalities: policy.ModalitySet(0).With(classify.Text)}
+		Backend: policy.BackendWebhook, Modalities: classify.ModalitySet(0).With(classify.Text)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -241,7 +242,7 @@ func modalities(ms ...classify.Modality) guardrailOption {
 func (w *world) guardrail(name string, c *policy.Classifier, opts ...guardrailOption) *policy.Guardrail {
 	g := &policy.Guardrail{Key: "team/" + name, Namespace: "team", Name: name, Generation: 3, Classifier: c.Key,
 		Mode: policy.ModeEnforce, Phases: policy.PhaseSet(0).With(policy.PhaseInput).With(policy.PhaseOutput),
-		Modalities: policy.ModalitySet(0).With(classify.Text), RefusalMatches: true, Reason: name + " says no"}
+		Modalities: classify.ModalitySet(0).With(classify.Text), RefusalMatches: true, Reason: name + " says no"}
 	for _, o := range opts {
 		o(g, c)
 	}
@@ -265,7 +266,7 @@ func (w *world) session() (*Session, *recorder) {
 
 // stream feeds text to ch in deltas of the given sizes in characters (cycling), then ends
 // the channel, and returns what was released and the verdict, if any.
-func stream(t *testing.T, s *Session, ch Channel, text string, sizes ...int) (string, *Verdict) {
+func stream(t *testing.T, s *Session, ch content.Channel, text string, sizes ...int) (string, *Verdict) {
 	t.Helper()
 	var out strings.Builder
 	rs := []rune(text)
@@ -289,7 +290,7 @@ func stream(t *testing.T, s *Session, ch Channel, text string, sizes ...int) (st
 	return out.String(), step.Stop
 }
 
-func collect(out *strings.Builder, step Step, ch Channel) {
+func collect(out *strings.Builder, step Step, ch content.Channel) {
 	for _, c := range step.Release {
 		if c.Channel == ch {
 			out.Write(c.Text)
@@ -306,9 +307,11 @@ func message(role, text string) Message {
 }
 
 var (
-	text0      = Channel{Choice: 0, Kind: ChannelText}
-	reasoning0 = Channel{Choice: 0, Kind: ChannelReasoning}
-	object0    = Channel{Choice: 0, Kind: ChannelObject}
+	text0      = content.Channel{Choice: 0, Kind: content.Text}
+	reasoning0 = content.Channel{Choice: 0, Kind: content.Reasoning}
+	object0    = content.Channel{Choice: 0, Kind: content.Object}
 )
 
-func call0(i int) Channel { return Channel{Choice: 0, Kind: ChannelToolCall, Index: i} }
+func call0(i int) content.Channel {
+	return content.Channel{Choice: 0, Kind: content.ToolCall, Index: i}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -12,11 +13,11 @@ import (
 // to maxInputChars from the start), then released whole unless the hold-back is
 // Unbounded, in which case only the final snapshot is released by EndChannel. The object
 // is the whole output: Strip escalates to Block.
-func (s *Session) Snapshot(ctx context.Context, ch Channel, text string) (Step, error) {
+func (s *Session) Snapshot(ctx context.Context, ch content.Channel, text string) (Step, error) {
 	if s.stop != nil {
 		return Step{Stop: s.stop}, nil
 	}
-	c, err := s.begin(ch, func(k ChannelKind) bool { return k != ChannelObject })
+	c, err := s.begin(ch, func(k content.Kind) bool { return k != content.Object })
 	if err != nil {
 		return Step{}, err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -22,7 +23,7 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 	var outputs, calls []*item
 	for i, c := range contents {
 		it := &item{where: channelLocation(c.Channel), dropped: c.Dropped}
-		if c.Channel.Kind == ChannelToolCall {
+		if c.Channel.Kind == content.ToolCall {
 			it.doc, it.tool = newTextBuf(toolCallText(c.Name, c.Text)), true
 			calls = append(calls, it)
 		} else {
@@ -47,7 +48,7 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 	out := make([]Content, len(contents))
 	for i, c := range contents {
 		c.Dropped = items[i].dropped
-		if c.Channel.Kind != ChannelToolCall && len(items[i].doc.edits) > 0 {
+		if c.Channel.Kind != content.ToolCall && len(items[i].doc.edits) > 0 {
 			c.Text = items[i].doc.String()
 		}
 		out[i] = c
@@ -59,7 +60,7 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 // Strip of it escalates to Block; reasoning can be dropped.
 func wholeOutput(it *item) bool {
 	k := it.where.Channel.Kind
-	return k == ChannelText || k == ChannelObject
+	return k == content.Text || k == content.Object
 }
 
 // judgeTogether judges, for each choice with more than one tool call, the calls together

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -37,7 +38,7 @@ func TestOutputPhase(t *testing.T) {
 			contents: []Content{{Channel: text0, Text: "a bad answer"}},
 			texts:    []string{"a [REDACTED:bad] answer"}, dropped: []bool{false}, outcomes: []string{"team/g:Output:redacted"}},
 		{name: "each choice is judged on its own", action: policy.ActionRedact,
-			contents: []Content{{Channel: text0, Text: "bad"}, {Channel: Channel{Choice: 1}, Text: "good"}},
+			contents: []Content{{Channel: text0, Text: "bad"}, {Channel: content.Channel{Choice: 1}, Text: "good"}},
 			texts:    []string{"[REDACTED:bad]", "good"}, dropped: []bool{false, false},
 			outcomes: []string{"team/g:Output:redacted", "team/g:Output:allowed"}},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -40,7 +41,7 @@ func TestNoContentInDecisionRecords(t *testing.T) {
 	}
 	deltas := []string{"abc " + canary[:4], canary[4:] + " and then", " " + canary}
 	for _, d := range deltas {
-		for _, ch := range []Channel{text0, reasoning0} {
+		for _, ch := range []content.Channel{text0, reasoning0} {
 			if _, err := s.Delta(ctx, ch, d); err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -98,17 +99,19 @@ type Location struct {
 	// Message and Part index the input (Input phase); -1 otherwise.
 	Message, Part int
 	// Channel of the response (Stream, Output and ToolCalls phases).
-	Channel Channel
+	Channel content.Channel
 	// Calls is set when the tool calls of Channel.Choice were judged together.
 	Calls bool
 }
 
 func inputLocation(m, p int) Location { return Location{Message: m, Part: p} }
 
-func channelLocation(ch Channel) Location { return Location{Message: -1, Part: -1, Channel: ch} }
+func channelLocation(ch content.Channel) Location {
+	return Location{Message: -1, Part: -1, Channel: ch}
+}
 
 func callsLocation(choice int) Location {
-	return Location{Message: -1, Part: -1, Channel: Channel{Choice: choice, Kind: ChannelToolCall}, Calls: true}
+	return Location{Message: -1, Part: -1, Channel: content.Channel{Choice: choice, Kind: content.ToolCall}, Calls: true}
 }
 
 // String spells the location, e.g. "message[2].part[0]", "choice[0].text",

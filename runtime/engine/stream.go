@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // channel is the state of one streamed channel.
 type channel struct {
-	id    Channel
+	id    content.Channel
 	ended bool
 	// t is the channel's upstream text (append channels), from t.base on.
 	t textBuf
@@ -59,7 +60,7 @@ type cursor struct {
 // everything and pay no copying.
 const minTrim = 4096
 
-func (s *Session) channel(ch Channel) *channel {
+func (s *Session) channel(ch content.Channel) *channel {
 	c := s.chans[ch]
 	if c == nil {
 		c = &channel{id: ch, cur: make([]cursor, len(s.e.stream)), trimAt: minTrim}
@@ -73,7 +74,7 @@ func (s *Session) channel(ch Channel) *channel {
 }
 
 // begin checks that the session accepts an event on ch and resets the step's buffers.
-func (s *Session) begin(ch Channel, wrong func(ChannelKind) bool) (*channel, error) {
+func (s *Session) begin(ch content.Channel, wrong func(content.Kind) bool) (*channel, error) {
 	switch {
 	case s.finished:
 		return nil, ErrFinished
@@ -105,11 +106,11 @@ func (s *Session) end(v *Verdict, err error) (Step, error) {
 // and answers what to release now. Evaluations run when a guard's cadence is due; text is
 // released up to the stream's hold-back; a tool call's arguments are withheld until Finish.
 // When nothing is due the call does not allocate.
-func (s *Session) Delta(ctx context.Context, ch Channel, text string) (Step, error) {
+func (s *Session) Delta(ctx context.Context, ch content.Channel, text string) (Step, error) {
 	if s.stop != nil {
 		return Step{Stop: s.stop}, nil
 	}
-	c, err := s.begin(ch, func(k ChannelKind) bool { return k == ChannelObject })
+	c, err := s.begin(ch, func(k content.Kind) bool { return k == content.Object })
 	if err != nil || text == "" {
 		return Step{}, err
 	}
@@ -169,7 +170,7 @@ func (s *Session) due(c *channel) []*guard {
 // Block.
 func (s *Session) cadence(ctx context.Context, c *channel, due []*guard, terminal bool) (*Verdict, error) {
 	where := channelLocation(c.id)
-	t := target{tool: c.id.Kind == ChannelToolCall}
+	t := target{tool: c.id.Kind == content.ToolCall}
 	return s.compose(ctx, due, func(gd *guard) func() *Verdict {
 		cu := &c.cur[gd.slot]
 		text, w := c.window(gd, terminal, &s.windows[gd.slot])
@@ -219,7 +220,7 @@ func (cu *cursor) settle(p pos) {
 // text is withheld whatever the hold-back. A tool call's arguments and, under Unbounded,
 // every channel wait for their end.
 func (s *Session) releaseHeld(c *channel) {
-	if c.id.Kind == ChannelToolCall || s.e.holdBack == policy.HoldBackUnbounded {
+	if c.id.Kind == content.ToolCall || s.e.holdBack == policy.HoldBackUnbounded {
 		return
 	}
 	limit, hb := c.t.total, max(s.e.holdBack, 0)
@@ -290,11 +291,11 @@ func (s *Session) releaseTo(c *channel, p pos) {
 // EndChannel ends a text, reasoning or object channel: the text left below the cadence is
 // classified (Stream phase), then the whole channel (Output phase), before the rest is
 // released. Use EndToolCall for tool calls.
-func (s *Session) EndChannel(ctx context.Context, ch Channel) (Step, error) {
+func (s *Session) EndChannel(ctx context.Context, ch content.Channel) (Step, error) {
 	if s.stop != nil {
 		return Step{Stop: s.stop}, nil
 	}
-	c, err := s.begin(ch, func(k ChannelKind) bool { return k == ChannelToolCall })
+	c, err := s.begin(ch, func(k content.Kind) bool { return k == content.ToolCall })
 	if err != nil {
 		return Step{}, err
 	}
@@ -304,11 +305,11 @@ func (s *Session) EndChannel(ctx context.Context, ch Channel) (Step, error) {
 // EndToolCall ends a tool call's arguments: the text left below the cadence is classified
 // (Stream phase), then the call, name and arguments, is judged alone (ToolCalls phase). The
 // call is released by Finish, after a choice's calls are judged together.
-func (s *Session) EndToolCall(ctx context.Context, ch Channel, name string) (Step, error) {
+func (s *Session) EndToolCall(ctx context.Context, ch content.Channel, name string) (Step, error) {
 	if s.stop != nil {
 		return Step{Stop: s.stop}, nil
 	}
-	c, err := s.begin(ch, func(k ChannelKind) bool { return k != ChannelToolCall })
+	c, err := s.begin(ch, func(k content.Kind) bool { return k != content.ToolCall })
 	if err != nil {
 		return Step{}, err
 	}
@@ -343,7 +344,7 @@ func (s *Session) terminal(ctx context.Context, c *channel) (*Verdict, error) {
 }
 
 func (s *Session) endChannel(ctx context.Context, c *channel) (*Verdict, error) {
-	if c.id.Kind == ChannelObject {
+	if c.id.Kind == content.Object {
 		return s.endObject(ctx, c)
 	}
 	c.ended = true
@@ -374,7 +375,7 @@ func (s *Session) Finish(ctx context.Context) (Step, error) {
 		if !c.ended {
 			var v *Verdict
 			var err error
-			if c.id.Kind == ChannelToolCall {
+			if c.id.Kind == content.ToolCall {
 				v, err = s.endToolCall(ctx, c, "")
 			} else {
 				v, err = s.endChannel(ctx, c)
@@ -383,7 +384,7 @@ func (s *Session) Finish(ctx context.Context) (Step, error) {
 				return s.end(v, err)
 			}
 		}
-		if c.id.Kind == ChannelToolCall {
+		if c.id.Kind == content.ToolCall {
 			calls = append(calls, &item{where: channelLocation(c.id), doc: newTextBuf(c.call)})
 		}
 	}
@@ -391,7 +392,7 @@ func (s *Session) Finish(ctx context.Context) (Step, error) {
 		return s.end(v, err)
 	}
 	for _, c := range s.order {
-		if c.id.Kind == ChannelToolCall {
+		if c.id.Kind == content.ToolCall {
 			s.releaseTo(c, c.t.total)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -150,7 +151,7 @@ func TestStreamActions(t *testing.T) {
 func TestOutputPhaseAtChannelEnd(t *testing.T) {
 	cases := []struct {
 		name     string
-		ch       Channel
+		ch       content.Channel
 		action   policy.Action
 		released string
 		stop     string

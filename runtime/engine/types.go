@@ -5,60 +5,13 @@ import (
 	"fmt"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// ChannelKind is the kind of a streamed channel (DESIGN.md §4.1).
-type ChannelKind uint8
-
-// Channel kinds.
-const (
-	// ChannelText is the assistant's answer text.
-	ChannelText ChannelKind = iota
-	// ChannelReasoning is the model's reasoning text.
-	ChannelReasoning
-	// ChannelToolCall is the arguments of one tool call; Channel.Index says which.
-	ChannelToolCall
-	// ChannelObject is the JSON object of a response_format response: a snapshot that each
-	// Snapshot call replaces.
-	ChannelObject
-)
-
-// String returns the channel kind as records spell it.
-func (k ChannelKind) String() string {
-	switch k {
-	case ChannelText:
-		return "text"
-	case ChannelReasoning:
-		return "reasoning"
-	case ChannelToolCall:
-		return "toolCall"
-	case ChannelObject:
-		return "object"
-	}
-	return fmt.Sprintf("channel(%d)", uint8(k))
-}
-
-// Channel identifies one stream of content of a response: a kind, per choice, and for
-// tool calls the call's index within the choice. It is comparable and used as a map key.
-type Channel struct {
-	Choice int
-	Kind   ChannelKind
-	// Index is the tool call's index (ChannelToolCall only; 0 otherwise).
-	Index int
-}
-
-// String returns the channel as records spell it, e.g. "choice[0].text".
-func (c Channel) String() string {
-	if c.Kind == ChannelToolCall {
-		return fmt.Sprintf("choice[%d].toolCall[%d]", c.Choice, c.Index)
-	}
-	return fmt.Sprintf("choice[%d].%s", c.Choice, c.Kind)
-}
-
 // Chunk is content released to the client.
 type Chunk struct {
-	Channel Channel
+	Channel content.Channel
 	// Text is the released text, UTF-8, never split inside a character. It aliases memory
 	// of the session and is valid only until the next call on the session: copy or write it
 	// before calling again.
@@ -154,10 +107,10 @@ type InputResult struct {
 
 // Content is one channel of a non-streamed response.
 type Content struct {
-	Channel Channel
+	Channel content.Channel
 	// Text is the channel's text; for a tool call, its arguments.
 	Text string
-	// Name is the tool's name (ChannelToolCall only).
+	// Name is the tool's name (content.ToolCall only).
 	Name string
 	// Dropped is set on contents a Strip removed.
 	Dropped bool

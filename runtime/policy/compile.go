@@ -252,7 +252,7 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 	var ms field.ErrorList
 	out.Modalities, ms = compileModalities(s.Modalities, spec.Child("modalities"))
 	errs = append(errs, ms...)
-	if out.Backend == BackendBuiltin && out.Modalities != ModalitySet(0).With(classify.Text) {
+	if out.Backend == BackendBuiltin && out.Modalities != classify.ModalitySet(0).With(classify.Text) {
 		errs = append(errs, field.Invalid(spec.Child("modalities"), s.Modalities, "the builtin backend inspects text only"))
 	}
 	if s.Cache != nil {
@@ -319,11 +319,11 @@ func compileQuestions(out *Classifier, qs []v1alpha1.Question, p *field.Path) fi
 	return errs
 }
 
-func compileModalities(ms []v1alpha1.Modality, p *field.Path) (ModalitySet, field.ErrorList) {
+func compileModalities(ms []v1alpha1.Modality, p *field.Path) (classify.ModalitySet, field.ErrorList) {
 	if len(ms) == 0 {
-		return ModalitySet(0).With(classify.Text), nil
+		return classify.ModalitySet(0).With(classify.Text), nil
 	}
-	var set ModalitySet
+	var set classify.ModalitySet
 	var errs field.ErrorList
 	for i, m := range ms {
 		switch m {

@@ -87,8 +87,8 @@ type Classifier struct {
 	MaxInputChars  int           `json:"maxInputChars,omitempty"`
 	MaxConcurrency int           `json:"maxConcurrency,omitempty"`
 	// Modalities the backend can inspect.
-	Modalities ModalitySet `json:"modalities"`
-	Cache      *Cache      `json:"cache,omitempty"`
+	Modalities classify.ModalitySet `json:"modalities"`
+	Cache      *Cache               `json:"cache,omitempty"`
 
 	// Spans is true when the backend returns match spans (builtin), so Redact is possible.
 	Spans bool `json:"spans,omitempty"`
@@ -203,15 +203,6 @@ type Cache struct {
 	TTL        time.Duration `json:"ttl"`
 	MaxEntries int           `json:"maxEntries"`
 }
-
-// ModalitySet is a set of modalities, one bit per classify.Modality.
-type ModalitySet uint8
-
-// Has reports whether m is in the set.
-func (s ModalitySet) Has(m classify.Modality) bool { return s&(1<<m) != 0 }
-
-// With returns the set with m added.
-func (s ModalitySet) With(m classify.Modality) ModalitySet { return s | 1<<m }
 
 // Phase is a boundary where content is judged.
 type Phase uint8
@@ -352,9 +343,9 @@ type Guardrail struct {
 	// Selector selects pods; nil selects every injected pod of the namespace.
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
-	Mode       Mode        `json:"mode"`
-	Phases     PhaseSet    `json:"phases"`
-	Modalities ModalitySet `json:"modalities"`
+	Mode       Mode                 `json:"mode"`
+	Phases     PhaseSet             `json:"phases"`
+	Modalities classify.ModalitySet `json:"modalities"`
 
 	// Categories are the category rules, in the classifier's authored order; empty when
 	// the guardrail has only CEL rules.

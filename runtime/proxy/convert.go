@@ -6,17 +6,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
-// Channel kinds of wire and engine share their values (text, reasoning, tool call,
-// object); these conversions keep that in one place.
-
-func toEngineChannel(c wire.Channel) engine.Channel {
-	return engine.Channel{Choice: c.Choice, Kind: engine.ChannelKind(c.Kind), Index: c.Index}
-}
-
-func toWireChannel(c engine.Channel) wire.Channel {
-	return wire.Channel{Choice: c.Choice, Kind: wire.ChannelKind(c.Kind), Index: c.Index}
-}
-
 // toEngineMessages gives the engine the request's messages. Parts the guard cannot read
 // (opaque) are passed as text without text, which makes no classifier call.
 func toEngineMessages(msgs []wire.Message) []engine.Message {
@@ -69,7 +58,7 @@ func applyInput(req *wire.Request, msgs []engine.Message) bool {
 func toEngineContents(cs []wire.Content) []engine.Content {
 	out := make([]engine.Content, len(cs))
 	for i, c := range cs {
-		out[i] = engine.Content{Channel: toEngineChannel(c.Channel), Text: c.Text, Name: c.Name}
+		out[i] = engine.Content{Channel: c.Channel, Text: c.Text, Name: c.Name}
 	}
 	return out
 }

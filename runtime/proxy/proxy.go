@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
-	"github.com/guardrail-dev/guardrail-operator/runtime/classify/remote"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -184,28 +182,6 @@ func (p *Proxy) selects(g *policy.Guardrail) bool {
 		return true // Compile validated it; applying too much is the safe side
 	}
 	return sel.Matches(p.cfg.PodLabels)
-}
-
-func newBackend(c *policy.Classifier) (classify.Classifier, error) {
-	if c.Backend != policy.BackendBuiltin {
-		return remote.New(c)
-	}
-	cfg := builtin.Config{Detectors: c.Builtin.Detectors}
-	for _, pat := range c.Builtin.Patterns {
-		cfg.Patterns = append(cfg.Patterns, builtin.Pattern(pat))
-	}
-	for _, kw := range c.Builtin.Keywords {
-		cfg.Keywords = append(cfg.Keywords, builtin.KeywordSet(kw))
-	}
-	return builtin.New(cfg)
-}
-
-func closeIdle(backends map[string]classify.Classifier) {
-	for _, b := range backends {
-		if c, ok := b.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-		}
-	}
 }
 
 // Ready reports whether a policy is in force.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
@@ -127,16 +128,16 @@ func (s *streamer) event(ev *sse.Event) (done, ok bool) {
 // feed gives one item to the engine.
 func (s *streamer) feed(it *wire.Item) (engine.Step, error) {
 	ctx := s.x.r.Context()
-	ch := toEngineChannel(it.Channel)
+	ch := it.Channel
 	switch it.Kind {
 	case wire.ItemDelta:
-		if it.Channel.Kind == wire.ChannelObject {
+		if ch.Kind == content.Object {
 			return s.x.session.Snapshot(ctx, ch, it.Snapshot)
 		}
 		s.held += len(it.Text)
 		return s.x.session.Delta(ctx, ch, it.Text)
 	case wire.ItemChannelEnd:
-		if it.Channel.Kind == wire.ChannelToolArgs {
+		if ch.Kind == content.ToolCall {
 			return s.x.session.EndToolCall(ctx, ch, it.Name)
 		}
 		return s.x.session.EndChannel(ctx, ch)
@@ -164,8 +165,8 @@ func (s *streamer) keep(chunks []engine.Chunk) {
 	for _, c := range chunks {
 		s.arena = append(s.arena, c.Text...)
 		s.ends = append(s.ends, len(s.arena))
-		s.rel = append(s.rel, wire.Release{Channel: toWireChannel(c.Channel), Replace: c.Replace})
-		if c.Channel.Kind != engine.ChannelObject {
+		s.rel = append(s.rel, wire.Release{Channel: c.Channel, Replace: c.Replace})
+		if c.Channel.Kind != content.Object {
 			s.held -= len(c.Text)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 // blockRun is what a client receives of a stream blocked at event stopAt (1-based): the
@@ -68,7 +70,7 @@ func TestBlockSeparatesTheReasonFromReleasedText(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _ := blockRun(t, tc.req, tc.in, tc.stopAt, 0, reason)
 			v := clientView(t, tc.req, out)
-			if got := v.textOf(ChannelText); got != tc.want {
+			if got := v.textOf(content.Text); got != tc.want {
 				t.Errorf("client text %q, want %q\n%s", got, tc.want, out)
 			}
 			if len(v.finish) != 1 || v.done != 1 {

@@ -19,11 +19,11 @@
 // A Request carries messages of Parts (text, or media by reference with a
 // classify.Modality), system instructions flagged, tool calls of the history, declared
 // tools, and the flags that shape the response: Stream, N, Object (JSON output format)
-// and IncludeUsage. A response is made of Channels — per choice, the answer text,
-// reasoning text, each tool call's arguments, or the object — whose kinds convert to the
-// engine's channel kinds by a plain conversion. A stream is decoded into Items: deltas,
-// tool call starts, channel ends, finishes, usage, the terminator, upstream errors, and
-// pass-through for everything with nothing to judge.
+// and IncludeUsage. A response is made of content.Channels — per choice, the answer text,
+// reasoning text, each tool call's arguments, or the object — the same channels the engine
+// judges. A stream is decoded into Items: deltas, tool call starts, channel ends,
+// finishes, usage, the terminator, upstream errors, and pass-through for everything with
+// nothing to judge.
 //
 // # Streams
 //
@@ -50,7 +50,7 @@
 //	items, err := st.Decode(items[:0], &ev) // err: malformed upstream, a recorded failure
 //	for _, it := range items {
 //		switch it.Kind {
-//		case ItemDelta:        // session.Delta, or Snapshot(it.Snapshot) for ChannelObject
+//		case ItemDelta:        // session.Delta, or Snapshot(it.Snapshot) for content.Object
 //		case ItemChannelEnd:   // session.EndChannel, or EndToolCall(it.Name) for a tool call
 //		case ItemFinish:       // when it.Final: session.Finish (releases the tool calls)
 //		case ItemTerminator:   // session.Finish if not done yet

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -49,23 +50,23 @@ func lines(evs ...string) string {
 type simEngine struct {
 	holdBack  int
 	transform func(string) string
-	text      map[Channel]string
-	order     []Channel
-	released  map[Channel]int
-	calls     []Channel
-	callText  map[Channel]string
+	text      map[content.Channel]string
+	order     []content.Channel
+	released  map[content.Channel]int
+	calls     []content.Channel
+	callText  map[content.Channel]string
 	finished  bool
 }
 
 func newSim(holdBack int) *simEngine {
-	return &simEngine{holdBack: holdBack, text: map[Channel]string{}, released: map[Channel]int{}, callText: map[Channel]string{}}
+	return &simEngine{holdBack: holdBack, text: map[content.Channel]string{}, released: map[content.Channel]int{}, callText: map[content.Channel]string{}}
 }
 
 func (e *simEngine) feed(it Item) []Release {
 	var rel []Release
 	switch it.Kind {
 	case ItemDelta:
-		if it.Channel.Kind == ChannelToolArgs {
+		if it.Channel.Kind == content.ToolCall {
 			e.callText[it.Channel] += it.Text
 			return nil
 		}
@@ -81,7 +82,7 @@ func (e *simEngine) feed(it Item) []Release {
 	case ItemToolCallStart:
 		e.calls = append(e.calls, it.Channel)
 	case ItemChannelEnd:
-		if it.Channel.Kind != ChannelToolArgs {
+		if it.Channel.Kind != content.ToolCall {
 			rel = append(rel, e.end(it.Channel)...)
 		}
 	case ItemFinish, ItemTerminator:
@@ -99,13 +100,13 @@ func (e *simEngine) feed(it Item) []Release {
 	return rel
 }
 
-func (e *simEngine) release(ch Channel, n int) Release {
+func (e *simEngine) release(ch content.Channel, n int) Release {
 	r := Release{Channel: ch, Text: []byte(e.text[ch][e.released[ch]:n])}
 	e.released[ch] = n
 	return r
 }
 
-func (e *simEngine) end(ch Channel) []Release {
+func (e *simEngine) end(ch content.Channel) []Release {
 	if e.transform != nil && e.released[ch] == 0 && e.text[ch] != "" {
 		e.released[ch] = len(e.text[ch])
 		return []Release{{Channel: ch, Text: []byte(e.transform(e.text[ch]))}}
@@ -147,17 +148,17 @@ func pump(t testing.TB, req *Request, evs []sse.Event, eng *simEngine, stopAt in
 
 // view is what a client reconstructs from a stream.
 type view struct {
-	text    map[Channel]string
-	calls   map[Channel]string
-	names   map[Channel]string
+	text    map[content.Channel]string
+	calls   map[content.Channel]string
+	names   map[content.Channel]string
 	finish  []string
 	done    int
 	errors  []string
-	order   []Channel
-	objects map[Channel]string
+	order   []content.Channel
+	objects map[content.Channel]string
 }
 
-func (v view) textOf(kind ChannelKind) string {
+func (v view) textOf(kind content.Kind) string {
 	var b strings.Builder
 	for _, ch := range v.order {
 		if ch.Kind == kind {
@@ -170,7 +171,7 @@ func (v view) textOf(kind ChannelKind) string {
 // clientView decodes a stream as a client would and checks every event is well formed.
 func clientView(t testing.TB, req *Request, out []byte) view {
 	t.Helper()
-	v := view{text: map[Channel]string{}, calls: map[Channel]string{}, names: map[Channel]string{}, objects: map[Channel]string{}}
+	v := view{text: map[content.Channel]string{}, calls: map[content.Channel]string{}, names: map[content.Channel]string{}, objects: map[content.Channel]string{}}
 	st := NewStream(req)
 	for _, ev := range parseEvents(t, string(out)) {
 		items, err := st.Decode(nil, &ev)
@@ -180,7 +181,7 @@ func clientView(t testing.TB, req *Request, out []byte) view {
 		for _, it := range items {
 			switch it.Kind {
 			case ItemDelta:
-				if it.Channel.Kind == ChannelToolArgs {
+				if it.Channel.Kind == content.ToolCall {
 					v.calls[it.Channel] += it.Text
 					continue
 				}

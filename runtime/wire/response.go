@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 // Finish reasons the guard writes.
@@ -41,7 +43,7 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 	if err != nil {
 		return nil, malformed(f, "response: %v", err)
 	}
-	byChannel := make(map[Channel]*Content, len(contents))
+	byChannel := make(map[content.Channel]*Content, len(contents))
 	for i := range contents {
 		byChannel[contents[i].Channel] = &contents[i]
 	}
@@ -141,9 +143,9 @@ func decodeChatResponse(body []byte, object bool) (Response, error) {
 		return Response{}, malformed(FamilyChat, "response: %v", err)
 	}
 	var resp Response
-	text := ChannelText
+	text := content.Text
 	if object {
-		text = ChannelObject
+		text = content.Object
 	}
 	for _, c := range r.Choices {
 		if c.Index < 0 || c.Index >= MaxChoices {
@@ -151,13 +153,13 @@ func decodeChatResponse(body []byte, object bool) (Response, error) {
 		}
 		m := &c.Message
 		if m.Content != nil && *m.Content != "" {
-			resp.Contents = append(resp.Contents, Content{Channel: Channel{Choice: c.Index, Kind: text}, Text: *m.Content})
+			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Choice: c.Index, Kind: text}, Text: *m.Content})
 		}
 		if r, _ := reasoningOf(m.ReasoningContent, m.Reasoning); r != "" {
-			resp.Contents = append(resp.Contents, Content{Channel: Channel{Choice: c.Index, Kind: ChannelReasoning}, Text: r})
+			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Choice: c.Index, Kind: content.Reasoning}, Text: r})
 		}
 		for j, tc := range m.ToolCalls {
-			resp.Contents = append(resp.Contents, Content{Channel: Channel{Choice: c.Index, Kind: ChannelToolArgs, Index: j},
+			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Choice: c.Index, Kind: content.ToolCall, Index: j},
 				Text: tc.Function.Arguments, ID: tc.ID, Name: tc.Function.Name})
 		}
 		for len(resp.Finish) <= c.Index {
@@ -171,7 +173,7 @@ func decodeChatResponse(body []byte, object bool) (Response, error) {
 	return resp, nil
 }
 
-func rewriteChatResponse(o *object, byChannel map[Channel]*Content, finish string) error {
+func rewriteChatResponse(o *object, byChannel map[content.Channel]*Content, finish string) error {
 	choices, err := o.arr("choices")
 	if err != nil {
 		return err
@@ -189,8 +191,8 @@ func rewriteChatResponse(o *object, byChannel map[Channel]*Content, finish strin
 		if err != nil {
 			return err
 		}
-		for _, kind := range []ChannelKind{ChannelText, ChannelObject} {
-			if ct := byChannel[Channel{Choice: idx, Kind: kind}]; ct != nil {
+		for _, kind := range []content.Kind{content.Text, content.Object} {
+			if ct := byChannel[content.Channel{Choice: idx, Kind: kind}]; ct != nil {
 				if ct.Dropped {
 					m.set("content", []byte("null"))
 				} else {
@@ -198,7 +200,7 @@ func rewriteChatResponse(o *object, byChannel map[Channel]*Content, finish strin
 				}
 			}
 		}
-		if ct := byChannel[Channel{Choice: idx, Kind: ChannelReasoning}]; ct != nil {
+		if ct := byChannel[content.Channel{Choice: idx, Kind: content.Reasoning}]; ct != nil {
 			key := "reasoning_content"
 			if m.get(key) == nil && m.get("reasoning") != nil {
 				key = "reasoning"
@@ -222,14 +224,14 @@ func rewriteChatResponse(o *object, byChannel map[Channel]*Content, finish strin
 	return nil
 }
 
-func rewriteChatToolCalls(m *object, choice int, byChannel map[Channel]*Content) error {
+func rewriteChatToolCalls(m *object, choice int, byChannel map[content.Channel]*Content) error {
 	calls, err := m.arr("tool_calls")
 	if err != nil || len(calls) == 0 {
 		return err
 	}
 	kept := make([]json.RawMessage, 0, len(calls))
 	for j, raw := range calls {
-		ct := byChannel[Channel{Choice: choice, Kind: ChannelToolArgs, Index: j}]
+		ct := byChannel[content.Channel{Choice: choice, Kind: content.ToolCall, Index: j}]
 		switch {
 		case ct == nil:
 			kept = append(kept, raw)

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 // responsesOutputItem is an output item of a Responses API response.
@@ -26,7 +28,7 @@ type responsesOutputItem struct {
 // message output_text parts, reasoning summary then content parts, tool calls. visit gets
 // the array key, the index in it, and the channel kind; a part that is not a channel
 // (refusal) is not visited.
-func responsesPartKinds(it *responsesOutputItem, text ChannelKind, visit func(key string, i int, kind ChannelKind)) {
+func responsesPartKinds(it *responsesOutputItem, text content.Kind, visit func(key string, i int, kind content.Kind)) {
 	switch it.Type {
 	case "message":
 		for i, p := range it.Content {
@@ -36,13 +38,13 @@ func responsesPartKinds(it *responsesOutputItem, text ChannelKind, visit func(ke
 		}
 	case "reasoning":
 		for i := range it.Summary {
-			visit("summary", i, ChannelReasoning)
+			visit("summary", i, content.Reasoning)
 		}
 		for i := range it.Content {
-			visit("content", i, ChannelReasoning)
+			visit("content", i, content.Reasoning)
 		}
 	case "function_call", "custom_tool_call":
-		visit("", 0, ChannelToolArgs)
+		visit("", 0, content.ToolCall)
 	}
 }
 
@@ -62,18 +64,18 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 		return Response{}, malformed(FamilyResponses, "response: %v", err)
 	}
 	var resp Response
-	text := ChannelText
+	text := content.Text
 	if object {
-		text = ChannelObject
+		text = content.Object
 	}
 	next := 0
 	for k := range r.Output {
 		it := &r.Output[k]
-		responsesPartKinds(it, text, func(key string, i int, kind ChannelKind) {
-			ct := Content{Channel: Channel{Kind: kind, Index: next}}
+		responsesPartKinds(it, text, func(key string, i int, kind content.Kind) {
+			ct := Content{Channel: content.Channel{Kind: kind, Index: next}}
 			next++
 			switch {
-			case kind == ChannelToolArgs:
+			case kind == content.ToolCall:
 				ct.Text, ct.ID, ct.Name = cmpOr(it.Arguments, it.Input), it.CallID, it.Name
 			case key == "summary":
 				ct.Text = it.Summary[i].Text
@@ -94,7 +96,7 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 	return resp, nil
 }
 
-func rewriteResponsesResponse(o *object, byChannel map[Channel]*Content, finish string) error {
+func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content, finish string) error {
 	items, err := o.arr("output")
 	if err != nil {
 		return err
@@ -114,16 +116,16 @@ func rewriteResponsesResponse(o *object, byChannel map[Channel]*Content, finish 
 		drop := map[string]map[int]bool{}
 		dropItem := false
 		var werr error
-		responsesPartKinds(&it, ChannelText, func(key string, i int, kind ChannelKind) {
-			ct := byChannel[Channel{Kind: kind, Index: next}]
-			if ct == nil && kind == ChannelText {
-				ct = byChannel[Channel{Kind: ChannelObject, Index: next}]
+		responsesPartKinds(&it, content.Text, func(key string, i int, kind content.Kind) {
+			ct := byChannel[content.Channel{Kind: kind, Index: next}]
+			if ct == nil && kind == content.Text {
+				ct = byChannel[content.Channel{Kind: content.Object, Index: next}]
 			}
 			next++
 			if ct == nil || werr != nil {
 				return
 			}
-			if kind == ChannelToolArgs {
+			if kind == content.ToolCall {
 				argKey := "arguments"
 				if it.Type == "custom_tool_call" {
 					argKey = "input"
@@ -201,22 +203,22 @@ func decodeMessagesResponse(body []byte, object bool) (Response, error) {
 		return Response{}, malformed(FamilyMessages, "response: %v", err)
 	}
 	var resp Response
-	text := ChannelText
+	text := content.Text
 	if object {
-		text = ChannelObject
+		text = content.Object
 	}
 	for i, b := range r.Content {
 		switch b.Type {
 		case "text":
-			resp.Contents = append(resp.Contents, Content{Channel: Channel{Kind: text, Index: i}, Text: b.Text})
+			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Kind: text, Index: i}, Text: b.Text})
 		case "thinking":
-			resp.Contents = append(resp.Contents, Content{Channel: Channel{Kind: ChannelReasoning, Index: i}, Text: b.Thinking})
+			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Kind: content.Reasoning, Index: i}, Text: b.Thinking})
 		case "tool_use":
 			in := string(b.Input)
 			if isNull(b.Input) {
 				in = "{}"
 			}
-			resp.Contents = append(resp.Contents, Content{Channel: Channel{Kind: ChannelToolArgs, Index: i}, Text: in, ID: b.ID, Name: b.Name})
+			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Kind: content.ToolCall, Index: i}, Text: in, ID: b.ID, Name: b.Name})
 		}
 	}
 	resp.Finish = []string{r.StopReason}
@@ -228,7 +230,7 @@ func decodeMessagesResponse(body []byte, object bool) (Response, error) {
 
 var errToolInput = errors.New("tool_use input is not a JSON object")
 
-func rewriteMessagesResponse(o *object, byChannel map[Channel]*Content, finish string) error {
+func rewriteMessagesResponse(o *object, byChannel map[content.Channel]*Content, finish string) error {
 	blocks, err := o.arr("content")
 	if err != nil {
 		return err
@@ -240,8 +242,8 @@ func rewriteMessagesResponse(o *object, byChannel map[Channel]*Content, finish s
 			return err
 		}
 		var ct *Content
-		for _, kind := range []ChannelKind{ChannelText, ChannelObject, ChannelReasoning, ChannelToolArgs} {
-			if c := byChannel[Channel{Kind: kind, Index: i}]; c != nil {
+		for _, kind := range []content.Kind{content.Text, content.Object, content.Reasoning, content.ToolCall} {
+			if c := byChannel[content.Channel{Kind: kind, Index: i}]; c != nil {
 				ct = c
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 const chatResponseBody = `{"id":"chatcmpl-123","object":"chat.completion","created":1741569952,"model":"gpt-4o-2024-08-06",` +
@@ -33,24 +35,24 @@ func TestDecodeResponse(t *testing.T) {
 		{
 			name: "a chat completion with text and a tool call", family: FamilyChat, body: chatResponseBody,
 			want: Response{Contents: []Content{
-				{Channel: Channel{Kind: ChannelText}, Text: "Call 555-0100."},
-				{Channel: Channel{Kind: ChannelToolArgs}, Text: `{"n":"555-0100"}`, ID: "call_1", Name: "dial"},
+				{Channel: content.Channel{Kind: content.Text}, Text: "Call 555-0100."},
+				{Channel: content.Channel{Kind: content.ToolCall}, Text: `{"n":"555-0100"}`, ID: "call_1", Name: "dial"},
 			}, Finish: []string{"tool_calls"}, Usage: Usage{InputTokens: 19, OutputTokens: 10}},
 		},
 		{
 			name: "a Responses response with reasoning, a message and a function call numbered in order", family: FamilyResponses, body: responsesResponseBody,
 			want: Response{Contents: []Content{
-				{Channel: Channel{Kind: ChannelReasoning, Index: 0}, Text: "Thinking."},
-				{Channel: Channel{Kind: ChannelText, Index: 1}, Text: "Hello there."},
-				{Channel: Channel{Kind: ChannelToolArgs, Index: 2}, Text: "{}", ID: "call_1", Name: "get_weather"},
+				{Channel: content.Channel{Kind: content.Reasoning, Index: 0}, Text: "Thinking."},
+				{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Hello there."},
+				{Channel: content.Channel{Kind: content.ToolCall, Index: 2}, Text: "{}", ID: "call_1", Name: "get_weather"},
 			}, Finish: []string{"completed"}, Usage: Usage{InputTokens: 36, OutputTokens: 87}},
 		},
 		{
 			name: "an Anthropic message with thinking, text and tool use by block index", family: FamilyMessages, body: messagesResponseBody,
 			want: Response{Contents: []Content{
-				{Channel: Channel{Kind: ChannelReasoning, Index: 0}, Text: "Hmm."},
-				{Channel: Channel{Kind: ChannelText, Index: 1}, Text: "Sure."},
-				{Channel: Channel{Kind: ChannelToolArgs, Index: 2}, Text: `{"city":"Paris"}`, ID: "toolu_1", Name: "get_weather"},
+				{Channel: content.Channel{Kind: content.Reasoning, Index: 0}, Text: "Hmm."},
+				{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Sure."},
+				{Channel: content.Channel{Kind: content.ToolCall, Index: 2}, Text: `{"city":"Paris"}`, ID: "toolu_1", Name: "get_weather"},
 			}, Finish: []string{"tool_use"}, Usage: Usage{InputTokens: 10, OutputTokens: 20}},
 		},
 	}
@@ -69,7 +71,7 @@ func TestDecodeResponse(t *testing.T) {
 
 func TestRewriteResponse(t *testing.T) {
 	t.Run("a redacted chat text replaces the content and keeps every other field", func(t *testing.T) {
-		out, err := RewriteResponse(FamilyChat, []byte(chatResponseBody), []Content{{Channel: Channel{Kind: ChannelText}, Text: "Call [REDACTED:phone]."}}, "")
+		out, err := RewriteResponse(FamilyChat, []byte(chatResponseBody), []Content{{Channel: content.Channel{Kind: content.Text}, Text: "Call [REDACTED:phone]."}}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +85,8 @@ func TestRewriteResponse(t *testing.T) {
 	})
 	t.Run("a dropped Responses reasoning part is removed and the text replaced", func(t *testing.T) {
 		out, err := RewriteResponse(FamilyResponses, []byte(responsesResponseBody), []Content{
-			{Channel: Channel{Kind: ChannelReasoning, Index: 0}, Dropped: true},
-			{Channel: Channel{Kind: ChannelText, Index: 1}, Text: "Hi."},
+			{Channel: content.Channel{Kind: content.Reasoning, Index: 0}, Dropped: true},
+			{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Hi."},
 		}, "")
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +97,7 @@ func TestRewriteResponse(t *testing.T) {
 		}
 	})
 	t.Run("an Anthropic text is replaced and the finish reason set", func(t *testing.T) {
-		out, err := RewriteResponse(FamilyMessages, []byte(messagesResponseBody), []Content{{Channel: Channel{Kind: ChannelText, Index: 1}, Text: "Fine."}}, "end_turn")
+		out, err := RewriteResponse(FamilyMessages, []byte(messagesResponseBody), []Content{{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Fine."}}, "end_turn")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -30,7 +31,7 @@ type codec interface {
 	// ev without the content that the releases replaced (nothing when nothing is left).
 	rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, error)
 	// appendDelta appends a text, reasoning or object delta event for ch.
-	appendDelta(dst []byte, ch Channel, text []byte) []byte
+	appendDelta(dst []byte, ch content.Channel, text []byte) []byte
 	// appendToolCall appends the events of a complete tool call.
 	appendToolCall(dst []byte, c *toolCall, args []byte) []byte
 	// appendBlock appends the first part of the stream-block ending: the reason (as
@@ -49,7 +50,7 @@ type codec interface {
 
 // toolCall is a tool call seen in the stream.
 type toolCall struct {
-	ch       Channel
+	ch       content.Channel
 	id, name string
 	// item is family data: the Responses output item as added, for re-emission.
 	item []byte
@@ -86,7 +87,7 @@ type cur struct {
 }
 
 type curDelta struct {
-	ch   Channel
+	ch   content.Channel
 	text string
 }
 
@@ -113,15 +114,15 @@ type Stream struct {
 	c   codec
 
 	cur   cur
-	calls map[Channel]*toolCall
+	calls map[content.Channel]*toolCall
 	// ordered: content after a withheld tool call waits for it (Messages, Responses).
 	ordered bool
 	queue   []qentry
 	queued  int
 	// visible is the text the client has received per tracked channel; objects is the
 	// upstream object text per object channel (for Snapshot).
-	visible  map[Channel][]byte
-	objects  map[Channel][]byte
+	visible  map[content.Channel][]byte
+	objects  map[content.Channel][]byte
 	trackAll bool
 	rel      []Release
 	// rewritten is set once content was sent otherwise than in the upstream's events, so
@@ -139,7 +140,7 @@ type Stream struct {
 // NewStream returns the Stream of a streamed response to req. It returns nil for
 // FamilyEmbeddings, which does not stream.
 func NewStream(req *Request) *Stream {
-	s := &Stream{req: *req, calls: map[Channel]*toolCall{}, visible: map[Channel][]byte{}, objects: map[Channel][]byte{},
+	s := &Stream{req: *req, calls: map[content.Channel]*toolCall{}, visible: map[content.Channel][]byte{}, objects: map[content.Channel][]byte{},
 		said: map[int]bool{}}
 	s.req.Messages, s.req.Tools = nil, nil
 	s.req.N = min(max(s.req.N, 1), MaxChoices)
@@ -178,12 +179,12 @@ func (s *Stream) Decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	for i := n; i < len(dst); i++ {
 		it := &dst[i]
 		switch {
-		case it.Kind == ItemDelta && it.Channel.Kind == ChannelToolArgs, it.Kind == ItemToolCallStart:
+		case it.Kind == ItemDelta && it.Channel.Kind == content.ToolCall, it.Kind == ItemToolCallStart:
 			s.cur.content, s.cur.withhold = true, true
 		case it.Kind == ItemDelta:
 			s.cur.content = true
 			s.cur.deltas = append(s.cur.deltas, curDelta{ch: it.Channel, text: it.Text})
-			if it.Channel.Kind == ChannelObject {
+			if it.Channel.Kind == content.Object {
 				o := append(s.objects[it.Channel], it.Text...)
 				s.objects[it.Channel] = o
 				it.Snapshot = string(o)
@@ -194,7 +195,7 @@ func (s *Stream) Decode(dst []Item, ev *sse.Event) ([]Item, error) {
 }
 
 // call returns the tool call of ch, creating it.
-func (s *Stream) call(ch Channel) *toolCall {
+func (s *Stream) call(ch content.Channel) *toolCall {
 	c := s.calls[ch]
 	if c == nil {
 		c = &toolCall{ch: ch}
@@ -226,7 +227,7 @@ func (s *Stream) Emit(dst []byte, ev *sse.Event, rel []Release) ([]byte, error) 
 		switch {
 		case whole:
 			s.see(r.Channel, r.Text)
-		case r.Channel.Kind == ChannelToolArgs:
+		case r.Channel.Kind == content.ToolCall:
 			out = s.releaseCall(out, r)
 		case len(r.Text) == 0:
 		default:
@@ -271,14 +272,16 @@ func (s *Stream) normalize(rel []Release) ([]Release, error) {
 		// Earlier releases of this event count as sent.
 		sent := append(append([]byte(nil), s.visible[r.Channel]...), pendingText(s.rel[:i], r.Channel)...)
 		if !bytes.HasPrefix(r.Text, sent) {
-			return nil, fmt.Errorf("%w: %s", ErrObjectRewritten, r.Channel)
+			// Spelled with the index, which Channel.String leaves out of all but tool calls:
+			// it tells apart the object parts of a Messages or Responses answer.
+			return nil, fmt.Errorf("%w: choice[%d].%s[%d]", ErrObjectRewritten, r.Channel.Choice, r.Channel.Kind, r.Channel.Index)
 		}
 		r.Text, r.Replace = r.Text[len(sent):], false
 	}
 	return s.rel, nil
 }
 
-func pendingText(rel []Release, ch Channel) []byte {
+func pendingText(rel []Release, ch content.Channel) []byte {
 	var b []byte
 	for _, r := range rel {
 		if r.Channel == ch {
@@ -302,11 +305,11 @@ func (s *Stream) sameAsDeltas(rel []Release) bool {
 }
 
 // see records text the client receives on ch.
-func (s *Stream) see(ch Channel, text []byte) {
-	if s.trackAll || ch.Kind == ChannelObject {
+func (s *Stream) see(ch content.Channel, text []byte) {
+	if s.trackAll || ch.Kind == content.Object {
 		s.visible[ch] = append(s.visible[ch], text...)
 	}
-	if len(text) > 0 && (ch.Kind == ChannelText || ch.Kind == ChannelObject) {
+	if len(text) > 0 && (ch.Kind == content.Text || ch.Kind == content.Object) {
 		s.said[ch.Choice] = true
 	}
 }
@@ -340,7 +343,7 @@ func (s *Stream) reasonText(choice int, reason string, hole *qentry) []byte {
 }
 
 // visibleText returns what the client received on ch (tracked channels only).
-func (s *Stream) visibleText(ch Channel) []byte { return s.visible[ch] }
+func (s *Stream) visibleText(ch content.Channel) []byte { return s.visible[ch] }
 
 // releaseCall sends a released tool call complete: in its hole when it has one, which
 // may let queued content follow.
@@ -425,7 +428,7 @@ func (s *Stream) pendingHole() *qentry {
 // AppendDelta appends an event that adds text to channel ch (text, reasoning or object),
 // built on the upstream's identifiers, and records it as sent. Emit uses it for content
 // that differs from the upstream's events.
-func (s *Stream) AppendDelta(dst []byte, ch Channel, text []byte) []byte {
+func (s *Stream) AppendDelta(dst []byte, ch content.Channel, text []byte) []byte {
 	s.rewritten = true
 	s.see(ch, text)
 	return s.c.appendDelta(dst, ch, text)
@@ -433,7 +436,7 @@ func (s *Stream) AppendDelta(dst []byte, ch Channel, text []byte) []byte {
 
 // AppendToolCall appends the events of the complete tool call ch with the given
 // arguments (its id and name as the upstream sent them) and records it as sent.
-func (s *Stream) AppendToolCall(dst []byte, ch Channel, args []byte) []byte {
+func (s *Stream) AppendToolCall(dst []byte, ch content.Channel, args []byte) []byte {
 	c := s.call(ch)
 	c.emitted = true
 	return s.c.appendToolCall(dst, c, args)

@@ -3,13 +3,14 @@ package wire
 import (
 	"bytes"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
 // chatChoice is the state of one choice of a chat stream.
 type chatChoice struct {
 	// open are the choice's content channels, in the order they started.
-	open         []Channel
+	open         []content.Channel
 	finished     bool
 	roleSent     bool
 	finishedSent bool
@@ -51,7 +52,7 @@ func (c *chatCodec) choice(i int) *chatChoice {
 	return ch
 }
 
-func (st *chatChoice) opens(ch Channel) {
+func (st *chatChoice) opens(ch content.Channel) {
 	for _, o := range st.open {
 		if o == ch {
 			return
@@ -214,7 +215,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 	}
 	i := int(idx)
 	st := c.choice(i)
-	var role, content, reasoning, reasoningContent string
+	var role, text, reasoning, reasoningContent string
 	var calls []byte
 	var err error
 	di, _ := iterOf(delta, '{')
@@ -227,7 +228,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		case keyIs(k, "role"):
 			role, err = c.optStr(v, "role")
 		case keyIs(k, "content"):
-			content, err = c.optStr(v, "content")
+			text, err = c.optStr(v, "content")
 		case keyIs(k, "reasoning_content"):
 			reasoningContent, err = c.optStr(v, "reasoning_content")
 		case keyIs(k, "reasoning"):
@@ -246,18 +247,18 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 	if role != "" {
 		c.roles = append(c.roles, i)
 	}
-	if content != "" {
-		kind := ChannelText
+	if text != "" {
+		kind := content.Text
 		if c.s.req.Object {
-			kind = ChannelObject
+			kind = content.Object
 		}
-		ch := Channel{Choice: i, Kind: kind}
+		ch := content.Channel{Choice: i, Kind: kind}
 		st.opens(ch)
-		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: content})
+		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: text})
 	}
 	if r, key := reasoningOf(&reasoningContent, &reasoning); r != "" {
 		c.reasoningKey = key
-		ch := Channel{Choice: i, Kind: ChannelReasoning}
+		ch := content.Channel{Choice: i, Kind: content.Reasoning}
 		st.opens(ch)
 		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: r})
 	}
@@ -276,7 +277,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 	} else if reason != "" && !st.finished {
 		for _, ch := range st.open {
 			it := Item{Kind: ItemChannelEnd, Channel: ch}
-			if call := c.s.calls[ch]; call != nil && ch.Kind == ChannelToolArgs {
+			if call := c.s.calls[ch]; call != nil && ch.Kind == content.ToolCall {
 				it.ID, it.Name = call.id, call.name
 			}
 			dst = append(dst, it)
@@ -284,7 +285,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		st.finished = true
 		c.finished++
 		c.finishes = append(c.finishes, i)
-		dst = append(dst, Item{Kind: ItemFinish, Channel: Channel{Choice: i}, Text: reason, Final: c.finished >= c.s.req.N})
+		dst = append(dst, Item{Kind: ItemFinish, Channel: content.Channel{Choice: i}, Text: reason, Final: c.finished >= c.s.req.N})
 	}
 	return dst, nil
 }
@@ -336,7 +337,7 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 			return dst, err
 		}
 	}
-	ch := Channel{Choice: choice, Kind: ChannelToolArgs, Index: int(idx)}
+	ch := content.Channel{Choice: choice, Kind: content.ToolCall, Index: int(idx)}
 	call, known := c.s.calls[ch]
 	if !known {
 		call = c.s.call(ch)
@@ -357,9 +358,9 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 	return dst, nil
 }
 
-func reasoningOf(content, reasoning *string) (string, string) {
-	if content != nil && *content != "" {
-		return *content, "reasoning_content"
+func reasoningOf(reasoningContent, reasoning *string) (string, string) {
+	if reasoningContent != nil && *reasoningContent != "" {
+		return *reasoningContent, "reasoning_content"
 	}
 	if reasoning != nil && *reasoning != "" {
 		return *reasoning, "reasoning"
@@ -512,10 +513,10 @@ func (c *chatCodec) appendChoiceStart(dst []byte, choice int) []byte {
 	return dst
 }
 
-func (c *chatCodec) appendDelta(dst []byte, ch Channel, text []byte) []byte {
+func (c *chatCodec) appendDelta(dst []byte, ch content.Channel, text []byte) []byte {
 	dst = c.appendChoiceStart(dst, ch.Choice)
 	key := "content"
-	if ch.Kind == ChannelReasoning {
+	if ch.Kind == content.Reasoning {
 		key = c.reasoningKey
 	}
 	dst = appendString(dst, key)

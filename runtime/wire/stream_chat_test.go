@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 const chatHead = `{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8",`
@@ -92,7 +94,7 @@ func TestChatStreamDecode(t *testing.T) {
 			}
 			got = append(got, items...)
 		}
-		call := Channel{Kind: ChannelToolArgs}
+		call := content.Channel{Kind: content.ToolCall}
 		if got[0].Kind != ItemToolCallStart || got[0].ID != "call_DdmO9pD3xa9XTPNJ32zg2hcA" || got[0].Name != "get_weather" || got[0].Channel != call {
 			t.Fatalf("start %+v", got[0])
 		}
@@ -112,7 +114,7 @@ func TestChatStreamDecode(t *testing.T) {
 		for _, key := range []string{"reasoning_content", "reasoning"} {
 			ev := parseEvents(t, lines(chatChunkJSON(chatDelta(0, `{"`+key+`":"think"}`, ""), "")))[0]
 			items, err := st.Decode(nil, &ev)
-			if err != nil || len(items) != 1 || items[0].Channel.Kind != ChannelReasoning || items[0].Text != "think" {
+			if err != nil || len(items) != 1 || items[0].Channel.Kind != content.Reasoning || items[0].Text != "think" {
 				t.Fatalf("%s: %+v %v", key, items, err)
 			}
 		}
@@ -130,7 +132,7 @@ func TestChatStreamDecode(t *testing.T) {
 				}
 			}
 		}
-		if last.Channel.Kind != ChannelObject || last.Snapshot != `{"a":1}` {
+		if last.Channel.Kind != content.Object || last.Snapshot != `{"a":1}` {
 			t.Fatalf("last delta %+v", last)
 		}
 	})
@@ -183,7 +185,7 @@ func TestChatStreamEmit(t *testing.T) {
 	t.Run("held-back text is re-chunked into valid chunks with the upstream's identifiers", func(t *testing.T) {
 		out := pump(t, chatReq, parseEvents(t, chatTextStream("Hello", " wor", "ld!")), newSim(4), 0, nil)
 		v := clientView(t, chatReq, out)
-		if got := v.textOf(ChannelText); got != "Hello world!" {
+		if got := v.textOf(content.Text); got != "Hello world!" {
 			t.Fatalf("client text %q", got)
 		}
 		for _, ev := range parseEvents(t, string(out)) {
@@ -208,7 +210,7 @@ func TestChatStreamEmit(t *testing.T) {
 		eng.transform = func(s string) string { return strings.ReplaceAll(s, "4111 1111 1111 1111", "[REDACTED:card]") }
 		out := pump(t, chatReq, parseEvents(t, chatTextStream("card 4111 ", "1111 1111", " 1111 ok")), eng, 0, nil)
 		v := clientView(t, chatReq, out)
-		if got := v.textOf(ChannelText); got != "card [REDACTED:card] ok" || strings.Contains(string(out), "4111") {
+		if got := v.textOf(content.Text); got != "card [REDACTED:card] ok" || strings.Contains(string(out), "4111") {
 			t.Fatalf("client text %q\n%s", got, out)
 		}
 		if len(v.finish) != 1 || v.done != 1 {
@@ -233,7 +235,7 @@ func TestChatStreamEmit(t *testing.T) {
 			}
 		}
 		v := clientView(t, chatReq, out)
-		call := Channel{Kind: ChannelToolArgs}
+		call := content.Channel{Kind: content.ToolCall}
 		if v.calls[call] != `{"location":"Paris"}` || v.names[call] != "get_weather" {
 			t.Fatalf("client call %q %q\n%s", v.calls[call], v.names[call], out)
 		}
@@ -245,7 +247,7 @@ func TestChatStreamEmit(t *testing.T) {
 		out := pump(t, chatReq, parseEvents(t, chatTextStream("Hello", " bad")), newSim(0), 3,
 			func(st *Stream, out []byte) []byte { return st.AppendBlock(out, "Not allowed here.") })
 		v := clientView(t, chatReq, out)
-		if v.textOf(ChannelText) != "Hello\n\nNot allowed here." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
+		if v.textOf(content.Text) != "Hello\n\nNot allowed here." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})
@@ -254,7 +256,7 @@ func TestChatStreamEmit(t *testing.T) {
 		req.N = 2
 		out := NewStream(&req).AppendBlock(nil, "no")
 		v := clientView(t, &req, out)
-		if len(v.finish) != 2 || v.text[Channel{Choice: 1}] != "no" {
+		if len(v.finish) != 2 || v.text[content.Channel{Choice: 1}] != "no" {
 			t.Fatalf("client %+v", v)
 		}
 	})
@@ -271,7 +273,7 @@ func TestChatStreamEmit(t *testing.T) {
 		eng.transform = func(string) string { return "[REDACTED]" }
 		out := pump(t, chatReq, parseEvents(t, in), eng, 0, nil)
 		v := clientView(t, chatReq, out)
-		if v.textOf(ChannelText) != "[REDACTED]" || len(v.finish) != 1 || v.finish[0] != "stop" || strings.Contains(string(out), "secret") {
+		if v.textOf(content.Text) != "[REDACTED]" || len(v.finish) != 1 || v.finish[0] != "stop" || strings.Contains(string(out), "secret") {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 		if strings.Count(string(out), `"role":"assistant"`) != 1 {
@@ -283,7 +285,7 @@ func TestChatStreamEmit(t *testing.T) {
 func TestObjectChannel(t *testing.T) {
 	req := *chatReq
 	req.Object = true
-	obj := Channel{Kind: ChannelObject}
+	obj := content.Channel{Kind: content.Object}
 	t.Run("snapshots that extend what was sent are forwarded as the upstream's chunks", func(t *testing.T) {
 		in := chatTextStream(`{"a":`, `1}`)
 		st := NewStream(&req)
@@ -328,8 +330,8 @@ func TestEmitWithoutEvent(t *testing.T) {
 		out, _ := st.Emit(nil, &evs[0], nil)
 		_, _ = st.Decode(nil, &evs[1])
 		out, _ = st.Emit(out, &evs[1], nil)
-		out, err := st.Emit(out, nil, []Release{{Channel: Channel{}, Text: []byte("held")}})
-		if err != nil || clientView(t, chatReq, out).textOf(ChannelText) != "held" {
+		out, err := st.Emit(out, nil, []Release{{Channel: content.Channel{}, Text: []byte("held")}})
+		if err != nil || clientView(t, chatReq, out).textOf(content.Text) != "held" {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	})

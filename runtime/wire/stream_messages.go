@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -38,7 +39,7 @@ var (
 type messagesCodec struct {
 	s *Stream
 	// kinds are the judged content blocks by index (text, thinking, tool_use).
-	kinds map[int]ChannelKind
+	kinds map[int]content.Kind
 	// What the client has received: message_start, the next block index, the open
 	// block (-1 when none) and whether it is a text block.
 	started   bool
@@ -54,7 +55,7 @@ type messagesCodec struct {
 }
 
 func newMessagesCodec(s *Stream) *messagesCodec {
-	return &messagesCodec{s: s, kinds: map[int]ChannelKind{}, open: -1}
+	return &messagesCodec{s: s, kinds: map[int]content.Kind{}, open: -1}
 }
 
 func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
@@ -71,7 +72,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		return dst, malformed(FamilyMessages, "content block index %q out of range", f[1])
 	}
 	c.evType, c.evIndex = messagesTypes[string(typ)], index
-	ch := Channel{Index: index}
+	ch := content.Channel{Index: index}
 	switch c.evType {
 	case msgStart:
 		return c.decodeStart(dst, f[2])
@@ -86,7 +87,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		}
 		ch.Kind = kind
 		it := Item{Kind: ItemChannelEnd, Channel: ch}
-		if kind == ChannelToolArgs {
+		if kind == content.ToolCall {
 			c.s.cur.withhold = true
 			call := c.s.call(ch)
 			it.ID, it.Name = call.id, call.name
@@ -134,7 +135,7 @@ func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) 
 	if !scanFields(message, msgStartFields, m[:]) {
 		return append(dst, Item{Kind: ItemPass}), nil
 	}
-	if content := bytes.TrimSpace(m[3]); len(content) > 0 && !emptyArray(content) {
+	if blocks := bytes.TrimSpace(m[3]); len(blocks) > 0 && !emptyArray(blocks) {
 		return dst, malformed(FamilyMessages, "message_start carries content outside content blocks")
 	}
 	c.messageID, _ = strOf(m[0], &c.scratch)
@@ -151,7 +152,7 @@ func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) 
 
 // decodeBlockStart reads content_block_start: text and thinking blocks open a channel,
 // tool_use blocks start a tool call.
-func (c *messagesCodec) decodeBlockStart(dst []Item, ch Channel, block []byte) ([]Item, error) {
+func (c *messagesCodec) decodeBlockStart(dst []Item, ch content.Channel, block []byte) ([]Item, error) {
 	var b [5][]byte
 	if !scanFields(block, msgBlockFields, b[:]) {
 		return dst, malformed(FamilyMessages, "content_block_start without content_block")
@@ -159,19 +160,19 @@ func (c *messagesCodec) decodeBlockStart(dst []Item, ch Channel, block []byte) (
 	typ, _ := bytesOf(b[0], &c.scratch)
 	switch string(typ) {
 	case "text":
-		ch.Kind = ChannelText
+		ch.Kind = content.Text
 		if c.s.req.Object {
-			ch.Kind = ChannelObject
+			ch.Kind = content.Object
 		}
 		c.kinds[ch.Index] = ch.Kind
 		if text, _ := strOf(b[3], &c.scratch); text != "" {
 			return append(dst, Item{Kind: ItemDelta, Channel: ch, Text: text}), nil
 		}
 	case "thinking":
-		ch.Kind = ChannelReasoning
+		ch.Kind = content.Reasoning
 		c.kinds[ch.Index] = ch.Kind
 	case "tool_use":
-		ch.Kind = ChannelToolArgs
+		ch.Kind = content.ToolCall
 		c.kinds[ch.Index] = ch.Kind
 		call := c.s.call(ch)
 		call.id, _ = strOf(b[1], &c.scratch)
@@ -197,7 +198,7 @@ func emptyObject(v []byte) bool {
 }
 
 // decodeBlockDelta reads content_block_delta of a judged block.
-func (c *messagesCodec) decodeBlockDelta(dst []Item, ch Channel, delta []byte) ([]Item, error) {
+func (c *messagesCodec) decodeBlockDelta(dst []Item, ch content.Channel, delta []byte) ([]Item, error) {
 	kind, judged := c.kinds[ch.Index]
 	var d [5][]byte
 	if !judged || !scanFields(delta, msgDeltaFields, d[:]) {
@@ -207,11 +208,11 @@ func (c *messagesCodec) decodeBlockDelta(dst []Item, ch Channel, delta []byte) (
 	typ, _ := bytesOf(d[0], &c.scratch)
 	var v []byte
 	switch {
-	case string(typ) == "text_delta" && (kind == ChannelText || kind == ChannelObject):
+	case string(typ) == "text_delta" && (kind == content.Text || kind == content.Object):
 		v = d[1]
-	case string(typ) == "thinking_delta" && kind == ChannelReasoning:
+	case string(typ) == "thinking_delta" && kind == content.Reasoning:
 		v = d[2]
-	case string(typ) == "input_json_delta" && kind == ChannelToolArgs:
+	case string(typ) == "input_json_delta" && kind == content.ToolCall:
 		c.s.cur.withhold = true
 		v = d[3]
 	default:
@@ -222,7 +223,7 @@ func (c *messagesCodec) decodeBlockDelta(dst []Item, ch Channel, delta []byte) (
 		return dst, malformed(FamilyMessages, "%s delta is not a string", typ)
 	}
 	if text == "" {
-		if kind == ChannelToolArgs {
+		if kind == content.ToolCall {
 			return dst, nil
 		}
 		return append(dst, Item{Kind: ItemPass}), nil
@@ -265,7 +266,7 @@ func (c *messagesCodec) sent(typ, index int) {
 		c.next = max(c.next, index+1)
 		c.open = index
 		k, ok := c.kinds[index]
-		c.openText = ok && (k == ChannelText || k == ChannelObject)
+		c.openText = ok && (k == content.Text || k == content.Object)
 	case msgBlockStop:
 		if c.open == index {
 			c.open = -1
@@ -298,8 +299,8 @@ func (c *messagesCodec) appendStop(dst []byte, index int) []byte {
 	return append(dst, "}\n\n"...)
 }
 
-func (c *messagesCodec) appendDelta(dst []byte, ch Channel, text []byte) []byte {
-	if ch.Kind == ChannelReasoning {
+func (c *messagesCodec) appendDelta(dst []byte, ch content.Channel, text []byte) []byte {
+	if ch.Kind == content.Reasoning {
 		return c.appendBlockDelta(dst, ch.Index, "thinking_delta", "thinking", text)
 	}
 	return c.appendBlockDelta(dst, ch.Index, "text_delta", "text", text)

@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 const msgStartEvent = `message_start|{"type":"message_start","message":{"id":"msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`
@@ -62,7 +65,9 @@ func TestMessagesStreamDecode(t *testing.T) {
 			for _, it := range items {
 				s := it.Kind.String()
 				if it.Kind != ItemPass && it.Kind != ItemUsage && it.Kind != ItemTerminator && it.Kind != ItemFinish {
-					s += "@" + it.Channel.String()
+					// Every index spelled: the content block's index is what this checks.
+					ch := it.Channel
+					s += fmt.Sprintf("@choice[%d].%s[%d]", ch.Choice, ch.Kind, ch.Index)
 				}
 				got = append(got, s)
 			}
@@ -95,7 +100,7 @@ func TestMessagesStreamEmit(t *testing.T) {
 	t.Run("held-back text is re-chunked into text deltas of the same block", func(t *testing.T) {
 		out := pump(t, messagesReq, parseEvents(t, msgStream(msgText(0, "Hello", " wor", "ld"), msgEnd("end_turn"))), newSim(3), 0, nil)
 		v := clientView(t, messagesReq, out)
-		if v.text[Channel{Index: 0}] != "Hello world" || v.done != 1 || v.finish[0] != "end_turn" {
+		if v.text[content.Channel{Index: 0}] != "Hello world" || v.done != 1 || v.finish[0] != "end_turn" {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})
@@ -107,8 +112,8 @@ func TestMessagesStreamEmit(t *testing.T) {
 			t.Fatalf("blocks out of order %v:\n%s", starts, out)
 		}
 		v := clientView(t, messagesReq, []byte(out))
-		call := Channel{Kind: ChannelToolArgs, Index: 1}
-		if v.calls[call] != `{"location": "San Francisco, CA"}` || v.names[call] != "get_weather" || v.text[Channel{Index: 2}] != "Done." {
+		call := content.Channel{Kind: content.ToolCall, Index: 1}
+		if v.calls[call] != `{"location": "San Francisco, CA"}` || v.names[call] != "get_weather" || v.text[content.Channel{Index: 2}] != "Done." {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})
@@ -116,7 +121,7 @@ func TestMessagesStreamEmit(t *testing.T) {
 		out := pump(t, messagesReq, parseEvents(t, msgStream(msgText(0, "Hello", " bad"))), newSim(0), 5,
 			func(st *Stream, out []byte) []byte { return st.AppendBlock(out, "Not allowed.") })
 		v := clientView(t, messagesReq, out)
-		if v.text[Channel{Index: 0}] != "Hello\n\nNot allowed." || len(v.finish) != 1 || v.finish[0] != "refusal" || v.done != 1 {
+		if v.text[content.Channel{Index: 0}] != "Hello\n\nNot allowed." || len(v.finish) != 1 || v.finish[0] != "refusal" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})
@@ -128,7 +133,7 @@ func TestMessagesStreamEmit(t *testing.T) {
 			t.Fatalf("tool call leaked:\n%s", out)
 		}
 		v := clientView(t, messagesReq, []byte(out))
-		if v.text[Channel{Index: 1}] != "\n\nNo tools." || v.finish[0] != "refusal" {
+		if v.text[content.Channel{Index: 1}] != "\n\nNo tools." || v.finish[0] != "refusal" {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -74,7 +75,7 @@ type partKey struct {
 // respPart is an output part of a Responses stream and the channel it is.
 type respPart struct {
 	partKey
-	ch     Channel
+	ch     content.Channel
 	itemID string
 }
 
@@ -86,9 +87,9 @@ type responsesCodec struct {
 	s         *Stream
 	next      int
 	parts     map[partKey]*respPart
-	byChannel map[Channel]*respPart
+	byChannel map[content.Channel]*respPart
 	itemIDs   map[int]string
-	ended     map[Channel]bool
+	ended     map[content.Channel]bool
 	seq       int64
 	template  []byte
 	// What the client has received: completed items in order, the next output index,
@@ -106,27 +107,27 @@ type responsesCodec struct {
 }
 
 func newResponsesCodec(s *Stream) *responsesCodec {
-	return &responsesCodec{s: s, parts: map[partKey]*respPart{}, byChannel: map[Channel]*respPart{},
-		itemIDs: map[int]string{}, ended: map[Channel]bool{}}
+	return &responsesCodec{s: s, parts: map[partKey]*respPart{}, byChannel: map[content.Channel]*respPart{},
+		itemIDs: map[int]string{}, ended: map[content.Channel]bool{}}
 }
 
 // part returns the part at k, numbering it as a channel of kind when it is new; itemID
 // is the raw item_id of the event, read only then.
-func (c *responsesCodec) part(k partKey, kind ChannelKind, itemID []byte) *respPart {
+func (c *responsesCodec) part(k partKey, kind content.Kind, itemID []byte) *respPart {
 	p := c.parts[k]
 	if p == nil {
-		p = &respPart{partKey: k, ch: Channel{Kind: kind, Index: c.next}, itemID: cmpOr(c.str(itemID), c.itemIDs[k.out])}
+		p = &respPart{partKey: k, ch: content.Channel{Kind: kind, Index: c.next}, itemID: cmpOr(c.str(itemID), c.itemIDs[k.out])}
 		c.next++
 		c.parts[k], c.byChannel[p.ch] = p, p
 	}
 	return p
 }
 
-func (c *responsesCodec) textKind() ChannelKind {
+func (c *responsesCodec) textKind() content.Kind {
 	if c.s.req.Object {
-		return ChannelObject
+		return content.Object
 	}
-	return ChannelText
+	return content.Text
 }
 
 // str decodes a string value; non-strings are "".
@@ -178,7 +179,7 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 			c.itemIDs[out] = id
 		}
 		if string(typ) == "function_call" || string(typ) == "custom_tool_call" {
-			p := c.part(partKey{out: out, sub: subCall}, ChannelToolArgs, it[1])
+			p := c.part(partKey{out: out, sub: subCall}, content.ToolCall, it[1])
 			call := c.s.call(p.ch)
 			call.id, call.name, call.item, call.at = c.str(it[2]), c.str(it[3]), bytes.Clone(e.item), out
 			c.s.startCall(call)
@@ -189,32 +190,32 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		case "output_text":
 			c.part(partKey{out, subContent, e.contentIndex}, c.textKind(), c.ev.itemID)
 		case "reasoning_text":
-			c.part(partKey{out, subReasoning, e.contentIndex}, ChannelReasoning, c.ev.itemID)
+			c.part(partKey{out, subReasoning, e.contentIndex}, content.Reasoning, c.ev.itemID)
 		}
 	case rsSummaryPartAdded:
-		c.part(partKey{out, subSummary, e.summaryIndex}, ChannelReasoning, c.ev.itemID)
+		c.part(partKey{out, subSummary, e.summaryIndex}, content.Reasoning, c.ev.itemID)
 	case rsTextDelta:
 		p := c.part(partKey{out, subContent, e.contentIndex}, c.textKind(), c.ev.itemID)
 		return c.appendDeltaItem(dst, p.ch, e.delta)
 	case rsSummaryDelta:
-		p := c.part(partKey{out, subSummary, e.summaryIndex}, ChannelReasoning, c.ev.itemID)
+		p := c.part(partKey{out, subSummary, e.summaryIndex}, content.Reasoning, c.ev.itemID)
 		return c.appendDeltaItem(dst, p.ch, e.delta)
 	case rsReasoningDelta:
-		p := c.part(partKey{out, subReasoning, e.contentIndex}, ChannelReasoning, c.ev.itemID)
+		p := c.part(partKey{out, subReasoning, e.contentIndex}, content.Reasoning, c.ev.itemID)
 		return c.appendDeltaItem(dst, p.ch, e.delta)
 	case rsTextDone:
 		return c.end(dst, c.part(partKey{out, subContent, e.contentIndex}, c.textKind(), c.ev.itemID)), nil
 	case rsSummaryDone:
-		return c.end(dst, c.part(partKey{out, subSummary, e.summaryIndex}, ChannelReasoning, c.ev.itemID)), nil
+		return c.end(dst, c.part(partKey{out, subSummary, e.summaryIndex}, content.Reasoning, c.ev.itemID)), nil
 	case rsReasoningDone:
-		return c.end(dst, c.part(partKey{out, subReasoning, e.contentIndex}, ChannelReasoning, c.ev.itemID)), nil
+		return c.end(dst, c.part(partKey{out, subReasoning, e.contentIndex}, content.Reasoning, c.ev.itemID)), nil
 	case rsArgsDelta:
 		c.s.cur.withhold = true
-		p := c.part(partKey{out: out, sub: subCall}, ChannelToolArgs, c.ev.itemID)
+		p := c.part(partKey{out: out, sub: subCall}, content.ToolCall, c.ev.itemID)
 		return c.appendDeltaItem(dst, p.ch, e.delta)
 	case rsArgsDone:
 		c.s.cur.withhold = true
-		return c.end(dst, c.part(partKey{out: out, sub: subCall}, ChannelToolArgs, c.ev.itemID)), nil
+		return c.end(dst, c.part(partKey{out: out, sub: subCall}, content.ToolCall, c.ev.itemID)), nil
 	case rsItemDone:
 		if p := c.parts[partKey{out: out, sub: subCall}]; p != nil {
 			c.s.cur.withhold = true
@@ -245,13 +246,13 @@ var (
 )
 
 // appendDeltaItem appends the delta of a string value; an empty delta passes.
-func (c *responsesCodec) appendDeltaItem(dst []Item, ch Channel, v []byte) ([]Item, error) {
+func (c *responsesCodec) appendDeltaItem(dst []Item, ch content.Channel, v []byte) ([]Item, error) {
 	text, ok := strOf(v, &c.scratch)
 	if !ok && !isNullJSON(v) {
 		return dst, malformed(FamilyResponses, "delta is not a string")
 	}
 	if text == "" {
-		if ch.Kind == ChannelToolArgs {
+		if ch.Kind == content.ToolCall {
 			return dst, nil
 		}
 		return append(dst, Item{Kind: ItemPass}), nil
@@ -262,7 +263,7 @@ func (c *responsesCodec) appendDeltaItem(dst []Item, ch Channel, v []byte) ([]It
 // end ends p's channel once; a second end event of the same part passes.
 func (c *responsesCodec) end(dst []Item, p *respPart) []Item {
 	if c.ended[p.ch] {
-		if p.ch.Kind == ChannelToolArgs {
+		if p.ch.Kind == content.ToolCall {
 			return dst
 		}
 		return append(dst, Item{Kind: ItemPass})

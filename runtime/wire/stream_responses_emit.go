@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -188,7 +189,7 @@ func appendItemRef(dst []byte, itemID string, out int) []byte {
 	return appendInt(dst, out)
 }
 
-func (c *responsesCodec) appendDelta(dst []byte, ch Channel, text []byte) []byte {
+func (c *responsesCodec) appendDelta(dst []byte, ch content.Channel, text []byte) []byte {
 	p := c.byChannel[ch]
 	if p == nil {
 		return dst

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 const respObj = `{"id":"resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654","object":"response","created_at":1741290958,"status":"%s","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"gpt-4.1-2025-04-14","output":[%s],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`
@@ -84,7 +86,7 @@ func TestResponsesStreamDecode(t *testing.T) {
 					kinds = append(kinds, it.Kind.String())
 				}
 				switch {
-				case it.Kind == ItemDelta && it.Channel.Kind == ChannelText:
+				case it.Kind == ItemDelta && it.Channel.Kind == content.Text:
 					text += it.Text
 				case it.Kind == ItemDelta:
 					args += it.Text
@@ -105,7 +107,7 @@ func TestResponsesStreamDecode(t *testing.T) {
 		st := NewStream(responsesReq)
 		ev := parseEvents(t, lines(`response.reasoning_summary_text.delta|{"type":"response.reasoning_summary_text.delta","sequence_number":5,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"Thinking"}`))[0]
 		items, err := st.Decode(nil, &ev)
-		if err != nil || items[0].Channel.Kind != ChannelReasoning || items[0].Text != "Thinking" {
+		if err != nil || items[0].Channel.Kind != content.Reasoning || items[0].Text != "Thinking" {
 			t.Fatalf("%+v %v", items, err)
 		}
 	})
@@ -126,8 +128,8 @@ func TestResponsesStreamEmit(t *testing.T) {
 			t.Fatalf("card leaked:\n%s", out)
 		}
 		v := clientView(t, responsesReq, out)
-		if v.textOf(ChannelText) != "card [REDACTED:card] ok" {
-			t.Fatalf("client text %q", v.textOf(ChannelText))
+		if v.textOf(content.Text) != "card [REDACTED:card] ok" {
+			t.Fatalf("client text %q", v.textOf(content.Text))
 		}
 		last := parseEvents(t, string(out))
 		var completed struct {
@@ -150,7 +152,7 @@ func TestResponsesStreamEmit(t *testing.T) {
 		}
 		out = pump(t, responsesReq, evs, newSim(0), 0, nil)
 		v := clientView(t, responsesReq, out)
-		call := Channel{Kind: ChannelToolArgs}
+		call := content.Channel{Kind: content.ToolCall}
 		if v.calls[call] != `{"location":"Paris"}` || v.names[call] != "get_weather" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
@@ -165,7 +167,7 @@ func TestResponsesStreamEmit(t *testing.T) {
 		out := pump(t, responsesReq, parseEvents(t, in), newSim(0), 6,
 			func(st *Stream, out []byte) []byte { return st.AppendBlock(out, "Not allowed.") })
 		v := clientView(t, responsesReq, out)
-		if v.textOf(ChannelText) != "Hi\n\nNot allowed." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
+		if v.textOf(content.Text) != "Hi\n\nNot allowed." || len(v.finish) != 1 || v.finish[0] != "content_filter" || v.done != 1 {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 		evs := parseEvents(t, string(out))
@@ -191,7 +193,7 @@ func TestResponsesStreamEmit(t *testing.T) {
 			t.Fatalf("call leaked:\n%s", out)
 		}
 		v := clientView(t, responsesReq, out)
-		if v.textOf(ChannelText) != "No tools." || v.finish[0] != "content_filter" {
+		if v.textOf(content.Text) != "No tools." || v.finish[0] != "content_filter" {
 			t.Fatalf("client %+v\n%s", v, out)
 		}
 	})

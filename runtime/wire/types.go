@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 )
 
 // Family is an API family: one provider route with its own request, response and stream
@@ -141,56 +142,6 @@ type Request struct {
 	Tools        []Tool
 }
 
-// ChannelKind is the kind of a response channel. The values equal the engine's
-// ChannelKind values (text, reasoning, tool call, object), so the proxy converts with a
-// plain conversion.
-type ChannelKind uint8
-
-// Channel kinds.
-const (
-	// ChannelText is the assistant's answer text.
-	ChannelText ChannelKind = iota
-	// ChannelReasoning is reasoning text (chat reasoning_content/reasoning, Responses
-	// reasoning summaries and reasoning text, Anthropic thinking).
-	ChannelReasoning
-	// ChannelToolArgs is the arguments of one tool call.
-	ChannelToolArgs
-	// ChannelObject is the answer text of a response with a JSON output format.
-	ChannelObject
-)
-
-// String returns the kind as records spell it.
-func (k ChannelKind) String() string {
-	switch k {
-	case ChannelText:
-		return "text"
-	case ChannelReasoning:
-		return "reasoning"
-	case ChannelToolArgs:
-		return "toolCall"
-	case ChannelObject:
-		return "object"
-	}
-	return fmt.Sprintf("channel(%d)", uint8(k))
-}
-
-// Channel identifies one stream of content of a response. Choice is the choice index
-// (always 0 but for chat with n > 1). Index tells apart channels of a choice: for chat
-// it is the tool call's index (0 for text and reasoning); for Messages it is the content
-// block's index; for Responses it numbers the output parts (text parts, reasoning
-// summary and text parts, function calls) in the order they appear. Streamed and
-// non-streamed responses number channels the same way.
-type Channel struct {
-	Choice int
-	Kind   ChannelKind
-	Index  int
-}
-
-// String returns the channel as records spell it.
-func (c Channel) String() string {
-	return fmt.Sprintf("choice[%d].%s[%d]", c.Choice, c.Kind, c.Index)
-}
-
 // ItemKind is the kind of a stream item.
 type ItemKind uint8
 
@@ -247,10 +198,10 @@ func (k ItemKind) String() string {
 // Item is one thing a stream event says.
 type Item struct {
 	Kind    ItemKind
-	Channel Channel
+	Channel content.Channel
 	// Text is the delta's text, the finish reason, or the error message.
 	Text string
-	// Snapshot is the object channel's whole text so far (ItemDelta on ChannelObject).
+	// Snapshot is the object channel's whole text so far (ItemDelta on content.Object).
 	Snapshot string
 	// ID and Name of a tool call (ItemToolCallStart, ItemChannelEnd of a tool call).
 	ID, Name string
@@ -269,14 +220,14 @@ type Usage struct {
 // read during Emit only and may alias the caller's memory. For the object channel,
 // Replace is set and Text is the whole object, which replaces what was released before.
 type Release struct {
-	Channel Channel
+	Channel content.Channel
 	Text    []byte
 	Replace bool
 }
 
 // Content is one channel of a non-streamed response.
 type Content struct {
-	Channel Channel
+	Channel content.Channel
 	// Text is the channel's text; for a tool call, its arguments (JSON text).
 	Text string
 	// ID and Name of a tool call.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
@@ -40,9 +41,9 @@ func post(t *testing.T, p *Provider, path, body string, header ...string) (*http
 
 // streamed is what a client reconstructs of a stream.
 type streamed struct {
-	text     map[wire.Channel]string
-	calls    map[wire.Channel]string
-	names    map[wire.Channel]string
+	text     map[content.Channel]string
+	calls    map[content.Channel]string
+	names    map[content.Channel]string
 	finishes []string
 	usage    wire.Usage
 	errors   []string
@@ -54,7 +55,7 @@ func decodeStream(t *testing.T, fam wire.Family, req *wire.Request, body []byte)
 	t.Helper()
 	req.Family, req.Stream = fam, true
 	st := wire.NewStream(req)
-	s := streamed{text: map[wire.Channel]string{}, calls: map[wire.Channel]string{}, names: map[wire.Channel]string{}}
+	s := streamed{text: map[content.Channel]string{}, calls: map[content.Channel]string{}, names: map[content.Channel]string{}}
 	r := sse.NewReader(bytes.NewReader(body), 0)
 	for {
 		ev, err := r.Next()
@@ -72,7 +73,7 @@ func decodeStream(t *testing.T, fam wire.Family, req *wire.Request, body []byte)
 		for _, it := range items {
 			switch it.Kind {
 			case wire.ItemDelta:
-				if it.Channel.Kind == wire.ChannelToolArgs {
+				if it.Channel.Kind == content.ToolCall {
 					s.calls[it.Channel] += it.Text
 				} else {
 					s.text[it.Channel] += it.Text
@@ -114,9 +115,9 @@ func TestChatCompletions(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := []wire.Content{
-			{Channel: wire.Channel{Kind: wire.ChannelText}, Text: "Let me check."},
-			{Channel: wire.Channel{Kind: wire.ChannelReasoning}, Text: "Need weather."},
-			{Channel: wire.Channel{Kind: wire.ChannelToolArgs}, Text: `{"city":"Paris"}`, ID: "call_fake_0", Name: "get_weather"},
+			{Channel: content.Channel{Kind: content.Text}, Text: "Let me check."},
+			{Channel: content.Channel{Kind: content.Reasoning}, Text: "Need weather."},
+			{Channel: content.Channel{Kind: content.ToolCall}, Text: `{"city":"Paris"}`, ID: "call_fake_0", Name: "get_weather"},
 		}
 		if len(r.Contents) != 3 || r.Contents[0] != want[0] || r.Contents[1] != want[1] || r.Contents[2] != want[2] || r.Finish[0] != "tool_calls" || r.Usage.InputTokens != 7 {
 			t.Fatalf("got %+v\n%s", r, b)
@@ -140,8 +141,8 @@ func TestChatCompletions(t *testing.T) {
 			t.Fatal(resp.Header)
 		}
 		s := decodeStream(t, wire.FamilyChat, &wire.Request{N: 2, IncludeUsage: true}, b)
-		call := wire.Channel{Choice: 1, Kind: wire.ChannelToolArgs}
-		if s.text[wire.Channel{}] != "Hello" || s.calls[call] != `{"q":1}` || s.names[call] != "lookup" ||
+		call := content.Channel{Choice: 1, Kind: content.ToolCall}
+		if s.text[content.Channel{}] != "Hello" || s.calls[call] != `{"q":1}` || s.names[call] != "lookup" ||
 			strings.Join(s.finishes, ",") != "stop,tool_calls" || s.usage.OutputTokens != 5 || !s.done {
 			t.Fatalf("decoded %+v\n%s", s, b)
 		}
@@ -169,7 +170,7 @@ func TestResponsesAndMessages(t *testing.T) {
 			s := decodeStream(t, tc.family, &wire.Request{N: 1}, b)
 			var text, reasoning, args, name string
 			for ch, v := range s.text {
-				if ch.Kind == wire.ChannelText {
+				if ch.Kind == content.Text {
 					text += v
 				} else {
 					reasoning += v

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // This file holds the validation shared by every backend's answer parser (DESIGN.md
@@ -96,7 +95,7 @@ type wireAnswer struct {
 
 // answersOf maps an object of answers onto the questions in authored order: exactly one
 // member per question, none other.
-func answersOf(obj map[string]json.RawMessage, qs []policy.Question) ([]classify.Answer, error) {
+func answersOf(obj map[string]json.RawMessage, qs []Question) ([]classify.Answer, error) {
 	out := make([]classify.Answer, len(qs))
 	for i := range qs {
 		raw, ok := obj[qs[i].ID]
@@ -118,7 +117,7 @@ func answersOf(obj map[string]json.RawMessage, qs []policy.Question) ([]classify
 // answerOf validates one answer: a refusal carries nothing else; an answer carries
 // exactly the member of its question's type (probability for boolean, a criterion value
 // as choice, a score within [0,1]).
-func answerOf(raw json.RawMessage, q *policy.Question) (classify.Answer, error) {
+func answerOf(raw json.RawMessage, q *Question) (classify.Answer, error) {
 	var w wireAnswer
 	if err := json.Unmarshal(raw, &w); err != nil || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) {
 		return classify.Answer{}, invalid("the answer to question %q is not an object", q.ID)
@@ -137,12 +136,12 @@ func answerOf(raw json.RawMessage, q *policy.Question) (classify.Answer, error) 
 	a := classify.Answer{Type: classify.Answered}
 	var ok bool
 	switch q.Type {
-	case policy.QuestionBoolean:
+	case QuestionBoolean:
 		a.Probability, ok = unitNumber(w.Probability)
 		ok = ok && !c && !s
-	case policy.QuestionChoice:
+	case QuestionChoice:
 		ok = json.Unmarshal(w.Choice, &a.Choice) == nil && isCriterion(q, a.Choice) && !p && !s
-	case policy.QuestionScore:
+	case QuestionScore:
 		a.Score, ok = unitNumber(w.Score)
 		ok = ok && !p && !c
 	}
@@ -152,7 +151,7 @@ func answerOf(raw json.RawMessage, q *policy.Question) (classify.Answer, error) 
 	return a, nil
 }
 
-func isCriterion(q *policy.Question, v string) bool {
+func isCriterion(q *Question, v string) bool {
 	for _, c := range q.Criteria {
 		if c.Value == v {
 			return true
@@ -182,7 +181,7 @@ func refusedResult(categories, questions int) classify.Result {
 }
 
 // categoryIDs returns the authored category ids in order.
-func categoryIDs(cs []policy.Category) []string {
+func categoryIDs(cs []Category) []string {
 	ids := make([]string, len(cs))
 	for i, c := range cs {
 		ids[i] = c.ID

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // cacheKey is the SHA-256 of an exact (prepared) input.
@@ -56,9 +55,9 @@ type cacheEntry struct {
 	expires time.Time
 }
 
-// newCache returns the cache c configures, or nil when c is nil or not positive.
-func newCache(c *policy.Cache, now func() time.Time) *cache {
-	if c == nil || c.TTL <= 0 || c.MaxEntries <= 0 {
+// newCache returns the cache c configures, or nil when c is not positive.
+func newCache(c Cache, now func() time.Time) *cache {
+	if c.TTL <= 0 || c.MaxEntries <= 0 {
 		return nil
 	}
 	return &cache{ttl: c.TTL, max: c.MaxEntries, now: now, order: list.New(), items: map[cacheKey]*list.Element{}}

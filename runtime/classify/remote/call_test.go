@@ -13,7 +13,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/remote"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	fake "github.com/guardrail-dev/guardrail-operator/test/fakeclassifiers"
 )
 
@@ -265,7 +264,7 @@ func TestWaitingForASlotEndsWithTheContext(t *testing.T) {
 func TestCancellingTheContextEndsAnInFlightCall(t *testing.T) {
 	f := fake.NewJudge().Enqueue(fake.Hang())
 	srv := f.Start(t)
-	k := newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores, retries(3)))
+	k := newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores, retries(3)))
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()

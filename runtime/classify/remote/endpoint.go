@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 const (
@@ -38,7 +37,7 @@ const (
 type endpoint struct {
 	name    string
 	url     string
-	token   policy.Secret
+	token   Secret
 	client  *http.Client
 	retries int
 	backoff time.Duration

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // The fuzz tests feed arbitrary bytes to every parser of classifier answers. A parser
@@ -16,17 +15,17 @@ import (
 
 var (
 	fuzzIDs       = []string{"violence", "hate", "self-harm"}
-	fuzzQuestions = []policy.Question{
-		{ID: "onTopic", Type: policy.QuestionBoolean, Criteria: []policy.Criterion{{Value: "true"}, {Value: "false"}}},
-		{ID: "tone", Type: policy.QuestionChoice, Criteria: []policy.Criterion{{Value: "friendly"}, {Value: "hostile"}}},
-		{ID: "severity", Type: policy.QuestionScore, Criteria: []policy.Criterion{{Value: "low"}, {Value: "high"}}},
+	fuzzQuestions = []Question{
+		{ID: "onTopic", Type: QuestionBoolean, Criteria: []Criterion{{Value: "true"}, {Value: "false"}}},
+		{ID: "tone", Type: QuestionChoice, Criteria: []Criterion{{Value: "friendly"}, {Value: "hostile"}}},
+		{ID: "severity", Type: QuestionScore, Criteria: []Criterion{{Value: "low"}, {Value: "high"}}},
 	}
 )
 
 // checkResult fails unless err is an INVALID_ANSWER or res has exactly one finite score
 // within [0,1] per category (0 when refused), refusals absent or one per category, and
 // exactly one valid answer per question.
-func checkResult(t *testing.T, res classify.Result, err error, categories int, qs []policy.Question) {
+func checkResult(t *testing.T, res classify.Result, err error, categories int, qs []Question) {
 	t.Helper()
 	if err != nil {
 		var ce *classify.Error
@@ -58,9 +57,9 @@ func checkResult(t *testing.T, res classify.Result, err error, categories int, q
 			}
 		case a.Type != classify.Answered:
 			t.Fatalf("answer %d has type %d", i, a.Type)
-		case q.Type == policy.QuestionBoolean && (!unit(a.Probability) || a.Choice != "" || a.Score != 0),
-			q.Type == policy.QuestionChoice && (!isCriterion(&q, a.Choice) || a.Probability != 0 || a.Score != 0),
-			q.Type == policy.QuestionScore && (!unit(a.Score) || a.Probability != 0 || a.Choice != ""):
+		case q.Type == QuestionBoolean && (!unit(a.Probability) || a.Choice != "" || a.Score != 0),
+			q.Type == QuestionChoice && (!isCriterion(&q, a.Choice) || a.Probability != 0 || a.Score != 0),
+			q.Type == QuestionScore && (!unit(a.Score) || a.Probability != 0 || a.Choice != ""):
 			t.Fatalf("answer %d to a %s question is invalid: %+v", i, q.Type, a)
 		}
 	}

@@ -11,43 +11,42 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/remote"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // secretToken is the bearer token of test classifiers; no error may contain it.
 const secretToken = "sk-test-0123456789abcdef"
 
 // spec is a functional option on a test classifier.
-type spec func(*policy.Classifier)
+type spec func(*remote.Config)
 
 func categories(ids ...string) spec {
-	return func(c *policy.Classifier) {
+	return func(c *remote.Config) {
 		c.Categories = nil
 		for _, id := range ids {
-			c.Categories = append(c.Categories, policy.Category{ID: id, Description: "about " + id})
+			c.Categories = append(c.Categories, remote.Category{ID: id, Description: "about " + id})
 		}
-		if c.Moderation != nil {
-			c.Moderation.CategoryNames = ids
+		if c.Kind == remote.KindModeration {
+			c.CategoryNames = ids
 		}
 	}
 }
 
-func questions(qs ...policy.Question) spec {
-	return func(c *policy.Classifier) { c.Categories, c.Questions = nil, qs }
+func questions(qs ...remote.Question) spec {
+	return func(c *remote.Config) { c.Categories, c.Questions = nil, qs }
 }
 
-func timeout(d time.Duration) spec { return func(c *policy.Classifier) { c.Timeout = d } }
-func retries(n int) spec           { return func(c *policy.Classifier) { c.Retries = n } }
-func token(s string) spec          { return func(c *policy.Classifier) { c.Token = policy.Secret(s) } }
-func maxChars(n int) spec          { return func(c *policy.Classifier) { c.MaxInputChars = n } }
-func concurrency(n int) spec       { return func(c *policy.Classifier) { c.MaxConcurrency = n } }
+func timeout(d time.Duration) spec { return func(c *remote.Config) { c.Timeout = d } }
+func retries(n int) spec           { return func(c *remote.Config) { c.Retries = n } }
+func token(s string) spec          { return func(c *remote.Config) { c.Token = remote.Secret(s) } }
+func maxChars(n int) spec          { return func(c *remote.Config) { c.MaxInputChars = n } }
+func concurrency(n int) spec       { return func(c *remote.Config) { c.MaxConcurrency = n } }
 
 func cached(ttl time.Duration, entries int) spec {
-	return func(c *policy.Classifier) { c.Cache = &policy.Cache{TTL: ttl, MaxEntries: entries} }
+	return func(c *remote.Config) { c.Cache = remote.Cache{TTL: ttl, MaxEntries: entries} }
 }
 
 func modalities(ms ...classify.Modality) spec {
-	return func(c *policy.Classifier) {
+	return func(c *remote.Config) {
 		c.Modalities = 0
 		for _, m := range ms {
 			c.Modalities = c.Modalities.With(m)
@@ -55,34 +54,31 @@ func modalities(ms ...classify.Modality) spec {
 	}
 }
 
-func build(c *policy.Classifier, specs []spec) *policy.Classifier {
-	c.Key, c.Namespace, c.Name = "team/judge", "team", "judge"
-	c.Modalities = policy.ModalitySet(0).With(classify.Text)
+func build(c remote.Config, specs []spec) remote.Config {
+	c.Modalities = classify.ModalitySet(0).With(classify.Text)
 	for _, s := range specs {
-		s(c)
+		s(&c)
 	}
 	return c
 }
 
-func moderationSpec(url string, specs ...spec) *policy.Classifier {
-	c := &policy.Classifier{Backend: policy.BackendModeration,
-		Moderation: &policy.ModerationConfig{URL: url, Model: "omni-moderation-latest"}}
+func moderationSpec(url string, specs ...spec) remote.Config {
+	c := remote.Config{Kind: remote.KindModeration, URL: url, Model: "omni-moderation-latest"}
 	return build(c, append([]spec{categories("violence", "hate")}, specs...))
 }
 
-func judgeSpec(url string, format policy.JudgeFormat, specs ...spec) *policy.Classifier {
-	c := &policy.Classifier{Backend: policy.BackendLLM,
-		LLM: &policy.LLMConfig{URL: url, Model: "judge-1", Format: format, Instructions: "Be strict."}}
+func judgeSpec(url string, format remote.JudgeFormat, specs ...spec) remote.Config {
+	c := remote.Config{Kind: remote.KindLLM, URL: url, Model: "judge-1", Format: format, Instructions: "Be strict."}
 	return build(c, append([]spec{categories("violence", "hate", "self-harm")}, specs...))
 }
 
-func webhookSpec(url string, specs ...spec) *policy.Classifier {
-	c := &policy.Classifier{Backend: policy.BackendWebhook, Webhook: &policy.WebhookConfig{URL: url}}
+func webhookSpec(url string, specs ...spec) remote.Config {
+	c := remote.Config{Kind: remote.KindWebhook, URL: url}
 	return build(c, append([]spec{categories("violence", "hate")}, specs...))
 }
 
 // newClassifier builds the backend of c, with a negligible backoff unless opts set one.
-func newClassifier(t *testing.T, c *policy.Classifier, opts ...remote.Option) classify.Classifier {
+func newClassifier(t *testing.T, c remote.Config, opts ...remote.Option) classify.Classifier {
 	t.Helper()
 	k, err := remote.New(c, append([]remote.Option{remote.WithBackoff(time.Millisecond)}, opts...)...)
 	if err != nil {
@@ -115,12 +111,12 @@ func wantCode(t *testing.T, err error, want classify.Code, secrets ...string) {
 
 // boolean, choice and score are the questions of question tests.
 var (
-	boolean = policy.Question{ID: "onTopic", Type: policy.QuestionBoolean, Instructions: "Is it about cooking?",
-		Criteria: []policy.Criterion{{Value: "true", Description: "about cooking"}, {Value: "false", Description: "anything else"}}}
-	choice = policy.Question{ID: "tone", Type: policy.QuestionChoice,
-		Criteria: []policy.Criterion{{Value: "friendly", Description: "warm"}, {Value: "neutral", Description: "flat"}, {Value: "hostile", Description: "aggressive"}}}
-	score = policy.Question{ID: "severity", Type: policy.QuestionScore,
-		Criteria: []policy.Criterion{{Value: "low", Description: "mild"}, {Value: "high", Description: "severe"}}}
+	boolean = remote.Question{ID: "onTopic", Type: remote.QuestionBoolean, Instructions: "Is it about cooking?",
+		Criteria: []remote.Criterion{{Value: "true", Description: "about cooking"}, {Value: "false", Description: "anything else"}}}
+	choice = remote.Question{ID: "tone", Type: remote.QuestionChoice,
+		Criteria: []remote.Criterion{{Value: "friendly", Description: "warm"}, {Value: "neutral", Description: "flat"}, {Value: "hostile", Description: "aggressive"}}}
+	score = remote.Question{ID: "severity", Type: remote.QuestionScore,
+		Criteria: []remote.Criterion{{Value: "low", Description: "mild"}, {Value: "high", Description: "severe"}}}
 )
 
 // eventually polls cond for up to two seconds.

@@ -7,33 +7,29 @@ import (
 	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // schemaName is the name of the structured-output schema a judge is asked to follow.
 const schemaName = "guardrail_scores"
 
-func newJudge(c *policy.Classifier, opts ...Option) (classify.Classifier, error) {
-	if c.LLM == nil {
-		return nil, errors.New("remote: llm classifier without llm configuration")
-	}
-	b, err := newBase(c, "judge", c.LLM.URL, nil, opts)
+func newJudge(c *Config, opts ...Option) (classify.Classifier, error) {
+	b, err := newBase(c, "judge", nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	switch c.LLM.Format {
-	case policy.JudgeScores:
+	switch c.Format {
+	case JudgeScores:
 		if (len(c.Categories) > 0) == (len(c.Questions) > 0) {
 			return nil, errors.New("remote: judge format scores needs exactly one of categories or questions")
 		}
 		return &classifier{base: b, codec: newScoresJudge(c)}, nil
-	case policy.JudgeLlamaGuard:
+	case JudgeLlamaGuard:
 		if len(c.Categories) == 0 || len(c.Questions) > 0 {
 			return nil, errors.New("remote: judge format llamaGuard needs categories and no questions")
 		}
 		return &classifier{base: b, codec: newLlamaGuard(c)}, nil
 	}
-	return nil, fmt.Errorf("remote: unknown judge format %q", c.LLM.Format)
+	return nil, fmt.Errorf("remote: unknown judge format %q", c.Format)
 }
 
 // scoresJudge is the codec of format scores: a system prompt describing the categories
@@ -44,17 +40,17 @@ type scoresJudge struct {
 	system    string
 	format    json.RawMessage
 	ids       []string
-	questions []policy.Question
+	questions []Question
 }
 
-func newScoresJudge(c *policy.Classifier) *scoresJudge {
-	j := &scoresJudge{model: c.LLM.Model, ids: categoryIDs(c.Categories), questions: c.Questions}
+func newScoresJudge(c *Config) *scoresJudge {
+	j := &scoresJudge{model: c.Model, ids: categoryIDs(c.Categories), questions: c.Questions}
 	var schema ordered
 	if len(c.Categories) > 0 {
-		j.system = categoriesPrompt(c.LLM.Instructions, c.Categories)
+		j.system = categoriesPrompt(c.Instructions, c.Categories)
 		schema = categoriesSchema(j.ids)
 	} else {
-		j.system = questionsPrompt(c.LLM.Instructions, c.Questions)
+		j.system = questionsPrompt(c.Instructions, c.Questions)
 		schema = questionsSchema(c.Questions)
 	}
 	// The schema is built from ids and criteria values, which always encode.
@@ -91,7 +87,7 @@ func (j *scoresJudge) result(body []byte) (classify.Result, error) {
 // parseJudgeContent parses the JSON content of a scores judge: an object with exactly one
 // score per category id, or exactly one answer per question. A content wrapped in one
 // Markdown code fence (as judges without structured outputs tend to reply) is unwrapped.
-func parseJudgeContent(content string, ids []string, qs []policy.Question) (classify.Result, error) {
+func parseJudgeContent(content string, ids []string, qs []Question) (classify.Result, error) {
 	obj, err := object([]byte(unfence(content)), "judge content")
 	if err != nil {
 		return classify.Result{}, err
@@ -145,7 +141,7 @@ func withInstructions(instructions string, b *strings.Builder) {
 }
 
 // categoriesPrompt is the system prompt of a judge scoring categories.
-func categoriesPrompt(instructions string, cats []policy.Category) string {
+func categoriesPrompt(instructions string, cats []Category) string {
 	var b strings.Builder
 	withInstructions(instructions, &b)
 	b.WriteString("Rate how strongly the content belongs to each category below, from 0 (certainly not) to 1 (certainly).\n\nCategories:\n")
@@ -161,7 +157,7 @@ func categoriesPrompt(instructions string, cats []policy.Category) string {
 }
 
 // questionsPrompt is the system prompt of a judge answering questions.
-func questionsPrompt(instructions string, qs []policy.Question) string {
+func questionsPrompt(instructions string, qs []Question) string {
 	var b strings.Builder
 	withInstructions(instructions, &b)
 	b.WriteString("Answer each question below about the content.\n")
@@ -171,7 +167,7 @@ func questionsPrompt(instructions string, qs []policy.Question) string {
 			fmt.Fprintf(&b, ": %s", q.Instructions)
 		}
 		b.WriteString("\nCriteria")
-		if q.Type == policy.QuestionScore {
+		if q.Type == QuestionScore {
 			b.WriteString(", levels from lowest to highest")
 		}
 		b.WriteString(":\n")
@@ -179,11 +175,11 @@ func questionsPrompt(instructions string, qs []policy.Question) string {
 			fmt.Fprintf(&b, "- %s: %s\n", c.Value, c.Description)
 		}
 		switch q.Type {
-		case policy.QuestionBoolean:
+		case QuestionBoolean:
 			b.WriteString(`Answer {"type":"answer","probability":p}, where p in [0,1] is the probability that the criterion true holds.` + "\n")
-		case policy.QuestionChoice:
+		case QuestionChoice:
 			b.WriteString(`Answer {"type":"answer","choice":c}, where c is the value of the criterion that applies.` + "\n")
-		case policy.QuestionScore:
+		case QuestionScore:
 			b.WriteString(`Answer {"type":"answer","score":s}, where s in [0,1] places the content on the levels, evenly spaced from 0 (the first) to 1 (the last).` + "\n")
 		}
 	}
@@ -214,21 +210,21 @@ func categoriesSchema(ids []string) ordered {
 
 // questionsSchema has exactly the question ids, each an answer of the question's type or
 // a refusal.
-func questionsSchema(qs []policy.Question) ordered {
+func questionsSchema(qs []Question) ordered {
 	refusal := closedObject(ordered{{"type", ordered{{"type", "string"}, {"enum", []string{"refusal"}}}}})
 	props := make(ordered, len(qs))
 	for i, q := range qs {
 		answer := ordered{{"type", ordered{{"type", "string"}, {"enum", []string{"answer"}}}}}
 		switch q.Type {
-		case policy.QuestionBoolean:
+		case QuestionBoolean:
 			answer = append(answer, member{"probability", unitSchema})
-		case policy.QuestionChoice:
+		case QuestionChoice:
 			values := make([]string, len(q.Criteria))
 			for k, c := range q.Criteria {
 				values[k] = c.Value
 			}
 			answer = append(answer, member{"choice", ordered{{"type", "string"}, {"enum", values}}})
-		case policy.QuestionScore:
+		case QuestionScore:
 			answer = append(answer, member{"score", unitSchema})
 		}
 		props[i] = member{q.ID, ordered{{"anyOf", []any{closedObject(answer), refusal}}}}

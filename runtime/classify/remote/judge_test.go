@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify/remote"
 	fake "github.com/guardrail-dev/guardrail-operator/test/fakeclassifiers"
 )
 
@@ -28,7 +28,7 @@ type chatBody struct {
 func TestJudgeScoresCategoriesWithAStrictSchema(t *testing.T) {
 	f := fake.NewJudge().Enqueue(fake.JudgeJSON(fake.Scores{"violence": 0.9, "hate": 0, "self-harm": 0.125}))
 	srv := f.Start(t)
-	res, err := classifyText(newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores)), "content under judgment")
+	res, err := classifyText(newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores)), "content under judgment")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestJudgeAnswersQuestionsOfEachType(t *testing.T) {
 		"onTopic": fake.AnswerRefusal(), "tone": fake.AnswerChoice("neutral"), "severity": fake.AnswerRefusal(),
 	}))
 	srv := f.Start(t)
-	k := newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores, questions(boolean, choice, score)))
+	k := newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores, questions(boolean, choice, score)))
 	res, err := classifyText(k, "how do I sear a steak")
 	if err != nil {
 		t.Fatal(err)
@@ -111,14 +111,14 @@ func TestJudgeAnswersQuestionsOfEachType(t *testing.T) {
 func TestJudgeStructuredOutputRefusalRefusesEverything(t *testing.T) {
 	f := fake.NewJudge().Enqueue(fake.JudgeRefusal("I can't help with that."), fake.JudgeRefusal("No."))
 	srv := f.Start(t)
-	res, err := classifyText(newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores)), "x")
+	res, err := classifyText(newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores)), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(res.Refusals, []bool{true, true, true}) || !slices.Equal(res.Scores, []float64{0, 0, 0}) {
 		t.Errorf("result = %+v, want every category refused with score 0", res)
 	}
-	res, err = classifyText(newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores, questions(boolean, choice))), "x")
+	res, err = classifyText(newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores, questions(boolean, choice))), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestJudgeLlamaGuard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fake.NewJudge().Enqueue(fake.JudgeText(tc.reply))
 			srv := f.Start(t)
-			res, err := classifyText(newClassifier(t, judgeSpec(srv.URL, policy.JudgeLlamaGuard)), "judge me")
+			res, err := classifyText(newClassifier(t, judgeSpec(srv.URL, remote.JudgeLlamaGuard)), "judge me")
 			if err != nil || !slices.Equal(res.Scores, tc.want) {
 				t.Fatalf("Classify = %v, %v; want %v", res.Scores, err, tc.want)
 			}
@@ -160,7 +160,7 @@ func TestJudgeSendsMediaAsStandardContentParts(t *testing.T) {
 		return fake.JudgeJSON(fake.Scores{"violence": 0, "hate": 0, "self-harm": 0})
 	})
 	srv := f.Start(t)
-	k := newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores, modalities(classify.Text, classify.Image, classify.Audio, classify.File)))
+	k := newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores, modalities(classify.Text, classify.Image, classify.Audio, classify.File)))
 	in := classify.Input{Text: "look", Parts: []classify.Part{
 		{Modality: classify.Image, URL: "https://img.example/a.png"},
 		{Modality: classify.Audio, URL: "data:audio/mpeg;base64,SUQz"},
@@ -192,7 +192,7 @@ func TestJudgeSendsMediaAsStandardContentParts(t *testing.T) {
 		_, err := k.Classify(context.Background(), classify.Input{Parts: []classify.Part{p}})
 		wantCode(t, err, classify.CodeUnsupported, p.URL)
 	}
-	_, err := newClassifier(t, judgeSpec(srv.URL, policy.JudgeScores)).Classify(context.Background(), in)
+	_, err := newClassifier(t, judgeSpec(srv.URL, remote.JudgeScores)).Classify(context.Background(), in)
 	wantCode(t, err, classify.CodeUnsupported, "img.example")
 	if f.Count() != 1 {
 		t.Errorf("%d requests, want only the supported one", f.Count())
@@ -215,37 +215,37 @@ func TestJudgeInvalidAnswers(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		format policy.JudgeFormat
+		format remote.JudgeFormat
 		specs  []spec
 		reply  fake.Reply
 	}{
-		{"a body that is not JSON is invalid", policy.JudgeScores, nil, fake.Raw("<html>")},
-		{"a reply without choices is invalid", policy.JudgeScores, nil, fake.Raw(`{"choices":[]}`)},
-		{"content that is not JSON is invalid", policy.JudgeScores, nil, fake.JudgeText(`{"violence": 0.1,`)},
-		{"content that is a JSON array is invalid", policy.JudgeScores, nil, fake.JudgeText(`[0.1, 0.2, 0.3]`)},
-		{"a missing category is invalid", policy.JudgeScores, nil, fake.JudgeJSON(with("hate", nil))},
-		{"an extra key is invalid", policy.JudgeScores, nil, fake.JudgeJSON(with("spam", 0.5))},
-		{"a score of 1e999 is invalid", policy.JudgeScores, nil, fake.JudgeJSON(with("hate", fake.Literal("1e999")))},
-		{"a score as a string is invalid", policy.JudgeScores, nil, fake.JudgeJSON(with("hate", "0.2"))},
-		{"a score above 1 is invalid", policy.JudgeScores, nil, fake.JudgeJSON(with("hate", 2))},
-		{"a probability above 1 is invalid", policy.JudgeScores, []spec{questions(boolean)},
+		{"a body that is not JSON is invalid", remote.JudgeScores, nil, fake.Raw("<html>")},
+		{"a reply without choices is invalid", remote.JudgeScores, nil, fake.Raw(`{"choices":[]}`)},
+		{"content that is not JSON is invalid", remote.JudgeScores, nil, fake.JudgeText(`{"violence": 0.1,`)},
+		{"content that is a JSON array is invalid", remote.JudgeScores, nil, fake.JudgeText(`[0.1, 0.2, 0.3]`)},
+		{"a missing category is invalid", remote.JudgeScores, nil, fake.JudgeJSON(with("hate", nil))},
+		{"an extra key is invalid", remote.JudgeScores, nil, fake.JudgeJSON(with("spam", 0.5))},
+		{"a score of 1e999 is invalid", remote.JudgeScores, nil, fake.JudgeJSON(with("hate", fake.Literal("1e999")))},
+		{"a score as a string is invalid", remote.JudgeScores, nil, fake.JudgeJSON(with("hate", "0.2"))},
+		{"a score above 1 is invalid", remote.JudgeScores, nil, fake.JudgeJSON(with("hate", 2))},
+		{"a probability above 1 is invalid", remote.JudgeScores, []spec{questions(boolean)},
 			fake.JudgeJSON(fake.Answers{"onTopic": fake.AnswerProbability(1.01)})},
-		{"a choice outside the criteria is invalid", policy.JudgeScores, []spec{questions(choice)},
+		{"a choice outside the criteria is invalid", remote.JudgeScores, []spec{questions(choice)},
 			fake.JudgeJSON(fake.Answers{"tone": fake.AnswerChoice("sarcastic")})},
-		{"a score answer to a boolean question is invalid", policy.JudgeScores, []spec{questions(boolean)},
+		{"a score answer to a boolean question is invalid", remote.JudgeScores, []spec{questions(boolean)},
 			fake.JudgeJSON(fake.Answers{"onTopic": fake.AnswerScore(0.5)})},
-		{"a refusal with a probability is invalid", policy.JudgeScores, []spec{questions(boolean)},
+		{"a refusal with a probability is invalid", remote.JudgeScores, []spec{questions(boolean)},
 			fake.JudgeJSON(fake.Answers{"onTopic": map[string]any{"type": "refusal", "probability": 0.5}})},
-		{"an answer of unknown type is invalid", policy.JudgeScores, []spec{questions(boolean)},
+		{"an answer of unknown type is invalid", remote.JudgeScores, []spec{questions(boolean)},
 			fake.JudgeJSON(fake.Answers{"onTopic": map[string]any{"type": "maybe"}})},
-		{"an answer to an unknown question is invalid", policy.JudgeScores, []spec{questions(boolean)},
+		{"an answer to an unknown question is invalid", remote.JudgeScores, []spec{questions(boolean)},
 			fake.JudgeJSON(fake.Answers{"onTopic": fake.AnswerProbability(0.5), "other": fake.AnswerRefusal()})},
-		{"a missing answer is invalid", policy.JudgeScores, []spec{questions(boolean, score)},
+		{"a missing answer is invalid", remote.JudgeScores, []spec{questions(boolean, score)},
 			fake.JudgeJSON(fake.Answers{"onTopic": fake.AnswerProbability(0.5)})},
-		{"a llamaGuard verdict other than safe or unsafe is invalid", policy.JudgeLlamaGuard, nil, fake.JudgeText("probably fine")},
-		{"unsafe without categories is invalid", policy.JudgeLlamaGuard, nil, fake.JudgeText("unsafe")},
-		{"unsafe naming a category beyond Sn is invalid", policy.JudgeLlamaGuard, nil, fake.JudgeText("unsafe\nS4")},
-		{"a llamaGuard reply with extra lines is invalid", policy.JudgeLlamaGuard, nil, fake.JudgeText("unsafe\nS1\nbecause")},
+		{"a llamaGuard verdict other than safe or unsafe is invalid", remote.JudgeLlamaGuard, nil, fake.JudgeText("probably fine")},
+		{"unsafe without categories is invalid", remote.JudgeLlamaGuard, nil, fake.JudgeText("unsafe")},
+		{"unsafe naming a category beyond Sn is invalid", remote.JudgeLlamaGuard, nil, fake.JudgeText("unsafe\nS4")},
+		{"a llamaGuard reply with extra lines is invalid", remote.JudgeLlamaGuard, nil, fake.JudgeText("unsafe\nS1\nbecause")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // llamaGuard is the codec of format llamaGuard: one user message holding Llama Guard's
@@ -19,10 +18,10 @@ type llamaGuard struct {
 	n          int
 }
 
-func newLlamaGuard(c *policy.Classifier) *llamaGuard {
+func newLlamaGuard(c *Config) *llamaGuard {
 	var b strings.Builder
-	if c.LLM.Instructions != "" {
-		b.WriteString(strings.TrimSpace(c.LLM.Instructions))
+	if c.Instructions != "" {
+		b.WriteString(strings.TrimSpace(c.Instructions))
 		b.WriteString("\n\n")
 	}
 	b.WriteString("Task: Check if there is unsafe content in 'User' messages in conversations according to our safety policy with the below categories.\n\n")
@@ -40,7 +39,7 @@ func newLlamaGuard(c *policy.Classifier) *llamaGuard {
 		"Provide your safety assessment for ONLY THE LAST User message in the above conversation:\n" +
 		" - First line must read 'safe' or 'unsafe'.\n" +
 		" - If unsafe, a second line must include a comma-separated list of violated categories."
-	return &llamaGuard{model: c.LLM.Model, head: head, tail: tail, n: len(c.Categories)}
+	return &llamaGuard{model: c.Model, head: head, tail: tail, n: len(c.Categories)}
 }
 
 func (g *llamaGuard) request(in classify.Input) ([]byte, error) {

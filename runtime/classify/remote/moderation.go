@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // Batcher is a classifier that judges several inputs in one call. Results come in the
@@ -28,20 +27,20 @@ type Moderation struct {
 
 var _ Batcher = (*Moderation)(nil)
 
-// NewModeration returns the backend of a moderation classifier.
-func NewModeration(c *policy.Classifier, opts ...Option) (*Moderation, error) {
-	if c == nil || c.Backend != policy.BackendModeration || c.Moderation == nil {
+// NewModeration returns the backend of a moderation classifier (cfg.Kind KindModeration).
+func NewModeration(cfg Config, opts ...Option) (*Moderation, error) {
+	if cfg.Kind != KindModeration {
 		return nil, errors.New("remote: not a moderation classifier")
 	}
-	if len(c.Moderation.CategoryNames) != len(c.Categories) || len(c.Categories) == 0 {
+	if len(cfg.CategoryNames) != len(cfg.Categories) || len(cfg.Categories) == 0 {
 		return nil, fmt.Errorf("remote: moderation: %d category names for %d categories",
-			len(c.Moderation.CategoryNames), len(c.Categories))
+			len(cfg.CategoryNames), len(cfg.Categories))
 	}
-	b, err := newBase(c, "moderation", c.Moderation.URL, nil, opts)
+	b, err := newBase(&cfg, "moderation", nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Moderation{base: b, model: c.Moderation.Model, names: c.Moderation.CategoryNames}, nil
+	return &Moderation{base: b, model: cfg.Model, names: cfg.CategoryNames}, nil
 }
 
 // moderationRequest is the body of a /v1/moderations request. Input is a string, an array

@@ -9,7 +9,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/remote"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	fake "github.com/guardrail-dev/guardrail-operator/test/fakeclassifiers"
 )
 
@@ -19,7 +18,7 @@ func TestModerationMapsCategoryScoresInAuthoredOrder(t *testing.T) {
 	}))
 	srv := f.Start(t)
 	c := moderationSpec(srv.URL, token(secretToken))
-	c.Moderation.CategoryNames = []string{"violence", "hate"}
+	c.CategoryNames = []string{"violence", "hate"}
 	res, err := classifyText(newClassifier(t, c), "a text to judge")
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +46,7 @@ func TestModerationRenamedCategoriesReadTheEndpointNames(t *testing.T) {
 	f := fake.NewModeration().Enqueue(fake.ModerationScores(fake.Scores{"self-harm/intent": 0.5, "violence/graphic": 1}))
 	srv := f.Start(t)
 	c := moderationSpec(srv.URL, categories("self-harm", "gore"))
-	c.Moderation.CategoryNames = []string{"self-harm/intent", "violence/graphic"}
+	c.CategoryNames = []string{"self-harm/intent", "violence/graphic"}
 	res, err := classifyText(newClassifier(t, c), "x")
 	if err != nil || !slices.Equal(res.Scores, []float64{0.5, 1}) {
 		t.Fatalf("Classify = %v, %v; want [0.5 1]", res.Scores, err)
@@ -186,19 +185,19 @@ func TestModerationInvalidAnswers(t *testing.T) {
 func TestNewRejectsConfigurationsTheCompilerWouldReject(t *testing.T) {
 	cases := []struct {
 		name string
-		c    *policy.Classifier
+		c    remote.Config
 	}{
-		{"a builtin classifier is not remote", &policy.Classifier{Backend: policy.BackendBuiltin}},
-		{"a moderation classifier needs one name per category", func() *policy.Classifier {
+		{"a builtin classifier is not remote", remote.Config{Kind: "builtin", URL: "http://127.0.0.1:1"}},
+		{"a moderation classifier needs one name per category", func() remote.Config {
 			c := moderationSpec("http://127.0.0.1:1/v1/moderations")
-			c.Moderation.CategoryNames = nil
+			c.CategoryNames = nil
 			return c
 		}()},
 		{"a url must be http or https", moderationSpec("ftp://127.0.0.1/v1/moderations")},
 		{"a judge needs a known format", judgeSpec("http://127.0.0.1:1", "yaml")},
-		{"a webhook CA bundle must hold a certificate", func() *policy.Classifier {
+		{"a webhook CA bundle must hold a certificate", func() remote.Config {
 			c := webhookSpec("https://127.0.0.1:1/judge")
-			c.Webhook.CABundle = []byte("not pem")
+			c.CABundle = []byte("not pem")
 			return c
 		}()},
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // Option configures New.
@@ -40,26 +39,23 @@ func WithClock(now func() time.Time) Option {
 // defaultBackoff is the first retry's delay before jitter; each retry doubles it.
 const defaultBackoff = 100 * time.Millisecond
 
-// New returns the backend of a remote classifier (moderation, llm or webhook). It fails on
-// a configuration the policy compiler would have rejected; its errors never contain the
+// New returns the backend cfg configures (moderation, llm or webhook). It fails on a
+// configuration the policy compiler would have rejected; its errors never contain the
 // endpoint URL or the token.
-func New(c *policy.Classifier, opts ...Option) (classify.Classifier, error) {
-	if c == nil {
-		return nil, errors.New("remote: no classifier")
-	}
-	switch c.Backend {
-	case policy.BackendModeration:
-		m, err := NewModeration(c, opts...)
+func New(cfg Config, opts ...Option) (classify.Classifier, error) {
+	switch cfg.Kind {
+	case KindModeration:
+		m, err := NewModeration(cfg, opts...)
 		if err != nil {
 			return nil, err
 		}
 		return m, nil
-	case policy.BackendLLM:
-		return newJudge(c, opts...)
-	case policy.BackendWebhook:
-		return newWebhook(c, opts...)
+	case KindLLM:
+		return newJudge(&cfg, opts...)
+	case KindWebhook:
+		return newWebhook(&cfg, opts...)
 	}
-	return nil, fmt.Errorf("remote: backend %q is not a remote backend", c.Backend)
+	return nil, fmt.Errorf("remote: backend %q is not a remote backend", cfg.Kind)
 }
 
 // base is what every remote backend shares: the endpoint, the answer cache, the call
@@ -69,15 +65,17 @@ type base struct {
 	cache      *cache
 	timeout    time.Duration
 	maxChars   int
-	modalities policy.ModalitySet
+	modalities classify.ModalitySet
 }
 
-func newBase(c *policy.Classifier, name, rawURL string, ca []byte, opts []Option) (base, error) {
+// newBase builds the shared half of a backend; ca is the webhook's CA bundle (nil for the
+// other backends, which trust the system roots).
+func newBase(c *Config, name string, ca []byte, opts []Option) (base, error) {
 	o := options{now: time.Now, backoff: defaultBackoff}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	u, err := url.Parse(rawURL)
+	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return base{}, fmt.Errorf("remote: %s url must be an absolute http or https URL", name)
 	}
@@ -87,7 +85,7 @@ func newBase(c *policy.Classifier, name, rawURL string, ca []byte, opts []Option
 	}
 	ep := &endpoint{
 		name:    name,
-		url:     rawURL,
+		url:     c.URL,
 		token:   c.Token,
 		client:  client,
 		retries: min(max(c.Retries, 0), maxRetries),
@@ -98,7 +96,7 @@ func newBase(c *policy.Classifier, name, rawURL string, ca []byte, opts []Option
 	}
 	modalities := c.Modalities
 	if modalities == 0 {
-		// A hand-built classifier without modalities inspects text, the API default.
+		// A configuration without modalities inspects text, the API default.
 		modalities = modalities.With(classify.Text)
 	}
 	return base{

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // The webhook wire format. The package documentation states it for implementers; keep
@@ -50,31 +49,28 @@ type webhookResponse struct {
 // webhook is the codec of a webhook classifier.
 type webhook struct {
 	ids       []string
-	questions []policy.Question
+	questions []Question
 	// cats and qs are the request's categories and questions, built once.
 	cats []webhookCategory
 	qs   []webhookQuestion
 }
 
-func newWebhook(c *policy.Classifier, opts ...Option) (classify.Classifier, error) {
-	if c.Webhook == nil {
-		return nil, errors.New("remote: webhook classifier without webhook configuration")
-	}
+func newWebhook(c *Config, opts ...Option) (classify.Classifier, error) {
 	if (len(c.Categories) > 0) == (len(c.Questions) > 0) {
 		return nil, errors.New("remote: a webhook classifier needs exactly one of categories or questions")
 	}
-	b, err := newBase(c, "webhook", c.Webhook.URL, c.Webhook.CABundle, opts)
+	b, err := newBase(c, "webhook", c.CABundle, opts)
 	if err != nil {
 		return nil, err
 	}
 	w := &webhook{ids: categoryIDs(c.Categories), questions: c.Questions}
 	for _, cat := range c.Categories {
-		w.cats = append(w.cats, webhookCategory{ID: cat.ID, Description: cat.Description})
+		w.cats = append(w.cats, webhookCategory(cat))
 	}
 	for _, q := range c.Questions {
 		wq := webhookQuestion{ID: q.ID, Type: string(q.Type), Instructions: q.Instructions}
 		for _, cr := range q.Criteria {
-			wq.Criteria = append(wq.Criteria, webhookCriterion{Value: cr.Value, Description: cr.Description})
+			wq.Criteria = append(wq.Criteria, webhookCriterion(cr))
 		}
 		w.qs = append(w.qs, wq)
 	}
@@ -99,7 +95,7 @@ func (w *webhook) result(body []byte) (classify.Result, error) {
 
 // parseWebhook parses a webhook reply for a classifier with categories ids or questions
 // qs (exactly one of them is non-empty). See the package documentation for the contract.
-func parseWebhook(body []byte, ids []string, qs []policy.Question) (classify.Result, error) {
+func parseWebhook(body []byte, ids []string, qs []Question) (classify.Result, error) {
 	var resp webhookResponse
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return classify.Result{}, invalid("webhook reply is not valid JSON of the webhook format")

@@ -129,7 +129,7 @@ func TestWebhookCABundleIsTheOnlyTrust(t *testing.T) {
 	srv := startTLS(t, f, &cert)
 
 	trusted := webhookSpec(srv.URL)
-	trusted.Webhook.CABundle = ca
+	trusted.CABundle = ca
 	if _, err := classifyText(newClassifier(t, trusted), "x"); err != nil {
 		t.Fatalf("with the server's CA: %v", err)
 	}
@@ -139,7 +139,7 @@ func TestWebhookCABundleIsTheOnlyTrust(t *testing.T) {
 
 	other := startTLS(t, f, nil) // httptest's own certificate
 	wrong := webhookSpec(other.URL)
-	wrong.Webhook.CABundle = ca
+	wrong.CABundle = ca
 	_, err = classifyText(newClassifier(t, wrong), "x")
 	wantCode(t, err, classify.CodeClassifierFailed)
 	if f.Count() != 1 {
