@@ -14,7 +14,10 @@ import (
 // Block. Redact rewrites the content's text.
 //
 // The result says whether the response is replaced by a verdict and, otherwise, what to
-// send. The error is the caller's context's when it ended during an evaluation.
+// send. A block of the tool calls comes with the other contents as the Output phase left
+// them: a stream would have sent them before the calls, so the reason may follow them
+// (DESIGN.md §5: a block replaces what the client did not receive). The error is the
+// caller's context's when it ended during an evaluation.
 func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult, error) {
 	if s.stop != nil {
 		return OutputResult{Stop: s.stop}, nil
@@ -43,7 +46,9 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 	}
 	if v != nil {
 		s.stop = v
-		return OutputResult{Stop: v}, nil
+		if v.Kind != Blocked || v.Phase != policy.PhaseToolCalls {
+			return OutputResult{Stop: v}, nil
+		}
 	}
 	out := make([]Content, len(contents))
 	for i, c := range contents {
@@ -53,7 +58,7 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 		}
 		out[i] = c
 	}
-	return OutputResult{Contents: out}, nil
+	return OutputResult{Stop: v, Contents: out}, nil
 }
 
 // wholeOutput: an answer text or an object is the whole final output of its choice, so a

@@ -269,3 +269,41 @@ func TestOutputPhaseRedactsAfterTheKeptHead(t *testing.T) {
 		t.Fatal("no head was kept: the test does not reach the kept-head path")
 	}
 }
+
+// A block of the tool calls of a non-streamed answer comes with the rest of the answer as
+// the Output phase left it (redactions applied): a stream would have sent that text before
+// the calls, so both forms can end with it and the reason.
+func TestToolCallBlockKeepsWhatTheOutputPhaseAllowed(t *testing.T) {
+	var w world
+	w.guardrail("tools", w.classifier("c", words("rm -rf"), withCategories("danger"), withSpans(0)),
+		phases(policy.PhaseToolCalls), threshold(0.5, policy.ActionBlock, nil))
+	w.guardrail("pii", w.classifier("d", words("555-0100"), withCategories("phone"), withSpans(16)),
+		phases(policy.PhaseOutput), threshold(0.5, policy.ActionRedact, nil))
+	s, _ := w.session()
+	res, err := s.Output(context.Background(), []Content{
+		{Channel: text0, Text: "Calling 555-0100."},
+		{Channel: call0(0), Name: "shell", Text: `{"command":"rm -rf /"}`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stop == nil || res.Stop.Phase != policy.PhaseToolCalls {
+		t.Fatalf("stop %+v, want a ToolCalls block", res.Stop)
+	}
+	if len(res.Contents) != 2 || res.Contents[0].Text != "Calling [REDACTED:phone]." {
+		t.Fatalf("contents %+v, want the redacted text beside the block", res.Contents)
+	}
+
+	// Any other block replaces everything: no contents come with it.
+	var w2 world
+	w2.guardrail("pii", w2.classifier("d", words("555-0100"), withCategories("phone")),
+		phases(policy.PhaseOutput), threshold(0.5, policy.ActionBlock, nil))
+	s2, _ := w2.session()
+	res, err = s2.Output(context.Background(), []Content{{Channel: text0, Text: "Calling 555-0100."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stop == nil || res.Contents != nil {
+		t.Fatalf("an Output-phase block returned %+v", res)
+	}
+}

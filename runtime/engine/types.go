@@ -121,7 +121,8 @@ type OutputResult struct {
 	// Stop, when set, replaces the result with the verdict.
 	Stop *Verdict
 	// Contents are the response's contents with redactions applied and dropped contents
-	// marked, in the input's order. Nil when Stop is set.
+	// marked, in the input's order. With Stop, set only when the tool calls were blocked:
+	// the other contents passed the Output phase and may precede the reason.
 	Contents []Content
 }
 

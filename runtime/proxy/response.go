@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
@@ -47,7 +48,7 @@ func (x *exchange) response(resp *http.Response) {
 		writeError(x.w, x.f, wire.Failed(v.Guardrail))
 		return
 	case v != nil:
-		if body, err = wire.BlockResponse(x.f, body, v.Reason); err != nil {
+		if body, err = wire.BlockResponse(x.f, body, v.Reason, keptText(res.Contents)); err != nil {
 			x.fail("the upstream response cannot be replaced", err)
 			return
 		}
@@ -79,4 +80,22 @@ func (x *exchange) fail(what string, err error) {
 	x.p.cfg.Log.Error("Upstream response not judged: "+what, attrs...)
 	x.outcome("failed")
 	writeError(x.w, x.f, wire.Failed(""))
+}
+
+// keptText returns, per choice, the answer text a blocked response keeps before the
+// reason: what the Output phase allowed ahead of tool calls the policy blocked (contents
+// are set with a block only then). A stream would have sent it before the block, so the
+// two forms end alike.
+func keptText(contents []engine.Content) map[int]string {
+	var kept map[int]string
+	for _, c := range contents {
+		if c.Channel.Kind != content.Text || c.Dropped || c.Text == "" {
+			continue
+		}
+		if kept == nil {
+			kept = map[int]string{}
+		}
+		kept[c.Channel.Choice] += c.Text
+	}
+	return kept
 }

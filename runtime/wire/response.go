@@ -70,12 +70,22 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 // Messages, the content is one text block with the reason, stop_reason is "refusal" and
 // stop_details names the reason as the refusal's explanation. Identifiers, model and
 // usage are kept.
-func BlockResponse(f Family, body []byte, reason string) ([]byte, error) {
+//
+// kept is the answer text a choice keeps before the reason, after BlockSeparator (a block
+// of tool calls that followed text the policy allowed: streamed, the client would have
+// received that text before the block). Most blocks keep nothing (nil).
+func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([]byte, error) {
 	o, err := parseObject(body)
 	if err != nil {
 		return nil, malformed(f, "response: %v", err)
 	}
-	text := jsonString(reason)
+	textOf := func(choice int) []byte {
+		if k := kept[choice]; k != "" {
+			return jsonString(k + BlockSeparator + reason)
+		}
+		return jsonString(reason)
+	}
+	text := textOf(0)
 	switch f {
 	case FamilyChat:
 		choices, err := o.arr("choices")
@@ -90,7 +100,11 @@ func BlockResponse(f Family, body []byte, reason string) ([]byte, error) {
 			if err != nil {
 				return nil, malformed(f, "choice: %v", err)
 			}
-			msg := append([]byte(`{"role":"assistant","content":`), text...)
+			index := i
+			if n, ok := jsonInt(c.get("index")); ok {
+				index = n
+			}
+			msg := append([]byte(`{"role":"assistant","content":`), textOf(index)...)
 			c.set("message", append(msg, `,"refusal":null}`...))
 			c.set("logprobs", []byte("null"))
 			c.set("finish_reason", []byte(`"`+FinishContentFilter+`"`))

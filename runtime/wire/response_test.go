@@ -110,7 +110,7 @@ func TestRewriteResponse(t *testing.T) {
 
 func TestBlockResponse(t *testing.T) {
 	t.Run("a blocked chat completion carries the reason with finish_reason content_filter", func(t *testing.T) {
-		out, err := BlockResponse(FamilyChat, []byte(chatResponseBody), "Not allowed.")
+		out, err := BlockResponse(FamilyChat, []byte(chatResponseBody), "Not allowed.", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestBlockResponse(t *testing.T) {
 		}
 	})
 	t.Run("a blocked Responses response is incomplete for content_filter with one message", func(t *testing.T) {
-		out, err := BlockResponse(FamilyResponses, []byte(responsesResponseBody), "Not allowed.")
+		out, err := BlockResponse(FamilyResponses, []byte(responsesResponseBody), "Not allowed.", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestBlockResponse(t *testing.T) {
 		}
 	})
 	t.Run("a blocked Anthropic message is a refusal with the reason as its only text and its explanation", func(t *testing.T) {
-		out, err := BlockResponse(FamilyMessages, []byte(messagesResponseBody), "Not allowed.")
+		out, err := BlockResponse(FamilyMessages, []byte(messagesResponseBody), "Not allowed.", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,8 +154,35 @@ func TestBlockResponse(t *testing.T) {
 			t.Fatalf("stop_details %v (%v)\n%s", m.StopDetails, err, out)
 		}
 	})
+	t.Run("text kept before blocked tool calls precedes the reason after a blank line, per choice", func(t *testing.T) {
+		body := strings.Replace(chatResponseBody, `"choices":[{"index":0,`,
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hi."},"finish_reason":"stop"},{"index":1,`, 1)
+		out, err := BlockResponse(FamilyChat, []byte(body), "Not allowed.", map[int]string{1: "Call [REDACTED:phone]."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := DecodeResponse(FamilyChat, &Request{}, out)
+		got := map[int]string{}
+		for _, c := range r.Contents {
+			got[c.Channel.Choice] += c.Text
+		}
+		if got[0] != "Not allowed." || got[1] != "Call [REDACTED:phone].\n\nNot allowed." || len(r.Contents) != 2 {
+			t.Fatalf("contents %v\n%s", got, out)
+		}
+		for _, family := range []Family{FamilyResponses, FamilyMessages} {
+			body := map[Family]string{FamilyResponses: responsesResponseBody, FamilyMessages: messagesResponseBody}[family]
+			out, err := BlockResponse(family, []byte(body), "Not allowed.", map[int]string{0: "Checking."})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _ := DecodeResponse(family, &Request{}, out)
+			if len(r.Contents) != 1 || r.Contents[0].Text != "Checking.\n\nNot allowed." {
+				t.Errorf("%s: %+v\n%s", family, r.Contents, out)
+			}
+		}
+	})
 	t.Run("a body that is not JSON is malformed", func(t *testing.T) {
-		if _, err := BlockResponse(FamilyChat, []byte("<html>"), "x"); err == nil {
+		if _, err := BlockResponse(FamilyChat, []byte("<html>"), "x", nil); err == nil {
 			t.Fatal("no error")
 		}
 	})
