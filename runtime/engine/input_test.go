@@ -335,3 +335,43 @@ func TestLastMessageSkipsDroppedParts(t *testing.T) {
 		t.Fatalf("stop %+v, want the block of the last message with a part left", res.Stop)
 	}
 }
+
+// Adjacent entities are two markers, not one: within one answer, and whichever of two
+// guardrails redacts first.
+func TestAdjacentRedactionsStayApart(t *testing.T) {
+	cases := []struct {
+		name  string
+		build func(w *world)
+	}{
+		{"one answer", func(w *world) {
+			w.guardrail("g", w.classifier("c", words("foo", "bar"), withCategories("x", "y"), withSpans(8)),
+				phases(policy.PhaseInput), threshold(0.5, policy.ActionRedact, nil))
+		}},
+		{"the later entity first", func(w *world) {
+			w.guardrail("a", w.classifier("c1", words("bar"), withCategories("y"), withSpans(8)),
+				phases(policy.PhaseInput), threshold(0.5, policy.ActionRedact, nil))
+			w.guardrail("b", w.classifier("c2", words("foo"), withCategories("x"), withSpans(8)),
+				phases(policy.PhaseInput), threshold(0.5, policy.ActionRedact, nil))
+		}},
+		{"the earlier entity first", func(w *world) {
+			w.guardrail("a", w.classifier("c1", words("foo"), withCategories("x"), withSpans(8)),
+				phases(policy.PhaseInput), threshold(0.5, policy.ActionRedact, nil))
+			w.guardrail("b", w.classifier("c2", words("bar"), withCategories("y"), withSpans(8)),
+				phases(policy.PhaseInput), threshold(0.5, policy.ActionRedact, nil))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var w world
+			tc.build(&w)
+			s, _ := w.session()
+			res, err := s.Input(context.Background(), []Message{user("say foobar now")})
+			if err != nil || res.Stop != nil {
+				t.Fatalf("Input: %v %+v", err, res.Stop)
+			}
+			if got, want := res.Messages[0].Parts[0].Text, "say [REDACTED:x][REDACTED:y] now"; got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
