@@ -282,14 +282,14 @@ func TestChatBlockedToolCallNeverReachesTheClient(t *testing.T) {
 			t.Errorf("content %q", got)
 		}
 	})
-	t.Run("a blocked call in a whole answer is replaced by the reason", func(t *testing.T) {
+	t.Run("a blocked call in a whole answer is replaced by the reason, after the text before it", func(t *testing.T) {
 		p.Enqueue(call(`{"command":"rm -rf /"}`))
 		res, err := c.Chat.Completions.New(testContext(t), chatParams("clean up", shellTool))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ch := res.Choices[0]
-		if len(ch.Message.ToolCalls) != 0 || ch.FinishReason != "content_filter" || ch.Message.Content != "Destructive commands are not allowed." {
+		if len(ch.Message.ToolCalls) != 0 || ch.FinishReason != "content_filter" || ch.Message.Content != "Running it.\n\nDestructive commands are not allowed." {
 			t.Errorf("finish %q content %q tool calls %d", ch.FinishReason, ch.Message.Content, len(ch.Message.ToolCalls))
 		}
 	})

@@ -286,9 +286,10 @@ func TestDistributionFromApplyToEnforcementAndWithoutTheOperator(t *testing.T) {
 		if !blocked(t, gd, "a pelican") {
 			t.Error("the persisted snapshot is not enforced")
 		}
-		if !strings.Contains(gd.logs(), "persisted policy snapshot") {
-			t.Error("the guard did not say it runs on its persisted snapshot")
-		}
+		// The guard says so right after applying it, which may be just after it is ready.
+		eventually(t, "the guard saying it runs on its persisted snapshot", func() bool {
+			return strings.Contains(gd.logs(), "persisted policy snapshot")
+		})
 	})
 
 	t.Run("the guard catches up with what changed while the manager was down", func(t *testing.T) {

@@ -263,13 +263,13 @@ func TestMessagesBlockedToolUseNeverReachesTheClient(t *testing.T) {
 			t.Errorf("text %q", got)
 		}
 	})
-	t.Run("a blocked tool_use in a whole message is replaced by the reason", func(t *testing.T) {
+	t.Run("a blocked tool_use in a whole message is replaced by the reason, after the text before it", func(t *testing.T) {
 		p.Enqueue(call(`{"command":"rm -rf /"}`))
 		msg, err := c.Messages.New(testContext(t), messageParams("clean up", shellToolUse))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(toolUses(msg)) != 0 || msg.StopReason != anthropic.StopReasonRefusal || messageText(msg) != "Destructive commands are not allowed." {
+		if len(toolUses(msg)) != 0 || msg.StopReason != anthropic.StopReasonRefusal || messageText(msg) != "Running it.\n\nDestructive commands are not allowed." {
 			t.Errorf("%d tool uses, stop_reason %q, text %q", len(toolUses(msg)), msg.StopReason, messageText(msg))
 		}
 	})

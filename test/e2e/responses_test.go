@@ -259,13 +259,13 @@ func TestResponsesBlockedToolCallNeverReachesTheClient(t *testing.T) {
 			t.Errorf("text %q", run.final.OutputText())
 		}
 	})
-	t.Run("a blocked call in a whole response is replaced by the reason", func(t *testing.T) {
+	t.Run("a blocked call in a whole response is replaced by the reason, after the text before it", func(t *testing.T) {
 		p.Enqueue(call(`{"command":"rm -rf /"}`))
 		res, err := c.Responses.New(testContext(t), responsesParams("clean up", shellFunction))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(functionCalls(res)) != 0 || res.IncompleteDetails.Reason != "content_filter" || res.OutputText() != "Destructive commands are not allowed." {
+		if len(functionCalls(res)) != 0 || res.IncompleteDetails.Reason != "content_filter" || res.OutputText() != "Running it.\n\nDestructive commands are not allowed." {
 			t.Errorf("%d calls, reason %q, text %q", len(functionCalls(res)), res.IncompleteDetails.Reason, res.OutputText())
 		}
 	})
