@@ -41,17 +41,17 @@ func TestRepetitiveDigits(t *testing.T) {
 func TestPairsCountingUpAreNoPhone(t *testing.T) {
 	c := only(t, "phone")
 	for text, want := range map[string]bool{
-		"Appelez le 01 23 45 67 89 demain.": true,
-		"Appelez le 06 12 34 56 78 demain.": true,
-		"Appelez le 01 02 03 04 05 demain.": false,
-		"Appelez le 05 06 07 08 09 demain.": false,
-		"Appelez le 09 10 11 12 13 demain.": false,
-		"Appelez le 09 10 11 12 14 demain.": true,
-		"Appelez le 00 12 34 56 78 demain.": false,
-		"Appelez le 01 23 00 67 89 demain.": true,
-		"Appelez le 01 00 00 67 89 demain.": false,
-		"Appelez le 01.23.45.67.89 demain.": true,
-		"Appelez le 01-23-45-67-89 demain.": true,
+		"Appelez le 01 23 45 67 89 demain.":   true,
+		"Appelez le 06 12 34 56 78 demain.":   true,
+		"Appelez le 01 02 03 04 05 demain.":   false,
+		"Appelez le 05 06 07 08 09 demain.":   false,
+		"Appelez le 09 10 11 12 13 demain.":   false,
+		"Appelez le 09 10 11 12 14 demain.":   true,
+		"Appelez le 00 12 34 56 78 demain.":   false,
+		"Appelez le 01 23 00 67 89 demain.":   true,
+		"Appelez le 01 00 00 67 89 demain.":   false,
+		"Appelez le 01.23.45.67.89 demain.":   true,
+		"Appelez le 01-23-45-67-89 demain.":   true,
 		"Appelez le 01 (23) 45 67 89 demain.": false,
 	} {
 		res, err := c.Classify(context.Background(), classify.Input{Text: text})
