@@ -63,3 +63,35 @@ func TestPairsCountingUpAreNoPhone(t *testing.T) {
 		}
 	}
 }
+
+// International numbers written with the 00 exit code: a country calling code of one to
+// three digits after 00, 9–15 digits after the 00, groups of two to eight digits (one digit
+// only right after the code), a trunk "(0)" allowed.
+func TestInternationalNumbersWithTheExitCode(t *testing.T) {
+	c := only(t, "phone")
+	for n, want := range map[string]bool{
+		"001 415 555 0100":      true,
+		"00353 1 234 5678":      true,
+		"003531 234 5678":       false,
+		"0044 123 4567":         true,
+		"0044 123 456":          false,
+		"0044 12345678 12345":   true,
+		"0044 12345678 123456":  false,
+		"0044 123456789 12":     false,
+		"0044 12345678 1234":    true,
+		"0044 (0) 20 7946 0958": true,
+		"0044 20 7 9460 958":    false,
+		"0044 20 79 4609 58":    true,
+		"00 44 20 7946 0958":    false,
+		"0099 20 7946 0958":     false,
+		"(0044) 20 7946 0958":   false,
+	} {
+		res, err := c.Classify(context.Background(), classify.Input{Text: "Ring " + n + " now."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(res.Spans) > 0; got != want {
+			t.Errorf("%q: phone found %v, want %v", n, got, want)
+		}
+	}
+}
