@@ -8,7 +8,7 @@ func TestValidCategory(t *testing.T) {
 		"a": true, "z": true, "0": true, "9": true, "az09": true, "a-b": true, "a--b": true,
 		"": false, "-a": false, "a-": false, "-": false, "A": false, "a_b": false, "a.b": false,
 		"`": false, "{": false, "/": false, ":": false, "a b": false,
-		"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk": true,
+		"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk":  true,
 		"abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl": false,
 	} {
 		if err := validCategory(id); (err == nil) != ok {
