@@ -1,8 +1,11 @@
 package builtin
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
 
 // The key before a typed declaration's type name, at the edges of what the detector reads
@@ -74,6 +77,60 @@ func TestNamedValueKeyEdges(t *testing.T) {
 		s := tc.before + "value=\"v\""
 		if got := namedValueKey(s, len(tc.before)); got != tc.want {
 			t.Errorf("namedValueKey(%q) = %v, want %v", s, got, tc.want)
+		}
+	}
+}
+
+// Secrets as XML elements and as the second argument of a call, at the edges of what the
+// detector accepts: namespaces and dotted names, the element's own end tag (or the end of
+// the text inside it), up to four blanks around the comma and after the parenthesis, keys of
+// 64 and 65 bytes, both quote kinds but not mixed.
+func TestElementAndCallSecrets(t *testing.T) {
+	c := only(t, "generic-secret")
+	const v = "Xy7kP2qLm9zW"
+	long := func(n int) string { return strings.Repeat("x", n) + "_password" }
+	for _, tc := range []struct {
+		text  string
+		found bool
+	}{
+		{"cfg <password>" + v + "</password> end", true},
+		{"cfg <ns:password>" + v + "</ns:password> end", true},
+		{"cfg <db.password>" + v + "</db.password> end", true},
+		{"cfg <db-password>" + v + "</db-password> end", true},
+		{"cfg <" + long(55) + ">" + v + "</" + long(55) + "> end", true},
+		{"cfg <" + long(56) + ">" + v + "</" + long(56) + "> end", false},
+		{"cfg <password>" + v + "</passwd> end", false},
+		{"cfg <password>" + v + " end", false},
+		{"cfg password>" + v + "</password> end", false},
+		{"cfg <password>" + v + " </password> end", false},
+		{"cfg <password>" + v + "</pass", true},
+		{"cfg <password>" + v, true},
+		{`cfg setProperty("db.password", "` + v + `") end`, true},
+		{`cfg setProperty("db.password",    "` + v + `") end`, true},
+		{`cfg setProperty("db.password",     "` + v + `") end`, false},
+		{`cfg setProperty("db.password",` + "\t\"" + v + `") end`, true},
+		{`cfg setProperty("db.password"    , "` + v + `") end`, true},
+		{`cfg setProperty("db.password"     , "` + v + `") end`, false},
+		{`cfg setProperty(    "db.password", "` + v + `") end`, true},
+		{`cfg setProperty(     "db.password", "` + v + `") end`, false},
+		{`cfg setProperty("` + long(55) + `", "` + v + `") end`, true},
+		{`cfg setProperty("` + long(56) + `", "` + v + `") end`, false},
+		{`cfg define('AUTH_KEY', '` + v + `') end`, true},
+		{`cfg define('AUTH_KEY", '` + v + `') end`, false},
+		{`cfg f(x, "db.password", "` + v + `") end`, false},
+		{`cfg ("password", "` + v + `") end`, true},
+		{`cfg "password", "` + v + `" end`, false},
+		{`cfg setProperty("db.password", ` + v + `) end`, false},
+		{`cfg setProperty("greeting", "` + v + `") end`, false},
+	} {
+		res, err := c.Classify(context.Background(), classify.Input{Text: tc.text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := strings.Index(tc.text, v)
+		got := len(res.Spans) == 1 && res.Spans[0].Start == i && res.Spans[0].End == i+len(v)
+		if got != tc.found || !tc.found && len(res.Spans) > 0 {
+			t.Errorf("%q: spans %v, want the value found: %v", tc.text, res.Spans, tc.found)
 		}
 	}
 }
