@@ -57,3 +57,21 @@ func TestPrevWord(t *testing.T) {
 		}
 	}
 }
+
+// Where a rune cut by the stream begins, and the trailing run a token match can hold.
+func TestTrailingRuns(t *testing.T) {
+	for s, want := range map[string]int{
+		"abc": 3, "ab\xe2\x80": 2, "ab\xe2": 2, "\xe2": 0, "ab\xf0\x9f\x98": 2, "ab\xe2\x80\x99": 5, "ab\x80": 3, "": 0,
+	} {
+		if got := partialRuneStart(s); got != want {
+			t.Errorf("partialRuneStart(%q) = %d, want %d", s, got, want)
+		}
+	}
+	for s, want := range map[string]int{
+		"ab cd": 3, "ab\x7fcd": 3, "abπ": 0, "x “ab": 5, "ab\xe2\x80": 0, "": 0,
+	} {
+		if got := tokenRunStart(s); got != want {
+			t.Errorf("tokenRunStart(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
