@@ -113,3 +113,47 @@ func TestShippedRedactionSampleStreamsNoSecret(t *testing.T) {
 		t.Fatalf("client received %q", got)
 	}
 }
+
+// From a user's seat: the shipped redaction sample beside a guardrail that blocks a
+// destructive tool call. The model mentions an address before calling the tool. The text a
+// block keeps before its reason — streamed, or now also not streamed — is the redacted text:
+// keeping it must never bring the address back, on any API, through the official SDKs.
+func TestTextKeptBeforeABlockedToolCallStaysRedacted(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const address = "siobhan.o'brien@example.ie"
+	p := newProvider(t)
+	g := startGuard(t, string(sample)+"\n---\n"+noRm(t), upstream(p.URL))
+	script := func() fakeprovider.Script {
+		ds := fakeprovider.Texts(entities.Split("I will mail "+address+" when done. Cleaning up.", 3)...)
+		ds = append(ds, fakeprovider.ToolCall("call_1", "shell"), fakeprovider.ToolArgs(`{"command":"rm -rf /"}`))
+		return fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: ds}}}
+	}
+	want := "I will mail [REDACTED:email] when done. Cleaning up.\n\n" + rmReason
+	for _, api := range apis {
+		t.Run(api.name, func(t *testing.T) {
+			p.Enqueue(script())
+			streamed, err := api.streamed(testContext(t), g, "clean up and tell siobhan")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Enqueue(script())
+			whole, err := api.whole(testContext(t), g, "clean up and tell siobhan")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for form, a := range map[string]answer{"streamed": streamed, "not streamed": whole} {
+				for i := 0; i+8 <= len(address); i++ {
+					if strings.Contains(a.text, address[i:i+8]) {
+						t.Fatalf("%s: %q of the address reached the client in %q", form, address[i:i+8], a.text)
+					}
+				}
+				if a.text != want || a.calls != 0 {
+					t.Errorf("%s: text %q with %d tool calls, want %q and none", form, a.text, a.calls, want)
+				}
+			}
+		})
+	}
+}
