@@ -16,12 +16,11 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom/promtest"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -173,12 +172,7 @@ func (h *harness) counter(t testing.TB, name string, labels ...string) float64 {
 	if err := h.tel.Registry.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(&text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range families[name].GetMetric() {
+	for _, m := range promtest.Parse(t, text.String())[name].GetMetric() {
 		if hasLabels(m, labels) {
 			return m.GetCounter().GetValue()
 		}

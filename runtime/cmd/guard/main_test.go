@@ -10,14 +10,13 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom/promtest"
 )
 
 // TestMetricsArePrometheusTextWithEveryGuardMetric: what the admin listener's /metrics
@@ -56,11 +55,7 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		t.Fatalf("Prometheus cannot read /metrics: %v\n%s", err, body)
-	}
+	families := promtest.Parse(t, string(body))
 
 	guard := []struct {
 		name   string

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom/promtest"
 )
 
 func TestTheExpositionIsWrittenAsPrometheusReadsIt(t *testing.T) {
@@ -190,11 +190,5 @@ func TestTheGoRuntimeAndProcessMetricsAreThoseOfClientGolang(t *testing.T) {
 
 func parse(t *testing.T, text string) map[string]*dto.MetricFamily {
 	t.Helper()
-	// The legacy scheme: names any Prometheus version accepts.
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("Prometheus cannot read the exposition: %v\n%s", err, text)
-	}
-	return families
+	return promtest.Parse(t, text)
 }
