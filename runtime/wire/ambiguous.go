@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -10,86 +8,21 @@ import (
 	"unicode/utf8"
 )
 
-// Requests are read with encoding/json, which matches a member to a field by its exact
-// name or, failing that, case-insensitively (with Unicode folding: "meſſages" with a long s
-// is "messages"), and keeps the last member that matched. Model servers read members by
-// their exact names. A request with both "messages" and "Messages" would therefore be
-// judged on one and answered on the other: the guard would inspect the harmless copy while
-// the provider reads the other. checkUnambiguous refuses such a request before it is
-// judged: every field the guard reads must be named by exactly one spelling in its object.
-// Repeating the exact same name is not ambiguous (every parser keeps the last), and
-// members the guard does not read are not its concern.
-
-// checkUnambiguous reports a member of raw (valid JSON) that names, in a spelling other
-// than another member's, a field of t that the guard reads.
-func checkUnambiguous(raw []byte, t reflect.Type) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		it, ok := iterOf(raw, '{')
-		if !ok {
-			return nil // not an object: encoding/json reports the type error
-		}
-		fs := fieldsOf(t)
-		var seenArr [16]string // field index → the spelling that named it
-		seen := seenArr[:0]
-		if len(fs.fields) > len(seenArr) {
-			seen = make([]string, 0, len(fs.fields))
-		}
-		seen = seen[:len(fs.fields)]
-		named := uint64(0) // fields named so far (the request types have fewer than 64)
-		for {
-			k, v, ok := it.member()
-			if !ok {
-				return nil
-			}
-			key := string(k)
-			if strings.IndexByte(key, '\\') >= 0 {
-				u, ok := unescape(nil, k)
-				if !ok {
-					return nil
-				}
-				key = string(u)
-			}
-			i, ok := fs.match(key)
-			if !ok {
-				continue
-			}
-			if named&(1<<i) != 0 && seen[i] != key {
-				return fmt.Errorf("members %q and %q both name field %q: a model server reads one, and the guard would judge the other", seen[i], key, fs.fields[i].name)
-			}
-			seen[i], named = key, named|1<<i
-			if err := checkUnambiguous(v, fs.fields[i].typ); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 { // []byte, json.RawMessage: read later, checked then
-			return nil
-		}
-		it, ok := iterOf(raw, '[')
-		if !ok {
-			return nil
-		}
-		for {
-			e, ok := it.elem()
-			if !ok {
-				return nil
-			}
-			if err := checkUnambiguous(e, t.Elem()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// Requests are read as encoding/json reads them (decodeJSON): a member names a field by its
+// exact name or, failing that, case-insensitively (with Unicode folding: "meſſages" with a
+// long s is "messages"), so that the guard judges what a server decoding with encoding/json
+// reads. Most model servers read members by their exact names. A request with both
+// "messages" and "Messages" would therefore be judged on one and answered on the other:
+// the guard would inspect the harmless copy while the provider reads the other. decodeJSON
+// refuses such a request before it is judged: every field the guard reads must be named by
+// exactly one spelling in its object. Repeating the exact same name is not ambiguous
+// (every parser keeps the last), and members the guard does not read are not its concern.
 
 type jsonField struct {
-	name string
-	fold string
-	typ  reflect.Type
+	name  string
+	fold  string
+	typ   reflect.Type
+	index int // of the Go field
 }
 
 type fieldSet struct {
@@ -137,7 +70,7 @@ func fieldsOf(t reflect.Type) *fieldSet {
 			name = sf.Name
 		}
 		fs.exact[name] = len(fs.fields)
-		fs.fields = append(fs.fields, jsonField{name: name, fold: foldName(name), typ: sf.Type})
+		fs.fields = append(fs.fields, jsonField{name: name, fold: foldName(name), typ: sf.Type, index: i})
 	}
 	fieldSets.Store(t, fs)
 	return fs
@@ -160,13 +93,4 @@ func foldName(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// checkedUnmarshal is json.Unmarshal, then checkUnambiguous on what it accepted (the
-// walk needs valid JSON, which Unmarshal has just checked).
-func checkedUnmarshal(raw []byte, v any) error {
-	if err := json.Unmarshal(raw, v); err != nil {
-		return err
-	}
-	return checkUnambiguous(raw, reflect.TypeOf(v))
 }

@@ -61,7 +61,7 @@ func countParts(msgs []Message) int {
 
 // unmarshal decodes JSON, turning errors into malformed errors.
 func unmarshal(f Family, what string, raw []byte, v any) error {
-	if err := checkedUnmarshal(raw, v); err != nil {
+	if err := decode(raw, v); err != nil {
 		return malformed(f, "%s: %v", what, err)
 	}
 	return nil

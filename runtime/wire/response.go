@@ -153,7 +153,7 @@ type chatResponse struct {
 
 func decodeChatResponse(body []byte, object bool) (Response, error) {
 	var r chatResponse
-	if err := checkedUnmarshal(body, &r); err != nil {
+	if err := decode(body, &r); err != nil {
 		return Response{}, malformed(FamilyChat, "response: %v", err)
 	}
 	var resp Response

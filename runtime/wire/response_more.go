@@ -60,7 +60,7 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 			OutputTokens int64 `json:"output_tokens"`
 		} `json:"usage"`
 	}
-	if err := checkedUnmarshal(body, &r); err != nil {
+	if err := decode(body, &r); err != nil {
 		return Response{}, malformed(FamilyResponses, "response: %v", err)
 	}
 	var resp Response
@@ -105,7 +105,7 @@ func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content,
 	kept := items[:0]
 	for _, raw := range items {
 		var it responsesOutputItem
-		if err := checkedUnmarshal(raw, &it); err != nil {
+		if err := decode(raw, &it); err != nil {
 			return err
 		}
 		io, err := parseObject(raw)
@@ -199,7 +199,7 @@ type messagesResponse struct {
 
 func decodeMessagesResponse(body []byte, object bool) (Response, error) {
 	var r messagesResponse
-	if err := checkedUnmarshal(body, &r); err != nil {
+	if err := decode(body, &r); err != nil {
 		return Response{}, malformed(FamilyMessages, "response: %v", err)
 	}
 	var resp Response

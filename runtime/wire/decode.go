@@ -1,0 +1,329 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// decodeJSON decodes the JSON document raw into v (a pointer to one of this package's
+// request or response types). It is what encoding/json's Unmarshal followed by
+// checkUnambiguous did, in one pass over bytes validJSON has checked, without
+// encoding/json's byte-at-a-time state machine (that pass and the decoding were most of
+// the cost of judging a request):
+//
+//   - a member names the field of its exact name or, failing that, the field its name
+//     folds to as encoding/json folds names, so that the guard judges whatever a server
+//     decoding with encoding/json would read;
+//   - two spellings naming one field make the document ambiguous: it is refused (see
+//     checkUnambiguous for why);
+//   - of members of one exact name, the last wins whole. encoding/json would merge a
+//     repeated object or array into the earlier one; the clients' and servers' parsers
+//     keep the last, and so does the guard, so that it judges what they read;
+//   - null leaves a string, number, bool or struct at its zero value and makes a pointer
+//     or slice nil (a json.RawMessage keeps the literal null);
+//   - a value of the wrong JSON type, or a number that does not fit, is an error;
+//   - strings are unescaped as encoding/json unescapes them (invalid UTF-8 and lone
+//     surrogates become U+FFFD).
+func decodeJSON(raw []byte, v any) error {
+	if !validJSON(raw) {
+		return errInvalidJSON(raw)
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("wire: decodeJSON needs a non-nil pointer, not %T", v)
+	}
+	d := decoder{}
+	return d.value(raw[skipWS(raw, 0):], rv.Elem(), planOf(rv.Elem().Type()))
+}
+
+// decode is the decoder the parsers call: decodeJSON, but for FuzzDecodeJSON, which runs
+// every parser with the reference decoder in its place and compares what they read.
+var decode = decodeJSON
+
+// A plan is how values of one Go type are decoded, built once per type.
+type plan struct {
+	kind   reflect.Kind
+	typ    reflect.Type
+	raw    bool      // json.RawMessage
+	elem   *plan     // pointer target, slice element
+	fields *fieldSet // struct
+	field  []*plan   // struct: by field index of fields
+	bits   int       // ints and floats
+	once   sync.Once // guards filling the fields above
+}
+
+// build fills p once.
+func (p *plan) build() { p.once.Do(func() { buildPlan(p) }) }
+
+var (
+	plans      sync.Map // reflect.Type → *plan
+	rawMsgType = reflect.TypeFor[json.RawMessage]()
+)
+
+// planOf returns the plan of t, built.
+func planOf(t reflect.Type) *plan {
+	p := planOfLazy(t)
+	p.build()
+	return p
+}
+
+// buildPlan fills p. A kind the request and response types do not use panics: the
+// tests decode every type.
+func buildPlan(p *plan) {
+	t := p.typ
+	if t == rawMsgType {
+		p.raw = true
+		return
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Bool:
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		p.bits = t.Bits()
+	case reflect.Float32, reflect.Float64:
+		p.bits = t.Bits()
+	case reflect.Pointer, reflect.Slice:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
+			panic("wire: decodeJSON does not decode base64 byte slices: " + t.String())
+		}
+		p.elem = planOfLazy(t.Elem())
+	case reflect.Struct:
+		p.fields = fieldsOf(t)
+		p.field = make([]*plan, len(p.fields.fields))
+		for i, f := range p.fields.fields {
+			p.field[i] = planOfLazy(f.typ)
+		}
+	default:
+		panic("wire: decodeJSON does not decode " + t.String())
+	}
+}
+
+// planOfLazy returns the plan of t without building it yet, so that a recursive type
+// does not recurse forever; value builds it on first use.
+func planOfLazy(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	actual, _ := plans.LoadOrStore(t, &plan{kind: t.Kind(), typ: t})
+	return actual.(*plan)
+}
+
+type decoder struct {
+	scratch []byte
+}
+
+// value decodes the JSON value b (valid, no leading space) into v.
+func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
+	p.build()
+	if p.raw {
+		v.SetBytes(b)
+		return nil
+	}
+	if b[0] == 'n' { // null
+		switch p.kind {
+		case reflect.Pointer, reflect.Slice:
+			v.SetZero()
+		}
+		return nil
+	}
+	switch p.kind {
+	case reflect.String:
+		s, ok := d.str(b)
+		if !ok {
+			return typeError(b, p.typ)
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		switch b[0] {
+		case 't':
+			v.SetBool(true)
+		case 'f':
+			v.SetBool(false)
+		default:
+			return typeError(b, p.typ)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if !isNumberStart(b[0]) {
+			return typeError(b, p.typ)
+		}
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return fmt.Errorf("json: cannot unmarshal number %s into Go value of type %s", b, p.typ)
+		}
+		v.SetInt(n)
+	case reflect.Float32, reflect.Float64:
+		if !isNumberStart(b[0]) {
+			return typeError(b, p.typ)
+		}
+		f, err := strconv.ParseFloat(string(b), p.bits)
+		if err != nil || v.OverflowFloat(f) {
+			return fmt.Errorf("json: cannot unmarshal number %s into Go value of type %s", b, p.typ)
+		}
+		v.SetFloat(f)
+	case reflect.Pointer:
+		e := reflect.New(p.typ.Elem())
+		if err := d.value(b, e.Elem(), p.elem); err != nil {
+			return err
+		}
+		v.Set(e)
+	case reflect.Slice:
+		return d.slice(b, v, p)
+	case reflect.Struct:
+		return d.object(b, v, p)
+	}
+	return nil
+}
+
+func (d *decoder) slice(b []byte, v reflect.Value, p *plan) error {
+	it, ok := iterOf(b, '[')
+	if !ok {
+		return typeError(b, p.typ)
+	}
+	n := 0
+	for probe := it; ; n++ {
+		if _, ok := probe.elem(); !ok {
+			break
+		}
+	}
+	s := reflect.MakeSlice(p.typ, n, n)
+	for i := 0; i < n; i++ {
+		e, _ := it.elem()
+		if err := d.value(e, s.Index(i), p.elem); err != nil {
+			return err
+		}
+	}
+	v.Set(s)
+	return nil
+}
+
+func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
+	it, ok := iterOf(b, '{')
+	if !ok {
+		return typeError(b, p.typ)
+	}
+	fs := p.fields
+	var seenArr [16]string // field index → the spelling that named it
+	seen := seenArr[:0]
+	if len(fs.fields) > len(seenArr) {
+		seen = make([]string, 0, len(fs.fields))
+	}
+	seen = seen[:len(fs.fields)]
+	named := uint64(0) // the types have fewer than 64 fields (fieldsOf checks)
+	for {
+		k, val, ok := it.member()
+		if !ok {
+			return nil
+		}
+		var key string
+		var i int
+		if bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
+			i, ok = fs.matchBytes(k)
+			if ok {
+				key = fs.spelling(i, k)
+			}
+		} else {
+			u, _ := unescape(d.scratch[:0], k)
+			d.scratch = u
+			key = string(u)
+			i, ok = fs.match(key)
+		}
+		if !ok {
+			continue
+		}
+		if named&(1<<i) != 0 && seen[i] != key {
+			return fmt.Errorf("members %q and %q both name field %q: a model server reads one, and the guard would judge the other", seen[i], key, fs.fields[i].name)
+		}
+		seen[i], named = key, named|1<<i
+		f := v.Field(fs.fields[i].index)
+		f.SetZero() // the last of repeated members wins whole
+		if err := d.value(val, f, p.field[i]); err != nil {
+			return err
+		}
+	}
+}
+
+// str decodes a JSON string value.
+func (d *decoder) str(b []byte) (string, bool) {
+	if b[0] != '"' {
+		return "", false
+	}
+	inner := b[1 : len(b)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	u, ok := unescape(d.scratch[:0], inner)
+	d.scratch = u
+	return string(u), ok
+}
+
+func isNumberStart(c byte) bool { return c == '-' || '0' <= c && c <= '9' }
+
+// typeError says that the JSON value b cannot be decoded into a t.
+func typeError(b []byte, t reflect.Type) error {
+	what := "object"
+	switch b[0] {
+	case '[':
+		what = "array"
+	case '"':
+		what = "string"
+	case 't', 'f':
+		what = "bool"
+	case '{':
+	default:
+		what = "number"
+	}
+	return fmt.Errorf("json: cannot unmarshal %s into Go value of type %s", what, t)
+}
+
+// matchBytes is match for a key without escapes, without allocating: the exact name,
+// else an ASCII key equal to a field's name but for case; a key with other bytes folds
+// as match does.
+func (fs *fieldSet) matchBytes(k []byte) (int, bool) {
+	if i, ok := fs.exact[string(k)]; ok {
+		return i, true
+	}
+	for _, c := range k {
+		if c >= utf8.RuneSelf {
+			return fs.match(string(k))
+		}
+	}
+	for i := range fs.fields {
+		if asciiEqualFold(fs.fields[i].name, k) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// spelling returns k as a string, without allocating when it is the field's exact name.
+func (fs *fieldSet) spelling(i int, k []byte) string {
+	if fs.fields[i].name == string(k) {
+		return fs.fields[i].name
+	}
+	return string(k)
+}
+
+// asciiEqualFold reports whether ASCII name and key are equal but for letter case. (Field
+// names are ASCII; a non-ASCII key is folded by match.)
+func asciiEqualFold(name string, key []byte) bool {
+	if len(name) != len(key) {
+		return false
+	}
+	for j := range len(key) {
+		a, b := name[j], key[j]
+		if 'a' <= a && a <= 'z' {
+			a -= 'a' - 'A'
+		}
+		if 'a' <= b && b <= 'z' {
+			b -= 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,184 @@
+package wire
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// decodeSeeds are bodies of every family, and the corners of JSON decoding: names that
+// differ in case or folding, escaped names, null, wrong types, numbers that do not fit,
+// escapes and invalid UTF-8 in strings.
+var decodeSeeds = []string{
+	`{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"n":2,"stream":true,"stream_options":{"include_usage":true}}`,
+	`{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"What is in this image?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAA"}},{"type":"input_audio","input_audio":{"data":"UklG","format":"wav"}},{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBE","filename":"a.pdf"}}]}]}`,
+	`{"model":"gpt-4o","response_format":{"type":"json_schema"},"tools":[{"type":"function","function":{"name":"get_weather","description":"W"}}],"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},{"role":"tool","tool_call_id":"call_1","content":"Sunny"}]}`,
+	`{"model":"gpt-4.1","instructions":"Talk like a pirate.","input":"Hi","stream":true,"text":{"format":{"type":"json_object"}}}`,
+	`{"model":"gpt-4.1","tools":[{"type":"function","name":"f","description":"W","parameters":{}}],"input":[{"role":"user","content":[{"type":"input_text","text":"Hi"},{"type":"input_image","image_url":"https://x/y.png"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}]}`,
+	`{"model":"text-embedding-3-small","input":["one","two",[1,2,3]]}`,
+	`{"model":"claude-sonnet-4-5","max_tokens":1024,"system":[{"type":"text","text":"Be kind."}],"messages":[{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA"}},{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"r"}]}]},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{"a":1}}]}]}`,
+	`{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hello","reasoning_content":"think","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`,
+	`{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"s"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi"},{"type":"refusal","refusal":"no"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"}],"usage":{"input_tokens":3,"output_tokens":4}}`,
+	`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"text","text":"Hi"},{"type":"tool_use","id":"t","name":"f","input":{"x":"y"}}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`,
+	`{"MODEL":"m","Messages":[{"ROLE":"user","Content":"Hi"}],"STREAM":true,"N":3}`,
+	`{"meſſages":[{"role":"user","content":"Hi"}]}`,
+	`{"\u006dessages":[{"role":"user","\u0063ontent":"Hi \ud83d\ude00 \ud800 \u00e9"}]}`,
+	`{"messages":[{"role":"user","content":"a` + "\xff\xfe" + `b"}],"model":"` + "\xc3" + `"}`,
+	`{"messages":null,"model":null,"n":null,"stream":null,"stream_options":null}`,
+	`{"messages":[{"role":"user","content":"x"}],"n":1.0}`,
+	`{"messages":[{"role":"user","content":"x"}],"n":99999999999999999999}`,
+	`{"messages":[{"role":"user","content":"x"}],"stream":"yes"}`,
+	`{"messages":{"role":"user"}}`,
+	`{"messages":[{"role":5}]}`,
+	`{"choices":[{"index":-1,"message":{"content":"x"}}]}`,
+	`{"choices":[{"index":1e2,"message":{"content":"x"}}]}`,
+	`{"usage":{"prompt_tokens":"5"}}`,
+	`[1,2]`, `"x"`, `null`, `{}`, ` {"messages" : [ ] } `,
+}
+
+var decodeFamilies = []Family{FamilyChat, FamilyResponses, FamilyEmbeddings, FamilyMessages}
+
+// FuzzDecodeJSON runs every request parser and response decoder with decodeJSON and with
+// the decoder it replaced (encoding/json's Unmarshal and the spelling check), and requires
+// the same result: the same error or not, and, without an error, equal requests and
+// responses. Documents naming one member twice are left out: there the replaced decoder
+// merged the two values (encoding/json's behaviour) and decodeJSON keeps the last whole,
+// as TestDecodeJSONLastMemberWinsWhole checks.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if repeatsAMember(body) {
+			t.Skip("a member named twice")
+		}
+		for _, fam := range decodeFamilies {
+			got, gotErr := withDecoder(decodeJSON, func() (any, error) { return ParseRequest(fam, body) })
+			want, wantErr := withDecoder(referenceUnmarshal, func() (any, error) { return ParseRequest(fam, body) })
+			compareDecoded(t, "ParseRequest("+fam.String()+")", got, gotErr, want, wantErr)
+			if fam == FamilyEmbeddings {
+				continue
+			}
+			for _, object := range []bool{false, true} {
+				req := &Request{Family: fam, Object: object}
+				got, gotErr := withDecoder(decodeJSON, func() (any, error) { return DecodeResponse(fam, req, body) })
+				want, wantErr := withDecoder(referenceUnmarshal, func() (any, error) { return DecodeResponse(fam, req, body) })
+				compareDecoded(t, "DecodeResponse("+fam.String()+")", got, gotErr, want, wantErr)
+			}
+		}
+	})
+}
+
+func withDecoder(d func([]byte, any) error, parse func() (any, error)) (any, error) {
+	saved := decode
+	decode = d
+	defer func() { decode = saved }()
+	return parse()
+}
+
+func compareDecoded(t *testing.T, what string, got any, gotErr error, want any, wantErr error) {
+	t.Helper()
+	switch {
+	case (gotErr == nil) != (wantErr == nil):
+		t.Fatalf("%s: error %v, the reference decoder's %v", what, gotErr, wantErr)
+	case gotErr != nil:
+		if !errors.Is(gotErr, ErrMalformed) {
+			t.Fatalf("%s: error %v does not match ErrMalformed", what, gotErr)
+		}
+	case !reflect.DeepEqual(got, want):
+		t.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
+	}
+}
+
+// repeatsAMember reports whether some object of body (when it is valid JSON) names a
+// member twice, after unescaping.
+func repeatsAMember(body []byte) bool {
+	if !validJSON(body) {
+		return false
+	}
+	var walk func(v []byte) bool
+	walk = func(v []byte) bool {
+		if it, ok := iterOf(v, '{'); ok {
+			seen := map[string]bool{}
+			for {
+				k, val, ok := it.member()
+				if !ok {
+					return false
+				}
+				u, _ := unescape(nil, k)
+				if seen[string(u)] || walk(val) {
+					return true
+				}
+				seen[string(u)] = true
+			}
+		}
+		if it, ok := iterOf(v, '['); ok {
+			for {
+				e, ok := it.elem()
+				if !ok {
+					return false
+				}
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(body)
+}
+
+func TestDecodeJSONLastMemberWinsWhole(t *testing.T) {
+	// The first "messages" has content; the second does not. A client's or a model
+	// server's parser keeps the second whole, so the guard judges no content —
+	// encoding/json would have merged the second into the first and judged the text.
+	req, err := ParseRequest(FamilyChat, []byte(`{"messages":[{"role":"user","content":"first"}],"messages":[{"role":"user"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Messages) != 1 || len(req.Messages[0].Parts) != 0 {
+		t.Fatalf("messages = %+v, want one message without content", req.Messages)
+	}
+	// The last of two scalars wins, as everywhere.
+	req, err = ParseRequest(FamilyChat, []byte(`{"model":"a","messages":[],"model":"b"}`))
+	if err != nil || req.Model != "b" {
+		t.Fatalf("model = %q (%v), want b", req.Model, err)
+	}
+}
+
+func TestDecodeJSONRefusesTwoSpellingsOfAField(t *testing.T) {
+	for _, body := range []string{
+		`{"messages":[{"role":"user","content":"harmless"}],"Messages":[{"role":"user","content":"other"}]}`,
+		`{"messages":[{"role":"user","content":"harmless","CONTENT":"other"}]}`,
+		`{"messages":[{"role":"user","content":"harmless"}],"meſſages":[]}`,
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"a","\u0054ext":"b"}]}]}`,
+	} {
+		_, err := ParseRequest(FamilyChat, []byte(body))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "both name field") {
+			t.Errorf("%s: error %v, want two spellings refused", body, err)
+		}
+	}
+	// One spelling, even not the canonical one, is read: a server decoding with
+	// encoding/json reads it too.
+	req, err := ParseRequest(FamilyChat, []byte(`{"Messages":[{"Role":"user","CONTENT":"judge me"}]}`))
+	if err != nil || len(req.Messages) != 1 || len(req.Messages[0].Parts) != 1 || req.Messages[0].Parts[0].Text != "judge me" {
+		t.Fatalf("request = %+v (%v), want the message read", req, err)
+	}
+}
+
+func TestDecodeJSONWrongTypesAreMalformed(t *testing.T) {
+	for _, body := range []string{
+		`{"messages":[{"role":"user","content":"x"}],"n":1.5}`,
+		`{"messages":[{"role":"user","content":"x"}],"n":"2"}`,
+		`{"messages":[{"role":"user","content":"x"}],"stream":1}`,
+		`{"messages":[{"role":"user","content":"x"}],"n":99999999999999999999}`,
+		`{"messages":"x"}`,
+		`{"messages":[{"role":"user","content":"x"}]`,
+		`{"messages":[{"role":"user","content":"x"}]} {}`,
+	} {
+		if _, err := ParseRequest(FamilyChat, []byte(body)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: error %v, want ErrMalformed", body, err)
+		}
+	}
+}
