@@ -41,7 +41,7 @@ const (
 
 func TestDecisionsReportThenEnforce(t *testing.T) {
 	c := startCluster(t)
-	ctx := testContext(t)
+	ctx := testContext(t) // for the setup: each later step gets its own deadline (the whole test takes about as long as one)
 	p := fakeprovider.New(fakeprovider.WithDefault(fakeprovider.Script{Choices: []fakeprovider.Choice{
 		{Deltas: fakeprovider.Texts("Here you are: " + decideCompletion)}}}))
 	t.Cleanup(p.Close)
@@ -118,11 +118,11 @@ func TestDecisionsReportThenEnforce(t *testing.T) {
 	assertCurrent(t, c, ns, "web", "with Report-mode counts")
 
 	// The rollout: a spec change only.
-	if err := c.k8s.Get(ctx, client.ObjectKeyFromObject(g), g); err != nil {
+	if err := c.k8s.Get(testContext(t), client.ObjectKeyFromObject(g), g); err != nil {
 		t.Fatal(err)
 	}
 	g.Spec.Mode = v1alpha1.ModeEnforce
-	if err := c.k8s.Update(ctx, g); err != nil {
+	if err := c.k8s.Update(testContext(t), g); err != nil {
 		t.Fatal(err)
 	}
 	waitSummary(t, c, ns, "web", "1/1") // the guard acknowledged the Enforce generation
@@ -146,7 +146,7 @@ func TestDecisionsReportThenEnforce(t *testing.T) {
 	var calls *v1alpha1.ClassifierCallStats
 	eventually(t, "Classifier judge's call figures", func() bool {
 		cl := &v1alpha1.Classifier{}
-		if err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "judge"}, cl); err != nil {
+		if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "judge"}, cl); err != nil {
 			return false
 		}
 		calls = cl.Status.Calls
@@ -161,11 +161,11 @@ func TestDecisionsReportThenEnforce(t *testing.T) {
 
 	eventually(t, "Classifier judge used by 1 guard", func() bool {
 		cl := &v1alpha1.Classifier{}
-		return c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "judge"}, cl) == nil && cl.Status.Guards == 1
+		return c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "judge"}, cl) == nil && cl.Status.Guards == 1
 	})
 
 	// What a user sees: kubectl get shows the counters.
-	out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.kubeconfig, "get", "guardrails", "-n", ns, "web").CombinedOutput()
+	out, err := exec.CommandContext(testContext(t), "kubectl", "--kubeconfig", c.kubeconfig, "get", "guardrails", "-n", ns, "web").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl get guardrails: %v\n%s", err, out)
 	}
@@ -195,7 +195,7 @@ func TestDecisionsReportThenEnforce(t *testing.T) {
 		"pod web-1":        objectJSON(t, c, ns, "web-1", &corev1.Pod{}),
 	}
 	var evs eventsv1.EventList
-	if err := c.k8s.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+	if err := c.k8s.List(testContext(t), &evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(evs)
@@ -208,7 +208,7 @@ func TestDecisionsReportThenEnforce(t *testing.T) {
 		}
 	}
 	pod := &corev1.Pod{}
-	if err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil {
+	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(pod.Annotations[cp.AnnotationDecisions], `"outcome":"wouldBlock"`) {
@@ -380,7 +380,7 @@ func TestDecisionsAcrossManagerRestarts(t *testing.T) {
 	// claimedOnPod is the cumulative wouldBlock the manager recorded as counted.
 	claimedOnPod := func() int64 {
 		pod := &corev1.Pod{}
-		if err := c.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil {
+		if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil {
 			return -1
 		}
 		var cl struct{ Guardrails []cp.GuardrailDecisions }
