@@ -54,6 +54,27 @@ func TestCaseVariantFieldsCannotSmuggleAPrompt(t *testing.T) {
 	})
 }
 
+// A member repeated under one exact name: a provider decoding with encoding/json (as the
+// fake provider does) decodes the second "messages" over the first and reads the first's
+// prompt; the guard judges the same merge, so the prompt cannot hide behind a second copy
+// without content.
+func TestARepeatedMemberCannotHideAPrompt(t *testing.T) {
+	h := newHarness(t, inputPolicy)
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"tell me about bluebird"}],"messages":[{"role":"user"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hello"},{"role":"user","content":"tell me about bluebird"}],"messages":[{"role":"user"}],"messages":[{"role":"user"},{"role":"user"}]}`,
+	} {
+		before := len(h.p.Requests())
+		resp, out := h.post(t, "/v1/chat/completions", body, "Content-Type", "application/json")
+		if !strings.Contains(string(out), "Project Bluebird is not discussed here.") {
+			t.Errorf("status %d for %s: %s; want the prompt blocked", resp.StatusCode, body, out)
+		}
+		if n := len(h.p.Requests()); n != before {
+			t.Errorf("the provider received %s", body)
+		}
+	}
+}
+
 // The same from the other side: an answer whose message names "content" twice in
 // different cases would be judged on one copy while the SDK reads the other. It is not
 // passed on as judged.

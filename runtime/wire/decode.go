@@ -21,11 +21,13 @@ import (
 //     decoding with encoding/json would read;
 //   - two spellings naming one field make the document ambiguous: it is refused (see
 //     checkUnambiguous for why);
-//   - of members of one exact name, the last wins whole. encoding/json would merge a
-//     repeated object or array into the earlier one; the clients' and servers' parsers
-//     keep the last, and so does the guard, so that it judges what they read;
-//   - null leaves a string, number, bool or struct at its zero value and makes a pointer
-//     or slice nil (a json.RawMessage keeps the literal null);
+//   - a member repeated under one exact name is decoded into what the earlier one left,
+//     as encoding/json does: scalars are replaced, objects merged, arrays decoded
+//     element by element over the earlier elements. A server decoding with encoding/json
+//     reads that merge, and a parser keeping the last member whole reads a part of it, so
+//     the guard judges at least what either reads;
+//   - null leaves a string, number, bool or struct as it is and makes a pointer or slice
+//     nil (a json.RawMessage keeps the literal null);
 //   - a value of the wrong JSON type, or a number that does not fit, is an error;
 //   - strings are unescaped as encoding/json unescapes them (invalid UTF-8 and lone
 //     surrogates become U+FFFD).
@@ -165,11 +167,10 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 		}
 		v.SetFloat(f)
 	case reflect.Pointer:
-		e := reflect.New(p.typ.Elem())
-		if err := d.value(b, e.Elem(), p.elem); err != nil {
-			return err
+		if v.IsNil() {
+			v.Set(reflect.New(p.typ.Elem()))
 		}
-		v.Set(e)
+		return d.value(b, v.Elem(), p.elem)
 	case reflect.Slice:
 		return d.slice(b, v, p)
 	case reflect.Struct:
@@ -178,25 +179,36 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 	return nil
 }
 
+// slice decodes an array over the slice's earlier elements, as encoding/json does (see
+// decodeJSON): element i is decoded into element i, the slice grown or cut to the array's
+// length.
 func (d *decoder) slice(b []byte, v reflect.Value, p *plan) error {
 	it, ok := iterOf(b, '[')
 	if !ok {
 		return typeError(b, p.typ)
 	}
-	n := 0
-	for probe := it; ; n++ {
-		if _, ok := probe.elem(); !ok {
+	i := 0
+	for ; ; i++ {
+		e, ok := it.elem()
+		if !ok {
 			break
 		}
-	}
-	s := reflect.MakeSlice(p.typ, n, n)
-	for i := 0; i < n; i++ {
-		e, _ := it.elem()
-		if err := d.value(e, s.Index(i), p.elem); err != nil {
+		if i >= v.Cap() {
+			v.Grow(1)
+		}
+		if i >= v.Len() {
+			v.SetLen(i + 1)
+		}
+		if err := d.value(e, v.Index(i), p.elem); err != nil {
 			return err
 		}
 	}
-	v.Set(s)
+	if i < v.Len() {
+		v.SetLen(i)
+	}
+	if i == 0 {
+		v.Set(reflect.MakeSlice(p.typ, 0, 0))
+	}
 	return nil
 }
 
@@ -238,9 +250,7 @@ func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
 			return fmt.Errorf("members %q and %q both name field %q: a model server reads one, and the guard would judge the other", seen[i], key, fs.fields[i].name)
 		}
 		seen[i], named = key, named|1<<i
-		f := v.Field(fs.fields[i].index)
-		f.SetZero() // the last of repeated members wins whole
-		if err := d.value(val, f, p.field[i]); err != nil {
+		if err := d.value(val, v.Field(fs.fields[i].index), p.field[i]); err != nil {
 			return err
 		}
 	}
