@@ -1,8 +1,9 @@
 // Package v1alpha1 contains the guardrail.dev/v1alpha1 API: Classifier (how content is
 // judged) and Guardrail (what is enforced where).
 //
-// The package imports only apimachinery, so that the guard sidecar can decode policy
-// manifests without client-go or controller-runtime.
+// The package imports only apimachinery. The guard sidecar does not link it: it decodes
+// policy manifests into its own exact copy of these types (runtime/policy/v1alpha1), and the
+// operator converts with runtime/policy/kube.
 // +kubebuilder:object:generate=true
 // +groupName=guardrail.dev
 package v1alpha1

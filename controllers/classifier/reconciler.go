@@ -28,6 +28,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // waitInterval is how often a Classifier waiting for its Secret is looked at again, on
@@ -139,7 +140,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (released bo
 func (r *Reconciler) reconcileSpec(_ context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.obj.Status
 	st.Backend = backendOf(&s.obj.Spec)
-	compiled, err := policy.CompileClassifier(s.obj, "")
+	compiled, err := kube.CompileClassifier(s.obj, "")
 	if err != nil {
 		perr := err.(*policy.Error)
 		status.MarkStalled(s.obj, perr.Reason, perr.Message())

@@ -32,6 +32,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -584,7 +585,7 @@ func TestBrokenEditKeepsTheLastGoodGuardrail(t *testing.T) {
 		if status == http.StatusOK {
 			var s cp.Snapshot
 			must(t, json.Unmarshal(body, &s))
-			var words *v1alpha1.Guardrail
+			var words *guardv1.Guardrail
 			for i := range s.Guardrails {
 				if s.Guardrails[i].Name == "web-words" {
 					words = &s.Guardrails[i]

@@ -26,6 +26,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // waitInterval is how often a Guardrail waiting for its Classifier is looked at again, on
@@ -168,12 +169,12 @@ func inEffect(g *v1alpha1.Guardrail, compiled *policy.Guardrail) string {
 // reconcileCompile compiles the Guardrail against its Classifier with policy.Compile's
 // building blocks, the same code the guard runs. A failure names the field and stalls.
 func (r *Reconciler) reconcileCompile(_ context.Context, s *scope) (ctrl.Result, error) {
-	cc, err := policy.CompileClassifier(s.classifier, "")
+	cc, err := kube.CompileClassifier(s.classifier, "")
 	if err != nil {
 		// The Classifier is Ready, so it compiled for its own reconciler: a version skew.
 		return ctrl.Result{}, fmt.Errorf("compiling Classifier %s: %w", s.classifier.Name, err)
 	}
-	s.compiled, err = policy.CompileGuardrail(s.obj, cc)
+	s.compiled, err = kube.CompileGuardrail(s.obj, cc)
 	if perr, ok := err.(*policy.Error); ok && perr.Reason == v1alpha1.ReasonClassifierMismatch {
 		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, perr.Reason, perr.Message())
 	} else {

@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // fakeOperator answers polls with one snapshot until the guard runs or refused it, and

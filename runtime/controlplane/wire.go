@@ -1,7 +1,7 @@
 package controlplane
 
 import (
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // The subscription protocol (DESIGN.md §6 "Policy distribution") is a long poll over
@@ -42,7 +42,9 @@ type Refusal struct {
 
 // Snapshot is the policy of one pod: the Guardrails of its namespace whose selector
 // matches its labels, the Classifiers they reference and those Classifiers' credentials.
-// The guard compiles it with policy.Compile, the code the operator validated it with.
+// The guard compiles it with policy.Compile, the code the operator validated it with. The
+// objects are the guard's copy of the API's (runtime/policy/v1alpha1), whose JSON is the
+// API's byte for byte: the operator converts its objects with runtime/policy/kube.
 type Snapshot struct {
 	// Version identifies the content, credentials included (by the resource version of
 	// their Secrets, never by their value): equal versions are equal policies.

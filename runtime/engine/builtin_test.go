@@ -6,15 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
+	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // compileBuiltin compiles a built-in classifier and a streaming guardrail with the given

@@ -3,10 +3,9 @@ package policy
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // compileBuiltin expands packs into detectors, validates the detector configuration by

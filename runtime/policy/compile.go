@@ -11,13 +11,11 @@ import (
 	"sort"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/validation"
 )
 
 // Sources are the API objects a snapshot is compiled from.
@@ -376,16 +374,17 @@ func deref(p *int32) int32 {
 // validScore reports whether v is a usable threshold.
 func validScore(v float64) bool { return !math.IsNaN(v) && v >= 0 && v <= 1 }
 
-// checkSelector validates a label selector with the apiserver's own validation, which
-// names the offending field (spec.selector.matchExpressions[0].values) and value.
-func checkSelector(sel *metav1.LabelSelector, p *field.Path) field.ErrorList {
+// checkSelector validates a label selector with the rules of the apiserver's own
+// validation (runtime/policy/labels), which names the offending field
+// (spec.selector.matchExpressions[0].values) and value.
+func checkSelector(sel *v1alpha1.LabelSelector, p *field.Path) field.ErrorList {
 	if sel == nil {
 		return nil
 	}
-	if errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, p); len(errs) > 0 {
+	if errs := labels.Validate(sel, p); len(errs) > 0 {
 		return errs
 	}
-	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+	if _, err := labels.SelectorFrom(sel); err != nil {
 		return field.ErrorList{field.Invalid(p, field.OmitValueType{}, err.Error())}
 	}
 	return nil

@@ -2,12 +2,12 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // CompileGuardrail compiles one Guardrail against its compiled Classifier. The returned
@@ -18,7 +18,7 @@ func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) 
 	s := &g.Spec
 	out := &Guardrail{
 		Key: Key(g.Namespace, g.Name), Namespace: g.Namespace, Name: g.Name, Generation: g.Generation,
-		Classifier: c.Key, Selector: s.Selector.ToMetaV1(), Reason: s.Reason,
+		Classifier: c.Key, Selector: cloneSelector(s.Selector), Reason: s.Reason,
 		Priority: deref(s.Priority),
 	}
 	var invalid, mismatch field.ErrorList
@@ -300,4 +300,24 @@ func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, 
 		}
 	}
 	return errs
+}
+
+// cloneSelector copies a selector, so that a compiled Guardrail shares nothing with the
+// object it was compiled from. A nil selector stays nil.
+func cloneSelector(s *v1alpha1.LabelSelector) *v1alpha1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &v1alpha1.LabelSelector{}
+	if s.MatchLabels != nil {
+		out.MatchLabels = make(map[string]v1alpha1.LabelValue, len(s.MatchLabels))
+		for k, v := range s.MatchLabels {
+			out.MatchLabels[k] = v
+		}
+	}
+	for _, e := range s.MatchExpressions {
+		e.Values = slices.Clone(e.Values)
+		out.MatchExpressions = append(out.MatchExpressions, e)
+	}
+	return out
 }

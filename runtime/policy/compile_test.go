@@ -6,11 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
+	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // Fixtures built with functional options.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // A condition message names the offending field with its full path and says what is

@@ -6,7 +6,6 @@
 package policysource
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -17,12 +16,11 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // CredentialsEnvAnnotation is the annotation, on a Classifier of a policy file, that names
@@ -149,9 +147,9 @@ func (f *File) compile(b []byte) (*policy.Snapshot, error) {
 // kinds are errors, as the apiserver would refuse them.
 func Decode(b []byte) (policy.Sources, error) {
 	var src policy.Sources
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	reader := &documents{rest: b}
 	for i := 0; ; i++ {
-		doc, err := reader.Read()
+		doc, err := reader.next()
 		if errors.Is(err, io.EOF) {
 			return src, nil
 		}
@@ -165,11 +163,11 @@ func Decode(b []byte) (policy.Sources, error) {
 		if err := yaml.Unmarshal(doc, &tm); err != nil {
 			return src, fmt.Errorf("document %d: %w", i, err)
 		}
-		if !strings.HasPrefix(tm.APIVersion, v1alpha1.GroupVersion.Group+"/") {
+		if !strings.HasPrefix(tm.APIVersion, v1alpha1.GroupName+"/") {
 			continue
 		}
-		if tm.APIVersion != v1alpha1.GroupVersion.String() {
-			return src, fmt.Errorf("document %d: apiVersion %s is not served; use %s", i, tm.APIVersion, v1alpha1.GroupVersion)
+		if tm.APIVersion != v1alpha1.APIVersion {
+			return src, fmt.Errorf("document %d: apiVersion %s is not served; use %s", i, tm.APIVersion, v1alpha1.APIVersion)
 		}
 		switch tm.Kind {
 		case "Classifier":

@@ -14,12 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
@@ -177,7 +175,7 @@ func (p *Proxy) selects(g *policy.Guardrail) bool {
 	if p.cfg.PodLabels == nil || g.Selector == nil {
 		return true
 	}
-	sel, err := metav1.LabelSelectorAsSelector(g.Selector)
+	sel, err := labels.SelectorFrom(g.Selector)
 	if err != nil {
 		return true // Compile validated it; applying too much is the safe side
 	}

@@ -33,9 +33,8 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
-
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -129,7 +128,7 @@ func run(o options, log *slog.Logger) error {
 	}
 	var podLabels labels.Set
 	if o.podLabels != "" {
-		if podLabels, err = labels.ConvertSelectorToLabelsMap(o.podLabels); err != nil {
+		if podLabels, err = labels.ParseSet(o.podLabels); err != nil {
 			return fmt.Errorf("--pod-labels: %w", err)
 		}
 	}
