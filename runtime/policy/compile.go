@@ -237,7 +237,7 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 
 	if s.Timeout != nil {
 		if s.Timeout.Duration < 0 {
-			errs = append(errs, field.Invalid(spec.Child("timeout"), s.Timeout.Duration.String(), "must not be negative"))
+			errs = append(errs, field.Invalid(spec.Child("timeout"), s.Timeout.String(), "must not be negative"))
 		}
 		out.Timeout = s.Timeout.Duration
 	}

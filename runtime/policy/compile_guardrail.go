@@ -102,7 +102,7 @@ func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) 
 	}
 	if s.Timeout != nil {
 		if s.Timeout.Duration < 0 {
-			invalid = append(invalid, field.Invalid(spec.Child("timeout"), s.Timeout.Duration.String(), "must not be negative"))
+			invalid = append(invalid, field.Invalid(spec.Child("timeout"), s.Timeout.String(), "must not be negative"))
 		}
 		out.Timeout = s.Timeout.Duration
 	}

@@ -105,7 +105,7 @@ func (t ErrorType) String() string {
 	return fmt.Sprintf("<unknown error %q>", string(t))
 }
 
-// OmitValueType, as the value of an error, leaves the value out of its message.
+// OmitValueType is the value of an error whose message leaves the value out.
 type OmitValueType struct{}
 
 // Error is one field error.

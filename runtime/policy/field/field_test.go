@@ -18,7 +18,7 @@ type omit struct{}
 
 type mode string
 
-type stringer struct{ v []int }
+type stringer struct{}
 
 func (s stringer) String() string { return "stringer" }
 

@@ -15,7 +15,7 @@ import (
 // Converted objects carry all of the API objects: their JSON is the API's.
 func TestConversionKeepsEveryField(t *testing.T) {
 	f := randfill.NewWithSeed(7).NilChance(0.2).NumElements(0, 3).Funcs(
-		func(fs *metav1.FieldsV1, c randfill.Continue) { fs.Raw = []byte(`{"f:spec":{}}`) },
+		func(fs *metav1.FieldsV1, c randfill.Continue) { fs.SetRawBytes([]byte(`{"f:spec":{}}`)) },
 	)
 	same := func(a, b any) {
 		t.Helper()

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	k8smetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/randfill"
 
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
-	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
+	guardmetav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
@@ -25,9 +25,9 @@ func filler(seed int64) *randfill.Filler {
 		return []byte(fmt.Sprintf(`{"f:spec":{%s:{}}}`, key))
 	}
 	return randfill.NewWithSeed(seed).NilChance(0.2).NumElements(0, 3).Funcs(
-		func(f *k8smetav1.FieldsV1, c randfill.Continue) { f.Raw = fieldsV1(c) },
-		func(f *metav1.FieldsV1, c randfill.Continue) { f.Raw = fieldsV1(c) },
-		func(t *metav1.Time, c randfill.Continue) { t.Time = time.Unix(c.Int63n(1000*365*24*3600), 0) },
+		func(f *metav1.FieldsV1, c randfill.Continue) { f.SetRawBytes(fieldsV1(c)) },
+		func(f *guardmetav1.FieldsV1, c randfill.Continue) { f.Raw = fieldsV1(c) },
+		func(t *guardmetav1.Time, c randfill.Continue) { t.Time = time.Unix(c.Int63n(1000*365*24*3600), 0) },
 		func(v *intstr.IntOrString, c randfill.Continue) {
 			if c.Bool() {
 				*v = intstr.FromString(c.String(0))
