@@ -318,6 +318,8 @@ func (rd *Reader) event(kind Kind, n int) Event {
 	return ev
 }
 
+var lfLF = []byte("\n\n")
+
 // Ready reports whether the input already buffered holds a blank line after the current
 // position, that is the end of another event, so that Next will return it without reading
 // from the source. A writer forwarding events can leave its flush to the last event of a
@@ -327,6 +329,9 @@ func (rd *Reader) Ready() bool {
 	b := rd.buf[rd.r:rd.w]
 	if rd.skipLF && len(b) > 0 && b[0] == '\n' {
 		b = b[1:] // the end of a CR line end already counted
+	}
+	if bytes.Contains(b, lfLF) {
+		return true // two line ends in a row, as most streams end their events
 	}
 	for i := 0; i < len(b); i++ {
 		switch b[i] {

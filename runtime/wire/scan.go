@@ -126,6 +126,23 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
+// keyBuf holds an unescaped member name for keyName.
+type keyBuf [64]byte
+
+// keyName returns a raw member name unescaped, for a switch on the names a decoder
+// reads: the key itself when it has no escape (almost always), else its unescaped form
+// in buf (or a new slice when longer). A key that does not unescape names nothing.
+func keyName(key []byte, buf *keyBuf) []byte {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return key
+	}
+	u, ok := unescape(buf[:0], key)
+	if !ok {
+		return nil
+	}
+	return u
+}
+
 // keyIs reports whether a raw key equals name once unescaped.
 func keyIs(key []byte, name string) bool {
 	if bytes.IndexByte(key, '\\') < 0 {

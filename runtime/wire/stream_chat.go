@@ -64,6 +64,7 @@ func (st *chatChoice) opens(ch content.Channel) {
 var doneData = []byte("[DONE]")
 
 func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
+	var kb keyBuf
 	c.roles, c.finishes, c.curUsage, c.bare = c.roles[:0], c.finishes[:0], false, false
 	data := ev.Data
 	if bytes.Equal(bytes.TrimSpace(data), doneData) {
@@ -82,22 +83,22 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		if !ok {
 			break
 		}
-		switch {
-		case keyIs(k, "choices"):
+		switch string(keyName(k, &kb)) {
+		case "choices":
 			choices = v
-		case keyIs(k, "usage"):
+		case "usage":
 			usage = v
-		case keyIs(k, "error"):
+		case "error":
 			errv = v
-		case keyIs(k, "id"):
+		case "id":
 			keepRaw(&c.id, v)
-		case keyIs(k, "created"):
+		case "created":
 			keepRaw(&c.created, v)
-		case keyIs(k, "model"):
+		case "model":
 			keepRaw(&c.model, v)
-		case keyIs(k, "system_fingerprint"):
+		case "system_fingerprint":
 			keepRaw(&c.fingerprint, v)
-		case keyIs(k, "service_tier"):
+		case "service_tier":
 			keepRaw(&c.tier, v)
 		}
 	}
@@ -130,10 +131,10 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 			if !ok {
 				break
 			}
-			switch {
-			case keyIs(k, "prompt_tokens"):
+			switch string(keyName(k, &kb)) {
+			case "prompt_tokens":
 				u.InputTokens, _ = intOf(v)
-			case keyIs(k, "completion_tokens"):
+			case "completion_tokens":
 				u.OutputTokens, _ = intOf(v)
 			}
 		}
@@ -184,6 +185,7 @@ func (c *chatCodec) optStr(v []byte, what string) (string, error) {
 
 // decodeChoice decodes one element of a chunk's choices.
 func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
+	var kb keyBuf
 	ci, ok := iterOf(choice, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "choice is not an object")
@@ -194,12 +196,12 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		if !ok {
 			break
 		}
-		switch {
-		case keyIs(k, "index"):
+		switch string(keyName(k, &kb)) {
+		case "index":
 			index = v
-		case keyIs(k, "delta"):
+		case "delta":
 			delta = v
-		case keyIs(k, "finish_reason"):
+		case "finish_reason":
 			finish = v
 		}
 	}
@@ -224,16 +226,16 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		if !ok {
 			break
 		}
-		switch {
-		case keyIs(k, "role"):
+		switch string(keyName(k, &kb)) {
+		case "role":
 			role, err = c.optStr(v, "role")
-		case keyIs(k, "content"):
+		case "content":
 			text, err = c.optStr(v, "content")
-		case keyIs(k, "reasoning_content"):
+		case "reasoning_content":
 			reasoningContent, err = c.optStr(v, "reasoning_content")
-		case keyIs(k, "reasoning"):
+		case "reasoning":
 			reasoning, err = c.optStr(v, "reasoning")
-		case keyIs(k, "tool_calls"):
+		case "tool_calls":
 			calls = v
 		default:
 			if !isNullJSON(v) {
@@ -292,6 +294,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 
 // decodeToolCall decodes one element of a delta's tool_calls.
 func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw []byte) ([]Item, error) {
+	var kb keyBuf
 	c.s.cur.withhold = true
 	ti, ok := iterOf(raw, '{')
 	if !ok {
@@ -303,12 +306,12 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 		if !ok {
 			break
 		}
-		switch {
-		case keyIs(k, "index"):
+		switch string(keyName(k, &kb)) {
+		case "index":
 			index = v
-		case keyIs(k, "id"):
+		case "id":
 			id = v
-		case keyIs(k, "function"):
+		case "function":
 			fn = v
 		}
 	}
@@ -327,10 +330,10 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 		if !ok {
 			break
 		}
-		switch {
-		case keyIs(k, "name"):
+		switch string(keyName(k, &kb)) {
+		case "name":
 			name, err = c.optStr(v, "function name")
-		case keyIs(k, "arguments"):
+		case "arguments":
 			args, err = c.optStr(v, "function arguments")
 		}
 		if err != nil {
