@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/binary"
+
 // validJSON reports whether data is a single valid JSON value, exactly as json.Valid does
 // (FuzzValidJSON compares them): RFC 8259 syntax, nesting at most 10,000 deep, bytes of
 // strings not checked as UTF-8. Every streamed event is validated before it is walked, and
@@ -112,6 +114,10 @@ func validLiteral(b []byte, i int, lit string) (int, bool) {
 // validString checks the string whose opening quote is at i.
 func validString(b []byte, i int) (int, bool) {
 	for i++; i < len(b); {
+		i = plainRun(b, i)
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		if plainInString[c] {
 			i++
@@ -141,6 +147,35 @@ func validString(b []byte, i int) (int, bool) {
 	}
 	return i, false
 }
+
+// plainRun returns the index of the first byte at or after i that is not plain in a JSON
+// string (a quote, a backslash or a control character), or len(b): eight bytes at a time
+// while none of them is, then one by one. Prompts are long runs of plain bytes.
+func plainRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		if w := binary.LittleEndian.Uint64(b[i:]); hasZeroByte(w^quotes) || hasZeroByte(w^backslashes) || hasByteBelow20(w) {
+			break
+		}
+	}
+	for i < len(b) && plainInString[b[i]] {
+		i++
+	}
+	return i
+}
+
+const (
+	ones        = 0x0101010101010101
+	highBits    = 0x8080808080808080
+	quotes      = '"' * ones
+	backslashes = '\\' * ones
+)
+
+// hasZeroByte reports whether a byte of w is zero (exactly: a borrow can only move which
+// byte is flagged, never make one appear).
+func hasZeroByte(w uint64) bool { return (w-ones)&^w&highBits != 0 }
+
+// hasByteBelow20 reports whether a byte of w is below 0x20, a control character.
+func hasByteBelow20(w uint64) bool { return (w-0x20*ones)&^w&highBits != 0 }
 
 func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
 

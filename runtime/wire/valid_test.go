@@ -39,3 +39,24 @@ func BenchmarkValidJSONEvent(b *testing.B) {
 		}
 	})
 }
+
+// The eight-bytes-at-a-time skip of plain string bytes must stop at a quote, a backslash
+// or a control character wherever it falls in a word, and never at anything else.
+func TestValidJSONFindsEverySpecialByteInLongStrings(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		for at := 0; at < n; at++ {
+			for _, special := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'A'} {
+				inner := []byte(strings.Repeat("a", n))
+				inner[at] = special
+				for _, doc := range [][]byte{
+					append(append([]byte{'"'}, inner...), '"'),
+					append(append([]byte(`{"k":"`), inner...), `"}`...),
+				} {
+					if got, want := validJSON(doc), json.Valid(doc); got != want {
+						t.Fatalf("validJSON(%q) = %v, json.Valid says %v", doc, got, want)
+					}
+				}
+			}
+		}
+	}
+}
