@@ -412,6 +412,56 @@ func TestShippedSampleAppliedWithKubectl(t *testing.T) {
 	}
 }
 
+// TestPolicyExportedWithKubectlRunsStandalone is a user moving a policy out of a cluster:
+// the shipped sample, applied and reconciled (so that it carries the apiserver's metadata,
+// managed fields and the manager's status), exported with `kubectl get -o yaml` and given
+// as is to a standalone guard. The guard reads it with its own copy of the API types, not
+// apimachinery's: everything the apiserver and the manager wrote must decode, and the
+// policy must enforce.
+func TestPolicyExportedWithKubectlRunsStandalone(t *testing.T) {
+	c := startCluster(t)
+	p := newProvider(t)
+	certDir := t.TempDir()
+	if _, err := envtestutil.ServingCert(certDir, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	startManager(t, c.kubeconfig, certDir, freeAddr(t))
+	const ns = "export"
+	kubectl := func(args ...string) []byte {
+		t.Helper()
+		out, err := exec.CommandContext(testContext(t), "kubectl", append([]string{"--kubeconfig", c.kubeconfig}, args...)...).Output() //nolint:gosec // test arguments
+		if err != nil {
+			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	kubectl("create", "namespace", ns)
+	kubectl("-n", ns, "apply", "-f", filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	eventually(t, "the sample Guardrail reconciled", func() bool {
+		return strings.Contains(string(kubectl("-n", ns, "get", "guardrail", "redact-pii-secrets", "-o", "yaml")), "observedGeneration")
+	})
+	// As kubectl prints them by default, and one with its managed fields shown.
+	exported := string(kubectl("-n", ns, "get", "classifier", "pii-secrets", "-o", "yaml")) + "---\n" +
+		string(kubectl("-n", ns, "get", "guardrail", "redact-pii-secrets", "-o", "yaml", "--show-managed-fields"))
+	for _, written := range []string{"managedFields", "creationTimestamp", "uid", "status", "lastTransitionTime"} {
+		if !strings.Contains(exported, written) {
+			t.Fatalf("the export holds no %s: the test no longer exercises what the apiserver writes\n%s", written, exported)
+		}
+	}
+
+	gd := startGuard(t, exported, upstream(p.URL))
+	const email = "jane.doe@example.com"
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{
+		Deltas: fakeprovider.Chunks("Write to "+email+" for the staging API.", 3)}}})
+	acc, _, err := chatStream(testContext(t), openaiClient(gd), chatParams("how do I reach support?"))
+	if err != nil {
+		t.Fatalf("%v\nguard log:\n%s", err, gd.logs())
+	}
+	if got := acc.Choices[0].Message.Content; strings.Contains(got, "jane.doe") || !strings.Contains(got, "[REDACTED:email]") {
+		t.Errorf("answer %q: want the email redacted by the exported policy", got)
+	}
+}
+
 // TestATypoTheSchemaLetsThroughDoesNotSwitchThePolicyOff is a user's slip: a category name
 // misspelt in a `kubectl patch` of the shipped sample. The schema accepts it (categories
 // are names); the operator cannot compile it, says so on the Guardrail naming the field,
