@@ -11,8 +11,8 @@ import (
 )
 
 // decodeJSON decodes the JSON document raw into v (a pointer to one of this package's
-// request or response types). It is what encoding/json's Unmarshal followed by
-// checkUnambiguous did, in one pass over bytes validJSON has checked, without
+// request or response types). It is what encoding/json's Unmarshal followed by a walk
+// refusing ambiguous spellings did, in one pass over bytes validJSON has checked, without
 // encoding/json's byte-at-a-time state machine (that pass and the decoding were most of
 // the cost of judging a request):
 //
@@ -20,7 +20,7 @@ import (
 //     folds to as encoding/json folds names, so that the guard judges whatever a server
 //     decoding with encoding/json would read;
 //   - two spellings naming one field make the document ambiguous: it is refused (see
-//     checkUnambiguous for why);
+//     ambiguous.go for why);
 //   - a member repeated under one exact name is decoded into what the earlier one left,
 //     as encoding/json does: scalars are replaced, objects merged, arrays decoded
 //     element by element over the earlier elements. A server decoding with encoding/json
@@ -55,7 +55,7 @@ type plan struct {
 	elem   *plan     // pointer target, slice element
 	fields *fieldSet // struct
 	field  []*plan   // struct: by field index of fields
-	bits   int       // ints and floats
+	bits   int       // floats
 	once   sync.Once // guards filling the fields above
 }
 
@@ -83,9 +83,7 @@ func buildPlan(p *plan) {
 		return
 	}
 	switch t.Kind() {
-	case reflect.String, reflect.Bool:
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		p.bits = t.Bits()
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 	case reflect.Float32, reflect.Float64:
 		p.bits = t.Bits()
 	case reflect.Pointer, reflect.Slice:
