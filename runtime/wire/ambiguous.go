@@ -55,7 +55,7 @@ func fieldsOf(t reflect.Type) *fieldSet {
 	}
 	fs := &fieldSet{exact: map[string]int{}}
 	if t.NumField() > 64 {
-		panic("wire: checkUnambiguous tracks at most 64 fields per type: " + t.String())
+		panic("wire: decodeJSON tracks at most 64 fields per type: " + t.String())
 	}
 	for i := range t.NumField() {
 		sf := t.Field(i)
