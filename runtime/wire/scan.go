@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -78,6 +80,20 @@ func (it *jsonIter) elem() ([]byte, bool) {
 // first quote not escaped by an odd run of backslashes (found with IndexByte, which runs
 // a word or a vector at a time over prompt-sized strings).
 func stringEnd(b []byte, i int) int {
+	// Most strings of an event are short (keys, ids, a delta's few words): find the first
+	// quote or backslash of their first words without a call, eight bytes at a time.
+	for j, words := i+1, 0; j+8 <= len(b) && words < 4; j, words = j+8, words+1 {
+		w := binary.LittleEndian.Uint64(b[j:])
+		m := zeroBytes(w^quotes) | zeroBytes(w^backslashes)
+		if m == 0 {
+			continue
+		}
+		k := j + bits.TrailingZeros64(m)/8
+		if b[k] == '"' {
+			return k + 1
+		}
+		break // an escape: the loop below counts backslashes
+	}
 	for i++; i < len(b); i++ {
 		q := bytes.IndexByte(b[i:], '"')
 		if q < 0 {

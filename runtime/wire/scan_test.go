@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -68,4 +69,32 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// stringEnd's word-at-a-time start must find the closing quote wherever it falls, and
+// count the backslashes before a quote as the general loop does.
+func TestStringEndAtEveryOffset(t *testing.T) {
+	naive := func(b []byte, i int) int {
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return len(b)
+	}
+	for n := 0; n <= 48; n++ {
+		for at := 0; at < n; at++ {
+			for _, special := range []string{`"`, `\"`, `\\`, `\\"`, `\u0022`, "\x00", "é"} {
+				inner := []byte(strings.Repeat("a", n))
+				s := append(append(append([]byte(`"`), inner[:at]...), special...), inner[at:]...)
+				s = append(s, `" , "next"`...)
+				if got, want := stringEnd(s, 0), naive(s, 0); got != want {
+					t.Fatalf("stringEnd(%q) = %d, want %d", s, got, want)
+				}
+			}
+		}
+	}
 }

@@ -170,9 +170,13 @@ const (
 	backslashes = '\\' * ones
 )
 
-// hasZeroByte reports whether a byte of w is zero (exactly: a borrow can only move which
-// byte is flagged, never make one appear).
-func hasZeroByte(w uint64) bool { return (w-ones)&^w&highBits != 0 }
+// zeroBytes flags the zero bytes of w in their high bits: the lowest flag is always
+// exact (a borrow only comes from a zero byte and only reaches the bytes above it), so the
+// flags tell whether a byte is zero and which one is the first.
+func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & highBits }
+
+// hasZeroByte reports whether a byte of w is zero.
+func hasZeroByte(w uint64) bool { return zeroBytes(w) != 0 }
 
 // hasByteBelow20 reports whether a byte of w is below 0x20, a control character.
 func hasByteBelow20(w uint64) bool { return (w-0x20*ones)&^w&highBits != 0 }
