@@ -132,7 +132,7 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 	}
 	switch p.kind {
 	case reflect.String:
-		s, ok := d.str(b)
+		s, ok := strOf(b, &d.scratch)
 		if !ok {
 			return typeError(b, p.typ)
 		}
@@ -252,20 +252,6 @@ func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
 			return err
 		}
 	}
-}
-
-// str decodes a JSON string value.
-func (d *decoder) str(b []byte) (string, bool) {
-	if b[0] != '"' {
-		return "", false
-	}
-	inner := b[1 : len(b)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), true
-	}
-	u, ok := unescape(d.scratch[:0], inner)
-	d.scratch = u
-	return string(u), ok
 }
 
 func isNumberStart(c byte) bool { return c == '-' || '0' <= c && c <= '9' }

@@ -283,14 +283,7 @@ func rawString(raw json.RawMessage) (string, bool) {
 // plainJSONString reports whether b, the inside of a JSON string literal, needs no
 // decoding: no escapes, no quote or control character, valid UTF-8 (encoding/json would
 // replace invalid bytes with U+FFFD).
-func plainJSONString(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' || c == '"' || c < 0x20 {
-			return false
-		}
-	}
-	return utf8.Valid(b)
-}
+func plainJSONString(b []byte) bool { return plainRun(b, 0) == len(b) && utf8.Valid(b) }
 
 // isNull reports whether raw is absent or JSON null.
 func isNull(raw json.RawMessage) bool {
