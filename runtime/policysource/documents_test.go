@@ -64,14 +64,29 @@ func readAll(next func() ([]byte, error)) (docs []string, err error) {
 	}
 }
 
-// A stream splits into the documents apimachinery's YAML reader returns, with its errors.
+// A stream splits into the documents apimachinery's YAML reader returns, with its errors,
+// but for one thing: where that reader dropped a last line without "\n" (one bufio read in
+// whole 4096-byte pieces), ours keeps it, as the reader does when the line ends in "\n".
 func TestDocumentsMatchApimachinery(t *testing.T) {
+	theirs := func(s string) string {
+		docs, err := readAll(utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(s))).Read)
+		return fmt.Sprint(docs, err)
+	}
+	kept := 0
 	for _, s := range streams() {
-		ours, oerr := readAll((&documents{rest: []byte(s)}).next)
-		theirs, terr := readAll(utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(s))).Read)
-		if fmt.Sprint(ours) != fmt.Sprint(theirs) || fmt.Sprint(oerr) != fmt.Sprint(terr) {
-			t.Errorf("%q:\n ours   %q %v\n theirs %q %v", s, ours, oerr, theirs, terr)
+		docs, err := readAll((&documents{rest: []byte(s)}).next)
+		ours := fmt.Sprint(docs, err)
+		if ours == theirs(s) {
+			continue
 		}
+		if !strings.HasSuffix(s, "\n") && ours == theirs(s+"\n") {
+			kept++
+			continue
+		}
+		t.Errorf("%q:\n ours   %s\n theirs %s", s, ours, theirs(s))
+	}
+	if kept == 0 {
+		t.Error("no stream whose last line apimachinery drops: the corpus lost its 4096-byte lines")
 	}
 }
 
@@ -206,6 +221,23 @@ status:
 		theirs, _ := json.Marshal([]any{cs, gs})
 		if !bytes.Equal(ours, theirs) {
 			t.Errorf("file %d: objects differ:\n ours   %s\n theirs %s", i, ours, theirs)
+		}
+	}
+}
+
+// A policy file whose last line has no newline keeps it, whatever its length: with
+// apimachinery's reader a Guardrail whose 4096-byte reason came last lost the line and was
+// refused for having no reason.
+func TestALongLastLineWithoutNewlineIsKept(t *testing.T) {
+	head := "apiVersion: guardrail.dev/v1alpha1\nkind: Guardrail\nmetadata: {name: g}\nspec:\n  classifierRef: {name: c}\n"
+	for _, n := range []int{4095, 4096, 4097, 8192} {
+		reason := strings.Repeat("r", n-len("  reason: "))
+		src, err := Decode([]byte(head + "  reason: " + reason))
+		if err != nil {
+			t.Fatalf("%d-byte last line: %v", n, err)
+		}
+		if len(src.Guardrails) != 1 || src.Guardrails[0].Spec.Reason != reason {
+			t.Fatalf("%d-byte last line: the reason was not read whole", n)
 		}
 	}
 }
