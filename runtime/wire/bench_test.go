@@ -65,3 +65,14 @@ func BenchmarkParseChatRequest(b *testing.B) {
 }
 
 var _ = sse.KindEvent
+
+// BenchmarkChatDecode measures Decode alone on a chunk as OpenAI sends it.
+func BenchmarkChatDecode(b *testing.B) {
+	ev := sse.Event{HasData: true, Data: []byte(`{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"content":" garden, and a rota for watering"},"logprobs":null,"finish_reason":null}]}`)}
+	st := NewStream(chatReq)
+	items := make([]Item, 0, 8)
+	b.ReportAllocs()
+	for b.Loop() {
+		items, _ = st.Decode(items[:0], &ev)
+	}
+}

@@ -19,6 +19,37 @@ import (
 type jsonIter struct {
 	b []byte
 	i int
+	// ends, when set, is a skipTable's ends for b, whose first byte is at base in the
+	// table's text: the walk skips strings, objects and arrays without scanning them.
+	ends []uint16
+	base int
+}
+
+// skip returns the index after the value (or member name) starting at i.
+func (it *jsonIter) skip(i int) int {
+	if it.ends != nil && i < len(it.b) {
+		c := it.b[i]
+		if closer := closerOf(c); closer != 0 {
+			if e := int(it.ends[i]) - it.base; e > i && e <= len(it.b) && it.b[e-1] == closer {
+				return e
+			}
+		}
+	}
+	return valueEnd(it.b, i)
+}
+
+// closerOf returns the byte that ends a string, object or array starting with c, 0 for
+// anything else.
+func closerOf(c byte) byte {
+	switch c {
+	case '"':
+		return '"'
+	case '{':
+		return '}'
+	case '[':
+		return ']'
+	}
+	return 0
 }
 
 func skipWS(b []byte, i int) int {
@@ -47,7 +78,7 @@ func (it *jsonIter) member() (key, val []byte, ok bool) {
 	if it.i >= len(it.b) || it.b[it.i] != '"' {
 		return nil, nil, false
 	}
-	end := stringEnd(it.b, it.i)
+	end := it.skip(it.i)
 	if end-1 <= it.i || it.b[end-1] != '"' {
 		// Unterminated: only valid JSON is walked, but never panic.
 		return nil, nil, false
@@ -58,7 +89,7 @@ func (it *jsonIter) member() (key, val []byte, ok bool) {
 		return nil, nil, false
 	}
 	start := skipWS(it.b, it.i+1)
-	it.i = valueEnd(it.b, start)
+	it.i = it.skip(start)
 	return key, it.b[start:it.i], true
 }
 
@@ -72,7 +103,7 @@ func (it *jsonIter) elem() ([]byte, bool) {
 		return nil, false
 	}
 	start := it.i
-	it.i = valueEnd(it.b, start)
+	it.i = it.skip(start)
 	return it.b[start:it.i], true
 }
 
@@ -305,8 +336,15 @@ func intOf(v []byte) (int64, bool) {
 // scanFields sets vals[i] to the raw value of the member names[i] of the object v (the
 // last of duplicates), nil when absent. It reports whether v is an object.
 func scanFields(v []byte, names []string, vals [][]byte) bool {
+	var t skipTable
+	return t.scanFields(v, names, vals)
+}
+
+// scanFields is scanFields for v, a value of the text last validated, walked with the
+// table.
+func (t *skipTable) scanFields(v []byte, names []string, vals [][]byte) bool {
 	clear(vals)
-	it, ok := iterOf(v, '{')
+	it, ok := t.iterOf(v, '{')
 	if !ok {
 		return false
 	}

@@ -112,6 +112,8 @@ type curDelta struct {
 type Stream struct {
 	req Request
 	c   codec
+	// tab skips through the event being decoded.
+	tab skipTable
 
 	cur   cur
 	calls map[content.Channel]*toolCall
@@ -173,6 +175,7 @@ func (s *Stream) Decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	}
 	n := len(dst)
 	dst, err := s.c.decode(dst, ev)
+	s.tab.release() // the reader reuses the event's buffer
 	if err != nil {
 		return dst[:n], err
 	}

@@ -70,10 +70,10 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	if bytes.Equal(bytes.TrimSpace(data), doneData) {
 		return append(dst, Item{Kind: ItemTerminator}), nil
 	}
-	if !validJSON(data) {
+	if !c.s.tab.validate(data) {
 		return dst, malformed(FamilyChat, "chunk is not JSON")
 	}
-	root, ok := iterOf(data, '{')
+	root, ok := c.s.tab.iterOf(data, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "chunk is not a JSON object")
 	}
@@ -107,7 +107,7 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	}
 	n := len(dst)
 	var err error
-	it, isArray := iterOf(choices, '[')
+	it, isArray := c.s.tab.iterOf(choices, '[')
 	// bare: once the judged members are taken out, rest has nothing left to send. The
 	// choices keep it so; a usage member, or choices that are not an array (which rest
 	// reports), do not.
@@ -125,7 +125,7 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		c.s.keepUsage(usage)
 		c.curUsage = true
 		var u Usage
-		ui, _ := iterOf(usage, '{')
+		ui, _ := c.s.tab.iterOf(usage, '{')
 		for {
 			k, v, ok := ui.member()
 			if !ok {
@@ -151,7 +151,7 @@ func (c *chatCodec) errorMessage(v []byte) string {
 	if s, ok := strOf(v, &c.scratch); ok {
 		return s
 	}
-	it, _ := iterOf(v, '{')
+	it, _ := c.s.tab.iterOf(v, '{')
 	msg := ""
 	for {
 		k, mv, ok := it.member()
@@ -186,7 +186,7 @@ func (c *chatCodec) optStr(v []byte, what string) (string, error) {
 // decodeChoice decodes one element of a chunk's choices.
 func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 	var kb keyBuf
-	ci, ok := iterOf(choice, '{')
+	ci, ok := c.s.tab.iterOf(choice, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "choice is not an object")
 	}
@@ -220,7 +220,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 	var role, text, reasoning, reasoningContent string
 	var calls []byte
 	var err error
-	di, _ := iterOf(delta, '{')
+	di, _ := c.s.tab.iterOf(delta, '{')
 	for {
 		k, v, ok := di.member()
 		if !ok {
@@ -264,7 +264,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		st.opens(ch)
 		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: r})
 	}
-	ti, _ := iterOf(calls, '[')
+	ti, _ := c.s.tab.iterOf(calls, '[')
 	for {
 		call, ok := ti.elem()
 		if !ok {
@@ -296,7 +296,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw []byte) ([]Item, error) {
 	var kb keyBuf
 	c.s.cur.withhold = true
-	ti, ok := iterOf(raw, '{')
+	ti, ok := c.s.tab.iterOf(raw, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "tool call is not an object")
 	}
@@ -324,7 +324,7 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 	}
 	var name, args string
 	var err error
-	fi, _ := iterOf(fn, '{')
+	fi, _ := c.s.tab.iterOf(fn, '{')
 	for {
 		k, v, ok := fi.member()
 		if !ok {

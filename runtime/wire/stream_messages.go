@@ -60,7 +60,7 @@ func newMessagesCodec(s *Stream) *messagesCodec {
 
 func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	var f [7][]byte
-	if !validJSON(ev.Data) || !scanFields(ev.Data, msgEventFields, f[:]) {
+	if !c.s.tab.validate(ev.Data) || !c.s.tab.scanFields(ev.Data, msgEventFields, f[:]) {
 		return dst, malformed(FamilyMessages, "event is not a JSON object")
 	}
 	typ, ok := bytesOf(f[0], &c.scratch)
@@ -96,7 +96,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	case msgDelta:
 		n := len(dst)
 		var d [5][]byte
-		if scanFields(f[4], msgDeltaFields, d[:]) && !isNullJSON(d[4]) {
+		if c.s.tab.scanFields(f[4], msgDeltaFields, d[:]) && !isNullJSON(d[4]) {
 			reason, ok := strOf(d[4], &c.scratch)
 			if !ok {
 				return dst, malformed(FamilyMessages, "stop_reason is not a string")
@@ -104,7 +104,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 			dst = append(dst, Item{Kind: ItemFinish, Text: reason, Final: true})
 		}
 		var u [2][]byte
-		if scanFields(f[5], msgUsageFields, u[:]) {
+		if c.s.tab.scanFields(f[5], msgUsageFields, u[:]) {
 			in, _ := intOf(u[0])
 			out, _ := intOf(u[1])
 			dst = append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in, OutputTokens: out}})
@@ -119,7 +119,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	case msgError:
 		it := Item{Kind: ItemError}
 		var e [1][]byte
-		if scanFields(f[6], []string{"message"}, e[:]) {
+		if c.s.tab.scanFields(f[6], []string{"message"}, e[:]) {
 			it.Text, _ = strOf(e[0], &c.scratch)
 		}
 		return append(dst, it), nil
@@ -132,7 +132,7 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 // SDKs' accumulators would hand to the app unjudged) is malformed.
 func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) {
 	var m [4][]byte
-	if !scanFields(message, msgStartFields, m[:]) {
+	if !c.s.tab.scanFields(message, msgStartFields, m[:]) {
 		return append(dst, Item{Kind: ItemPass}), nil
 	}
 	if blocks := bytes.TrimSpace(m[3]); len(blocks) > 0 && !emptyArray(blocks) {
@@ -141,7 +141,7 @@ func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) 
 	c.messageID, _ = strOf(m[0], &c.scratch)
 	c.model, _ = strOf(m[1], &c.scratch)
 	var u [2][]byte
-	if scanFields(m[2], msgUsageFields, u[:]) {
+	if c.s.tab.scanFields(m[2], msgUsageFields, u[:]) {
 		c.output, _ = intOf(u[1])
 		if in, _ := intOf(u[0]); in > 0 {
 			return append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in}}), nil
@@ -154,7 +154,7 @@ func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) 
 // tool_use blocks start a tool call.
 func (c *messagesCodec) decodeBlockStart(dst []Item, ch content.Channel, block []byte) ([]Item, error) {
 	var b [5][]byte
-	if !scanFields(block, msgBlockFields, b[:]) {
+	if !c.s.tab.scanFields(block, msgBlockFields, b[:]) {
 		return dst, malformed(FamilyMessages, "content_block_start without content_block")
 	}
 	typ, _ := bytesOf(b[0], &c.scratch)
@@ -201,7 +201,7 @@ func emptyObject(v []byte) bool {
 func (c *messagesCodec) decodeBlockDelta(dst []Item, ch content.Channel, delta []byte) ([]Item, error) {
 	kind, judged := c.kinds[ch.Index]
 	var d [5][]byte
-	if !judged || !scanFields(delta, msgDeltaFields, d[:]) {
+	if !judged || !c.s.tab.scanFields(delta, msgDeltaFields, d[:]) {
 		return append(dst, Item{Kind: ItemPass}), nil
 	}
 	ch.Kind = kind

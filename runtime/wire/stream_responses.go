@@ -138,7 +138,7 @@ func (c *responsesCodec) str(v []byte) string {
 
 func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	var f [12][]byte
-	if !validJSON(ev.Data) || !scanFields(ev.Data, responsesEventFields, f[:]) {
+	if !c.s.tab.validate(ev.Data) || !c.s.tab.scanFields(ev.Data, responsesEventFields, f[:]) {
 		return dst, malformed(FamilyResponses, "event is not a JSON object")
 	}
 	e := &c.ev
@@ -158,7 +158,7 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		c.seq = seq
 	}
 	var pf [1][]byte
-	if scanFields(e.part, typeField, pf[:]) {
+	if c.s.tab.scanFields(e.part, typeField, pf[:]) {
 		e.partType, _ = bytesOf(pf[0], &c.scratch)
 		e.partType = append(c.partType[:0], e.partType...)
 		c.partType = e.partType
@@ -171,7 +171,7 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		}
 	case rsItemAdded:
 		var it [4][]byte
-		if !scanFields(e.item, itemFields, it[:]) {
+		if !c.s.tab.scanFields(e.item, itemFields, it[:]) {
 			return dst, malformed(FamilyResponses, "output item is not an object")
 		}
 		typ, _ := bytesOf(it[0], &c.scratch)
@@ -227,7 +227,7 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		msg := c.str(e.message)
 		if msg == "" {
 			var m [1][]byte
-			if scanFields(e.err, messageField, m[:]) {
+			if c.s.tab.scanFields(e.err, messageField, m[:]) {
 				msg = c.str(m[0])
 			}
 		}
@@ -279,19 +279,19 @@ func (c *responsesCodec) end(dst []Item, p *respPart) []Item {
 // finish decodes response.completed and its incomplete and failed variants.
 func (c *responsesCodec) finish(dst []Item) ([]Item, error) {
 	var r [3][]byte
-	if !scanFields(c.ev.response, finalFields, r[:]) {
+	if !c.s.tab.scanFields(c.ev.response, finalFields, r[:]) {
 		return dst, malformed(FamilyResponses, "final event without a response object")
 	}
 	c.s.keepUsage(r[2])
 	var u [2][]byte
-	if scanFields(r[2], usageFields, u[:]) {
+	if c.s.tab.scanFields(r[2], usageFields, u[:]) {
 		in, _ := intOf(u[0])
 		out, _ := intOf(u[1])
 		dst = append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in, OutputTokens: out}})
 	}
 	reason := c.str(r[0])
 	var d [1][]byte
-	if scanFields(r[1], reasonField, d[:]) {
+	if c.s.tab.scanFields(r[1], reasonField, d[:]) {
 		reason = cmpOr(c.str(d[0]), reason)
 	}
 	dst = append(dst, Item{Kind: ItemFinish, Text: reason, Final: true})

@@ -8,7 +8,7 @@ import "encoding/binary"
 // json.Valid's byte-at-a-time state machine was the largest cost of decoding one; this
 // one skips the plain bytes of a string, most of an event, with a table lookup each.
 func validJSON(data []byte) bool {
-	i, ok := validValue(data, skipWS(data, 0), 0)
+	i, ok := validValue(data, skipWS(data, 0), 0, nil)
 	return ok && skipWS(data, i) == len(data)
 }
 
@@ -23,32 +23,43 @@ var plainInString = func() (t [256]bool) {
 	return t
 }()
 
-func validValue(b []byte, i, depth int) (int, bool) {
+// validValue checks the value starting at i and returns the index after it. When ends is
+// not nil (it is then as long as b), it records there the end of every string (member
+// names included), object and array at the index of its first byte, for a skipTable.
+func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 	if i >= len(b) {
 		return i, false
 	}
-	switch c := b[i]; {
+	switch c, start := b[i], i; {
 	case c == '{':
 		if depth >= maxValidDepth {
 			return i, false
 		}
 		i = skipWS(b, i+1)
 		if i < len(b) && b[i] == '}' {
-			return i + 1, true
+			i++
+			if ends != nil {
+				ends[start] = uint16(i)
+			}
+			return i, true
 		}
 		for {
 			if i >= len(b) || b[i] != '"' {
 				return i, false
 			}
+			key := i
 			var ok bool
 			if i, ok = validString(b, i); !ok {
 				return i, false
+			}
+			if ends != nil {
+				ends[key] = uint16(i)
 			}
 			i = skipWS(b, i)
 			if i >= len(b) || b[i] != ':' {
 				return i, false
 			}
-			if i, ok = validValue(b, skipWS(b, i+1), depth+1); !ok {
+			if i, ok = validValue(b, skipWS(b, i+1), depth+1, ends); !ok {
 				return i, false
 			}
 			i = skipWS(b, i)
@@ -59,7 +70,11 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			case ',':
 				i = skipWS(b, i+1)
 			case '}':
-				return i + 1, true
+				i++
+				if ends != nil {
+					ends[start] = uint16(i)
+				}
+				return i, true
 			default:
 				return i, false
 			}
@@ -70,11 +85,15 @@ func validValue(b []byte, i, depth int) (int, bool) {
 		}
 		i = skipWS(b, i+1)
 		if i < len(b) && b[i] == ']' {
-			return i + 1, true
+			i++
+			if ends != nil {
+				ends[start] = uint16(i)
+			}
+			return i, true
 		}
 		for {
 			var ok bool
-			if i, ok = validValue(b, i, depth+1); !ok {
+			if i, ok = validValue(b, i, depth+1, ends); !ok {
 				return i, false
 			}
 			i = skipWS(b, i)
@@ -85,13 +104,21 @@ func validValue(b []byte, i, depth int) (int, bool) {
 			case ',':
 				i = skipWS(b, i+1)
 			case ']':
-				return i + 1, true
+				i++
+				if ends != nil {
+					ends[start] = uint16(i)
+				}
+				return i, true
 			default:
 				return i, false
 			}
 		}
 	case c == '"':
-		return validString(b, i)
+		i, ok := validString(b, i)
+		if ok && ends != nil {
+			ends[start] = uint16(i)
+		}
+		return i, ok
 	case c == 't':
 		return validLiteral(b, i, "true")
 	case c == 'f':
