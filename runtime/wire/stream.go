@@ -114,6 +114,8 @@ type Stream struct {
 	c   codec
 	// tab skips through the event being decoded.
 	tab skipTable
+	// noShapes turns the chat codec's shape path off (tests compare it with the walk).
+	noShapes bool
 
 	cur   cur
 	calls map[content.Channel]*toolCall

@@ -36,6 +36,33 @@ type chatCodec struct {
 	scratch []byte
 	// rewrite holds the parts of the event rest is rewriting.
 	rewrite []byte
+	// shape is the last chunk's when it was a plain text delta; contentVal and free are
+	// the string values decode took its text from and left unread, for it.
+	shape chatShape
+	// shaped counts the chunks decoded by their shape.
+	shaped     int
+	contentVal []byte
+	contents   int
+	free       [][]byte
+}
+
+// chatShape is the last chunk when it decoded to one text delta and nothing else (the
+// common chunk of a stream), with the places of the string values that did not decide
+// how: the content, and root members decode does not read (OpenAI's obfuscation, which
+// pads every chunk with random characters). A chunk that is the same bytes with other
+// strings in those places is the same JSON structure with other string values, so it
+// decodes to the same item with its own text and leaves the codec as it was; matching it
+// costs a comparison of the bytes between the holes and a check of the strings in them,
+// not a validation and a walk.
+type chatShape struct {
+	// text is the chunk, nil when there is no shape.
+	text []byte
+	// holes are the string values' [start, end) in text, in order; content is the index
+	// of the content's.
+	holes   [][2]int
+	content int
+	ch      content.Channel
+	bare    bool
 }
 
 func newChatCodec(s *Stream) *chatCodec {
@@ -64,9 +91,90 @@ func (st *chatChoice) opens(ch content.Channel) {
 var doneData = []byte("[DONE]")
 
 func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
+	data := ev.Data
+	if out, ok := c.decodeShaped(dst, data); ok {
+		return out, nil
+	}
+	n := len(dst)
+	c.contentVal, c.contents, c.free = nil, 0, c.free[:0]
+	dst, err := c.decodeChunk(dst, data)
+	c.shape.text = nil
+	if err == nil && !c.s.noShapes {
+		c.keepShape(dst[n:], data)
+	}
+	return dst, err
+}
+
+// decodeShaped decodes data when it has the shape of the last chunk.
+func (c *chatCodec) decodeShaped(dst []Item, data []byte) ([]Item, bool) {
+	sh := &c.shape
+	if sh.text == nil {
+		return dst, false
+	}
+	pos, prev := 0, 0
+	var text []byte
+	for i, h := range sh.holes {
+		lit := sh.text[prev:h[0]]
+		if len(data)-pos < len(lit) || string(data[pos:pos+len(lit)]) != string(lit) {
+			return dst, false
+		}
+		pos += len(lit)
+		if pos >= len(data) || data[pos] != '"' {
+			return dst, false
+		}
+		end, ok := validString(data, pos)
+		if !ok {
+			return dst, false
+		}
+		if i == sh.content {
+			text = data[pos:end]
+		}
+		pos, prev = end, h[1]
+	}
+	if string(data[pos:]) != string(sh.text[prev:]) {
+		return dst, false
+	}
+	t, ok := strOf(text, &c.scratch)
+	if !ok || t == "" {
+		return dst, false // no delta: decodeChunk says what it is
+	}
+	c.roles, c.finishes, c.curUsage, c.bare = c.roles[:0], c.finishes[:0], false, sh.bare
+	c.shaped++
+	return append(dst, Item{Kind: ItemDelta, Channel: sh.ch, Text: t}), true
+}
+
+// keepShape keeps data as the shape of the chunks to come when it decoded to items, one
+// text delta from its only content member and nothing else: no role, finish, usage, tool
+// call or reasoning, which decode records or which change what rest sends.
+func (c *chatCodec) keepShape(items []Item, data []byte) {
+	if len(items) != 1 || items[0].Kind != ItemDelta || c.contents != 1 ||
+		(items[0].Channel.Kind != content.Text && items[0].Channel.Kind != content.Object) ||
+		len(c.roles) > 0 || len(c.finishes) > 0 || c.curUsage || c.s.cur.withhold {
+		return
+	}
+	sh := &c.shape
+	sh.holes = sh.holes[:0]
+	for _, v := range append(c.free, c.contentVal) {
+		off := cap(data) - cap(v)
+		if off < 0 || off+len(v) > len(data) || len(v) == 0 || &data[off] != &v[0] {
+			return // not a slice of data: no shape
+		}
+		sh.holes = append(sh.holes, [2]int{off, off + len(v)})
+	}
+	// In order; the content is the last added.
+	sh.content = len(sh.holes) - 1
+	for i := sh.content; i > 0 && sh.holes[i-1][0] > sh.holes[i][0]; i-- {
+		sh.holes[i-1], sh.holes[i] = sh.holes[i], sh.holes[i-1]
+		sh.content = i - 1
+	}
+	sh.text = append(sh.text[:0], data...)
+	sh.ch, sh.bare = items[0].Channel, c.bare
+}
+
+// decodeChunk decodes a chunk by validating and walking it.
+func (c *chatCodec) decodeChunk(dst []Item, data []byte) ([]Item, error) {
 	var kb keyBuf
 	c.roles, c.finishes, c.curUsage, c.bare = c.roles[:0], c.finishes[:0], false, false
-	data := ev.Data
 	if bytes.Equal(bytes.TrimSpace(data), doneData) {
 		return append(dst, Item{Kind: ItemTerminator}), nil
 	}
@@ -100,6 +208,10 @@ func (c *chatCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 			keepRaw(&c.fingerprint, v)
 		case "service_tier":
 			keepRaw(&c.tier, v)
+		default:
+			if len(v) > 0 && v[0] == '"' {
+				c.free = append(c.free, v) // not read: a place in the shape
+			}
 		}
 	}
 	if !isNullJSON(errv) {
@@ -231,6 +343,8 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 			role, err = c.optStr(v, "role")
 		case "content":
 			text, err = c.optStr(v, "content")
+			c.contentVal = v
+			c.contents++
 		case "reasoning_content":
 			reasoningContent, err = c.optStr(v, "reasoning_content")
 		case "reasoning":

@@ -100,6 +100,7 @@ type chatChunk struct {
 	SystemFingerprint string            `json:"system_fingerprint"`
 	Choices           []chatChunkChoice `json:"choices"`
 	Usage             json.RawMessage   `json:"usage,omitempty"`
+	Obfuscation       string            `json:"obfuscation,omitempty"`
 }
 
 type chatChunkChoice struct {
@@ -145,7 +146,24 @@ func (g *gen) chunk(choices []chatChunkChoice) []byte {
 	if g.params.StreamOptions.IncludeUsage {
 		c.Usage = json.RawMessage("null")
 	}
+	if o := g.params.StreamOptions.IncludeObfuscation; o == nil || *o {
+		c.Obfuscation = g.padding()
+	}
 	return sseEvent("", mustJSON(c))
+}
+
+// padding is an obfuscation value as OpenAI sends by default: random characters, a
+// different number in each chunk (here from the chunk's sequence number, so that runs
+// repeat).
+func (g *gen) padding() string {
+	const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	x := uint32(g.events)*2654435761 + 12345
+	b := make([]byte, 1+x%12)
+	for i := range b {
+		x = x*1664525 + 1013904223
+		b[i] = letters[(x>>24)%uint32(len(letters))]
+	}
+	return string(b)
 }
 
 func chatFinish(c *Choice) string {

@@ -232,6 +232,8 @@ type requestParams struct {
 	N             int    `json:"n"`
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
+		// IncludeObfuscation: OpenAI pads the chunks of a stream unless it is false.
+		IncludeObfuscation *bool `json:"include_obfuscation"`
 	} `json:"stream_options"`
 	Input json.RawMessage `json:"input"`
 }
