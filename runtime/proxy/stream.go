@@ -25,8 +25,10 @@ type streamer struct {
 	rel   []wire.Release
 	arena []byte
 	// ends[i] is where the text of rel[i] ends in arena.
-	ends     []int
-	out      []byte
+	ends []int
+	out  []byte
+	// ev is the event being handled: a field, so that reading one does not allocate it.
+	ev       sse.Event
 	finished bool
 	// pending is set when bytes were written but not flushed yet.
 	pending bool
@@ -51,11 +53,14 @@ func (x *exchange) stream(resp *http.Response) {
 
 	rd := sse.NewReader(resp.Body, 0)
 	s.rd = rd
+	added := x.p.cfg.Telemetry.AddedFor(x.family)
 	for {
 		if !s.flush() {
 			return
 		}
-		ev, err := rd.Next()
+		var err error
+		s.ev, err = rd.Next()
+		ev := &s.ev
 		if errors.Is(err, io.EOF) {
 			s.end()
 			return
@@ -74,9 +79,9 @@ func (x *exchange) stream(resp *http.Response) {
 			s.malformed(errors.New("upstream stream ended inside an event"))
 			return
 		}
-		done, ok := s.event(&ev)
+		done, ok := s.event(ev)
 		s.reportHeld()
-		x.p.cfg.Telemetry.Added(x.family, time.Since(start))
+		added.Observe(time.Since(start))
 		if done && ok {
 			x.outcome("allowed")
 			x.drain(resp.Body)

@@ -121,9 +121,17 @@ func (t *Telemetry) Request(family, outcome string) {
 }
 
 // Added observes time the guard added to a request or stream event.
-func (t *Telemetry) Added(family string, d time.Duration) {
-	t.addedLatency.WithLabelValues(family).Observe(d.Seconds())
-}
+func (t *Telemetry) Added(family string, d time.Duration) { t.AddedFor(family).Observe(d) }
+
+// AddedFor returns what Added observes for family, for a caller that observes it many
+// times: a stream, once per event.
+func (t *Telemetry) AddedFor(family string) Added { return Added{t.addedLatency.WithLabelValues(family)} }
+
+// Added observes the time the guard added, for one family.
+type Added struct{ h *prom.Histogram }
+
+// Observe counts d.
+func (a Added) Observe(d time.Duration) { a.h.Observe(d.Seconds()) }
 
 // HeldBack adds delta (positive or negative) to the bytes currently withheld.
 func (t *Telemetry) HeldBack(delta int) { t.heldBack.Add(float64(delta)) }
