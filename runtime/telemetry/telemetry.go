@@ -125,7 +125,9 @@ func (t *Telemetry) Added(family string, d time.Duration) { t.AddedFor(family).O
 
 // AddedFor returns what Added observes for family, for a caller that observes it many
 // times: a stream, once per event.
-func (t *Telemetry) AddedFor(family string) Added { return Added{t.addedLatency.WithLabelValues(family)} }
+func (t *Telemetry) AddedFor(family string) Added {
+	return Added{t.addedLatency.WithLabelValues(family)}
+}
 
 // Added observes the time the guard added, for one family.
 type Added struct{ h *prom.Histogram }
