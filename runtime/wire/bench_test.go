@@ -66,13 +66,26 @@ func BenchmarkParseChatRequest(b *testing.B) {
 
 var _ = sse.KindEvent
 
-// BenchmarkChatDecode measures Decode alone on a chunk as OpenAI sends it.
+// BenchmarkChatDecode measures Decode alone on a chunk as OpenAI sends it: by its shape (the
+// chunk before had the same bytes but for the content and the obfuscation padding), and by
+// the walk that validates and reads it.
 func BenchmarkChatDecode(b *testing.B) {
-	ev := sse.Event{HasData: true, Data: []byte(`{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"content":" garden, and a rota for watering"},"logprobs":null,"finish_reason":null}]}`)}
-	st := NewStream(chatReq)
-	items := make([]Item, 0, 8)
-	b.ReportAllocs()
-	for b.Loop() {
-		items, _ = st.Decode(items[:0], &ev)
+	evs := [2]sse.Event{}
+	for i, pad := range []string{"ZGF", "lRK2aBv"} {
+		evs[i] = sse.Event{HasData: true, Data: []byte(`{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"content":" garden, and a rota for watering"},"logprobs":null,"finish_reason":null}],"obfuscation":"` + pad + `"}`)}
+	}
+	for _, walk := range []bool{false, true} {
+		name := map[bool]string{false: "shape", true: "walk"}[walk]
+		b.Run(name, func(b *testing.B) {
+			st := NewStream(chatReq)
+			st.noShapes = walk
+			items := make([]Item, 0, 8)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				items, _ = st.Decode(items[:0], &evs[i&1])
+				i++
+			}
+		})
 	}
 }
