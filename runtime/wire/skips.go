@@ -46,12 +46,21 @@ func (t *skipTable) iterOf(v []byte, open byte) (jsonIter, bool) {
 	if !ok || t.data == nil {
 		return it, ok
 	}
-	// v = data[off:…] has the capacity of data less off; the address check rules out a
-	// slice of another array (a copy) or with a cut capacity.
-	off := cap(t.data) - cap(v)
-	if off < 0 || off+len(v) > len(t.data) || &t.data[off] != &v[0] {
+	off, in := offsetIn(t.data, v)
+	if !in {
 		return it, ok
 	}
 	it.ends, it.base = t.ends[off:off+len(v)], off
 	return it, ok
+}
+
+// offsetIn returns where v, not empty, starts in data when v is a slice of it. A slice
+// data[off:…] has the capacity of data less off; the address check rules out a slice of
+// another array (a copy) or one with a cut capacity.
+func offsetIn(data, v []byte) (int, bool) {
+	off := cap(data) - cap(v)
+	if len(v) == 0 || off < 0 || off+len(v) > len(data) || &data[off] != &v[0] {
+		return 0, false
+	}
+	return off, true
 }

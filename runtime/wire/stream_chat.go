@@ -155,8 +155,8 @@ func (c *chatCodec) keepShape(items []Item, data []byte) {
 	sh := &c.shape
 	sh.holes = sh.holes[:0]
 	for _, v := range append(c.free, c.contentVal) {
-		off := cap(data) - cap(v)
-		if off < 0 || off+len(v) > len(data) || len(v) == 0 || &data[off] != &v[0] {
+		off, ok := offsetIn(data, v)
+		if !ok {
 			return // not a slice of data: no shape
 		}
 		sh.holes = append(sh.holes, [2]int{off, off + len(v)})
