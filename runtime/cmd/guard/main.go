@@ -82,7 +82,7 @@ func main() {
 	fs.Int64Var(&o.maxBody, "max-body-bytes", 16<<20, "Largest request body accepted (413 beyond).")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "Time allowed to read a request's headers.")
 	fs.DurationVar(&o.idle, "idle-timeout", 2*time.Minute, "Keep-alive idle timeout of client connections.")
-	fs.DurationVar(&o.writeIdle, "write-idle-timeout", 2*time.Minute, "A client that accepts no bytes for this long is dropped.")
+	fs.DurationVar(&o.writeIdle, "write-idle-timeout", 2*time.Minute, "A client that accepts no bytes for this long (up to 9/8 of it) is dropped.")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "Time in-flight requests and streams get to finish on shutdown.")
 	fs.StringVar(&o.pod, "pod", os.Getenv("POD_NAME"), "Pod name recorded in decisions.")
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Enforce only the guardrails of this namespace (all when empty).")
