@@ -142,16 +142,24 @@ type injTable struct {
 	// b0<<8|b1: the single pass tests it before stopping at a word.
 	pairs byteSet64k
 	hint  int
-	// byFirstWord lists, per first word of a phrase's first slot, the phrases that can
-	// begin with it; firstList holds its keys. reach is how far before the end of the text
-	// a phrase still pending can begin: the longest phrase in bytes (’ is three) with its
-	// widest gaps, and the gap and clause word read after it.
-	byFirstWord map[string][]int
-	firstList   []string
-	reach       int
-	// firstReach is reach for the phrases of one first word: a word further from the end
-	// than that cannot begin a pending phrase, so injectionOpen need not try its phrases.
-	firstReach map[string]int
+	// byLetter lists, per first letter (b-'a'), the words a phrase's first slot begins
+	// with, each with the phrases that can begin with it. reach is how far before the end of
+	// the text a phrase still pending can begin: the longest phrase in bytes (’ is three)
+	// with its widest gaps, and the gap and clause word read after it.
+	byLetter [26][]firstWord
+	reach    int
+}
+
+// firstWord is a word that phrases begin with.
+type firstWord struct {
+	word string
+	// lens has bit n set when the word can be written in n bytes (each apostrophe as ' or
+	// ’): a text word of another length is not this word.
+	lens    uint32
+	phrases []int
+	// reach is the phrases' longest reach: a word further from the end than that cannot
+	// begin a pending phrase, so injectionOpen need not try them.
+	reach int
 }
 
 var (
@@ -162,7 +170,7 @@ var (
 // compileInjection parses the phrase list. The list is part of the program, so a malformed
 // phrase is a programming error and panics at start-up (and in the tests).
 func compileInjection(phrases []string, sets map[string]string) *injTable {
-	t := &injTable{byAnchor: map[string][]int{}, byFirstWord: map[string][]int{}, firstReach: map[string]int{}}
+	t := &injTable{byAnchor: map[string][]int{}}
 	for _, src := range phrases {
 		expanded := src
 		for name, alts := range sets {
@@ -210,12 +218,8 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		idx := len(t.phrases)
 		t.phrases = append(t.phrases, p)
 		for _, alt := range slots[0].alts {
-			w := alt[0]
-			if l := t.byFirstWord[w]; len(l) == 0 || l[len(l)-1] != idx {
-				if len(l) == 0 {
-					t.firstList = append(t.firstList, w)
-				}
-				t.byFirstWord[w] = append(l, idx)
+			if fw := t.firstWord(alt[0]); len(fw.phrases) == 0 || fw.phrases[len(fw.phrases)-1] != idx {
+				fw.phrases = append(fw.phrases, idx)
 			}
 		}
 		for _, alt := range p.anchor.alts {
@@ -241,7 +245,8 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		t.phrases[idx].reach = reach
 		t.reach = max(t.reach, reach)
 		for _, alt := range slots[0].alts {
-			t.firstReach[alt[0]] = max(t.firstReach[alt[0]], reach)
+			fw := t.firstWord(alt[0])
+			fw.reach = max(fw.reach, reach)
 		}
 	}
 	longestClauseWord := 0
@@ -250,13 +255,34 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 	}
 	after := maxInjectionGap + longestClauseWord + utf8.UTFMax
 	t.reach += after
-	for w := range t.firstReach {
-		t.firstReach[w] += after
+	for _, l := range t.byLetter {
+		for i := range l {
+			l[i].reach += after
+		}
 	}
 	for i := range t.phrases {
 		t.phrases[i].reach += after
 	}
 	return t
+}
+
+// firstWord returns the entry of the first word w, adding it.
+func (t *injTable) firstWord(w string) *firstWord {
+	if w[0] < 'a' || w[0] > 'z' || len(w)+2*strings.Count(w, "'") >= 32 {
+		panic(fmt.Sprintf("builtin: injection phrase word %q must be a short word that begins with a lower-case letter", w))
+	}
+	l := &t.byLetter[w[0]-'a']
+	for i := range *l {
+		if (*l)[i].word == w {
+			return &(*l)[i]
+		}
+	}
+	fw := firstWord{word: w}
+	for k := 0; k <= strings.Count(w, "'"); k++ {
+		fw.lens |= 1 << (len(w) + 2*k)
+	}
+	*l = append(*l, fw)
+	return &(*l)[len(*l)-1]
 }
 
 // phraseLen is the longest text a phrase can match, in characters, with the widest gaps.

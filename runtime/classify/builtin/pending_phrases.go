@@ -18,46 +18,19 @@ func injectionOpen(s string) int {
 			continue
 		}
 		a, b, st := readWord(s, p, true)
-		switch st {
-		case wordOpen:
-			for _, w := range injection.firstList {
-				if prefixOfWord(s[a:b], w) && pendPhrases(s, p, injection.byFirstWord[w]) {
-					return p
-				}
-			}
-		case wordDone:
-			var buf [32]byte
-			w, ok := foldWord(s[a:b], buf[:0])
-			if ok && len(s)-p <= injection.firstReach[string(w)] && pendPhrases(s, p, injection.byFirstWord[string(w)]) {
+		first := injection.byLetter[lower(s[p])-'a']
+		for i := range first {
+			fw := &first[i]
+			switch {
+			case st == wordOpen && prefixOfWord(s[a:b], fw.word) && pendPhrases(s, p, fw.phrases),
+				st == wordDone && fw.lens>>(b-a)&1 != 0 && len(s)-p <= fw.reach &&
+					equalWord(s[a:b], fw.word) && pendPhrases(s, p, fw.phrases):
 				return p
 			}
 		}
 		p = max(p, b-1)
 	}
 	return len(s)
-}
-
-// foldWord lower-cases the ASCII word t into buf, reading ’ as '; ok is false when it does
-// not fit.
-func foldWord(t string, buf []byte) ([]byte, bool) {
-	if len(t) < cap(buf) && strings.IndexByte(t, 0xE2) < 0 { // no ’ (E2 80 99): the common word
-		for i := 0; i < len(t); i++ {
-			buf = append(buf, lower(t[i]))
-		}
-		return buf, true
-	}
-	for i := 0; i < len(t); i++ {
-		if strings.HasPrefix(t[i:], "’") {
-			buf = append(buf, '\'')
-			i += len("’") - 1
-		} else {
-			buf = append(buf, lower(t[i]))
-		}
-		if len(buf) == cap(buf) {
-			return nil, false
-		}
-	}
-	return buf, true
 }
 
 // pendPhrases reports whether any of the phrases is pending at p (see pendSlots).

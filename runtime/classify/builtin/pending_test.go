@@ -192,3 +192,58 @@ func TestOpenWithoutAPrefixLanguageIsNoLater(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryFirstWordOfAPhraseIsHeld: each word an injection phrase can begin with, written
+// as a reader would (capitalised, or with ’ for its apostrophe), holds the text from its
+// first letter while it arrives and once a space after it has, as the words after it are
+// still to come; a word that only looks like one (one letter more or less) does not.
+func TestEveryFirstWordOfAPhraseIsHeld(t *testing.T) {
+	c := only(t, "prompt-injection")
+	open := func(s string) int {
+		t.Helper()
+		r, err := c.Classify(context.Background(), classify.Input{Text: s, More: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Open
+	}
+	const before = "Here is the plan we agreed on. "
+	n := 0
+	for _, first := range injection.byLetter {
+		for _, fw := range first {
+			n++
+			forms := []string{fw.word, strings.ToUpper(fw.word[:1]) + fw.word[1:]}
+			if strings.Contains(fw.word, "'") {
+				forms = append(forms, strings.ReplaceAll(fw.word, "'", "’"))
+			}
+			for _, w := range forms {
+				for _, s := range []string{before + w, before + w + " "} {
+					if got := open(s); got != len(before) {
+						t.Errorf("%q: Open %d, want %d (held from %q)", s, got, len(before), w)
+					}
+				}
+				for _, other := range []string{w + "x", w[:len(w)-1]} {
+					if s := before + other + " "; !isFirstWord(other) && !strings.HasSuffix(other, "'") && open(s) != len(s) {
+						t.Errorf("%q: Open %d, want %d (%q begins no phrase)", s, open(s), len(s), other)
+					}
+				}
+			}
+		}
+	}
+	if n < 40 {
+		t.Fatalf("only %d first words: the phrase list did not compile as expected", n)
+	}
+}
+
+// isFirstWord reports whether w, folded, is a word a phrase begins with.
+func isFirstWord(w string) bool {
+	w = strings.ToLower(strings.ReplaceAll(w, "’", "'"))
+	for _, first := range injection.byLetter {
+		for _, fw := range first {
+			if fw.word == w {
+				return true
+			}
+		}
+	}
+	return false
+}
