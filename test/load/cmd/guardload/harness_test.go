@@ -114,6 +114,37 @@ func TestParseStatCPUCountsFromTheLastParenthesis(t *testing.T) {
 	}
 }
 
+// TestCPUTimeIsExactWhereTheKernelKeepsIt: a process's CPU time comes from its threads'
+// schedstat to the nanosecond, not in 10 ms ticks; a reading without it makes any sum or
+// difference it enters fall back to ticks.
+func TestCPUTimeIsExactWhereTheKernelKeepsIt(t *testing.T) {
+	before, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.noRun {
+		t.Skip("this kernel keeps no schedstat")
+	}
+	for x, end := 0, time.Now().Add(30*time.Millisecond); time.Now().Before(end); x++ {
+		_ = x * x
+	}
+	after, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := after.sub(before)
+	if d.total() < 25*time.Millisecond || d.total()%clockTick == 0 {
+		t.Errorf("30 ms of spinning measured %v: want at least 25 ms, to the nanosecond", d.total())
+	}
+	ticks := cpuTimes{user: 30 * time.Millisecond, sys: 10 * time.Millisecond, noRun: true}
+	if got := d.add(ticks).total(); got != d.user+d.sys+40*time.Millisecond {
+		t.Errorf("sum with a tick-only reading = %v, want the ticks' %v", got, d.user+d.sys+40*time.Millisecond)
+	}
+	if got := (cpuTimes{}).add(d).total(); got != d.total() {
+		t.Errorf("zero + d = %v, want %v", got, d.total())
+	}
+}
+
 func TestLabelReadsOneLabelOfASet(t *testing.T) {
 	set := `guardrail="default/default-packs",outcome="allowed",phase="Input"`
 	for name, want := range map[string]string{"guardrail": "default/default-packs", "outcome": "allowed", "phase": "Input", "family": ""} {

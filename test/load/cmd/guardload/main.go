@@ -108,7 +108,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 5, "Rounds; each round runs one slice on each target, in a rotating order.")
 	fs.IntVar(&c.promptBytes, "prompt-bytes", 2048, "Size of the user prompt of each request, in bytes of English prose.")
 	fs.IntVar(&c.streamRate, "stream-rate", 20, "Streams per second of the streaming load, per target.")
-	fs.DurationVar(&c.streamSlice, "stream-slice", 2*time.Second, "Duration of one measured slice of the streaming load on one target.")
+	fs.DurationVar(&c.streamSlice, "stream-slice", 3*time.Second, "Duration of one measured slice of the streaming load on one target.")
 	fs.DurationVar(&c.streamWarmup, "stream-warmup", time.Second, "Unmeasured streaming load on each target before the first round.")
 	fs.IntVar(&c.streamEvents, "stream-events", 200, "Text deltas of each streamed answer (the stream adds a role chunk, a finish chunk and [DONE]).")
 	fs.DurationVar(&c.eventDelay, "event-delay", 0, "Delay before each event the provider streams; 0 sends a stream as fast as it is read, so that the per-event cost of each proxy adds up in the time to the last event.")
