@@ -148,6 +148,10 @@ type injTable struct {
 	// with its widest gaps, and the gap and clause word read after it.
 	byLetter [26][]firstWord
 	reach    int
+	// words is the most tokens a phrase can read (the clause word of a "$" included): the
+	// tokens of a phrase still pending lie in as many runs of non-space bytes at the end of
+	// the text, at most, so injectionOpen looks no further back.
+	words int
 }
 
 // firstWord is a word that phrases begin with.
@@ -240,6 +244,7 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 			}
 		}
 		t.hint = max(t.hint, phraseLen(slots))
+		t.words = max(t.words, phraseWords(slots))
 		// Every apostrophe may be written ’, two bytes longer.
 		reach := phraseLen(slots) + 2*strings.Count(expanded, "'")
 		t.phrases[idx].reach = reach
@@ -283,6 +288,19 @@ func (t *injTable) firstWord(w string) *firstWord {
 	}
 	*l = append(*l, fw)
 	return &(*l)[len(*l)-1]
+}
+
+// phraseWords is the most tokens a phrase can read: the longest alternative of each slot.
+func phraseWords(slots []injSlot) int {
+	n := 0
+	for _, sl := range slots {
+		most := 0
+		for _, alt := range sl.alts {
+			most = max(most, len(alt))
+		}
+		n += most
+	}
+	return n
 }
 
 // phraseLen is the longest text a phrase can match, in characters, with the widest gaps.

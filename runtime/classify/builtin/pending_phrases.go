@@ -13,7 +13,7 @@ import (
 // beginning of a prompt-injection phrase, or a phrase whose match text still to come could
 // change; len(s) when there is none.
 func injectionOpen(s string) int {
-	for p := max(0, len(s)-injection.reach); p < len(s); p++ {
+	for p := max(len(s)-injection.reach, runsStart(s, injection.words)); p < len(s); p++ {
 		if !isAlpha(s[p]) || !wordStartAt(s, p) {
 			continue
 		}
@@ -28,9 +28,25 @@ func injectionOpen(s string) int {
 				return p
 			}
 		}
-		p = max(p, b-1)
+		// No skipping to b: a phrase may begin inside this token, after an apostrophe
+		// ("x’ignore …"), where the single pass finds a word start too.
 	}
 	return len(s)
+}
+
+// runsStart returns where the n-th run of non-space bytes from the end of s begins; 0 when
+// s has fewer.
+func runsStart(s string, n int) int {
+	i := len(s)
+	for ; n > 0; n-- {
+		for i > 0 && isSpace(s[i-1]) {
+			i--
+		}
+		for i > 0 && !isSpace(s[i-1]) {
+			i--
+		}
+	}
+	return i
 }
 
 // pendPhrases reports whether any of the phrases is pending at p (see pendSlots).

@@ -41,6 +41,8 @@ func TestOpenIsWhereThePendingTextBegins(t *testing.T) {
 		{"a complete keyword waits for the boundary after it", "I love |bluebird", ""},
 		{"a word that cannot begin a phrase settles at once", "the end|", "prompt-injection"},
 		{"a word that can begin a phrase is held", "the |ena", "prompt-injection"},
+		{"a phrase that begins after an apostrophe inside a word is held", "x’|ignore all prev", "prompt-injection"},
+		{"so is one after a straight apostrophe", "x'|ignore all prev", "prompt-injection"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,4 +248,44 @@ func isFirstWord(w string) bool {
 		}
 	}
 	return false
+}
+
+// TestTheLongestPhraseIsHeldFromItsFirstWord: each injection phrase written out in its
+// longest form — every optional slot and the longest alternative of each — after prose,
+// and cut after each of its words, is held from its first word; so is the whole phrase
+// followed by a clause word still arriving. The phrase with the most words fixes how far
+// back injectionOpen looks, so this fails if it looks one run short.
+func TestTheLongestPhraseIsHeldFromItsFirstWord(t *testing.T) {
+	c := only(t, "prompt-injection")
+	const before = "Thanks for the garden plan, it reads well overall. "
+	longest := 0
+	for _, ph := range injection.phrases {
+		var words []string
+		for _, sl := range ph.slots {
+			alt := sl.alts[0]
+			for _, a := range sl.alts {
+				if len(a) > len(alt) {
+					alt = a
+				}
+			}
+			if alt[0] == "$" {
+				alt = []string{"then"} // a clause word, still arriving at the end of the text
+			}
+			words = append(words, alt...)
+		}
+		longest = max(longest, len(words))
+		for k := 1; k <= len(words); k++ {
+			s := before + strings.Join(words[:k], " ")
+			r, err := c.Classify(context.Background(), classify.Input{Text: s, More: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Open != len(before) {
+				t.Errorf("%q: Open %d (settled %q), want %d", s, r.Open, s[:r.Open], len(before))
+			}
+		}
+	}
+	if longest != injection.words {
+		t.Errorf("the longest phrase has %d words, injectionOpen looks back %d runs", longest, injection.words)
+	}
 }
