@@ -180,6 +180,7 @@ type Session struct {
 	stop     *Verdict
 	finished bool
 	chans    map[content.Channel]*channel
+	last     *channel   // the channel chans gave last
 	order    []*channel // channels in the order they opened
 	// evals counts cadence evaluations per stream guard (maxEvaluations).
 	evals  []int

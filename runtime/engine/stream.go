@@ -61,6 +61,9 @@ type cursor struct {
 const minTrim = 4096
 
 func (s *Session) channel(ch content.Channel) *channel {
+	if s.last != nil && s.last.id == ch {
+		return s.last // a stream's deltas come on one channel at a time
+	}
 	c := s.chans[ch]
 	if c == nil {
 		c = &channel{id: ch, cur: make([]cursor, len(s.e.stream)), trimAt: minTrim}
@@ -70,6 +73,7 @@ func (s *Session) channel(ch content.Channel) *channel {
 		s.chans[ch] = c
 		s.order = append(s.order, c)
 	}
+	s.last = c
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
@@ -38,6 +39,17 @@ type Telemetry struct {
 	evalSink func(engine.Record)
 	// bare is the Request of every request when nobody listens.
 	bare *Request
+	// lastDecision holds, per phase, the decisions series recorded last: a stream's
+	// evaluations record the same guardrail and outcome again and again, and comparing
+	// three values is cheaper than finding the series by its labels.
+	lastDecision [4]atomic.Pointer[decisionSeries]
+}
+
+// decisionSeries is one series of guard_decisions_total with its labels.
+type decisionSeries struct {
+	guardrail string
+	outcome   engine.Outcome
+	c         *prom.Counter
 }
 
 // New returns telemetry with its own registry, the Go runtime's and the process's metrics
@@ -93,9 +105,24 @@ func New(decisionLog io.Writer) *Telemetry {
 	return t
 }
 
+// decision returns the decisions counter of r's guardrail, phase and outcome.
+func (t *Telemetry) decision(r engine.Record) *prom.Counter {
+	if int(r.Phase) >= len(t.lastDecision) {
+		return t.decisions.WithLabelValues(r.Guardrail, r.Phase.String(), string(r.Outcome))
+	}
+	last := &t.lastDecision[r.Phase]
+	if d := last.Load(); d != nil && d.guardrail == r.Guardrail && d.outcome == r.Outcome {
+		return d.c
+	}
+	d := &decisionSeries{guardrail: r.Guardrail, outcome: r.Outcome,
+		c: t.decisions.WithLabelValues(r.Guardrail, r.Phase.String(), string(r.Outcome))}
+	last.Store(d)
+	return d.c
+}
+
 // Record takes one decision record: metrics, and the decision log when enabled.
 func (t *Telemetry) Record(r engine.Record) {
-	t.decisions.WithLabelValues(r.Guardrail, r.Phase.String(), string(r.Outcome)).Inc()
+	t.decision(r).Inc()
 	for _, f := range r.Findings {
 		t.findings.WithLabelValues(r.Guardrail, f.Name).Inc()
 	}
