@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,6 +54,39 @@ func TestClauseEndingPhrasesWhileMoreMayCome(t *testing.T) {
 		}
 		if got := len(res.Spans) == 1 && res.Spans[0].Start == phrase.Start && res.Spans[0].End == phrase.End; got != tc.done || !tc.done && len(res.Spans) != 0 {
 			t.Errorf("%q at the end: spans %v, want the phrase matched: %v", tc.text, res.Spans, tc.done)
+		}
+	}
+}
+
+// TestCompileInjectionRefusesWordsItCannotIndex: the phrase list is part of the program, so
+// a word the tables cannot index panics at start-up with a message naming it — a first or
+// anchor word must begin with a lower-case letter and fit the tables' 32 lengths (a first
+// word with each apostrophe written ’, two bytes longer) — and every other word compiles.
+func TestCompileInjectionRefusesWordsItCannotIndex(t *testing.T) {
+	compile := func(phrase string) (panicked string) {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked = fmt.Sprint(r)
+			}
+		}()
+		compileInjection([]string{phrase}, nil)
+		return ""
+	}
+	long := strings.Repeat("a", 31) // the longest word the tables index
+	for _, phrase := range []string{
+		"zap @all", "all @zone", long + " @it", "show @" + long,
+		strings.Repeat("a", 27) + "'s @it", // 29 bytes, 31 with ’
+	} {
+		if p := compile(phrase); p != "" {
+			t.Errorf("%q: panicked: %s", phrase, p)
+		}
+	}
+	for _, phrase := range []string{
+		"Zap @all", "show @Zone", long + "a @it", "show @" + long + "a",
+		strings.Repeat("a", 28) + "'s @it", // 30 bytes, 32 with ’
+	} {
+		if p := compile(phrase); !strings.HasPrefix(p, "builtin: injection ") {
+			t.Errorf("%q: got %q, want a panic naming the word", phrase, p)
 		}
 	}
 }
