@@ -37,6 +37,9 @@ var linearPolicies = []struct{ name, packs, phases string }{
 	{"all three, Stream only", "[pii, secrets, prompt-injection]", "[Stream]"},
 }
 
+// linearWarmup is how many answers of the first size each guard streams before measuring.
+const linearWarmup = 50
+
 // linearMaxRatio is the target: per-character CPU of the largest over the smallest size.
 const linearMaxRatio = 1.5
 
@@ -138,6 +141,13 @@ func measureLinear(ctx context.Context, cfg *linearConfig, dir, providerURL stri
 		return "", false, err
 	}
 	client := &http.Client{Transport: newTransport()}
+	// Warm-up, not measured: a fresh process pays for its first requests (page faults, the
+	// heap growing to its working size), which would be charged to the first size.
+	for range linearWarmup {
+		if err := streamOnce(ctx, client, "http://"+addr, prov.text(cfg.sizes[0])); err != nil {
+			return "", false, fmt.Errorf("warm-up: %w", err)
+		}
+	}
 	row := name + "\t"
 	var lo, hi float64
 	for i, size := range cfg.sizes {
