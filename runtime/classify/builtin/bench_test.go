@@ -148,3 +148,17 @@ func BenchmarkClassifyStreamingMessage1KiB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInjectionOpen: the prompt-injection pending check on the text of one stream
+// evaluation of the load harness's answer (290 bytes of prose, cut inside a word), as the
+// engine sends it about twenty times per streamed answer.
+func BenchmarkInjectionOpen(b *testing.B) {
+	const answer = "Here is a practical plan for your garden. Start with raised beds built from untreated timber, " +
+		"about a metre wide so that children can reach the middle from either side, and leave paths wide enough " +
+		"for a wheelbarrow. Fill the beds with a mix of the existing soil, compost and leaf mould; clay holds " +
+		"nutrients well once it is opened up with organic matter."
+	s := answer[:290]
+	for b.Loop() {
+		injectionOpen(s)
+	}
+}
