@@ -221,11 +221,6 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		}
 		idx := len(t.phrases)
 		t.phrases = append(t.phrases, p)
-		for _, alt := range slots[0].alts {
-			if fw := t.firstWord(alt[0]); len(fw.phrases) == 0 || fw.phrases[len(fw.phrases)-1] != idx {
-				fw.phrases = append(fw.phrases, idx)
-			}
-		}
 		for _, alt := range p.anchor.alts {
 			w := alt[0]
 			if len(w) >= len(t.lenFirst) || w[0] < 'a' || w[0] > 'z' {
@@ -251,6 +246,9 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		t.reach = max(t.reach, reach)
 		for _, alt := range slots[0].alts {
 			fw := t.firstWord(alt[0])
+			if len(fw.phrases) == 0 || fw.phrases[len(fw.phrases)-1] != idx {
+				fw.phrases = append(fw.phrases, idx)
+			}
 			fw.reach = max(fw.reach, reach)
 		}
 	}
