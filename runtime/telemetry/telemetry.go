@@ -41,7 +41,7 @@ type Telemetry struct {
 	bare *Request
 	// lastDecision holds, per phase, the decisions series recorded last: a stream's
 	// evaluations record the same guardrail and outcome again and again, and comparing
-	// three values is cheaper than finding the series by its labels.
+	// those two strings is cheaper than finding the series by its three labels.
 	lastDecision [4]atomic.Pointer[decisionSeries]
 }
 
