@@ -22,11 +22,13 @@ import (
 // must not grow with the length of the answer. For each policy — the built-in packs
 // together and each alone, on the Stream phase with the streaming defaults (every delta
 // judged, hold-back following pending matches) and Output, and the three on Stream
-// alone — one guard process is sent
-// answers of 10 KB to 3 MB in deltas of --event-chars, about 3 MB of answer text per size,
-// and its CPU time is read from /proc before and after. PASS when the most expensive size
-// costs at most 1.5× the cheapest per character. Every answer must arrive whole: a lost
-// or changed character fails the run.
+// alone — one guard process is sent answers of 10 KB to 3 MB in deltas of --event-chars,
+// about 3 MB of answer text per size, in --rounds interleaved rounds (each round streams
+// its share of every size, the sizes in a rotated order, so that the machine's drift
+// during a run falls on every size alike), and its CPU time is read from /proc around each
+// size's share. A size's figure is its CPU over all rounds per KB. PASS when no size costs
+// more than 1.5× per character than any smaller one (growth); max/min is printed too.
+// Every answer must arrive whole: a lost or changed character fails the run.
 
 // linearPolicies are the guard configurations measured.
 var linearPolicies = []struct{ name, packs, phases string }{
@@ -40,14 +42,16 @@ var linearPolicies = []struct{ name, packs, phases string }{
 // linearWarmup is how many answers of the first size each guard streams before measuring.
 const linearWarmup = 50
 
-// linearMaxRatio is the target: per-character CPU of the largest over the smallest size.
-const linearMaxRatio = 1.5
+// linearMaxGrowth is the target: the per-character CPU of a size over that of any smaller
+// size.
+const linearMaxGrowth = 1.5
 
 type linearConfig struct {
 	guardBin   string
 	sizes      []int
 	eventChars int
 	perSize    int
+	rounds     int
 	strict     bool
 }
 
@@ -55,17 +59,24 @@ func runLinear(ctx context.Context, args []string, out io.Writer) error {
 	var cfg linearConfig
 	fs := flag.NewFlagSet("guardload linear", flag.ContinueOnError)
 	fs.StringVar(&cfg.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./runtime/cmd/guard.")
-	sizes := fs.String("sizes", "10000,100000,1000000,3000000", "Answer sizes in bytes of text, comma-separated.")
+	sizes := fs.String("sizes", "10000,100000,1000000,3000000", "Answer sizes in bytes of text, comma-separated, increasing.")
 	fs.IntVar(&cfg.eventChars, "event-chars", 32, "Characters of text per streamed delta.")
 	fs.IntVar(&cfg.perSize, "text-per-size", 3000000, "Bytes of answer text streamed at each size (a small answer is repeated), so that each figure rests on enough CPU time to read.")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "Interleaved rounds; each streams its share of --text-per-size at every size (at least one answer).")
 	fs.BoolVar(&cfg.strict, "strict", false, "Exit with status 1 when a policy misses the target.")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if cfg.rounds < 1 {
+		return errors.New("--rounds must be at least 1")
 	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < cfg.eventChars {
 			return fmt.Errorf("--sizes: %q", s)
+		}
+		if len(cfg.sizes) > 0 && n <= cfg.sizes[len(cfg.sizes)-1] {
+			return fmt.Errorf("--sizes: %d after %d: give the sizes in increasing order", n, cfg.sizes[len(cfg.sizes)-1])
 		}
 		cfg.sizes = append(cfg.sizes, n)
 	}
@@ -93,14 +104,14 @@ func runLinear(ctx context.Context, args []string, out io.Writer) error {
 	defer func() { _ = srv.Close() }()
 	providerURL := "http://" + ln.Addr().String()
 
-	_, _ = fmt.Fprintf(out, "Linear streams: guard CPU per streamed character, answers of %s in %d-character deltas (%s of text per size)\n",
-		sizeList(cfg.sizes), cfg.eventChars, human(cfg.perSize))
+	_, _ = fmt.Fprintf(out, "Linear streams: guard CPU per streamed character, answers of %s in %d-character deltas (%s of text per size in %d interleaved rounds)\n",
+		sizeList(cfg.sizes), cfg.eventChars, human(cfg.perSize), cfg.rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "packs (streaming defaults)\t"
 	for _, s := range cfg.sizes {
 		header += human(s) + " µs/KB\t"
 	}
-	_, _ = fmt.Fprintln(tw, header+"max/min\tpeak RSS\ttarget\t")
+	_, _ = fmt.Fprintln(tw, header+"growth\tmax/min\tpeak RSS\ttarget\t")
 	pass := true
 	for _, p := range linearPolicies {
 		row, ok, err := measureLinear(ctx, &cfg, dir, providerURL, prov, p.name, linearPolicyYAML(p.packs, p.phases))
@@ -148,37 +159,58 @@ func measureLinear(ctx context.Context, cfg *linearConfig, dir, providerURL stri
 			return "", false, fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	row := name + "\t"
-	var lo, hi float64
-	for i, size := range cfg.sizes {
-		reps := max(1, cfg.perSize/size)
-		before, err := cpuTime(g.pid())
-		if err != nil {
-			return "", false, err
-		}
-		for range reps {
-			if err := streamOnce(ctx, client, "http://"+addr, prov.text(size)); err != nil {
-				return "", false, fmt.Errorf("a %s answer: %w", human(size), err)
+	// cpu[i] and chars[i] add up what size i cost over the rounds.
+	cpu := make([]time.Duration, len(cfg.sizes))
+	chars := make([]int, len(cfg.sizes))
+	for r := range cfg.rounds {
+		for k := range cfg.sizes {
+			i := (r + k) % len(cfg.sizes)
+			size := cfg.sizes[i]
+			reps := max(1, cfg.perSize/cfg.rounds/size)
+			before, err := cpuTime(g.pid())
+			if err != nil {
+				return "", false, err
 			}
+			for range reps {
+				if err := streamOnce(ctx, client, "http://"+addr, prov.text(size)); err != nil {
+					return "", false, fmt.Errorf("a %s answer: %w", human(size), err)
+				}
+			}
+			after, err := cpuTime(g.pid())
+			if err != nil {
+				return "", false, err
+			}
+			cpu[i] += after.sub(before).total()
+			chars[i] += reps * size
 		}
-		after, err := cpuTime(g.pid())
-		if err != nil {
-			return "", false, err
-		}
-		perKB := float64(after.sub(before).total().Microseconds()) / (float64(reps*size) / 1000)
-		if i == 0 || perKB < lo {
-			lo = perKB
-		}
-		hi = max(hi, perKB)
-		row += fmt.Sprintf("%.0f\t", perKB)
+	}
+	perKB := make([]float64, len(cfg.sizes))
+	row := name + "\t"
+	for i := range cfg.sizes {
+		perKB[i] = float64(cpu[i].Microseconds()) / (float64(chars[i]) / 1000)
+		row += fmt.Sprintf("%.0f\t", perKB[i])
 	}
 	m, err := memStatus(g.pid())
 	if err != nil {
 		return "", false, err
 	}
-	ratio := hi / lo
-	ok := ratio <= linearMaxRatio
-	return row + fmt.Sprintf("%.2f×\t%.1f MiB\t%s ≤ %.1f×\t", ratio, float64(m.hwm)/(1<<20), passFail(ok), linearMaxRatio), ok, nil
+	growth, spread := linearGrowth(perKB)
+	ok := growth <= linearMaxGrowth
+	return row + fmt.Sprintf("%.2f×\t%.2f×\t%.1f MiB\t%s ≤ %.1f×\t", growth, spread, float64(m.hwm)/(1<<20), passFail(ok), linearMaxGrowth), ok, nil
+}
+
+// linearGrowth returns, for per-character costs by increasing size, the most a size costs
+// over any smaller one (1 when none costs more) and the most expensive over the cheapest.
+func linearGrowth(perKB []float64) (growth, spread float64) {
+	growth = 1
+	lo, hi := perKB[0], perKB[0]
+	for j, c := range perKB {
+		for _, smaller := range perKB[:j] {
+			growth = max(growth, c/smaller)
+		}
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	return growth, hi / lo
 }
 
 func passFail(ok bool) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -39,5 +40,26 @@ func TestLinearStreamsCheckTheAnswerWhole(t *testing.T) {
 	err := streamOnce(context.Background(), client, lossy.URL, want)
 	if err == nil || !strings.Contains(err.Error(), "arrived changed") {
 		t.Fatalf("a stream that lost a character: %v", err)
+	}
+}
+
+// The target is that cost per character does not grow with the answer: a size may cost
+// less per character than a smaller one (the fixed cost of a request weighs less), never
+// more than 1.5× any smaller one.
+func TestLinearGrowthIsTheDearestSizeOverAnySmaller(t *testing.T) {
+	for _, tc := range []struct {
+		perKB          []float64
+		growth, spread float64
+	}{
+		{[]float64{400, 300, 200, 200}, 1, 2},           // cheaper with length: no growth
+		{[]float64{200, 210, 290, 310}, 1.55, 1.55},     // grows
+		{[]float64{300, 150, 250, 200}, 250.0 / 150, 2}, // dearer than a smaller size, not than the smallest
+		{[]float64{100, 1000, 10000}, 100, 100},         // the quadratic cost issue 15 was about
+		{[]float64{250}, 1, 1},
+	} {
+		growth, spread := linearGrowth(tc.perKB)
+		if math.Abs(growth-tc.growth) > 1e-9 || math.Abs(spread-tc.spread) > 1e-9 {
+			t.Errorf("linearGrowth(%v) = %.3f, %.3f; want %.3f, %.3f", tc.perKB, growth, spread, tc.growth, tc.spread)
+		}
 	}
 }
