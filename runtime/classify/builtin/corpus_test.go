@@ -190,6 +190,12 @@ func expandPlaceholders(t testing.TB, text string) string {
 			return fakeToken("", num(0), num(1))
 		case "HEX":
 			return fakeHex(num(0), num(1))
+		case "UPNUM": // {{UPNUM:n:seed}}: capital letters and digits
+			return fakeFrom(alphaUpper+alphaDigit, num(0), num(1))
+		case "LOWNUM": // {{LOWNUM:n:seed}}: small letters and digits
+			return fakeFrom(alphaLower+alphaDigit, num(0), num(1))
+		case "BASE32": // {{BASE32:n:seed}}: RFC 4648 base32 without padding (TOTP seeds)
+			return fakeFrom(alphaUpper+"234567", num(0), num(1))
 		case "B64":
 			v := []byte(fakeBase64(num(0), num(1)))
 			if v[0] == '+' || v[0] == '/' {
@@ -400,4 +406,17 @@ func TestHeldOutPrecisionRecall(t *testing.T) {
 		t.Fatalf("held-out file has %d snippets, want at least 120", len(corpus))
 	}
 	scoreCorpus(t, "held-out", corpus)
+}
+
+// TestSecretsHeldOutPrecisionRecall reports the detectors on testdata/heldout2.jsonl, the
+// second held-out file: values assigned to secret-shaped keys in configuration and code,
+// half of them secrets of one letter case and digits (API keys, passwords, base32 TOTP
+// seeds), half non-secrets under the same keys. It was written before the generic-secret
+// change it measures and is held to no bar, as above.
+func TestSecretsHeldOutPrecisionRecall(t *testing.T) {
+	corpus := loadSnippets(t, "heldout2.jsonl")
+	if len(corpus) < 80 {
+		t.Fatalf("held-out file has %d snippets, want at least 80", len(corpus))
+	}
+	scoreCorpus(t, "held-out 2", corpus)
 }

@@ -1,6 +1,11 @@
 package builtin
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+)
 
 // TestIsWordlikeAtTheEdgesOfItsRules pins isWordlike where each of its rules decides: values
 // made of words, numbers and acronyms are wordlike (not a secret), random tokens are not,
@@ -25,6 +30,103 @@ func TestIsWordlikeAtTheEdgesOfItsRules(t *testing.T) {
 	for _, tt := range tests {
 		if got := isWordlike(tt.v); got != tt.want {
 			t.Errorf("isWordlike(%q) = %v, want %v: %s", tt.v, got, tt.want, tt.why)
+		}
+	}
+}
+
+// TestOneCaseRandomValuesAreSecrets: a random value of capitals and digits, small letters and
+// digits, or base32, assigned to a key that names a secret, is reported as generic-secret,
+// and identifiers of one case with a number or two in them are not. Before isOneCaseDraw,
+// isWordlike took 24–38 % of the capital-and-digit values of 24 to 40 characters for
+// acronyms (see testdata/README.md).
+func TestOneCaseRandomValuesAreSecrets(t *testing.T) {
+	c, err := New(Config{Detectors: []string{"generic-secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := func(v string) bool {
+		res, err := c.Classify(t.Context(), classify.Input{Text: "API_KEY=" + v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Spans) == 1 && res.Spans[0].Start == len("API_KEY=") && res.Spans[0].End == len("API_KEY=")+len(v)
+	}
+	for _, alphabet := range []struct{ name, chars string }{
+		{"capitals and digits", alphaUpper + alphaDigit},
+		{"small letters and digits", alphaLower + alphaDigit},
+		{"base32", alphaUpper + "234567"},
+	} {
+		for _, n := range []int{16, 24, 32, 40} {
+			const draws = 200
+			hits := 0
+			for seed := range draws {
+				if found(fakeFrom(alphabet.chars, n, 50000+1000*n+seed)) {
+					hits++
+				}
+			}
+			// At 16 characters a draw switches between letters and digits too seldom to be
+			// told from an identifier one time in ten (base32, with six digits, one in seven).
+			want := 95
+			if n < 24 {
+				want = 85
+			}
+			t.Logf("%s, %d characters: %d of %d", alphabet.name, n, hits, draws)
+			if hits < draws*want/100 {
+				t.Errorf("%s, %d characters: found %d of %d, want at least %d %%", alphabet.name, n, hits, draws, want)
+			}
+		}
+	}
+	for _, v := range []string{"AES256GCM", "utf8mb4_unicode_ci", "BILLING2025", "HMACSHA256", "X25519", "RSA4096SHA256", "OAUTH2BEARER"} {
+		if found(v) {
+			t.Errorf("API_KEY=%s: reported as a secret", v)
+		}
+	}
+}
+
+// TestIsOneCaseDrawAtItsThresholds pins isOneCaseDraw where it decides: four switches between
+// letters and digits, at least one every seven characters, letters of one case, nothing but
+// letters and digits.
+func TestIsOneCaseDrawAtItsThresholds(t *testing.T) {
+	four := strings.Repeat("Q", 12) + "7" + strings.Repeat("Q", 12) + "7QQ" // 28 characters, 4 switches
+	tests := []struct {
+		v    string
+		want bool
+		why  string
+	}{
+		{four, true, "four switches in 28 characters: one every seven"},
+		{four + "Q", false, "four switches in 29 characters: fewer than one every seven"},
+		{strings.ToLower(four), true, "small letters as well as capitals"},
+		{"QQQ7QQQ7", false, "three switches"},
+		{"Q7Q7q7Q7Q7Q7", false, "letters of both cases"},
+		{"Q7Q7Q7-Q7Q7Q7", false, "a byte that is neither a letter nor a digit"},
+		{"123456789012", false, "no letters"},
+		{"7Q7Q7Q7Q", true, "switches counted from a leading digit"},
+	}
+	for _, tt := range tests {
+		if got := isOneCaseDraw(tt.v); got != tt.want {
+			t.Errorf("isOneCaseDraw(%q) = %v, want %v: %s", tt.v, got, tt.want, tt.why)
+		}
+	}
+}
+
+// TestOneCaseDrawEntropyThreshold pins the entropy a one-case draw needs: 0.72·log2(n) bits,
+// at most 3.6 (a value of the same shape but mixed case needs 0.8·log2(n), at most 4.0).
+func TestOneCaseDrawEntropyThreshold(t *testing.T) {
+	tests := []struct {
+		v    string
+		want bool
+		why  string
+	}{
+		{"Q7R8X9Y6Q7R8X9Q7", true, "16 characters, 2.91 bits: above 0.72·log2(16) = 2.88"},
+		{"Q7R8X9Q7R8X9Q7R8", false, "16 characters, 2.56 bits: below 2.88"},
+		{"Q7R8X9Y6Z5W4V3Q7R8X9Y6Z5W4V3Q7R8", true, "32 characters, 3.78 bits: above 0.72·log2(32) = 3.6"},
+		{"Q7R8X9Y6Z5W4Q7R8X9Y6Z5W4Q7R8X9Y6", false, "32 characters, 3.56 bits: below 3.6"},
+		{"Q7R8X9Y6Z5W4VQ7R8X9Y6Z5W4VQ7R8X9Y6Z5W4VQ", true, "40 characters, 3.70 bits: below 0.72·log2(40) = 3.83, above the cap of 3.6"},
+		{"Q7R8X9Y6Z5W4Q7R8X9Y6Z5W4Q7R8X9Y6Z5W4Q7R8", false, "40 characters, 3.57 bits: below the cap"},
+	}
+	for _, tt := range tests {
+		if got := isGenericSecret(tt.v); got != tt.want {
+			t.Errorf("isGenericSecret(%q) = %v, want %v: %s", tt.v, got, tt.want, tt.why)
 		}
 	}
 }
