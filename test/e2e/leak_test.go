@@ -114,6 +114,60 @@ func TestShippedRedactionSampleStreamsNoSecret(t *testing.T) {
 	}
 }
 
+// From a user's seat: the shipped redaction sample, and a reply holding the kinds of
+// credentials a generator of one letter case makes — an API token of capitals and digits, a
+// database password of small letters and digits, a base32 TOTP seed — in a .env file and a
+// YAML file, streamed in 5-byte deltas and not streamed. openai-go receives no 8 bytes of any
+// of them. Before isOneCaseDraw the capitals-and-digits token went through whole.
+func TestOneCaseCredentialsAreRedacted(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	draw := func(alphabet string, n int, seed uint64) string {
+		r := rand.New(rand.NewPCG(seed, 15))
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	const caps, small, digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789"
+	token := draw(caps+digits, 32, 7)
+	password := draw(small+digits, 24, 11)
+	seed := draw(caps+"234567", 32, 3)
+	reply := "Here is the .env for the worker:\n\nDEPLOY_TOKEN=" + token + "\nQUEUE=reports\n\n" +
+		"and in config.yaml:\n\ndatabase:\n  host: db.internal\n  password: " + password +
+		"\ntwo_factor:\n  totp_secret: " + seed + "\n\nRestart the worker after saving."
+	p := newProvider(t)
+	g := startGuard(t, string(sample), upstream(p.URL))
+	oc := openaiClient(g)
+	ctx := context.Background()
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
+	whole, err := oc.Chat.Completions.New(ctx, chatParams("how do I configure the worker?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(entities.Split(reply, 5)...)}}})
+	acc, _, err := chatStream(ctx, oc, chatParams("how do I configure the worker?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for form, got := range map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content} {
+		for _, secret := range []string{token, password, seed} {
+			for i := 0; i+8 <= len(secret); i++ {
+				if strings.Contains(got, secret[i:i+8]) {
+					t.Fatalf("%s: %q reached the client in %q", form, secret[i:i+8], got)
+				}
+			}
+		}
+		if strings.Count(got, "[REDACTED:generic-secret]") != 3 || !strings.Contains(got, "QUEUE=reports") ||
+			!strings.HasSuffix(got, "Restart the worker after saving.") {
+			t.Errorf("%s: client received %q", form, got)
+		}
+	}
+}
+
 // From a user's seat: the shipped redaction sample beside a guardrail that blocks a
 // destructive tool call. The model mentions an address before calling the tool. The text a
 // block keeps before its reason — streamed, or now also not streamed — is the redacted text:
