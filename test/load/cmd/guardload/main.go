@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -99,6 +100,15 @@ func parseFlags(args []string) (config, error) {
 			return errors.New("want KEY=VALUE")
 		}
 		c.guardEnv = append(c.guardEnv, v)
+		return nil
+	})
+	fs.Func("procs", "GOMAXPROCS of both the guard and the plain proxy (default: the machine's CPUs); 1 is what the injector gives a guard with the chart's default CPU request.", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return errors.New("want a positive number")
+		}
+		c.guardEnv = append(c.guardEnv, "GOMAXPROCS="+v)
+		c.plainEnv = append(c.plainEnv, "GOMAXPROCS="+v)
 		return nil
 	})
 	fs.StringVar(&c.workDir, "work-dir", "", "Directory for the policy file and the built guard; empty means a temporary directory, removed at exit.")

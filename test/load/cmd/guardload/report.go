@@ -224,6 +224,9 @@ func (r *report) print(out io.Writer) {
 	if len(c.guardEnv) > 0 {
 		line("guard env:\t%s", strings.Join(c.guardEnv, " "))
 	}
+	if len(c.plainEnv) > 0 {
+		line("plain env:\t%s", strings.Join(c.plainEnv, " "))
+	}
 	line("policy:\t%s", r.policy)
 	m := r.machine
 	line("machine:\t%d CPUs; load average %s before, %s after", runtime.NumCPU(), r.loadBefore, r.loadAfter)
