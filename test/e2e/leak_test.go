@@ -124,18 +124,10 @@ func TestOneCaseCredentialsAreRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	draw := func(alphabet string, n int, seed uint64) string {
-		r := rand.New(rand.NewPCG(seed, 15))
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alphabet[r.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
-	const caps, small, digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz", "0123456789"
-	token := draw(caps+digits, 32, 7)
-	password := draw(small+digits, 24, 11)
-	seed := draw(caps+"234567", 32, 3)
+	rng := rand.New(rand.NewPCG(1, 15))
+	token := entities.Token(rng, entities.Upper+entities.Digits, 32)
+	password := entities.Token(rng, entities.Lower+entities.Digits, 24)
+	seed := entities.Token(rng, entities.Upper+"234567", 32)
 	reply := "Here is the .env for the worker:\n\nDEPLOY_TOKEN=" + token + "\nQUEUE=reports\n\n" +
 		"and in config.yaml:\n\ndatabase:\n  host: db.internal\n  password: " + password +
 		"\ntwo_factor:\n  totp_secret: " + seed + "\n\nRestart the worker after saving."

@@ -44,6 +44,17 @@ func pick(rng *rand.Rand, alphabet string, n int) string {
 	return string(b)
 }
 
+// Token returns n characters drawn from alphabet, with at least one character of each of
+// lower-case letters, upper-case letters and digits that the alphabet has.
+func Token(rng *rand.Rand, alphabet string, n int) string { return pick(rng, alphabet, n) }
+
+// Alphabets of Token.
+const (
+	Lower  = lower
+	Upper  = upper
+	Digits = digits
+)
+
 // Kinds lists the generators by name, in a fixed order.
 var Kinds = []string{"email", "phone", "credit-card", "iban", "us-ssn", "ip-address",
 	"aws-access-key", "github-token", "github-pat", "gitlab-token", "slack-token", "openai-key",

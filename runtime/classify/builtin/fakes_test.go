@@ -19,14 +19,20 @@ const (
 
 func fakeRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 0x5eed)) }
 
-// fakeFrom returns n characters of alphabet, the first three forced to lower, upper, digit
-// when the alphabet has them, so the class-mix checks pass.
-func fakeFrom(alphabet string, n, seed int) string {
-	r := fakeRand(seed)
+// fakeDraw returns n characters drawn from alphabet with r, each one uniformly.
+func fakeDraw(r *rand.Rand, alphabet string, n int) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = alphabet[r.IntN(len(alphabet))]
 	}
+	return b
+}
+
+// fakeFrom returns n characters of alphabet, the first three forced to lower, upper, digit
+// when the alphabet has them, so the class-mix checks pass.
+func fakeFrom(alphabet string, n, seed int) string {
+	r := fakeRand(seed)
+	b := fakeDraw(r, alphabet, n)
 	for i, cls := range []string{alphaLower, alphaUpper, alphaDigit} {
 		var in []byte // the class's characters that the alphabet has
 		for k := 0; k < len(cls); k++ {
