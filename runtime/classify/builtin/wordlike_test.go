@@ -11,11 +11,7 @@ import (
 // made of words, numbers and acronyms are wordlike (not a secret), random tokens are not,
 // and each rule's threshold is met exactly by one value here.
 func TestIsWordlikeAtTheEdgesOfItsRules(t *testing.T) {
-	tests := []struct {
-		v    string
-		want bool
-		why  string
-	}{
+	checkEdges(t, "isWordlike", isWordlike, []edge{
 		{"test/env-east_k8s.Private", true, "words, and one short hump cut out of \"k8s\""},
 		{"http/s3", true, "\"s\" cut out of \"s3\" is the only short hump"},
 		{"my.v2-Qdv", true, "one hump without a vowel (\"Qdv\") among four is not enough to be random"},
@@ -26,10 +22,22 @@ func TestIsWordlikeAtTheEdgesOfItsRules(t *testing.T) {
 		{"Bake1Dine2Fort3Gush4Jinx5Kelp6Mavy7Quiz8", false, "humps of exactly four letters, entropy 4.9 bits per byte"},
 		{"2GyeNDJaeyHLSRuo1iiVBaou1FTP2KQM", false, "short humps and entropy of exactly 4.5 bits per byte (16 bytes once, 8 twice)"},
 		{"1!2@3#4$5%6^7&8*9(0)-=+[]{};:,.<>?", true, "no letters, so no humps: the other checks judge it"},
-	}
-	for _, tt := range tests {
-		if got := isWordlike(tt.v); got != tt.want {
-			t.Errorf("isWordlike(%q) = %v, want %v: %s", tt.v, got, tt.want, tt.why)
+	})
+}
+
+// edge is a value at the edge of a rule: what the rule says of it, and why.
+type edge struct {
+	v    string
+	want bool
+	why  string
+}
+
+// checkEdges checks what f, the rule called name, says of each value.
+func checkEdges(t *testing.T, name string, f func(string) bool, edges []edge) {
+	t.Helper()
+	for _, e := range edges {
+		if got := f(e.v); got != e.want {
+			t.Errorf("%s(%q) = %v, want %v: %s", name, e.v, got, e.want, e.why)
 		}
 	}
 }
@@ -90,11 +98,7 @@ func TestOneCaseRandomValuesAreSecrets(t *testing.T) {
 // letters and digits.
 func TestIsOneCaseDrawAtItsThresholds(t *testing.T) {
 	four := strings.Repeat("Q", 12) + "7" + strings.Repeat("Q", 12) + "7QQ" // 28 characters, 4 switches
-	tests := []struct {
-		v    string
-		want bool
-		why  string
-	}{
+	checkEdges(t, "isOneCaseDraw", isOneCaseDraw, []edge{
 		{four, true, "four switches in 28 characters: one every seven"},
 		{four + "Q", false, "four switches in 29 characters: fewer than one every seven"},
 		{strings.ToLower(four), true, "small letters as well as capitals"},
@@ -103,32 +107,18 @@ func TestIsOneCaseDrawAtItsThresholds(t *testing.T) {
 		{"Q7Q7Q7-Q7Q7Q7", false, "a byte that is neither a letter nor a digit"},
 		{"123456789012", false, "no letters"},
 		{"7Q7Q7Q7Q", true, "switches counted from a leading digit"},
-	}
-	for _, tt := range tests {
-		if got := isOneCaseDraw(tt.v); got != tt.want {
-			t.Errorf("isOneCaseDraw(%q) = %v, want %v: %s", tt.v, got, tt.want, tt.why)
-		}
-	}
+	})
 }
 
 // TestOneCaseDrawEntropyThreshold pins the entropy a one-case draw needs: 0.72·log2(n) bits,
 // at most 3.6 (a value of the same shape but mixed case needs 0.8·log2(n), at most 4.0).
 func TestOneCaseDrawEntropyThreshold(t *testing.T) {
-	tests := []struct {
-		v    string
-		want bool
-		why  string
-	}{
+	checkEdges(t, "isGenericSecret", isGenericSecret, []edge{
 		{"Q7R8X9Y6Q7R8X9Q7", true, "16 characters, 2.91 bits: above 0.72·log2(16) = 2.88"},
 		{"Q7R8X9Q7R8X9Q7R8", false, "16 characters, 2.56 bits: below 2.88"},
 		{"Q7R8X9Y6Z5W4V3Q7R8X9Y6Z5W4V3Q7R8", true, "32 characters, 3.78 bits: above 0.72·log2(32) = 3.6"},
 		{"Q7R8X9Y6Z5W4Q7R8X9Y6Z5W4Q7R8X9Y6", false, "32 characters, 3.56 bits: below 3.6"},
 		{"Q7R8X9Y6Z5W4VQ7R8X9Y6Z5W4VQ7R8X9Y6Z5W4VQ", true, "40 characters, 3.70 bits: below 0.72·log2(40) = 3.83, above the cap of 3.6"},
 		{"Q7R8X9Y6Z5W4Q7R8X9Y6Z5W4Q7R8X9Y6Z5W4Q7R8", false, "40 characters, 3.57 bits: below the cap"},
-	}
-	for _, tt := range tests {
-		if got := isGenericSecret(tt.v); got != tt.want {
-			t.Errorf("isGenericSecret(%q) = %v, want %v: %s", tt.v, got, tt.want, tt.why)
-		}
-	}
+	})
 }
