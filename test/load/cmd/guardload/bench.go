@@ -73,43 +73,54 @@ func setUp(ctx context.Context, cfg *config) (*bench, error) {
 	}
 	providerURL := "http://" + providerAddr
 
-	b.plain, err = b.start("plain proxy", cfg.plainEnv, self, "plainproxy", "--listen", "127.0.0.1:0", "--upstream", providerURL)
-	if err != nil {
-		return b, err
-	}
-	plainAddr, err := b.plain.waitAddr(10 * time.Second)
-	if err != nil {
-		return b, err
-	}
-
 	b.policy = filepath.Join(b.dir, "policy.yaml")
 	if err := os.WriteFile(b.policy, []byte(policyYAML(cfg)), 0o600); err != nil { //nolint:gosec // in the operator's own --work-dir
 		return b, err
 	}
-	guardAddr, err := freePort(ctx)
+	var plainAddr string
+	if cfg.baselineBin != "" {
+		b.plain, plainAddr, _, err = b.startGuard(ctx, "baseline guard", cfg.baselineBin, cfg.plainEnv, providerURL)
+	} else {
+		b.plain, err = b.start("plain proxy", cfg.plainEnv, self, "plainproxy", "--listen", "127.0.0.1:0", "--upstream", providerURL)
+		if err == nil {
+			plainAddr, err = b.plain.waitAddr(10 * time.Second)
+		}
+	}
 	if err != nil {
 		return b, err
 	}
-	if b.guardAdmin, err = freePort(ctx); err != nil {
-		return b, err
-	}
-	b.guard, err = b.start("guard", cfg.guardEnv, b.guardBin, "--listen", guardAddr, "--admin-listen", b.guardAdmin,
-		"--openai-upstream", providerURL, "--anthropic-upstream", providerURL, "--policy-file", b.policy,
-		"--log-level", "warn")
-	if err != nil {
-		return b, err
-	}
-	if err := b.guard.waitReady(ctx, "http://"+b.guardAdmin+"/readyz"); err != nil {
+	var guardAddr string
+	if b.guard, guardAddr, b.guardAdmin, err = b.startGuard(ctx, "guard", b.guardBin, cfg.guardEnv, providerURL); err != nil {
 		return b, err
 	}
 
 	b.direct = newTarget("direct", providerURL, nil)
-	b.plainT = newTarget("plain proxy", "http://"+plainAddr, b.plain)
+	b.plainT = newTarget(cfg.plainName(), "http://"+plainAddr, b.plain)
 	b.guardT = newTarget("guard", "http://"+guardAddr, b.guard)
 	b.targets = []*target{b.direct, b.plainT, b.guardT}
 	b.chatBody = chatRequest(cfg.promptBytes, false)
 	b.streamBody = chatRequest(cfg.promptBytes, true)
 	return b, b.preflight(ctx)
+}
+
+// startGuard starts the guard binary bin with the run's policy and waits until it is
+// ready; it returns the process, its proxy address and its admin address.
+func (b *bench) startGuard(ctx context.Context, name, bin string, env []string, providerURL string) (*child, string, string, error) {
+	addr, err := freePort(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	admin, err := freePort(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	c, err := b.start(name, env, bin, "--listen", addr, "--admin-listen", admin,
+		"--openai-upstream", providerURL, "--anthropic-upstream", providerURL, "--policy-file", b.policy,
+		"--log-level", "warn")
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, addr, admin, c.waitReady(ctx, "http://"+admin+"/readyz")
 }
 
 func (b *bench) start(name string, env []string, path string, args ...string) (*child, error) {

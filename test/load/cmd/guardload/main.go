@@ -32,7 +32,9 @@ type config struct {
 	guardBin string
 	guardEnv []string
 	plainEnv []string // the plain proxy's (saturate sets GOMAXPROCS=1 for both)
-	workDir  string
+	// baselineBin, when set, is a guard binary measured in the plain proxy's place.
+	baselineBin string
+	workDir     string
 
 	rate          int
 	slice, warmup time.Duration
@@ -111,6 +113,7 @@ func parseFlags(args []string) (config, error) {
 		c.plainEnv = append(c.plainEnv, "GOMAXPROCS="+v)
 		return nil
 	})
+	fs.StringVar(&c.baselineBin, "baseline-bin", "", "A guard binary to measure in the plain proxy's place, with the same policy and the plain proxy's environment: an A/B of two guards in one interleaved run, whose ratios read as the guard over the baseline.")
 	fs.StringVar(&c.workDir, "work-dir", "", "Directory for the policy file and the built guard; empty means a temporary directory, removed at exit.")
 	fs.IntVar(&c.rate, "rate", 500, "Requests per second of the non-streamed chat load, per target.")
 	fs.DurationVar(&c.slice, "slice", 3*time.Second, "Duration of one measured slice of the chat load on one target.")
@@ -165,4 +168,12 @@ func run(ctx context.Context, cfg *config, out io.Writer) error {
 		return errors.New("targets missed")
 	}
 	return nil
+}
+
+// plainName is what the report calls the target in the plain proxy's place.
+func (c *config) plainName() string {
+	if c.baselineBin != "" {
+		return "baseline guard"
+	}
+	return "plain proxy"
 }

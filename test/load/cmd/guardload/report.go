@@ -224,6 +224,9 @@ func (r *report) print(out io.Writer) {
 	if len(c.guardEnv) > 0 {
 		line("guard env:\t%s", strings.Join(c.guardEnv, " "))
 	}
+	if c.baselineBin != "" {
+		line("baseline:\t%s, in the plain proxy's place: every \"plain\" below is this guard (--baseline-bin)", c.baselineBin)
+	}
 	if len(c.plainEnv) > 0 {
 		line("plain env:\t%s", strings.Join(c.plainEnv, " "))
 	}
@@ -270,7 +273,7 @@ func (r *report) print(out io.Writer) {
 
 	g, p := summarize(r.chat[r.guard]), summarize(r.chat[r.plain])
 	gs, ps := summarizeStreams(r.stream[r.guard]), summarizeStreams(r.stream[r.plain])
-	line("Resources\tguard\tplain proxy")
+	line("Resources\tguard\t%s", c.plainName())
 	line("CPU s per 1,000 chat requests\t%s\t%s", cpuSplit(g.cpu, g.ok+g.errors), cpuSplit(p.cpu, p.ok+p.errors))
 	line("CPU ms per stream\t%.2f\t%.2f", per(gs.cpu.total(), gs.streams+gs.errors)*1000, per(ps.cpu.total(), ps.streams+ps.errors)*1000)
 	// The guard's GC counter covers its chat warm-up too.
