@@ -20,40 +20,30 @@ type Entity struct {
 	Before, After string
 }
 
+// Alphabets of Token.
 const (
-	lower  = "abcdefghijklmnopqrstuvwxyz"
-	upper  = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	digits = "0123456789"
-	alnum  = lower + upper + digits
+	Lower  = "abcdefghijklmnopqrstuvwxyz"
+	Upper  = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	Digits = "0123456789"
+	alnum  = Lower + Upper + Digits
 	b64url = alnum + "-_"
 )
 
-// pick returns n characters drawn from alphabet, with at least one lower-case letter, one
+// Token returns n characters drawn from alphabet, with at least one lower-case letter, one
 // upper-case letter and one digit when the alphabet has them (credential detectors require a
 // mix, as real tokens have).
-func pick(rng *rand.Rand, alphabet string, n int) string {
+func Token(rng *rand.Rand, alphabet string, n int) string {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = alphabet[rng.IntN(len(alphabet))]
 	}
-	for k, class := range []string{lower, upper, digits} {
+	for k, class := range []string{Lower, Upper, Digits} {
 		if n > 3 && strings.ContainsAny(alphabet, class) && !strings.ContainsAny(string(b), class) {
 			b[k] = class[rng.IntN(len(class))]
 		}
 	}
 	return string(b)
 }
-
-// Token returns n characters drawn from alphabet, with at least one character of each of
-// lower-case letters, upper-case letters and digits that the alphabet has.
-func Token(rng *rand.Rand, alphabet string, n int) string { return pick(rng, alphabet, n) }
-
-// Alphabets of Token.
-const (
-	Lower  = lower
-	Upper  = upper
-	Digits = digits
-)
 
 // Kinds lists the generators by name, in a fixed order.
 var Kinds = []string{"email", "phone", "credit-card", "iban", "us-ssn", "ip-address",
@@ -64,11 +54,11 @@ var Kinds = []string{"email", "phone", "credit-card", "iban", "us-ssn", "ip-addr
 func New(rng *rand.Rand, kind string) Entity {
 	switch kind {
 	case "email":
-		local := pick(rng, lower+digits, 2+rng.IntN(12))
+		local := Token(rng, Lower+Digits, 2+rng.IntN(12))
 		if rng.IntN(2) == 0 {
-			local += "." + pick(rng, lower, 2+rng.IntN(8))
+			local += "." + Token(rng, Lower, 2+rng.IntN(8))
 		}
-		domain := pick(rng, lower, 3+rng.IntN(14))
+		domain := Token(rng, Lower, 3+rng.IntN(14))
 		tld := []string{"com", "org", "io", "co.uk", "example", "de"}[rng.IntN(6)]
 		return Entity{Kind: kind, Category: "email", Value: local + "@" + domain + "." + tld, Before: "mail ", After: " today"}
 	case "phone":
@@ -87,25 +77,25 @@ func New(rng *rand.Rand, kind string) Entity {
 		v := fmt.Sprintf("%d.%d.%d.%d", 11+rng.IntN(200), rng.IntN(256), rng.IntN(256), 1+rng.IntN(254))
 		return Entity{Kind: kind, Category: "ip-address", Value: v, Before: "host ", After: " is up"}
 	case "aws-access-key":
-		return Entity{Kind: kind, Category: "aws-access-key", Value: "AKIA" + pick(rng, upper+digits, 16), Before: "id ", After: " in use"}
+		return Entity{Kind: kind, Category: "aws-access-key", Value: "AKIA" + Token(rng, Upper+Digits, 16), Before: "id ", After: " in use"}
 	case "github-token":
-		return Entity{Kind: kind, Category: "github-token", Value: "gh" + string("pousr"[rng.IntN(5)]) + "_" + pick(rng, alnum, 36), Before: "token ", After: " expires"}
+		return Entity{Kind: kind, Category: "github-token", Value: "gh" + string("pousr"[rng.IntN(5)]) + "_" + Token(rng, alnum, 36), Before: "token ", After: " expires"}
 	case "github-pat":
-		return Entity{Kind: kind, Category: "github-token", Value: "github_pat_" + pick(rng, alnum, 22) + "_" + pick(rng, alnum, 59), Before: "token ", After: " expires"}
+		return Entity{Kind: kind, Category: "github-token", Value: "github_pat_" + Token(rng, alnum, 22) + "_" + Token(rng, alnum, 59), Before: "token ", After: " expires"}
 	case "gitlab-token":
-		return Entity{Kind: kind, Category: "gitlab-token", Value: "glpat-" + pick(rng, alnum, 1) + pick(rng, alnum+"-_", 20+rng.IntN(30)), Before: "token ", After: " expires"}
+		return Entity{Kind: kind, Category: "gitlab-token", Value: "glpat-" + Token(rng, alnum, 1) + Token(rng, alnum+"-_", 20+rng.IntN(30)), Before: "token ", After: " expires"}
 	case "slack-token":
-		v := "xox" + string("bpa"[rng.IntN(3)]) + "-" + pick(rng, digits, 10+rng.IntN(3)) + "-" + pick(rng, digits, 12) + "-" + pick(rng, alnum, 24)
+		v := "xox" + string("bpa"[rng.IntN(3)]) + "-" + Token(rng, Digits, 10+rng.IntN(3)) + "-" + Token(rng, Digits, 12) + "-" + Token(rng, alnum, 24)
 		return Entity{Kind: kind, Category: "slack-token", Value: v, Before: "bot ", After: " revoked"}
 	case "openai-key":
 		prefix := []string{"sk-", "sk-proj-", "sk-svcacct-"}[rng.IntN(3)]
-		return Entity{Kind: kind, Category: "openai-key", Value: prefix + pick(rng, b64url, 32+rng.IntN(130)), Before: "key ", After: " rotated"}
+		return Entity{Kind: kind, Category: "openai-key", Value: prefix + Token(rng, b64url, 32+rng.IntN(130)), Before: "key ", After: " rotated"}
 	case "anthropic-key":
-		return Entity{Kind: kind, Category: "anthropic-key", Value: "sk-ant-api03-" + pick(rng, b64url, 32+rng.IntN(80)), Before: "key ", After: " rotated"}
+		return Entity{Kind: kind, Category: "anthropic-key", Value: "sk-ant-api03-" + Token(rng, b64url, 32+rng.IntN(80)), Before: "key ", After: " rotated"}
 	case "private-key":
 		var body strings.Builder
 		for range 1 + rng.IntN(8) {
-			body.WriteString(pick(rng, alnum+"+/", 64))
+			body.WriteString(Token(rng, alnum+"+/", 64))
 			body.WriteByte('\n')
 		}
 		label := []string{"RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY"}[rng.IntN(4)]
@@ -113,7 +103,7 @@ func New(rng *rand.Rand, kind string) Entity {
 		return Entity{Kind: kind, Category: "private-key", Value: v, Before: "key:\n", After: "\nend"}
 	case "jwt":
 		header := "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
-		v := header + "." + "eyJ" + pick(rng, b64url, 20+rng.IntN(120)) + "." + pick(rng, b64url, 43)
+		v := header + "." + "eyJ" + Token(rng, b64url, 20+rng.IntN(120)) + "." + Token(rng, b64url, 43)
 		return Entity{Kind: kind, Category: "jwt", Value: v, Before: "bearer ", After: " sent"}
 	case "generic-secret":
 		key := []string{"password", "api_key", "client_secret", "token", "DB_PASSWORD"}[rng.IntN(5)]
@@ -122,7 +112,7 @@ func New(rng *rand.Rand, kind string) Entity {
 		if strings.HasSuffix(sep, "\"") {
 			after = "\" ok"
 		}
-		return Entity{Kind: kind, Category: "generic-secret", Value: pick(rng, alnum, 1) + pick(rng, alnum+"!#%*", 11+rng.IntN(40)), Before: key + sep, After: after}
+		return Entity{Kind: kind, Category: "generic-secret", Value: Token(rng, alnum, 1) + Token(rng, alnum+"!#%*", 11+rng.IntN(40)), Before: key + sep, After: after}
 	}
 	panic("entities: unknown kind " + kind)
 }
@@ -157,7 +147,7 @@ func card(rng *rand.Rand) string {
 
 // iban returns a German IBAN with valid check digits, in groups of four.
 func iban(rng *rand.Rand) string {
-	bban := pick(rng, digits, 18)
+	bban := Token(rng, Digits, 18)
 	// Check digits: 98 - (BBAN + "DE00" as digits, D=13, E=14) mod 97.
 	num := bban + "131400"
 	rem := 0
