@@ -48,7 +48,7 @@ func Token(rng *rand.Rand, alphabet string, n int) string {
 // Kinds lists the generators by name, in a fixed order.
 var Kinds = []string{"email", "phone", "credit-card", "iban", "us-ssn", "ip-address",
 	"aws-access-key", "github-token", "github-pat", "gitlab-token", "slack-token", "openai-key",
-	"anthropic-key", "private-key", "jwt", "generic-secret"}
+	"anthropic-key", "private-key", "jwt", "generic-secret", "generic-secret-one-case"}
 
 // New returns an entity of the given kind (one of Kinds), with a length drawn from rng.
 func New(rng *rand.Rand, kind string) Entity {
@@ -113,6 +113,13 @@ func New(rng *rand.Rand, kind string) Entity {
 			after = "\" ok"
 		}
 		return Entity{Kind: kind, Category: "generic-secret", Value: Token(rng, alnum, 1) + Token(rng, alnum+"!#%*", 11+rng.IntN(40)), Before: key + sep, After: after}
+	case "generic-secret-one-case":
+		// A generated key or password of one letter case and digits (a .env token, a
+		// database password), 24 to 40 characters.
+		alphabet := []string{Upper + Digits, Lower + Digits}[rng.IntN(2)]
+		key := []string{"API_KEY", "DEPLOY_TOKEN", "password", "secret_key", "DB_PASSWORD"}[rng.IntN(5)]
+		sep := []string{"=", ": ", " = "}[rng.IntN(3)]
+		return Entity{Kind: kind, Category: "generic-secret", Value: Token(rng, alphabet, 24+rng.IntN(17)), Before: key + sep, After: " ok"}
 	}
 	panic("entities: unknown kind " + kind)
 }
