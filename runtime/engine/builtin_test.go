@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
@@ -157,4 +158,60 @@ func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 		})
 	}
+}
+
+// BenchmarkStreamedAnswerBuiltin is the engine's share of one streamed answer as the load
+// harness sends it (test/load): 200 one-word deltas of prose through the three built-in
+// packs on Stream (every 64 characters, hold-back following pending matches) and Output,
+// then Finish; about twenty evaluations run in it. engine-ns/answer is the time spent in
+// the engine's calls for one answer.
+//
+// hot runs the answers back to back, everything in the CPU's caches. In the guard each
+// event arrives to a process that was switched out since the last one: cold evicts the
+// core's L1 and L2 caches (not L3) before every delta, as the provider, the client and the
+// kernel's networking do between two events. Cold is much closer to what the judging costs
+// the guard per stream on the load harness's VM than hot (test/load/README.md).
+func BenchmarkStreamedAnswerBuiltin(b *testing.B) {
+	e, _ := compileDetectors(b, v1alpha1.ActionBlock, 64, nil, v1alpha1.PackPII, v1alpha1.PackSecrets, v1alpha1.PackPromptInjection)
+	words := strings.Fields("Here is a practical plan for your garden. Start with raised beds built from untreated timber, " +
+		"about a metre wide so that children can reach the middle from either side, and leave paths wide enough " +
+		"for a wheelbarrow. Fill the beds with a mix of the existing soil, compost and leaf mould; clay holds " +
+		"nutrients well once it is opened up with organic matter.")
+	deltas := make([]string, 200)
+	for i := range deltas {
+		deltas[i] = " " + words[i%len(words)]
+	}
+	// Twice the L2 of the machines this runs on; L3 keeps it, as it keeps the guard's.
+	evict := make([]byte, 2<<20)
+	run := func(b *testing.B, cold bool) {
+		ctx := context.Background()
+		ch := content.Channel{Kind: content.Text}
+		var spent time.Duration
+		b.ReportAllocs()
+		for b.Loop() {
+			s := e.NewSession(engine.Options{})
+			for _, d := range deltas {
+				if cold {
+					for i := 0; i < len(evict); i += 64 {
+						evict[i]++
+					}
+				}
+				start := time.Now()
+				step, err := s.Delta(ctx, ch, d)
+				spent += time.Since(start)
+				if err != nil || step.Stop != nil {
+					b.Fatal(err, step.Stop)
+				}
+			}
+			start := time.Now()
+			step, err := s.Finish(ctx)
+			spent += time.Since(start)
+			if err != nil || step.Stop != nil {
+				b.Fatal(err, step.Stop)
+			}
+		}
+		b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "engine-ns/answer")
+	}
+	b.Run("hot", func(b *testing.B) { run(b, false) })
+	b.Run("cold", func(b *testing.B) { run(b, true) })
 }

@@ -151,6 +151,66 @@ func TestCPUTimeIsExactWhereTheKernelKeepsIt(t *testing.T) {
 	}
 }
 
+// TestSystemCallsAndWakeUpsAreCounted: a process's read and write system calls come from
+// /proc/<pid>/io and its times on a CPU from its threads' schedstat; the test makes 200 of
+// each kind itself (pipe writes and reads, and sleeps) and finds at least as many counted.
+func TestSystemCallsAndWakeUpsAreCounted(t *testing.T) {
+	before, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.calls < 0 || before.noRun {
+		t.Skip("this kernel counts no system calls per process or keeps no schedstat")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close(); _ = w.Close() }()
+	var b [1]byte
+	for range 100 {
+		if _, err := w.Write(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		// The thread itself sleeps (not only the goroutine): it goes back on a CPU after.
+		if err := syscall.Nanosleep(&syscall.Timespec{Nsec: 100_000}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := after.sub(before)
+	if d.calls < 200 {
+		t.Errorf("200 reads and writes counted as %d system calls", d.calls)
+	}
+	if d.slices < 100 {
+		t.Errorf("100 sleeps counted as %d times on a CPU", d.slices)
+	}
+	if got := callsPer(d, 2); got == "-" {
+		t.Error("callsPer shows nothing for a counted reading")
+	}
+	if got := callsPer(d.sub(cpuTimes{calls: -1}), 2); got != "-" {
+		t.Errorf("callsPer = %q for a difference with an uncounted reading, want -", got)
+	}
+}
+
+func TestParseIOCallsSumsReadsAndWrites(t *testing.T) {
+	io := []byte("rchar: 6976\nwchar: 12\nsyscr: 10\nsyscw: 3\nread_bytes: 0\nwrite_bytes: 0\ncancelled_write_bytes: 0\n")
+	if got := parseIOCalls(io); got != 13 {
+		t.Errorf("parseIOCalls = %d, want 13", got)
+	}
+	for _, bad := range []string{"", "syscr: 10\n", "syscr: x\nsyscw: 1\n"} {
+		if got := parseIOCalls([]byte(bad)); got != -1 {
+			t.Errorf("parseIOCalls(%q) = %d, want -1", bad, got)
+		}
+	}
+}
+
 // rusageCPU is the CPU time the process has used, user and system, as getrusage reports it.
 func rusageCPU(t *testing.T) time.Duration {
 	t.Helper()

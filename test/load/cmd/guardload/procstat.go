@@ -24,6 +24,14 @@ const clockTick = 10 * time.Millisecond
 type cpuTimes struct {
 	user, sys, run time.Duration
 	noRun          bool
+	// calls is the read and write system calls the process made (/proc/<pid>/io syscr and
+	// syscw: read, recv, write, send and their kin, every thread's, exited ones too), or -1
+	// when the kernel does not count them.
+	calls int64
+	// slices is how many times the process's threads were put on a CPU (the third field
+	// of schedstat): each is a thread woken or resumed after a preemption. It counts with
+	// run, and is meaningless when noRun is set.
+	slices int64
 }
 
 func (c cpuTimes) total() time.Duration {
@@ -34,11 +42,19 @@ func (c cpuTimes) total() time.Duration {
 }
 
 func (c cpuTimes) sub(d cpuTimes) cpuTimes {
-	return cpuTimes{c.user - d.user, c.sys - d.sys, c.run - d.run, c.noRun || d.noRun || c.run < d.run}
+	return cpuTimes{c.user - d.user, c.sys - d.sys, c.run - d.run, c.noRun || d.noRun || c.run < d.run, unknownOr(c, d, c.calls-d.calls), c.slices - d.slices}
 }
 
 func (c cpuTimes) add(d cpuTimes) cpuTimes {
-	return cpuTimes{c.user + d.user, c.sys + d.sys, c.run + d.run, c.noRun || d.noRun}
+	return cpuTimes{c.user + d.user, c.sys + d.sys, c.run + d.run, c.noRun || d.noRun, unknownOr(c, d, c.calls+d.calls), c.slices + d.slices}
+}
+
+// unknownOr is n, or -1 when either reading has no system call count.
+func unknownOr(c, d cpuTimes, n int64) int64 {
+	if c.calls < 0 || d.calls < 0 {
+		return -1
+	}
+	return n
 }
 
 // cpuTime returns the CPU time a process has used.
@@ -51,35 +67,69 @@ func cpuTime(pid int) (cpuTimes, error) {
 	if err != nil {
 		return cpuTimes{}, err
 	}
-	c.run, c.noRun = runTime(pid)
+	c.run, c.slices, c.noRun = runTime(pid)
+	c.calls = ioCalls(pid)
 	return c, nil
 }
 
+// ioCalls returns the read and write system calls of a process (syscr + syscw of
+// /proc/<pid>/io), or -1 when they cannot be read.
+func ioCalls(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid)) //nolint:gosec // a pid, not a path
+	if err != nil {
+		return -1
+	}
+	return parseIOCalls(b)
+}
+
+func parseIOCalls(b []byte) int64 {
+	var sum int64
+	found := 0
+	for line := range bytes.Lines(b) {
+		k, v, ok := bytes.Cut(bytes.TrimSpace(line), []byte(":"))
+		if !ok || !bytes.Equal(k, []byte("syscr")) && !bytes.Equal(k, []byte("syscw")) {
+			continue
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+		if err != nil {
+			return -1
+		}
+		sum += n
+		found++
+	}
+	if found != 2 {
+		return -1
+	}
+	return sum
+}
+
 // runTime sums the time on CPU of a process's threads from their schedstat (first field,
-// nanoseconds); missing is true when the kernel does not keep it or a thread went away
+// nanoseconds) and the times they were put on a CPU (third field); missing is true when the kernel does not keep it or a thread went away
 // while it read. A thread that exits takes its time with it, which the Go runtime's threads
 // do not do while a program runs.
-func runTime(pid int) (sum time.Duration, missing bool) {
+func runTime(pid int) (sum time.Duration, slices int64, missing bool) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0, true
+		return 0, 0, true
 	}
 	for _, t := range tasks {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name())) //nolint:gosec // a pid and a task id
 		if err != nil {
-			return 0, true
+			return 0, 0, true
 		}
 		f := bytes.Fields(b)
-		if len(f) == 0 {
-			return 0, true
+		if len(f) < 3 {
+			return 0, 0, true
 		}
-		ns, err := strconv.ParseInt(string(f[0]), 10, 64)
-		if err != nil {
-			return 0, true
+		ns, err1 := strconv.ParseInt(string(f[0]), 10, 64)
+		n, err2 := strconv.ParseInt(string(f[2]), 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, true
 		}
 		sum += time.Duration(ns)
+		slices += n
 	}
-	return sum, false
+	return sum, slices, false
 }
 
 // parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat line. The
@@ -99,7 +149,7 @@ func parseStatCPU(b []byte) (cpuTimes, error) {
 	if err1 != nil || err2 != nil {
 		return cpuTimes{}, fmt.Errorf("unexpected /proc stat line %q", b)
 	}
-	return cpuTimes{user: time.Duration(utime) * clockTick, sys: time.Duration(stime) * clockTick, noRun: true}, nil
+	return cpuTimes{user: time.Duration(utime) * clockTick, sys: time.Duration(stime) * clockTick, noRun: true, calls: -1}, nil
 }
 
 // memory is what /proc/<pid>/status says of a process's resident memory, in bytes.

@@ -176,6 +176,18 @@ func cpuSplit(c cpuTimes, n int) string {
 	return fmt.Sprintf("%.3f (user %.3f + sys %.3f)", per(c.total(), n)*1000, per(c.user, n)*1000, per(c.sys, n)*1000)
 }
 
+// countPer is count per item, or "-" when it was not counted (known is false).
+func countPer(count int64, known bool, n int) string {
+	if !known || n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(count)/float64(n))
+}
+
+// callsPer is the read and write system calls per item; slicesPer the times on a CPU.
+func callsPer(c cpuTimes, n int) string  { return countPer(c.calls, c.calls >= 0, n) }
+func slicesPer(c cpuTimes, n int) string { return countPer(c.slices, !c.noRun, n) }
+
 // per is seconds per item.
 func per(d time.Duration, n int) float64 {
 	if n == 0 {
@@ -275,7 +287,11 @@ func (r *report) print(out io.Writer) {
 	gs, ps := summarizeStreams(r.stream[r.guard]), summarizeStreams(r.stream[r.plain])
 	line("Resources\tguard\t%s", c.plainName())
 	line("CPU s per 1,000 chat requests\t%s\t%s", cpuSplit(g.cpu, g.ok+g.errors), cpuSplit(p.cpu, p.ok+p.errors))
-	line("CPU ms per stream\t%.2f\t%.2f", per(gs.cpu.total(), gs.streams+gs.errors)*1000, per(ps.cpu.total(), ps.streams+ps.errors)*1000)
+	line("CPU ms per stream\t%s\t%s", cpuSplit(gs.cpu, gs.streams+gs.errors), cpuSplit(ps.cpu, ps.streams+ps.errors))
+	line("read and write syscalls per chat request\t%s\t%s", callsPer(g.cpu, g.ok+g.errors), callsPer(p.cpu, p.ok+p.errors))
+	line("read and write syscalls per stream\t%s\t%s", callsPer(gs.cpu, gs.streams+gs.errors), callsPer(ps.cpu, ps.streams+ps.errors))
+	line("times on a CPU (wake-ups) per chat request\t%s\t%s", slicesPer(g.cpu, g.ok+g.errors), slicesPer(p.cpu, p.ok+p.errors))
+	line("times on a CPU (wake-ups) per stream\t%s\t%s", slicesPer(gs.cpu, gs.streams+gs.errors), slicesPer(ps.cpu, ps.streams+ps.errors))
 	// The guard's GC counter covers its chat warm-up too.
 	if n := g.ok + g.errors + int(c.warmup.Seconds()*float64(c.rate)); n > 0 {
 		line("GC cycles per 1,000 chat requests\t%.1f\t", r.chatGC*1000/float64(n))
