@@ -189,6 +189,11 @@ type Session struct {
 	// of its evaluation window.
 	dueBuf  []*guard
 	windows [][]byte
+	// judged backs compose's list of the guards with a result to apply; round and items
+	// are the rounds of stream evaluations and of whole items, kept for their buffers.
+	judged []bool
+	round  cadenceRound
+	items  closureRound
 	// release and scratch back the current step's chunks; reset by every call.
 	release []Chunk
 	scratch []byte

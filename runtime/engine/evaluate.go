@@ -179,45 +179,53 @@ func stops(gd *guard, ev *evaluation) bool {
 	return gd.enforcing() && ev.j.action == policy.ActionBlock
 }
 
+// A round is the evaluations of one compose call. judge evaluates guard gd's share (gd is
+// guards[i] of the call) and keeps the result; it reports whether there is anything to
+// apply. judge runs concurrently for different guards. apply records a kept result and
+// returns a verdict when the content must stop; it runs on the calling goroutine, in order.
+type round interface {
+	judge(ctx context.Context, i int, gd *guard) bool
+	apply(i int, gd *guard) *Verdict
+}
+
 // compose runs one round of evaluations over guards, a run-ordered subset of the engine's
 // (DESIGN.md §4.8): sanitizers one after the other, each judging what the previous ones
-// left, then the others concurrently on the sanitized content. evaluate judges a guard's
-// share and returns a function that applies it, or nil when the guard has nothing to judge;
-// applying records and returns a verdict when the content must stop. The first sanitizer
-// verdict ends the round; among the others, records are applied in key order and a block
-// wins over a failure. When the caller's context ends, the round decides nothing more and
-// returns its error.
-func (s *Session) compose(ctx context.Context, guards []*guard, evaluate func(gd *guard) func() *Verdict) (*Verdict, error) {
+// left, then the others concurrently on the sanitized content. The first sanitizer verdict
+// ends the round; among the others, records are applied in key order and a block wins over
+// a failure. When the caller's context ends, the round decides nothing more and returns its
+// error. A round of one guard allocates nothing here.
+func (s *Session) compose(ctx context.Context, guards []*guard, r round) (*Verdict, error) {
 	n := 0
 	for ; n < len(guards) && guards[n].sanitizer; n++ {
-		apply := evaluate(guards[n])
+		judged := r.judge(ctx, n, guards[n])
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if apply != nil {
-			if v := apply(); v != nil {
+		if judged {
+			if v := r.apply(n, guards[n]); v != nil {
 				return v, nil
 			}
 		}
 	}
-	rest := guards[n:]
-	var applies []func() *Verdict
-	if len(rest) == 1 {
-		// The common single evaluation runs inline, without the concurrency's allocations.
-		applies = []func() *Verdict{evaluate(rest[0])}
+	judged := s.judged[:0]
+	for range guards[n:] {
+		judged = append(judged, false)
+	}
+	s.judged = judged
+	if len(judged) == 1 {
+		judged[0] = r.judge(ctx, n, guards[n])
 	} else {
-		applies = make([]func() *Verdict, len(rest))
-		runAll(rest, func(i int) { applies[i] = evaluate(rest[i]) })
+		runAll(guards[n:], func(i int) { judged[i] = r.judge(ctx, n+i, guards[n+i]) })
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var stop *Verdict
-	for _, apply := range applies {
-		if apply == nil {
+	for i, ok := range judged {
+		if !ok {
 			continue
 		}
-		if v := apply(); v != nil && (stop == nil || stop.Kind == Failed && v.Kind == Blocked) {
+		if v := r.apply(n+i, guards[n+i]); v != nil && (stop == nil || stop.Kind == Failed && v.Kind == Blocked) {
 			stop = v
 		}
 	}
@@ -229,6 +237,12 @@ func (s *Session) compose(ctx context.Context, guards []*guard, evaluate func(gd
 // classifiers do microseconds of CPU work that a goroutine would only slow down, so they
 // run on the calling goroutine while the remote calls are in flight.
 func runAll(guards []*guard, fn func(i int)) {
+	if !slices.ContainsFunc(guards, remote) {
+		for i := range guards {
+			fn(i)
+		}
+		return
+	}
 	var wg *sync.WaitGroup
 	first := -1
 	for i, gd := range guards {

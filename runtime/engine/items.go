@@ -125,7 +125,10 @@ func (s *Session) judgeItems(ctx context.Context, phase policy.Phase, items []*i
 		ev evaluation
 		w  window
 	}
-	return s.compose(ctx, guards, func(gd *guard) func() *Verdict {
+	r := &s.items
+	r.applies = append(r.applies[:0], make([]func() *Verdict, len(guards))...)
+	defer r.clear()
+	r.evaluate = func(gd *guard) func() *Verdict {
 		var rs []result
 		for _, it := range items {
 			if it.dropped || !selects(gd, it) {
@@ -167,7 +170,27 @@ func (s *Session) judgeItems(ctx context.Context, phase policy.Phase, items []*i
 			}
 			return stop
 		}
-	})
+	}
+	return s.compose(ctx, guards, r)
+}
+
+// closureRound is a round whose judge returns the function that applies its result.
+type closureRound struct {
+	evaluate func(gd *guard) func() *Verdict
+	applies  []func() *Verdict
+}
+
+func (r *closureRound) judge(_ context.Context, i int, gd *guard) bool {
+	r.applies[i] = r.evaluate(gd)
+	return r.applies[i] != nil
+}
+
+func (r *closureRound) apply(i int, _ *guard) *Verdict { return r.applies[i]() }
+
+// clear drops what the round refers to.
+func (r *closureRound) clear() {
+	r.evaluate = nil
+	clear(r.applies)
 }
 
 func always(*guard, *item) bool { return true }

@@ -173,38 +173,68 @@ func (s *Session) due(c *channel) []*guard {
 // rewrites held text; Strip drops the text not yet released; on a tool call both act as
 // Block.
 func (s *Session) cadence(ctx context.Context, c *channel, due []*guard, terminal bool) (*Verdict, error) {
-	where := channelLocation(c.id)
-	t := target{tool: c.id.Kind == content.ToolCall}
-	return s.compose(ctx, due, func(gd *guard) func() *Verdict {
-		cu := &c.cur[gd.slot]
-		text, w := c.window(gd, terminal, &s.windows[gd.slot])
-		if blank(text) {
-			cu.settle(w.to)
-			return nil
-		}
-		if !terminal {
-			s.evals[gd.slot]++
-		}
-		ev := evaluate(ctx, gd, classify.Input{Text: text, More: !terminal})
-		ev.partial = terminal && cu.skipped
-		return func() *Verdict {
-			a, v := s.decide(gd, policy.PhaseStream, where, &ev, t)
-			switch {
-			case ev.code != "":
-				// Failed open: the text passes uninspected, nothing is pending.
-				cu.settle(w.to)
-			default:
-				cu.settle(c.t.upstreamPos(&w, ev.open))
-			}
-			switch a {
-			case policy.ActionRedact:
-				c.t.redact(&w, ev.j.spans, gd.c.Categories, c.released)
-			case policy.ActionStrip:
-				c.t.strip(c.released, c.t.total)
-			}
-			return v
-		}
-	})
+	r := &s.round
+	if r.kept == nil {
+		r.kept = make([]cadenceResult, len(s.e.stream))
+	}
+	r.s, r.c, r.terminal = s, c, terminal
+	r.where, r.t = channelLocation(c.id), target{tool: c.id.Kind == content.ToolCall}
+	return s.compose(ctx, due, r)
+}
+
+// cadenceRound is a round of stream evaluations on one channel; kept holds, per stream
+// guard, the evaluation judge made for apply.
+type cadenceRound struct {
+	s        *Session
+	c        *channel
+	terminal bool
+	where    Location
+	t        target
+	kept     []cadenceResult
+}
+
+type cadenceResult struct {
+	ev evaluation
+	w  window
+}
+
+func (r *cadenceRound) judge(ctx context.Context, _ int, gd *guard) bool {
+	s, c := r.s, r.c
+	cu := &c.cur[gd.slot]
+	text, w := c.window(gd, r.terminal, &s.windows[gd.slot])
+	if blank(text) {
+		cu.settle(w.to)
+		return false
+	}
+	if !r.terminal {
+		s.evals[gd.slot]++
+	}
+	k := &r.kept[gd.slot]
+	k.ev, k.w = evaluate(ctx, gd, classify.Input{Text: text, More: !r.terminal}), w
+	k.ev.partial = r.terminal && cu.skipped
+	return true
+}
+
+func (r *cadenceRound) apply(_ int, gd *guard) *Verdict {
+	s, c := r.s, r.c
+	cu := &c.cur[gd.slot]
+	k := &r.kept[gd.slot]
+	a, v := s.decide(gd, policy.PhaseStream, r.where, &k.ev, r.t)
+	switch {
+	case k.ev.code != "":
+		// Failed open: the text passes uninspected, nothing is pending.
+		cu.settle(k.w.to)
+	default:
+		cu.settle(c.t.upstreamPos(&k.w, k.ev.open))
+	}
+	switch a {
+	case policy.ActionRedact:
+		c.t.redact(&k.w, k.ev.j.spans, gd.c.Categories, c.released)
+	case policy.ActionStrip:
+		c.t.strip(c.released, c.t.total)
+	}
+	k.ev = evaluation{} // the findings and spans go with the record
+	return v
 }
 
 // settle moves the settled position forward to p, never past classified.
