@@ -207,10 +207,7 @@ func (s *Session) compose(ctx context.Context, guards []*guard, r round) (*Verdi
 			}
 		}
 	}
-	judged := s.judged[:0]
-	for range guards[n:] {
-		judged = append(judged, false)
-	}
+	judged := append(s.judged[:0], make([]bool, len(guards)-n)...)
 	s.judged = judged
 	if len(judged) == 1 {
 		judged[0] = r.judge(ctx, n, guards[n])
@@ -237,12 +234,6 @@ func (s *Session) compose(ctx context.Context, guards []*guard, r round) (*Verdi
 // classifiers do microseconds of CPU work that a goroutine would only slow down, so they
 // run on the calling goroutine while the remote calls are in flight.
 func runAll(guards []*guard, fn func(i int)) {
-	if !slices.ContainsFunc(guards, remote) {
-		for i := range guards {
-			fn(i)
-		}
-		return
-	}
 	var wg *sync.WaitGroup
 	first := -1
 	for i, gd := range guards {
