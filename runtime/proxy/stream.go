@@ -12,6 +12,14 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
+// streamReadSize is what one read of the upstream's stream asks for, as the plain reverse
+// proxy's copy buffer does. With the SSE reader's 4 KiB default a burst of events that
+// arrived together was read in pieces, each ending inside an event, and the stream was
+// flushed to the client after each piece (see flush). In the load harness 32 KiB took 18%
+// fewer read and write system calls per stream and about 4% less CPU (six A/B runs,
+// test/load; issue 15); the reader's buffer grows only for larger events.
+const streamReadSize = 32 << 10
+
 // streamer drives one streamed response: each upstream event is decoded, fed to the
 // engine, and what the engine releases is encoded and flushed before the next event is
 // read. The client's pace therefore sets the upstream's (TCP back-pressure): the guard
@@ -51,7 +59,7 @@ func (x *exchange) stream(resp *http.Response) {
 	x.w.WriteHeader(http.StatusOK)
 	_ = s.rc.Flush()
 
-	rd := sse.NewReader(resp.Body, 0)
+	rd := sse.NewReaderSize(resp.Body, streamReadSize, 0)
 	s.rd = rd
 	added := x.p.cfg.Telemetry.AddedFor(x.family)
 	// Events are timed on the monotonic clock from here: one clock read at each end of an

@@ -21,6 +21,8 @@ import (
 type Reader struct {
 	src io.Reader
 	max int
+	// initial is the size of the first buffer.
+	initial int
 
 	// buf[r:w] is unconsumed input; every offset below is relative to r, the start of the
 	// item being parsed, so that compaction does not move them.
@@ -53,12 +55,22 @@ type Reader struct {
 	unreadCount int
 }
 
-const initialBufSize = 4096
+// DefaultBufferSize is the size of a Reader's first buffer when none is configured.
+const DefaultBufferSize = 4096
 
 // NewReader returns a Reader of src whose items are at most maxEventSize bytes
-// (DefaultMaxEventSize when maxEventSize <= 0).
+// (DefaultMaxEventSize when maxEventSize <= 0), with a first buffer of DefaultBufferSize.
 func NewReader(src io.Reader, maxEventSize int) *Reader {
-	rd := &Reader{}
+	return NewReaderSize(src, DefaultBufferSize, maxEventSize)
+}
+
+// NewReaderSize is NewReader with a first buffer of size bytes (DefaultBufferSize when
+// smaller; at most the maximum event size and one byte). The buffer is what one read asks
+// of src: a larger one takes a burst of events that arrived together in one read and sees
+// it whole (Ready), where a small one cuts it into several reads and a partial event at the
+// end of each.
+func NewReaderSize(src io.Reader, size, maxEventSize int) *Reader {
+	rd := &Reader{initial: max(size, DefaultBufferSize)}
 	rd.max = maxEventSize
 	if rd.max <= 0 {
 		rd.max = DefaultMaxEventSize
@@ -69,7 +81,7 @@ func NewReader(src io.Reader, maxEventSize int) *Reader {
 
 // Reset makes the Reader read a new stream from src, keeping its buffers and limit.
 func (rd *Reader) Reset(src io.Reader) {
-	*rd = Reader{src: src, max: rd.max, buf: rd.buf[:cap(rd.buf)], data: rd.data[:0]}
+	*rd = Reader{src: src, max: rd.max, initial: rd.initial, buf: rd.buf[:cap(rd.buf)], data: rd.data[:0]}
 	rd.resetBlock()
 }
 
@@ -110,7 +122,7 @@ func (rd *Reader) Next() (Event, error) {
 // fill reads more input, growing the buffer up to the limit.
 func (rd *Reader) fill() {
 	if rd.w == len(rd.buf) {
-		n := max(2*len(rd.buf), initialBufSize)
+		n := max(2*len(rd.buf), rd.initial)
 		n = min(n, rd.max+1)
 		if n <= len(rd.buf) {
 			n = len(rd.buf) + 1
