@@ -181,13 +181,15 @@ func TestReader(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, sizes := range [][]int{nil, {1}, {2, 3}, {7}, {1 << 20}} {
-				got, err := readAll(t, NewReader(&chunked{data: []byte(tc.input), sizes: sizes}, 0))
-				if !errors.Is(err, io.EOF) {
-					t.Fatalf("reads %v: error %v, want EOF", sizes, err)
-				}
-				if !equalItems(got, tc.want, sizes) {
-					t.Fatalf("reads %v:\n got %+v\nwant %+v", sizes, got, tc.want)
+			for _, bufSize := range []int{DefaultBufferSize, 32 << 10} {
+				for _, sizes := range [][]int{nil, {1}, {2, 3}, {7}, {1 << 20}} {
+					got, err := readAll(t, NewReaderSize(&chunked{data: []byte(tc.input), sizes: sizes}, bufSize, 0))
+					if !errors.Is(err, io.EOF) {
+						t.Fatalf("buffer %d, reads %v: error %v, want EOF", bufSize, sizes, err)
+					}
+					if !equalItems(got, tc.want, sizes) {
+						t.Fatalf("buffer %d, reads %v:\n got %+v\nwant %+v", bufSize, sizes, got, tc.want)
+					}
 				}
 			}
 		})
@@ -273,6 +275,15 @@ func TestReaderLimit(t *testing.T) {
 		r := NewReader(io.MultiReader(strings.NewReader("data: "), endless{}), 1024)
 		_, err := r.Next()
 		if !errors.Is(err, ErrEventTooLarge) {
+			t.Fatalf("got %v", err)
+		}
+		if cap(r.buf) > 1025 {
+			t.Fatalf("buffer grew to %d bytes", cap(r.buf))
+		}
+	})
+	t.Run("a first buffer larger than the limit is cut to it", func(t *testing.T) {
+		r := NewReaderSize(io.MultiReader(strings.NewReader("data: "), endless{}), 32<<10, 1024)
+		if _, err := r.Next(); !errors.Is(err, ErrEventTooLarge) {
 			t.Fatalf("got %v", err)
 		}
 		if cap(r.buf) > 1025 {
