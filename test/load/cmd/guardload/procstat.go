@@ -104,9 +104,9 @@ func parseIOCalls(b []byte) int64 {
 }
 
 // runTime sums the time on CPU of a process's threads from their schedstat (first field,
-// nanoseconds) and the times they were put on a CPU (third field); missing is true when the kernel does not keep it or a thread went away
-// while it read. A thread that exits takes its time with it, which the Go runtime's threads
-// do not do while a program runs.
+// nanoseconds) and the times they were put on a CPU (third field); missing is true when
+// the kernel does not keep it or a thread went away while it read. A thread that exits
+// takes its time with it, which the Go runtime's threads do not do while a program runs.
 func runTime(pid int) (sum time.Duration, slices int64, missing bool) {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
