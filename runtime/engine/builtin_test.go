@@ -169,8 +169,9 @@ func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
 // hot runs the answers back to back, everything in the CPU's caches. In the guard each
 // event arrives to a process that was switched out since the last one: cold evicts the
 // core's L1 and L2 caches (not L3) before every delta, as the provider, the client and the
-// kernel's networking do between two events. Cold is much closer to what the judging costs
-// the guard per stream on the load harness's VM than hot (test/load/README.md).
+// kernel's networking do between two events. On this project's 2-core VM cold is about
+// twice hot; in the load harness the Stream phase's judging measured at most 5 to 10% of
+// the guard's CPU per stream (README, Performance).
 func BenchmarkStreamedAnswerBuiltin(b *testing.B) {
 	e, _ := compileDetectors(b, v1alpha1.ActionBlock, 64, nil, v1alpha1.PackPII, v1alpha1.PackSecrets, v1alpha1.PackPromptInjection)
 	words := strings.Fields("Here is a practical plan for your garden. Start with raised beds built from untreated timber, " +
