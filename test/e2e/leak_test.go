@@ -248,3 +248,76 @@ func TestAnInjectionGluedToAWordIsNeverStreamedInPart(t *testing.T) {
 		}
 	}
 }
+
+// From a user's seat: a long streamed answer — 100 KiB and more, longer than the 32 KiB the
+// guard reads from the provider at a time, with one delta of 40 KiB, larger than that — of
+// varying deltas, credentials planted throughout, through the shipped redaction sample and
+// openai-go. What the SDK accumulates is the answer with each credential, and nothing else,
+// replaced by its marker, however the provider's bursts fall on the guard's reads.
+func TestLongStreamedAnswerIsRedactedExactly(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 32))
+	words := strings.Fields("raised beds built from untreated timber are about a metre wide so that children can reach " +
+		"the middle from either side and the paths stay wide enough for a wheelbarrow while compost and leaf mould " +
+		"open up the clay")
+	prose := func(n int) string {
+		var b strings.Builder
+		for b.Len() < n {
+			b.WriteString(words[rng.IntN(len(words))])
+			b.WriteByte(' ')
+		}
+		return b.String()
+	}
+	var reply, want strings.Builder
+	var secrets []string
+	for i := range 6 {
+		p := prose(12_000 + rng.IntN(12_000))
+		reply.WriteString(p)
+		want.WriteString(p)
+		if i == 5 {
+			break
+		}
+		secret := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 24+rng.IntN(17))
+		secrets = append(secrets, secret)
+		reply.WriteString("\nDEPLOY_TOKEN=" + secret + "\n")
+		want.WriteString("\nDEPLOY_TOKEN=[REDACTED:generic-secret]\n")
+	}
+	text := reply.String()
+	var deltas []string
+	for rest := text; len(rest) > 0; {
+		n := 1 + rng.IntN(400)
+		if len(deltas) == 60 {
+			n = 40 << 10
+		}
+		d := entities.Split(rest, n)[0]
+		deltas, rest = append(deltas, d), rest[len(d):]
+	}
+
+	p := newProvider(t)
+	g := startGuard(t, string(sample), upstream(p.URL))
+	oc := openaiClient(g)
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
+	acc, _, err := chatStream(context.Background(), oc, chatParams("how do I lay out the garden?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := acc.Choices[0].Message.Content
+	for _, secret := range secrets {
+		for i := 0; i+8 <= len(secret); i++ {
+			if strings.Contains(got, secret[i:i+8]) {
+				t.Fatalf("%q of a credential reached the client", secret[i:i+8])
+			}
+		}
+	}
+	if got != want.String() {
+		i := 0
+		for i < min(len(got), len(want.String())) && got[i] == want.String()[i] {
+			i++
+		}
+		t.Fatalf("the client received %d bytes, want %d; first difference at %d: got %q, want %q", len(got), want.Len(), i,
+			got[i:min(len(got), i+80)], want.String()[i:min(want.Len(), i+80)])
+	}
+}
