@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
@@ -51,16 +52,53 @@ func (s *streamer) reportHeld() {
 	s.reported = s.held
 }
 
+// streamers keeps the buffers of finished streams for the next ones: the reader's 32 KiB
+// and the event, release and output buffers, which otherwise grow again on every stream.
+var streamers = sync.Pool{New: func() any { return &streamer{rd: sse.NewReaderSize(nil, streamReadSize, 0)} }}
+
+// Buffers that grew past these sizes (a large event, a large release) are not kept: the pool
+// holds what an ordinary stream needs, not the largest one seen.
+const (
+	keptReadSize = streamReadSize
+	keptBufBytes = 64 << 10
+	keptItems    = 256
+)
+
+// newStreamer returns a streamer for x, with a pooled streamer's buffers.
+func newStreamer(x *exchange, body io.Reader) *streamer {
+	s := streamers.Get().(*streamer)
+	*s = streamer{x: x, rc: http.NewResponseController(x.w), st: wire.NewStream(&x.req),
+		rd: s.rd, items: s.items[:0], rel: s.rel[:0], arena: s.arena[:0], ends: s.ends[:0], out: s.out[:0]}
+	s.rd.Reset(body)
+	return s
+}
+
+// release gives s's buffers back to the pool, unless one grew too large; nothing of the
+// stream stays reachable from it.
+func (s *streamer) release() {
+	if s.rd.BufferSize() > keptReadSize || cap(s.arena) > keptBufBytes || cap(s.out) > keptBufBytes ||
+		cap(s.items) > keptItems || cap(s.rel) > keptItems || cap(s.ends) > keptItems {
+		return
+	}
+	s.rd.Reset(nil)
+	clear(s.items[:cap(s.items)])
+	clear(s.rel[:cap(s.rel)])
+	*s = streamer{rd: s.rd, items: s.items[:0], rel: s.rel[:0], arena: s.arena[:0], ends: s.ends[:0], out: s.out[:0]}
+	streamers.Put(s)
+}
+
 func (x *exchange) stream(resp *http.Response) {
-	s := &streamer{x: x, rc: http.NewResponseController(x.w), st: wire.NewStream(&x.req)}
-	defer func() { x.p.cfg.Telemetry.HeldBack(-s.reported) }()
+	s := newStreamer(x, resp.Body)
+	defer func() {
+		x.p.cfg.Telemetry.HeldBack(-s.reported)
+		s.release()
+	}()
 
 	copyHeaders(x.w.Header(), resp.Header)
 	x.w.WriteHeader(http.StatusOK)
 	_ = s.rc.Flush()
 
-	rd := sse.NewReaderSize(resp.Body, streamReadSize, 0)
-	s.rd = rd
+	rd := s.rd
 	added := x.p.cfg.Telemetry.AddedFor(x.family)
 	// Events are timed on the monotonic clock from here: one clock read at each end of an
 	// event instead of Now's two and Since's one.

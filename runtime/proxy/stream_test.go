@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -336,4 +337,78 @@ func startUpstream(t *testing.T, h http.Handler) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestStreamsAfterCutAndGrownStreamsStartClean: streams share their buffers through a pool.
+// A stream cut inside an event (bytes left in the reader), one whose 40 KiB event grew the
+// reader past what the pool keeps, and a blocked one must leave nothing behind: each later
+// stream's client reads exactly its own answer.
+func TestStreamsAfterCutAndGrownStreamsStartClean(t *testing.T) {
+	h := newHarness(t, streamPolicy)
+	const streamBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	long := strings.Repeat("0123456789abcdef", 40<<10/16)
+	answers := []struct {
+		name   string
+		script fakeprovider.Script
+		// want is the client's content; when the stream fails or is blocked, never is what
+		// must not reach the client instead.
+		want, never string
+	}{
+		{"cut inside an event", fakeprovider.Script{Raw: []byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"left`), RawChunks: 2}, "", "left"},
+		{"ordinary", fakeprovider.Reply("all ", "good"), "all good", ""},
+		{"a 40 KiB delta", fakeprovider.Reply("start ", long, " end"), "start " + long + " end", ""},
+		{"blocked", fakeprovider.Reply("about ", "blue", "bird"), "", "blue"},
+		{"ordinary again", fakeprovider.Reply("still ", "good"), "still good", ""},
+		{"one more", fakeprovider.Reply("x"), "x", ""},
+	}
+	for _, a := range answers {
+		h.p.Enqueue(a.script)
+		resp, b := h.post(t, "/v1/chat/completions", streamBody)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", a.name, resp.StatusCode)
+		}
+		got, done := chatContent(t, b)
+		if a.never != "" {
+			if strings.Contains(got, a.never) {
+				t.Errorf("%s: the client got %q", a.name, got)
+			}
+			continue
+		}
+		if got != a.want || !done {
+			t.Errorf("%s: the client got %d bytes (terminated: %v), want exactly the %d of the answer",
+				a.name, len(got), done, len(a.want))
+		}
+	}
+}
+
+// chatContent returns the content of a chat completion stream's deltas, and whether the
+// stream ended with its terminator.
+func chatContent(t *testing.T, b []byte) (string, bool) {
+	t.Helper()
+	var sb strings.Builder
+	done := false
+	for _, ev := range sseEvents(b) {
+		data, ok := strings.CutPrefix(strings.TrimSpace(string(ev)), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+			t.Fatalf("an event that is not JSON: %.80s", data)
+		}
+		for _, c := range chunk.Choices {
+			sb.WriteString(c.Delta.Content)
+		}
+	}
+	return sb.String(), done
 }

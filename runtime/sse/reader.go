@@ -85,6 +85,10 @@ func (rd *Reader) Reset(src io.Reader) {
 	rd.resetBlock()
 }
 
+// BufferSize returns the size of the Reader's buffer: 0 before its first read, more than
+// the first size when an event needed more. A pool of Readers can leave out grown ones.
+func (rd *Reader) BufferSize() int { return cap(rd.buf) }
+
 func (rd *Reader) resetBlock() {
 	rd.pos, rd.runLines, rd.fields = 0, 0, false
 	rd.hasType, rd.hasID, rd.retry, rd.dataLines = false, false, -1, 0
@@ -97,12 +101,6 @@ func (rd *Reader) resetBlock() {
 func (rd *Reader) Next() (Event, error) {
 	if rd.failed != nil {
 		return Event{}, rd.failed
-	}
-	if rd.r > 0 {
-		// Compaction moves the pending bytes to the front: the previous item's slices
-		// become invalid here, as documented.
-		rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
-		rd.r = 0
 	}
 	for {
 		if ev, ok := rd.parse(); ok {
@@ -119,8 +117,15 @@ func (rd *Reader) Next() (Event, error) {
 	}
 }
 
-// fill reads more input, growing the buffer up to the limit.
+// fill reads more input, growing the buffer up to the limit. It first moves the pending
+// bytes to the front (the previous item's slices become invalid here, as documented):
+// once per read, never per item, so that a burst of many events in one buffer is not
+// copied again for every event taken from it.
 func (rd *Reader) fill() {
+	if rd.r > 0 {
+		rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
+		rd.r = 0
+	}
 	if rd.w == len(rd.buf) {
 		n := max(2*len(rd.buf), rd.initial)
 		n = min(n, rd.max+1)

@@ -351,17 +351,22 @@ func BenchmarkReader(b *testing.B) {
 	}
 	in.WriteString(": keep-alive\n\ndata: [DONE]\n\n")
 	data := in.Bytes()
-	src := bytes.NewReader(data)
-	r := NewReader(src, 0)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		src.Reset(data)
-		r.Reset(src)
-		for {
-			if _, err := r.Next(); err != nil {
-				break
+	// The sizes: the default, and the guard's (a burst of ~100 events per read).
+	for _, size := range []int{DefaultBufferSize, 32 << 10} {
+		b.Run(fmt.Sprintf("buffer=%d", size), func(b *testing.B) {
+			src := bytes.NewReader(data)
+			r := NewReaderSize(src, size, 0)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				src.Reset(data)
+				r.Reset(src)
+				for {
+					if _, err := r.Next(); err != nil {
+						break
+					}
+				}
 			}
-		}
+		})
 	}
 }
