@@ -131,7 +131,11 @@ func (x *exchange) stream(resp *http.Response) {
 		done, ok := s.event(ev)
 		s.reportHeld()
 		added.Observe(time.Since(base) - start)
-		if done && ok {
+		if done && ok && (rd.SourceEnded() || s.push()) {
+			// The client's answer is complete with its terminator: unless the upstream's
+			// body has ended already (the usual case; returning from the handler then
+			// flushes the terminator and the body's end in one write), the terminator is
+			// flushed before the drain waits for that end.
 			x.outcome("allowed")
 			x.drain(resp.Body)
 		}
@@ -265,7 +269,15 @@ func (s *streamer) write(b []byte) bool {
 // nothing written waits on the network meanwhile. The stream loop calls it before every
 // read; returning from the handler flushes the rest.
 func (s *streamer) flush() bool {
-	if !s.pending || s.rd.Ready() {
+	if s.rd.Ready() {
+		return true
+	}
+	return s.push()
+}
+
+// push sends what was written now.
+func (s *streamer) push() bool {
+	if !s.pending {
 		return true
 	}
 	s.pending = false
@@ -346,12 +358,8 @@ const usageWait = 500 * time.Millisecond
 // tokens the block cost. Nothing read here reaches the client but the usage; the reason
 // was flushed first, so the client does not wait for it.
 func (s *streamer) awaitUsage() {
-	if s.pending {
-		s.pending = false
-		if err := s.rc.Flush(); err != nil {
-			s.gone()
-			return
-		}
+	if !s.push() {
+		return
 	}
 	t := time.AfterFunc(usageWait, s.x.cancelUpstream)
 	defer t.Stop()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -411,4 +412,57 @@ func chatContent(t *testing.T, b []byte) (string, bool) {
 		}
 	}
 	return sb.String(), done
+}
+
+// TestTerminatorIsNotHeldForTheUpstreamsEnd: the client's stream is complete when its
+// terminator arrives (an SDK stops reading there), so the guard flushes it before reading
+// the rest of the upstream's body. The provider here keeps its body open after [DONE] until
+// the test's client has read [DONE]; a guard that held [DONE] back until the upstream's body
+// ended would only send it when its drain gave up on the provider (drainTimeout) and
+// cancelled it.
+func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
+	clientDone := make(chan struct{})
+	flushed := make(chan time.Time, 1)
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"all good"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		_ = http.NewResponseController(w).Flush()
+		flushed <- time.Now()
+		select {
+		case <-clientDone:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+	up := startUpstream(t, upstream)
+	h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream = up }))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		got = append(got, buf[:n]...)
+		if bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream ended without its terminator (%v): %q", err, got)
+		}
+	}
+	close(clientDone)
+	if d := time.Since(<-flushed); d >= drainTimeout/2 {
+		t.Errorf("the client got [DONE] %v after the provider sent it, with the provider's body still open (the drain gives up after %v)", d, drainTimeout)
+	}
+	if content, _ := chatContent(t, got); content != "all good" {
+		t.Errorf("content %q", content)
+	}
 }

@@ -337,6 +337,10 @@ func (rd *Reader) event(kind Kind, n int) Event {
 
 var lfLF = []byte("\n\n")
 
+// SourceEnded reports whether the source has returned its end (io.EOF or an error): what
+// is buffered is all there is, and nothing is left to wait for.
+func (rd *Reader) SourceEnded() bool { return rd.err != nil }
+
 // Ready reports whether the input already buffered holds a blank line after the current
 // position, that is the end of another event, so that Next will return it without reading
 // from the source. A writer forwarding events can leave its flush to the last event of a

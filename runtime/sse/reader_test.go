@@ -370,3 +370,30 @@ func BenchmarkReader(b *testing.B) {
 		})
 	}
 }
+
+func TestSourceEnded(t *testing.T) {
+	t.Run("a source that returns its end with its last bytes has ended at the last event", func(t *testing.T) {
+		r := NewReader(iotest.DataErrReader(strings.NewReader("data: a\n\ndata: [DONE]\n\n")), 0)
+		for _, want := range []string{"a", "[DONE]"} {
+			ev, err := r.Next()
+			if err != nil || string(ev.Data) != want {
+				t.Fatalf("got %+v %v, want %q", ev, err, want)
+			}
+		}
+		if !r.SourceEnded() {
+			t.Error("SourceEnded is false after the source returned io.EOF")
+		}
+	})
+	t.Run("a source that has not returned its end has not ended", func(t *testing.T) {
+		r := NewReader(strings.NewReader("data: a\n\n"), 0)
+		if ev, err := r.Next(); err != nil || string(ev.Data) != "a" {
+			t.Fatalf("got %+v %v", ev, err)
+		}
+		if r.SourceEnded() {
+			t.Error("SourceEnded is true before the source returned io.EOF")
+		}
+		if _, err := r.Next(); !errors.Is(err, io.EOF) || !r.SourceEnded() {
+			t.Errorf("after the end: %v, SourceEnded %v", err, r.SourceEnded())
+		}
+	})
+}
