@@ -445,7 +445,7 @@ func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var got []byte
 	buf := make([]byte, 4096)
 	for {
