@@ -415,54 +415,88 @@ func chatContent(t *testing.T, b []byte) (string, bool) {
 }
 
 // TestTerminatorIsNotHeldForTheUpstreamsEnd: the client's stream is complete when its
-// terminator arrives (an SDK stops reading there), so the guard flushes it before reading
-// the rest of the upstream's body. The provider here keeps its body open after [DONE] until
-// the test's client has read [DONE]; a guard that held [DONE] back until the upstream's body
-// ended would only send it when its drain gave up on the provider (drainTimeout) and
-// cancelled it.
+// terminator arrives (the SDKs stop reading at [DONE], message_stop, response.completed),
+// so the guard flushes it before reading the rest of the upstream's body. The provider here
+// sends a whole answer (the fake provider's, per family) and then keeps its body open until
+// the test's client has read the terminator; a guard that held the terminator back until
+// the upstream's body ended would only send it when its drain gave up on the provider
+// (drainTimeout) and cancelled it.
 func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
-	clientDone := make(chan struct{})
-	flushed := make(chan time.Time, 1)
-	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"all good"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
-		_ = http.NewResponseController(w).Flush()
-		flushed <- time.Now()
-		select {
-		case <-clientDone:
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	})
-	up := startUpstream(t, upstream)
-	h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream = up }))
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	for _, tc := range []struct{ family, path, body, terminator string }{
+		{"chat/completions", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			"data: [DONE]\n\n"},
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+		{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, "event: response.completed\n"},
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			answer := fakeAnswer(t, tc.path, tc.body, fakeprovider.Reply("all ", "good"))
+			clientDone := make(chan struct{})
+			flushed := make(chan time.Time, 1)
+			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(answer)
+				_ = http.NewResponseController(w).Flush()
+				flushed <- time.Now()
+				select {
+				case <-clientDone:
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
+			})
+			up := startUpstream(t, upstream)
+			h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream, c.AnthropicUpstream = up, up }))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = resp.Body.Close() }()
+			var got []byte
+			buf := make([]byte, 4096)
+			for {
+				n, err := resp.Body.Read(buf)
+				got = append(got, buf[:n]...)
+				if i := bytes.Index(got, []byte(tc.terminator)); i >= 0 && bytes.HasSuffix(got[i:], []byte("\n\n")) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("the stream ended without its terminator (%v): %q", err, got)
+				}
+			}
+			close(clientDone)
+			if d := time.Since(<-flushed); d >= drainTimeout/2 {
+				t.Errorf("the client got the terminator %v after the provider sent it, with the provider's body still open (the drain gives up after %v)", d, drainTimeout)
+			}
+			if !strings.Contains(string(got), "good") {
+				t.Errorf("the answer did not reach the client: %q", got)
+			}
+		})
+	}
+}
+
+// fakeAnswer returns the fake provider's whole streamed answer to a request with script.
+func fakeAnswer(t *testing.T, path, body string, script fakeprovider.Script) []byte {
+	t.Helper()
+	p := fakeprovider.New()
+	t.Cleanup(p.Close)
+	p.Enqueue(script)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := h.srv.Client().Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var got []byte
-	buf := make([]byte, 4096)
-	for {
-		n, err := resp.Body.Read(buf)
-		got = append(got, buf[:n]...)
-		if bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("the stream ended without its terminator (%v): %q", err, got)
-		}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the fake provider answered %d %v", resp.StatusCode, err)
 	}
-	close(clientDone)
-	if d := time.Since(<-flushed); d >= drainTimeout/2 {
-		t.Errorf("the client got [DONE] %v after the provider sent it, with the provider's body still open (the drain gives up after %v)", d, drainTimeout)
-	}
-	if content, _ := chatContent(t, got); content != "all good" {
-		t.Errorf("content %q", content)
-	}
+	return b
 }
