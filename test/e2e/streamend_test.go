@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
+	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
+)
+
+// A provider, or a gateway in front of it, may keep its response body open for a while
+// after the stream's terminator. The guard reads what follows the terminator so that the
+// connection to the provider is reused, but the client's answer must not wait for it:
+// openai-go ends its stream at [DONE], and an Anthropic client has message_stop, as soon
+// as the provider sent them. The provider here replays the fake provider's answer and then
+// holds its body open for ten seconds; the guard gives up draining it after 500 ms, so a
+// guard that held the terminator back would deliver it only then.
+func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer = "Raised beds about a metre wide let children reach the middle from either side."
+	recorded := map[string][]byte{
+		"/v1/chat/completions": recordAnswer(t, "/v1/chat/completions", `{"model":"gpt-e2e","stream":true,"messages":[{"role":"user","content":"hi"}]}`, answer),
+		"/v1/messages":         recordAnswer(t, "/v1/messages", `{"model":"claude-e2e","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, answer),
+	}
+	sent := make(chan time.Time, 1)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(recorded[r.URL.Path])
+		_ = http.NewResponseController(w).Flush()
+		sent <- time.Now()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	t.Cleanup(provider.Close)
+	g := startGuard(t, string(sample), upstream(provider.URL))
+	// Well under the guard's 500 ms drain, far above what a loopback stream takes.
+	const limit = 250 * time.Millisecond
+
+	t.Run("openai-go ends the stream at [DONE]", func(t *testing.T) {
+		acc, _, err := chatStream(testContext(t), openaiClient(g), chatParams("hi"))
+		done := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := done.Sub(<-sent); d >= limit {
+			t.Errorf("the SDK's stream ended %v after the provider sent [DONE] (limit %v)", d, limit)
+		}
+		if got := acc.Choices[0].Message.Content; got != answer {
+			t.Errorf("content %q, want %q", got, answer)
+		}
+	})
+	t.Run("anthropic-sdk-go has message_stop", func(t *testing.T) {
+		ac := anthropicClient(g)
+		stream := ac.Messages.NewStreaming(testContext(t), messageParams("hi"))
+		defer func() { _ = stream.Close() }()
+		var stopped time.Time
+		var text strings.Builder
+		for stream.Next() {
+			ev := stream.Current()
+			if ev.Type == "content_block_delta" {
+				text.WriteString(ev.Delta.Text)
+			}
+			if ev.Type == "message_stop" {
+				stopped = time.Now()
+				break
+			}
+		}
+		if err := stream.Err(); err != nil || stopped.IsZero() {
+			t.Fatalf("no message_stop: %v", err)
+		}
+		if d := stopped.Sub(<-sent); d >= limit {
+			t.Errorf("message_stop came %v after the provider sent it (limit %v)", d, limit)
+		}
+		if text.String() != answer {
+			t.Errorf("text %q, want %q", text.String(), answer)
+		}
+	})
+}
+
+// recordAnswer returns the fake provider's whole streamed answer to body, with text as
+// its deltas word by word.
+func recordAnswer(t *testing.T, path, body, text string) []byte {
+	t.Helper()
+	p := newProvider(t)
+	words := strings.SplitAfter(text, " ")
+	p.Enqueue(fakeprovider.Reply(words...))
+	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, p.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the fake provider answered %d %v", resp.StatusCode, err)
+	}
+	return b
+}
