@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -368,7 +367,10 @@ func TestStreamsAfterCutAndGrownStreamsStartClean(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: status %d", a.name, resp.StatusCode)
 		}
-		got, done := chatContent(t, b)
+		got, done, err := fakeprovider.ChatStreamText(b)
+		if err != nil {
+			t.Fatalf("%s: %v", a.name, err)
+		}
 		if a.never != "" {
 			if strings.Contains(got, a.never) {
 				t.Errorf("%s: the client got %q", a.name, got)
@@ -380,38 +382,6 @@ func TestStreamsAfterCutAndGrownStreamsStartClean(t *testing.T) {
 				a.name, len(got), done, len(a.want))
 		}
 	}
-}
-
-// chatContent returns the content of a chat completion stream's deltas, and whether the
-// stream ended with its terminator.
-func chatContent(t *testing.T, b []byte) (string, bool) {
-	t.Helper()
-	var sb strings.Builder
-	done := false
-	for _, ev := range sseEvents(b) {
-		data, ok := strings.CutPrefix(strings.TrimSpace(string(ev)), "data: ")
-		if !ok {
-			continue
-		}
-		if data == "[DONE]" {
-			done = true
-			continue
-		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			t.Fatalf("an event that is not JSON: %.80s", data)
-		}
-		for _, c := range chunk.Choices {
-			sb.WriteString(c.Delta.Content)
-		}
-	}
-	return sb.String(), done
 }
 
 // TestTerminatorIsNotHeldForTheUpstreamsEnd: the client's stream is complete when its
@@ -430,7 +400,10 @@ func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
 		{"responses", "/v1/responses", `{"model":"m","stream":true,"input":"hi"}`, "event: response.completed\n"},
 	} {
 		t.Run(tc.family, func(t *testing.T) {
-			answer := fakeAnswer(t, tc.path, tc.body, fakeprovider.Reply("all ", "good"))
+			answer, err := fakeprovider.Record(t.Context(), fakeprovider.Reply("all ", "good"), tc.path, tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
 			clientDone := make(chan struct{})
 			flushed := make(chan time.Time, 1)
 			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -476,27 +449,4 @@ func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fakeAnswer returns the fake provider's whole streamed answer to a request with script.
-func fakeAnswer(t *testing.T, path, body string, script fakeprovider.Script) []byte {
-	t.Helper()
-	p := fakeprovider.New()
-	t.Cleanup(p.Close)
-	p.Enqueue(script)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := p.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the fake provider answered %d %v", resp.StatusCode, err)
-	}
-	return b
 }

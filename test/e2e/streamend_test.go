@@ -27,9 +27,16 @@ func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	const answer = "Raised beds about a metre wide let children reach the middle from either side."
-	recorded := map[string][]byte{
-		"/v1/chat/completions": recordAnswer(t, "/v1/chat/completions", `{"model":"gpt-e2e","stream":true,"messages":[{"role":"user","content":"hi"}]}`, answer),
-		"/v1/messages":         recordAnswer(t, "/v1/messages", `{"model":"claude-e2e","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, answer),
+	recorded := map[string][]byte{}
+	for path, body := range map[string]string{
+		"/v1/chat/completions": `{"model":"gpt-e2e","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+		"/v1/messages":         `{"model":"claude-e2e","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+	} {
+		b, err := fakeprovider.Record(testContext(t), fakeprovider.Reply(strings.SplitAfter(answer, " ")...), path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded[path] = b
 	}
 	sent := make(chan time.Time, 1)
 	release := make(chan struct{})
@@ -90,28 +97,4 @@ func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 			t.Errorf("text %q, want %q", text.String(), answer)
 		}
 	})
-}
-
-// recordAnswer returns the fake provider's whole streamed answer to body, with text as
-// its deltas word by word.
-func recordAnswer(t *testing.T, path, body, text string) []byte {
-	t.Helper()
-	p := newProvider(t)
-	words := strings.SplitAfter(text, " ")
-	p.Enqueue(fakeprovider.Reply(words...))
-	req, err := http.NewRequestWithContext(testContext(t), http.MethodPost, p.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := p.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the fake provider answered %d %v", resp.StatusCode, err)
-	}
-	return b
 }

@@ -331,3 +331,25 @@ func TestHandler(t *testing.T) {
 		}
 	})
 }
+
+func TestRecordAndChatStreamText(t *testing.T) {
+	b, err := Record(t.Context(), Reply("one ", "two ", "three"), "/v1/chat/completions",
+		`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, done, err := ChatStreamText(b)
+	if err != nil || text != "one two three" || !done {
+		t.Errorf("got %q (terminated: %v) %v from %q", text, done, err, b)
+	}
+	cut := b[:bytes.LastIndex(b, []byte("data: [DONE]"))]
+	if _, done, _ := ChatStreamText(cut); done {
+		t.Error("a stream without [DONE] reads as terminated")
+	}
+	if _, _, err := ChatStreamText([]byte("data: {\"choices\":[\n\n")); err == nil {
+		t.Error("an event that is not a chat chunk reads without an error")
+	}
+	if _, err := Record(t.Context(), Script{Error: &Error{Status: 429}}, "/v1/chat/completions", `{"model":"m","messages":[]}`); err == nil {
+		t.Error("Record returns an error answer without an error")
+	}
+}

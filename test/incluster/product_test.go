@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
 const (
@@ -332,33 +333,12 @@ func atLeast(n int) func(string) bool {
 // streamedText joins the content deltas of an OpenAI chat completion stream.
 func streamedText(t *testing.T, sse string) string {
 	t.Helper()
-	var b strings.Builder
-	done := false
-	for _, line := range strings.Split(sse, "\n") {
-		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: ")
-		if !ok {
-			continue
-		}
-		if data == "[DONE]" {
-			done = true
-			continue
-		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			t.Fatalf("stream event %q: %v", data, err)
-		}
-		for _, c := range chunk.Choices {
-			b.WriteString(c.Delta.Content)
-		}
+	text, done, err := fakeprovider.ChatStreamText([]byte(sse))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if !done {
 		t.Fatalf("the stream did not end with [DONE]: %q", sse)
 	}
-	return b.String()
+	return text
 }
