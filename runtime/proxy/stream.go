@@ -59,16 +59,15 @@ var streamers = sync.Pool{New: func() any { return &streamer{rd: sse.NewReaderSi
 // Buffers that grew past these sizes (a large event, a large release) are not kept: the pool
 // holds what an ordinary stream needs, not the largest one seen.
 const (
-	keptReadSize = streamReadSize
 	keptBufBytes = 64 << 10
 	keptItems    = 256
 )
 
-// newStreamer returns a streamer for x, with a pooled streamer's buffers.
+// newStreamer returns a streamer for x, with a pooled streamer's buffers (release left the
+// rest of it zero).
 func newStreamer(x *exchange, body io.Reader) *streamer {
 	s := streamers.Get().(*streamer)
-	*s = streamer{x: x, rc: http.NewResponseController(x.w), st: wire.NewStream(&x.req),
-		rd: s.rd, items: s.items[:0], rel: s.rel[:0], arena: s.arena[:0], ends: s.ends[:0], out: s.out[:0]}
+	s.x, s.rc, s.st = x, http.NewResponseController(x.w), wire.NewStream(&x.req)
 	s.rd.Reset(body)
 	return s
 }
@@ -76,7 +75,7 @@ func newStreamer(x *exchange, body io.Reader) *streamer {
 // release gives s's buffers back to the pool, unless one grew too large; nothing of the
 // stream stays reachable from it.
 func (s *streamer) release() {
-	if s.rd.BufferSize() > keptReadSize || cap(s.arena) > keptBufBytes || cap(s.out) > keptBufBytes ||
+	if s.rd.BufferSize() > streamReadSize || cap(s.arena) > keptBufBytes || cap(s.out) > keptBufBytes ||
 		cap(s.items) > keptItems || cap(s.rel) > keptItems || cap(s.ends) > keptItems {
 		return
 	}
