@@ -48,19 +48,31 @@ func ChatStreamText(sse []byte) (text string, terminated bool, err error) {
 			terminated = true
 			continue
 		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
+		t, err := ChatChunkText(data)
+		if err != nil {
+			return b.String(), terminated, err
 		}
-		if err := json.Unmarshal(data, &chunk); err != nil {
-			return b.String(), terminated, fmt.Errorf("a stream event that is not a chat chunk (%w): %.80s", err, data)
-		}
-		for _, c := range chunk.Choices {
-			b.WriteString(c.Delta.Content)
-		}
+		b.WriteString(t)
 	}
 	return b.String(), terminated, nil
+}
+
+// ChatChunkText returns the content of one chat completion chunk (the data of one event),
+// its choices' deltas joined.
+func ChatChunkText(data []byte) (string, error) {
+	var chunk struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(data, &chunk); err != nil {
+		return "", fmt.Errorf("a stream event that is not a chat chunk (%w): %.80s", err, data)
+	}
+	var b strings.Builder
+	for _, c := range chunk.Choices {
+		b.WriteString(c.Delta.Content)
+	}
+	return b.String(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -231,20 +230,12 @@ func readChatStream(r io.Reader, onText func(string)) error {
 		if !ok || data == "[DONE]" {
 			continue
 		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
+		text, err := fakeprovider.ChatChunkText([]byte(data))
+		if err != nil {
+			return err
 		}
-		if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-			return fmt.Errorf("an event that is not a chat chunk: %w", err)
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Delta.Content != "" {
-				onText(ch.Delta.Content)
-			}
+		if text != "" {
+			onText(text)
 		}
 	}
 	return sc.Err()
