@@ -144,6 +144,18 @@ func (h *harness) post(t testing.TB, path, body string, header ...string) (*http
 
 func (h *harness) do(t testing.TB, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
+	resp := h.open(t, method, path, body, header...)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// open sends a request and returns the response with its body still to be read (a stream,
+// read as it arrives); the body is closed when the test ends.
+func (h *harness) open(t testing.TB, method, path, body string, header ...string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +168,8 @@ func (h *harness) do(t testing.TB, method, path, body string, header ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
 }
 
 // counter returns the value of a counter series of the proxy's telemetry, read from its

@@ -291,16 +291,8 @@ func TestBlockedStreamSendsTheReasonBeforeWaitingForUsage(t *testing.T) {
 			})
 			up := startUpstream(t, upstream)
 			h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream = up }))
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+"/v1/chat/completions",
-				strings.NewReader(`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := h.srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = resp.Body.Close() }()
+			resp := h.open(t, http.MethodPost, "/v1/chat/completions",
+				`{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
 			var reasonAt, endAt time.Time
 			var usage bool
 			sc := bufio.NewScanner(resp.Body)
@@ -438,15 +430,7 @@ func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
 			})
 			up := startUpstream(t, upstream)
 			h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream, c.AnthropicUpstream = up, up }))
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, h.srv.URL+tc.path, strings.NewReader(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := h.srv.Client().Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = resp.Body.Close() }()
+			resp := h.open(t, http.MethodPost, tc.path, tc.body)
 			var got []byte
 			buf := make([]byte, 4096)
 			for {
