@@ -26,8 +26,14 @@ type exchange struct {
 	body    []byte
 	// spent is the time the guard itself spent on the request so far (not upstream time).
 	spent time.Duration
-	// cancelUpstream ends the upstream call (forward cancels it on return).
+	// cancelUpstream ends the upstream call (forward cancels it on return, unless the
+	// stream handed the call to a background drain).
 	cancelUpstream context.CancelFunc
+	// detach stops the client's context from cancelling the upstream call; it reports
+	// false when the client has gone already (see drainLater).
+	detach func() bool
+	// drainsLater is set when a background drain owns the upstream's body and call.
+	drainsLater bool
 }
 
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
@@ -136,9 +142,17 @@ func (x *exchange) forward() {
 	if x.f.Anthropic() {
 		base = x.p.cfg.AnthropicUpstream
 	}
-	ctx, cancel := context.WithCancel(x.r.Context())
-	defer cancel()
-	x.cancelUpstream = cancel
+	// The upstream call ends with the client's request, as if its context were the
+	// request's, but a stream can detach it to drain the provider's body after the
+	// client's answer is complete (see drainLater).
+	ctx, cancel := context.WithCancel(context.WithoutCancel(x.r.Context()))
+	x.cancelUpstream, x.detach = cancel, context.AfterFunc(x.r.Context(), cancel)
+	defer func() {
+		if !x.drainsLater {
+			x.detach()
+			cancel()
+		}
+	}()
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, upstreamURL(base, x.r.URL).String(), bytes.NewReader(x.body))
 	if err != nil {
 		x.outcome("failed")
@@ -161,7 +175,11 @@ func (x *exchange) forward() {
 		writeError(x.w, x.f, upstreamUnreachable("the guardrail sidecar could not reach the model provider"))
 		return
 	}
-	defer func() { _ = resp.Body.Close() }()
+	defer func() {
+		if !x.drainsLater {
+			_ = resp.Body.Close()
+		}
+	}()
 
 	x.setWarnings()
 	if resp.StatusCode != http.StatusOK || x.f == wire.FamilyEmbeddings {

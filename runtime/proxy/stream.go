@@ -130,13 +130,19 @@ func (x *exchange) stream(resp *http.Response) {
 		done, ok := s.event(ev)
 		s.reportHeld()
 		added.Observe(time.Since(base) - start)
-		if done && ok && (rd.SourceEnded() || s.push()) {
-			// The client's answer is complete with its terminator: unless the upstream's
-			// body has ended already (the usual case; returning from the handler then
-			// flushes the terminator and the body's end in one write), the terminator is
-			// flushed before the drain waits for that end.
-			x.outcome("allowed")
-			x.drain(resp.Body)
+		if done && ok {
+			// The client's answer is complete with its terminator. Usually the upstream's
+			// body has ended too, and returning from the handler sends the terminator and
+			// the end of the client's body in one write. Otherwise the terminator is
+			// flushed now and the provider's end is awaited in the background, so that
+			// the client's body ends with its answer.
+			if rd.SourceEnded() {
+				x.outcome("allowed")
+				x.drain(resp.Body)
+			} else if s.push() {
+				x.outcome("allowed")
+				x.drainLater(resp.Body)
+			}
 		}
 		if !ok || done {
 			return
@@ -288,10 +294,12 @@ func (s *streamer) push() bool {
 }
 
 // Draining after the terminator: bounded, because an upstream that keeps the connection
-// open after it would otherwise hold the client's response open too.
+// open after it would otherwise hold the connection forever; the client's body waits for
+// the provider's end at most drainWait (see drainLater).
 const (
 	drainBytes   = 64 << 10
 	drainTimeout = 500 * time.Millisecond
+	drainWait    = 50 * time.Millisecond
 )
 
 // drain reads what follows the stream's terminator (normally only the end of the chunked
@@ -301,6 +309,36 @@ func (x *exchange) drain(body io.Reader) {
 	t := time.AfterFunc(drainTimeout, x.cancelUpstream)
 	defer t.Stop()
 	_, _ = io.CopyN(io.Discard, body, drainBytes)
+}
+
+// drainLater drains the upstream's body for a stream whose client has its whole answer
+// but whose provider has not ended its body yet. The handler waits for that end for at
+// most drainWait (a provider's last bytes can travel apart from its terminator; the upstream
+// connection is then back in the pool before the client's next request), then returns: the
+// client's body ends with its answer, also for the SDKs that read a stream to its end (the
+// Anthropic Go and the OpenAI and Anthropic Node SDKs) when the provider keeps its body
+// open, and the drain goes on in the background within drainTimeout. The upstream call is
+// detached from the client's request first, so that a client that closes its connection
+// at the terminator does not cost the upstream connection either; when the client has gone
+// already there is nothing to keep, and forward ends the call as usual.
+func (x *exchange) drainLater(body io.ReadCloser) {
+	if !x.detach() {
+		return
+	}
+	x.drainsLater = true
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		defer x.cancelUpstream()
+		x.drain(body)
+		_ = body.Close()
+	}()
+	t := time.NewTimer(drainWait)
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+	}
 }
 
 // end handles the upstream closing the stream: what the engine still holds is judged

@@ -453,3 +453,98 @@ func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestClientsBodyEndsWhileTheProviderHoldsItsBody: the SDKs that read a stream to the end
+// of its body (the Anthropic Go SDK, the Node SDKs) finish their loop only when the guard
+// ends the client's body. When the provider keeps its body open after the terminator, the
+// guard waits for it at most drainWait and drains the rest in the background: the client
+// is done at once, the upstream connection is reused when the provider ends its body
+// within drainTimeout, also after a client that closed its own connection at the
+// terminator, and it is closed when the provider never ends its body.
+func TestClientsBodyEndsWhileTheProviderHoldsItsBody(t *testing.T) {
+	const streamBody = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+		// toEOF: the client reads its body to the end; otherwise it stops at [DONE] and
+		// closes the body, as openai-go does.
+		toEOF     bool
+		wantConns int
+	}{
+		{"the provider ends its body 300 ms after the terminator", 300 * time.Millisecond, true, 1},
+		{"the client closes at the terminator", 300 * time.Millisecond, false, 1},
+		{"the provider never ends its body", time.Minute, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type held struct {
+				sent  time.Time
+				ended chan struct{}
+			}
+			requests := make(chan held, 1)
+			h := newHarness(t, streamPolicy, upstreamVia(func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					next.ServeHTTP(w, r)
+					_ = http.NewResponseController(w).Flush()
+					hd := held{sent: time.Now(), ended: make(chan struct{})}
+					defer close(hd.ended)
+					requests <- hd
+					select {
+					case <-time.After(tc.hold):
+					case <-r.Context().Done():
+					}
+				})
+			}))
+			for round := range 3 {
+				h.p.Enqueue(fakeprovider.Reply("all ", "good"))
+				resp := h.open(t, http.MethodPost, "/v1/chat/completions", streamBody)
+				var b []byte
+				var err error
+				if tc.toEOF {
+					b, err = io.ReadAll(resp.Body)
+				} else {
+					b, err = readThrough(resp.Body, "data: [DONE]\n\n")
+					_ = resp.Body.Close()
+				}
+				done := time.Now()
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				hd := <-requests
+				if got, terminated, err := fakeprovider.ChatStreamText(b); err != nil || got != "all good" || !terminated {
+					t.Fatalf("round %d: the client got %q (terminated: %v, %v)", round, got, terminated, err)
+				}
+				if d := done.Sub(hd.sent); d >= drainWait+100*time.Millisecond {
+					t.Errorf("round %d: the client's body ended %v after the provider's terminator (the guard waits for the provider at most %v)", round, d, drainWait)
+				}
+				// The drain ends the upstream call in the background: with the provider's
+				// end, or by closing the connection after drainTimeout.
+				select {
+				case <-hd.ended:
+				case <-time.After(drainTimeout + 5*time.Second):
+					t.Fatalf("round %d: the upstream call was still open %v after the terminator", round, drainTimeout+5*time.Second)
+				}
+				// The drained connection is back in the pool a moment after the provider's end.
+				time.Sleep(100 * time.Millisecond)
+			}
+			if n := h.upstreamConns.count(); n != tc.wantConns {
+				t.Errorf("3 sequential streams opened %d upstream connections, want %d", n, tc.wantConns)
+			}
+		})
+	}
+}
+
+// readThrough reads r until it has read marker, and returns what it read.
+func readThrough(r io.Reader, marker string) ([]byte, error) {
+	var got []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if bytes.Contains(got, []byte(marker)) {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+}

@@ -20,7 +20,10 @@ import (
 // openai-go ends its stream at [DONE], and an Anthropic client has message_stop, as soon
 // as the provider sent them. The provider here replays the fake provider's answer and then
 // holds its body open for ten seconds; the guard gives up draining it after 500 ms, so a
-// guard that held the terminator back would deliver it only then.
+// guard that held the terminator back would deliver it only then. anthropic-sdk-go reads
+// the stream to the end of the body: a loop without a break ends only when the guard ends
+// the client's body, which it does at most 50 ms after the terminator, draining the
+// provider's body in the background.
 func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
 	if err != nil {
@@ -95,6 +98,22 @@ func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 		}
 		if text.String() != answer {
 			t.Errorf("text %q, want %q", text.String(), answer)
+		}
+	})
+	t.Run("anthropic-sdk-go's loop ends with the answer", func(t *testing.T) {
+		ac := anthropicClient(g)
+		stream := ac.Messages.NewStreaming(testContext(t), messageParams("hi"))
+		defer func() { _ = stream.Close() }()
+		var last string
+		for stream.Next() {
+			last = string(stream.Current().Type)
+		}
+		ended := time.Now()
+		if err := stream.Err(); err != nil || last != "message_stop" {
+			t.Fatalf("the stream ended with %q: %v", last, err)
+		}
+		if d := ended.Sub(<-sent); d >= limit {
+			t.Errorf("the SDK's loop ended %v after the provider sent message_stop (limit %v)", d, limit)
 		}
 	})
 }
