@@ -431,17 +431,9 @@ func TestTerminatorIsNotHeldForTheUpstreamsEnd(t *testing.T) {
 			up := startUpstream(t, upstream)
 			h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.OpenAIUpstream, c.AnthropicUpstream = up, up }))
 			resp := h.open(t, http.MethodPost, tc.path, tc.body)
-			var got []byte
-			buf := make([]byte, 4096)
-			for {
-				n, err := resp.Body.Read(buf)
-				got = append(got, buf[:n]...)
-				if i := bytes.Index(got, []byte(tc.terminator)); i >= 0 && bytes.HasSuffix(got[i:], []byte("\n\n")) {
-					break
-				}
-				if err != nil {
-					t.Fatalf("the stream ended without its terminator (%v): %q", err, got)
-				}
+			got, err := readThrough(resp.Body, tc.terminator)
+			if err != nil {
+				t.Fatalf("the stream ended without its terminator (%v): %q", err, got)
 			}
 			close(clientDone)
 			if d := time.Since(<-flushed); d >= drainTimeout/2 {
@@ -533,14 +525,15 @@ func TestClientsBodyEndsWhileTheProviderHoldsItsBody(t *testing.T) {
 	}
 }
 
-// readThrough reads r until it has read marker, and returns what it read.
+// readThrough reads a stream until the event that begins with marker has ended (its blank
+// line), and returns what it read.
 func readThrough(r io.Reader, marker string) ([]byte, error) {
 	var got []byte
 	buf := make([]byte, 4096)
 	for {
 		n, err := r.Read(buf)
 		got = append(got, buf[:n]...)
-		if bytes.Contains(got, []byte(marker)) {
+		if i := bytes.Index(got, []byte(marker)); i >= 0 && bytes.Contains(got[i:], []byte("\n\n")) {
 			return got, nil
 		}
 		if err != nil {
