@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -138,7 +139,7 @@ func (x *exchange) stream(resp *http.Response) {
 			// the client's body ends with its answer.
 			if rd.SourceEnded() {
 				x.outcome("allowed")
-				x.drain(resp.Body)
+				drain(resp.Body, x.cancelUpstream)
 			} else if s.push() {
 				x.outcome("allowed")
 				x.drainLater(resp.Body)
@@ -305,8 +306,8 @@ const (
 // drain reads what follows the stream's terminator (normally only the end of the chunked
 // body) so that the upstream connection goes back to the pool instead of being closed: a
 // closed one costs the next call a new TCP and TLS handshake to the provider.
-func (x *exchange) drain(body io.Reader) {
-	t := time.AfterFunc(drainTimeout, x.cancelUpstream)
+func drain(body io.Reader, cancel context.CancelFunc) {
+	t := time.AfterFunc(drainTimeout, cancel)
 	defer t.Stop()
 	_, _ = io.CopyN(io.Discard, body, drainBytes)
 }
@@ -326,11 +327,13 @@ func (x *exchange) drainLater(body io.ReadCloser) {
 		return
 	}
 	x.drainsLater = true
-	drained := make(chan struct{})
+	// The drain holds the body and the call's cancel, not the exchange: nothing of the
+	// request or its answer stays reachable from it.
+	cancel, drained := x.cancelUpstream, make(chan struct{})
 	go func() {
 		defer close(drained)
-		defer x.cancelUpstream()
-		x.drain(body)
+		defer cancel()
+		drain(body, cancel)
 		_ = body.Close()
 	}()
 	t := time.NewTimer(drainWait)
