@@ -30,7 +30,7 @@ type exchange struct {
 	// stream handed the call to a background drain).
 	cancelUpstream context.CancelFunc
 	// detach stops the client's context from cancelling the upstream call; it reports
-	// false when the client has gone already (see drainLater).
+	// false when the client has gone already (see stream).
 	detach func() bool
 	// drainsLater is set when a background drain owns the upstream's body and call.
 	drainsLater bool

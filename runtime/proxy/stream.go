@@ -133,16 +133,22 @@ func (x *exchange) stream(resp *http.Response) {
 		added.Observe(time.Since(base) - start)
 		if done && ok {
 			// The client's answer is complete with its terminator. Usually the upstream's
-			// body has ended too, and returning from the handler sends the terminator and
-			// the end of the client's body in one write. Otherwise the terminator is
-			// flushed now and the provider's end is awaited in the background, so that
-			// the client's body ends with its answer.
+			// body has ended too (its connection is back in the pool), and returning from
+			// the handler sends the terminator and the end of the client's body in one
+			// write. Otherwise the terminator is flushed now and the provider's end is
+			// awaited in the background, so that the client's body ends with its answer.
 			if rd.SourceEnded() {
 				x.outcome("allowed")
-				drain(resp.Body, x.cancelUpstream)
-			} else if s.push() {
-				x.outcome("allowed")
-				x.drainLater(resp.Body)
+			} else {
+				// Detached before the flush: a client that closes its connection as soon
+				// as it has the terminator must not cancel the drain.
+				detached := x.detach()
+				if s.push() {
+					x.outcome("allowed")
+				}
+				if detached {
+					x.drainLater(resp.Body)
+				}
 			}
 		}
 		if !ok || done {
@@ -318,14 +324,10 @@ func drain(body io.Reader, cancel context.CancelFunc) {
 // connection is then back in the pool before the client's next request), then returns: the
 // client's body ends with its answer, also for the SDKs that read a stream to its end (the
 // Anthropic Go and the OpenAI and Anthropic Node SDKs) when the provider keeps its body
-// open, and the drain goes on in the background within drainTimeout. The upstream call is
-// detached from the client's request first, so that a client that closes its connection
-// at the terminator does not cost the upstream connection either; when the client has gone
-// already there is nothing to keep, and forward ends the call as usual.
+// open, and the drain goes on in the background within drainTimeout. The caller has
+// detached the upstream call from the client's request, so that a client that closes its
+// connection at the terminator does not cost the upstream connection either.
 func (x *exchange) drainLater(body io.ReadCloser) {
-	if !x.detach() {
-		return
-	}
 	x.drainsLater = true
 	// The drain holds the body and the call's cancel, not the exchange: nothing of the
 	// request or its answer stays reachable from it.
