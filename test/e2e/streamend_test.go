@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +118,63 @@ func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 			t.Errorf("the SDK's loop ended %v after the provider sent message_stop (limit %v)", d, limit)
 		}
 	})
+}
+
+// TestOpenAIGoStreamsKeepTheProvidersConnection: openai-go stops at [DONE] and closes the
+// stream, which closes its connection to the guard while the provider here still holds
+// its body for 200 ms. The guard must still read the provider's body to its end so that
+// the connection to the provider serves the next stream: three streams in a row, one
+// connection to the provider (a new one costs a TCP and TLS handshake to a real provider).
+func TestOpenAIGoStreamsKeepTheProvidersConnection(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const answer = "Water the beds early in the morning so the leaves dry before noon."
+	recorded, err := fakeprovider.Record(testContext(t), fakeprovider.Reply(strings.SplitAfter(answer, " ")...), "/v1/chat/completions",
+		`{"model":"gpt-e2e","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{}, 3)
+	provider := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { ended <- struct{}{} }()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(recorded)
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	var mu sync.Mutex
+	conns := 0
+	provider.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	provider.Start()
+	t.Cleanup(provider.Close)
+	g := startGuard(t, string(sample), upstream(provider.URL))
+	for i := range 3 {
+		acc, _, err := chatStream(testContext(t), openaiClient(g), chatParams("hi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := acc.Choices[0].Message.Content; got != answer {
+			t.Fatalf("stream %d: content %q, want %q", i, got, answer)
+		}
+		// The provider's body ends; the guard's drain then puts the connection back.
+		<-ended
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Errorf("three openai-go streams opened %d connections to the provider, want 1", conns)
+	}
 }
