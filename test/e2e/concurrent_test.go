@@ -3,15 +3,12 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/test/entities"
-	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -23,10 +20,7 @@ import (
 // the guard does not keep). Each client must read exactly its own answer with its own
 // credential replaced: no byte of another conversation, no credential, nothing lost.
 func TestConcurrentStreamsEachGetTheirOwnAnswer(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	words := strings.Fields("the tomatoes on the south wall ripen a fortnight before the ones by the shed " +
 		"because the brick keeps the warmth of the afternoon well into the evening")
 	// conversation n's answer, the credential in it, and what the client must read.
@@ -65,7 +59,7 @@ func TestConcurrentStreamsEachGetTheirOwnAnswer(t *testing.T) {
 		return fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}}
 	}))
 	t.Cleanup(p.Close)
-	g := startGuard(t, string(sample), upstream(p.URL))
+	g := startGuard(t, sample, upstream(p.URL))
 	oc := openaiClient(g)
 
 	const clients, each = 8, 6

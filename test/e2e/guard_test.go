@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
 // waitTimeout bounds every event-driven wait of the suite: generous, because the machine
@@ -284,4 +286,14 @@ func errAs[T error](err error) (T, bool) {
 	var target T
 	ok := errors.As(err, &target)
 	return target, ok
+}
+
+// samplePolicy returns one of the policy files users start from (config/samples).
+func samplePolicy(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

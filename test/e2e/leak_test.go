@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,7 +11,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/test/entities"
-	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -85,17 +82,14 @@ func TestStreamsNeverReleaseAnEntityInPart(t *testing.T) {
 // model could write: a config snippet holding a key, an address with an apostrophe and a
 // PEM block, streamed in 3-byte deltas. openai-go accumulates no 8 bytes of any of them.
 func TestShippedRedactionSampleStreamsNoSecret(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	key := "sk-proj-" + strings.Repeat("Zq8", 15) + "T2xYw9"
 	body := strings.Repeat("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", 3)
 	secrets := []string{key, "siobhan.o'brien@example.ie", body}
 	reply := "Put this in your .env:\n\nOPENAI_API_KEY=" + key + "\nCONTACT=siobhan.o'brien@example.ie\n\n" +
 		"and the key file:\n-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\nDone."
 	p := newProvider(t)
-	g := startGuard(t, string(sample), upstream(p.URL))
+	g := startGuard(t, sample, upstream(p.URL))
 	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(entities.Split(reply, 3)...)}}})
 	acc, _, err := chatStream(context.Background(), openaiClient(g), chatParams("how do I configure it?"))
 	if err != nil {
@@ -120,10 +114,7 @@ func TestShippedRedactionSampleStreamsNoSecret(t *testing.T) {
 // YAML file, streamed in 5-byte deltas and not streamed. openai-go receives no 8 bytes of any
 // of them. Before isOneCaseDraw the capitals-and-digits token went through whole.
 func TestOneCaseCredentialsAreRedacted(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	rng := rand.New(rand.NewPCG(1, 15))
 	token := entities.Token(rng, entities.Upper+entities.Digits, 32)
 	password := entities.Token(rng, entities.Lower+entities.Digits, 24)
@@ -132,7 +123,7 @@ func TestOneCaseCredentialsAreRedacted(t *testing.T) {
 		"and in config.yaml:\n\ndatabase:\n  host: db.internal\n  password: " + password +
 		"\ntwo_factor:\n  totp_secret: " + seed + "\n\nRestart the worker after saving."
 	p := newProvider(t)
-	g := startGuard(t, string(sample), upstream(p.URL))
+	g := startGuard(t, sample, upstream(p.URL))
 	oc := openaiClient(g)
 	ctx := context.Background()
 	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
@@ -165,13 +156,10 @@ func TestOneCaseCredentialsAreRedacted(t *testing.T) {
 // block keeps before its reason — streamed, or now also not streamed — is the redacted text:
 // keeping it must never bring the address back, on any API, through the official SDKs.
 func TestTextKeptBeforeABlockedToolCallStaysRedacted(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	const address = "siobhan.o'brien@example.ie"
 	p := newProvider(t)
-	g := startGuard(t, string(sample)+"\n---\n"+noRm(t), upstream(p.URL))
+	g := startGuard(t, sample+"\n---\n"+noRm(t), upstream(p.URL))
 	script := func() fakeprovider.Script {
 		ds := fakeprovider.Texts(entities.Split("I will mail "+address+" when done. Cleaning up.", 3)...)
 		ds = append(ds, fakeprovider.ToolCall("call_1", "shell"), fakeprovider.ToolArgs(`{"command":"rm -rf /"}`))
@@ -255,10 +243,7 @@ func TestAnInjectionGluedToAWordIsNeverStreamedInPart(t *testing.T) {
 // openai-go. What the SDK accumulates is the answer with each credential, and nothing else,
 // replaced by its marker, however the provider's bursts fall on the guard's reads.
 func TestLongStreamedAnswerIsRedactedExactly(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	rng := rand.New(rand.NewPCG(7, 32))
 	words := strings.Fields("raised beds built from untreated timber are about a metre wide so that children can reach " +
 		"the middle from either side and the paths stay wide enough for a wheelbarrow while compost and leaf mould " +
@@ -297,7 +282,7 @@ func TestLongStreamedAnswerIsRedactedExactly(t *testing.T) {
 	}
 
 	p := newProvider(t)
-	g := startGuard(t, string(sample), upstream(p.URL))
+	g := startGuard(t, sample, upstream(p.URL))
 	oc := openaiClient(g)
 	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
 	acc, _, err := chatStream(context.Background(), oc, chatParams("how do I lay out the garden?"))

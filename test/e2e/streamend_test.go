@@ -5,14 +5,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -27,10 +24,7 @@ import (
 // the client's body, which it does at most 50 ms after the terminator, draining the
 // provider's body in the background.
 func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	const answer = "Raised beds about a metre wide let children reach the middle from either side."
 	recorded := map[string][]byte{}
 	for path, body := range map[string]string{
@@ -59,7 +53,7 @@ func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 		}
 	}))
 	t.Cleanup(provider.Close)
-	g := startGuard(t, string(sample), upstream(provider.URL))
+	g := startGuard(t, sample, upstream(provider.URL))
 	// Well under the guard's 500 ms drain, far above what a loopback stream takes.
 	const limit = 250 * time.Millisecond
 
@@ -126,10 +120,7 @@ func TestStreamEndsAtItsTerminatorWhileTheProviderHoldsItsBody(t *testing.T) {
 // the connection to the provider serves the next stream: three streams in a row, one
 // connection to the provider (a new one costs a TCP and TLS handshake to a real provider).
 func TestOpenAIGoStreamsKeepTheProvidersConnection(t *testing.T) {
-	sample, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "pii-secrets-redaction.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	const answer = "Water the beds early in the morning so the leaves dry before noon."
 	recorded, err := fakeprovider.Record(testContext(t), fakeprovider.Reply(strings.SplitAfter(answer, " ")...), "/v1/chat/completions",
 		`{"model":"gpt-e2e","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
@@ -159,7 +150,7 @@ func TestOpenAIGoStreamsKeepTheProvidersConnection(t *testing.T) {
 	}
 	provider.Start()
 	t.Cleanup(provider.Close)
-	g := startGuard(t, string(sample), upstream(provider.URL))
+	g := startGuard(t, sample, upstream(provider.URL))
 	for i := range 3 {
 		acc, _, err := chatStream(testContext(t), openaiClient(g), chatParams("hi"))
 		if err != nil {
