@@ -456,6 +456,7 @@ type ClassifierStatus struct {
 type ClassifierCallStats struct {
 	// total calls reported.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Total int64 `json:"total,omitempty"`
 
 	// latencyP50 and latencyP99 of calls over the last reporting window.
@@ -473,6 +474,8 @@ type ClassifierCallStats struct {
 
 	// errors by code (CLASSIFIER_FAILED, TIMEOUT, INVALID_ANSWER, UNSUPPORTED), cumulative.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="error counts are never negative"
 	Errors map[string]int64 `json:"errors,omitempty"`
 }
 

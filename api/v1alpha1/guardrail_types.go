@@ -389,30 +389,41 @@ type EnforcementStatus struct {
 // DecisionCounts are cumulative decision counts by outcome and by category.
 type DecisionCounts struct {
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Allowed int64 `json:"allowed,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Warned int64 `json:"warned,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Stripped int64 `json:"stripped,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Redacted int64 `json:"redacted,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
 	// failed counts evaluation failures under failurePolicy Closed.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Failed int64 `json:"failed,omitempty"`
 	// notInspected counts content passed without inspection (failurePolicy Open,
 	// unsupported Allow, or past maxEvaluations).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	NotInspected int64 `json:"notInspected,omitempty"`
 	// wouldWarn, wouldStrip, wouldRedact and wouldBlock count what Report mode would have done.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	WouldWarn int64 `json:"wouldWarn,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	WouldStrip int64 `json:"wouldStrip,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	WouldRedact int64 `json:"wouldRedact,omitempty"`
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	WouldBlock int64 `json:"wouldBlock,omitempty"`
 	// categories counts matches by category id or rule name.
 	// +optional
@@ -427,6 +438,7 @@ type CategoryCount struct {
 	// name of the category or rule.
 	Name string `json:"name"`
 	// matches counted.
+	// +kubebuilder:validation:Minimum=0
 	Matches int64 `json:"matches"`
 }
 

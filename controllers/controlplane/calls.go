@@ -72,12 +72,12 @@ func addCalls(st *v1alpha1.ClassifierStatus, d *callDelta) {
 		st.Calls = &v1alpha1.ClassifierCallStats{}
 	}
 	c := st.Calls
-	c.Total += d.calls
+	c.Total = satAdd(c.Total, d.calls)
 	for code, n := range d.errors {
 		if c.Errors == nil {
 			c.Errors = map[string]int64{}
 		}
-		c.Errors[code] += n
+		c.Errors[code] = satAdd(c.Errors[code], n)
 	}
 	if p50, ok := percentile(d.latency, 0.50); ok {
 		c.LatencyP50 = &metav1.Duration{Duration: p50}
@@ -92,7 +92,7 @@ func addCalls(st *v1alpha1.ClassifierStatus, d *callDelta) {
 func percentile(latency []int64, q float64) (time.Duration, bool) {
 	var total int64
 	for _, n := range latency {
-		total += n
+		total = satAdd(total, n)
 	}
 	if total == 0 {
 		return 0, false
@@ -100,7 +100,7 @@ func percentile(latency []int64, q float64) (time.Duration, bool) {
 	rank := int64(q*float64(total) + 0.999999)
 	var seen int64
 	for i, n := range latency {
-		seen += n
+		seen = satAdd(seen, n)
 		if seen >= rank {
 			i = min(i, len(cp.LatencyBucketsMs)-1)
 			return time.Duration(cp.LatencyBucketsMs[i]) * time.Millisecond, true

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +26,11 @@ const maxClaimBytes = 96 << 10
 // claimed is the content of cp.AnnotationDecisions: the cumulative counts of one
 // incarnation that have been counted.
 type claimed struct {
-	Incarnation string                  `json:"incarnation"`
-	Started     int64                   `json:"started"`
+	Incarnation string `json:"incarnation"`
+	Started     int64  `json:"started"`
+	// Counted is when (Unix ms, the manager's clock) the last batch was claimed: what the
+	// next batch may add is bounded by the time since (plausible).
+	Counted     int64                   `json:"counted,omitempty"`
 	Guardrails  []cp.GuardrailDecisions `json:"guardrails,omitempty"`
 	Classifiers []cp.ClassifierCalls    `json:"classifiers,omitempty"`
 }
@@ -48,19 +52,28 @@ type callDelta struct {
 }
 
 func (d *callDelta) add(o *callDelta) {
-	d.calls += o.calls
+	d.calls = satAdd(d.calls, o.calls)
 	for k, v := range o.errors {
 		if d.errors == nil {
 			d.errors = map[string]int64{}
 		}
-		d.errors[k] += v
+		d.errors[k] = satAdd(d.errors[k], v)
 	}
 	if len(d.latency) < len(o.latency) {
 		d.latency = append(d.latency, make([]int64, len(o.latency)-len(d.latency))...)
 	}
 	for i, v := range o.latency {
-		d.latency[i] += v
+		d.latency[i] = satAdd(d.latency[i], v)
 	}
+}
+
+// satAdd adds two counts, neither negative (validateBatch refuses those), and stays at
+// math.MaxInt64 rather than wrapping: a counter in status never turns negative.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // errStaleIncarnation: a batch of an incarnation older than the one already counted (a
@@ -87,13 +100,13 @@ func (d *delta) empty() bool { return len(d.outcomes) == 0 && len(d.matches) == 
 // add merges o into d.
 func (d *delta) add(o *delta) {
 	for k, v := range o.outcomes {
-		d.outcomes[k] += v
+		d.outcomes[k] = satAdd(d.outcomes[k], v)
 	}
 	for k, v := range o.detail {
-		d.detail[k] += v
+		d.detail[k] = satAdd(d.detail[k], v)
 	}
 	for k, v := range o.matches {
-		d.matches[k] += v
+		d.matches[k] = satAdd(d.matches[k], v)
 	}
 	if o.last.After(d.last) {
 		d.last = o.last
@@ -110,10 +123,35 @@ func parseClaim(s string) (claimed, error) {
 	return c, err
 }
 
+// Plausibility (issue: a pod that is not a guard, or a guard's token in other hands,
+// must not be able to make the counters say anything): a batch adds at most what one
+// guard can decide in the time since its last counted batch.
+const (
+	// maxDecisionsPerSecond is far above what one guard serves (a guard saturates one
+	// core at a few thousand requests a second, each judged in up to five phases).
+	maxDecisionsPerSecond = 50_000
+	// decisionsBurst is what any batch may add whatever the time since the last.
+	decisionsBurst = 100_000
+	// maxElapsed bounds the time a batch may account for: a guard that could not report
+	// for longer (the manager down for a day) loses nothing more than its plausibility.
+	maxElapsed = 24 * time.Hour
+	// maxClockSkew is how far in the future a guard's start may lie.
+	maxClockSkew = 5 * time.Minute
+)
+
+// errImplausible: a batch adds more than one guard can have decided since its last one.
+var errImplausible = errors.New("the batch adds more decisions than one guard can make in the time since its last batch")
+
 // claim returns what req adds to prev, per Guardrail name (the namespace is the pod's),
-// and the claim to record. Per key the new claim is max(prev, req): a batch older than
-// one already counted (reordered, or resent late) adds nothing and lowers nothing.
-func claim(prev claimed, req *cp.DecisionsRequest) (batchDelta, claimed, error) {
+// and the claim to record, counted at now. Per key the new claim is max(prev, req): a
+// batch older than one already counted (reordered, or resent late) adds nothing and
+// lowers nothing. A batch whose additions exceed what a guard can decide since its last
+// counted batch (or since it started) is refused with errImplausible, and nothing of it
+// is counted.
+func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, claimed, error) {
+	if time.UnixMilli(req.Started).After(now.Add(maxClockSkew)) {
+		return batchDelta{}, prev, errImplausible
+	}
 	if prev.Incarnation != req.Incarnation {
 		if prev.Incarnation != "" && prev.Started > req.Started {
 			return batchDelta{}, prev, errStaleIncarnation
@@ -122,7 +160,12 @@ func claim(prev claimed, req *cp.DecisionsRequest) (batchDelta, claimed, error) 
 		// or is lost with it.
 		prev = claimed{}
 	}
-	next := claimed{Incarnation: req.Incarnation, Started: req.Started}
+	since := time.UnixMilli(req.Started)
+	if prev.Counted > 0 {
+		since = time.UnixMilli(prev.Counted)
+	}
+	limit := plausibleLimit(now.Sub(since))
+	next := claimed{Incarnation: req.Incarnation, Started: req.Started, Counted: now.UnixMilli()}
 	old := map[string]*cp.GuardrailDecisions{}
 	for i := range prev.Guardrails {
 		old[prev.Guardrails[i].Guardrail] = &prev.Guardrails[i]
@@ -167,7 +210,48 @@ func claim(prev claimed, req *cp.DecisionsRequest) (batchDelta, claimed, error) 
 		}
 	}
 	sort.Slice(next.Classifiers, func(i, j int) bool { return next.Classifiers[i].Classifier < next.Classifiers[j].Classifier })
-	return batchDelta{guardrails: deltas, classifiers: calls}, next, nil
+	bd := batchDelta{guardrails: deltas, classifiers: calls}
+	if !bd.within(limit) {
+		return batchDelta{}, prev, errImplausible
+	}
+	if bd.empty() {
+		// Nothing counted: the plausibility window keeps running from the last batch
+		// that added something.
+		next.Counted = prev.Counted
+	}
+	return bd, next, nil
+}
+
+// plausibleLimit is the most one guard can decide in elapsed, per Guardrail or
+// Classifier and per batch.
+func plausibleLimit(elapsed time.Duration) int64 {
+	elapsed = min(max(elapsed, 0), maxElapsed)
+	return decisionsBurst + maxDecisionsPerSecond*int64(elapsed/time.Second)
+}
+
+// within reports whether no Guardrail's requests, match count or Classifier's calls in b
+// exceed limit.
+func (b batchDelta) within(limit int64) bool {
+	for _, d := range b.guardrails {
+		var requests int64
+		for _, n := range d.outcomes {
+			requests = satAdd(requests, n)
+		}
+		if requests > limit {
+			return false
+		}
+		for _, n := range d.matches {
+			if n > limit {
+				return false
+			}
+		}
+	}
+	for _, c := range b.classifiers {
+		if c.calls > limit {
+			return false
+		}
+	}
+	return true
 }
 
 // claimCalls merges one classifier's figures into what was claimed (per figure, the
@@ -232,8 +316,9 @@ func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) 
 	for _, c := range cur.Counts {
 		k := key{c.Generation, c.Phase, c.Outcome, c.Category, c.Code}
 		if n := c.Requests - counted[k]; n > 0 {
-			d.outcomes[c.Outcome] += n
-			d.detail[detailKey{c.Outcome, c.Phase, c.Category, c.Code}] += n
+			d.outcomes[c.Outcome] = satAdd(d.outcomes[c.Outcome], n)
+			dk := detailKey{c.Outcome, c.Phase, c.Category, c.Code}
+			d.detail[dk] = satAdd(d.detail[dk], n)
 			counted[k] = c.Requests
 		}
 	}
@@ -250,7 +335,7 @@ func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) 
 	}
 	for k, v := range cur.Matches {
 		if n := v - matches[k]; n > 0 {
-			d.matches[k] += n
+			d.matches[k] = satAdd(d.matches[k], n)
 			matches[k] = v
 		}
 	}

@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func TestClaimCountsEachRequestOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var prev claimed
 			for i, s := range tc.steps {
-				deltas, next, err := claim(prev, s.req)
+				deltas, next, err := claim(prev, s.req, testNow)
 				if (err != nil) != s.stale {
 					t.Fatalf("step %d: error %v, want stale %v", i, err, s.stale)
 				}
@@ -122,11 +124,11 @@ func TestClassifierFiguresCountOnceAndGivePercentiles(t *testing.T) {
 		}
 		return req
 	}
-	d1, prev, err := claim(claimed{}, figures(10, 1, 0, 0, 0, 0, 0, 9, 1))
+	d1, prev, err := claim(claimed{}, figures(10, 1, 0, 0, 0, 0, 0, 9, 1), testNow)
 	must(t, err)
-	d2, prev, err := claim(prev, figures(10, 1, 0, 0, 0, 0, 0, 9, 1))
+	d2, prev, err := claim(prev, figures(10, 1, 0, 0, 0, 0, 0, 9, 1), testNow)
 	must(t, err)
-	d3, _, err := claim(prev, figures(14, 3, 0, 0, 0, 0, 0, 9, 5))
+	d3, _, err := claim(prev, figures(14, 3, 0, 0, 0, 0, 0, 9, 5), testNow)
 	must(t, err)
 	if d1.classifiers["judge"].calls != 10 || d2.classifiers["judge"] != nil || d3.classifiers["judge"].calls != 4 ||
 		d3.classifiers["judge"].errors["TIMEOUT"] != 2 {
@@ -174,4 +176,75 @@ func TestFreeTextNeverPassesAsAName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testNow is the manager's clock in the claim tests: a day after the batches' start.
+var testNow = time.UnixMilli(1).Add(24 * time.Hour)
+
+func TestForgedCountersAreRefusedAndNeverWrap(t *testing.T) {
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	t.Run("two batches of MaxInt64 requests are refused, and nothing is counted", func(t *testing.T) {
+		// The red team's batch: a pod POSTed requests=9223372036854775807 twice, and
+		// BLOCKED read -1.
+		forged := batch("a", start.UnixMilli(), 0, math.MaxInt64)
+		if _, _, err := claim(claimed{}, forged, start.Add(10*time.Second)); !errors.Is(err, errImplausible) {
+			t.Fatalf("claim of MaxInt64 requests: %v, want errImplausible", err)
+		}
+	})
+	t.Run("a guard that decides as fast as any can is counted in full", func(t *testing.T) {
+		prev := claimed{}
+		var total int64
+		for i := 1; i <= 6; i++ {
+			now := start.Add(time.Duration(i) * 10 * time.Second)
+			// 5,000 blocked a second for ten seconds per batch, cumulative.
+			d, next, err := claim(prev, batch("a", start.UnixMilli(), 0, int64(i)*50_000), now)
+			if err != nil {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+			total += d.guardrails["web"].outcomes["blocked"]
+			prev = next
+		}
+		if total != 300_000 {
+			t.Errorf("counted %d blocked, want 300000", total)
+		}
+	})
+	t.Run("a batch adds at most what fits the time since the last one", func(t *testing.T) {
+		_, prev, err := claim(claimed{}, batch("a", start.UnixMilli(), 0, 10), start.Add(10*time.Second))
+		must(t, err)
+		limit := plausibleLimit(10 * time.Second)
+		if _, _, err := claim(prev, batch("a", start.UnixMilli(), 0, 10+limit+1), start.Add(20*time.Second)); !errors.Is(err, errImplausible) {
+			t.Errorf("a batch adding %d in 10 s: %v, want errImplausible", limit+1, err)
+		}
+		if _, _, err := claim(prev, batch("a", start.UnixMilli(), 0, 10+limit), start.Add(20*time.Second)); err != nil {
+			t.Errorf("a batch adding exactly the limit: %v", err)
+		}
+	})
+	t.Run("a start in the future is refused", func(t *testing.T) {
+		if _, _, err := claim(claimed{}, batch("a", start.Add(time.Hour).UnixMilli(), 0, 1), start); !errors.Is(err, errImplausible) {
+			t.Errorf("claim: %v, want errImplausible", err)
+		}
+	})
+	t.Run("status counters saturate instead of wrapping", func(t *testing.T) {
+		st := v1alpha1.GuardrailStatus{Decisions: &v1alpha1.DecisionCounts{Blocked: math.MaxInt64 - 1,
+			Categories: []v1alpha1.CategoryCount{{Name: "pii", Matches: math.MaxInt64}}}}
+		d := newDelta()
+		d.outcomes["blocked"] = 5
+		d.matches["pii"] = 5
+		addDecisions(&st, d)
+		if st.Decisions.Blocked != math.MaxInt64 || st.Decisions.Categories[0].Matches != math.MaxInt64 {
+			t.Errorf("blocked %d, pii matches %d; want both MaxInt64", st.Decisions.Blocked, st.Decisions.Categories[0].Matches)
+		}
+		var cs v1alpha1.ClassifierStatus
+		addCalls(&cs, &callDelta{calls: math.MaxInt64})
+		addCalls(&cs, &callDelta{calls: math.MaxInt64})
+		if cs.Calls.Total != math.MaxInt64 {
+			t.Errorf("classifier calls %d, want MaxInt64", cs.Calls.Total)
+		}
+		big := newDelta()
+		big.outcomes["blocked"] = math.MaxInt64
+		big.add(big)
+		if big.outcomes["blocked"] != math.MaxInt64 {
+			t.Errorf("a pending delta wrapped to %d", big.outcomes["blocked"])
+		}
+	})
 }

@@ -209,27 +209,27 @@ func addDecisions(st *v1alpha1.GuardrailStatus, d *delta) {
 	for outcome, n := range d.outcomes {
 		switch outcome {
 		case "allowed":
-			c.Allowed += n
+			c.Allowed = satAdd(c.Allowed, n)
 		case "warned":
-			c.Warned += n
+			c.Warned = satAdd(c.Warned, n)
 		case "stripped":
-			c.Stripped += n
+			c.Stripped = satAdd(c.Stripped, n)
 		case "redacted":
-			c.Redacted += n
+			c.Redacted = satAdd(c.Redacted, n)
 		case "blocked":
-			c.Blocked += n
+			c.Blocked = satAdd(c.Blocked, n)
 		case "failed":
-			c.Failed += n
+			c.Failed = satAdd(c.Failed, n)
 		case "notInspected":
-			c.NotInspected += n
+			c.NotInspected = satAdd(c.NotInspected, n)
 		case "wouldWarn":
-			c.WouldWarn += n
+			c.WouldWarn = satAdd(c.WouldWarn, n)
 		case "wouldStrip":
-			c.WouldStrip += n
+			c.WouldStrip = satAdd(c.WouldStrip, n)
 		case "wouldRedact":
-			c.WouldRedact += n
+			c.WouldRedact = satAdd(c.WouldRedact, n)
 		case "wouldBlock":
-			c.WouldBlock += n
+			c.WouldBlock = satAdd(c.WouldBlock, n)
 		}
 	}
 	names := make([]string, 0, len(d.matches))
@@ -248,7 +248,7 @@ func addDecisions(st *v1alpha1.GuardrailStatus, d *delta) {
 			c.Categories = append(c.Categories, v1alpha1.CategoryCount{Name: name})
 			i = len(c.Categories) - 1
 		}
-		c.Categories[i].Matches += d.matches[name]
+		c.Categories[i].Matches = satAdd(c.Categories[i].Matches, d.matches[name])
 	}
 	if !d.last.IsZero() && (st.LastDecisionTime == nil || d.last.After(st.LastDecisionTime.Time)) {
 		st.LastDecisionTime = &metav1.Time{Time: d.last.Truncate(time.Second)}
@@ -297,12 +297,12 @@ func eventMessage(verb, outcome string, n int64, p *pendingDecisions, interval t
 			continue
 		}
 		if k.phase != "" {
-			phases[k.phase] += v
+			phases[k.phase] = satAdd(phases[k.phase], v)
 		}
 		if k.category != "" {
-			cats[k.category] += v
+			cats[k.category] = satAdd(cats[k.category], v)
 		} else if k.code != "" {
-			cats["code "+k.code] += v
+			cats["code "+k.code] = satAdd(cats["code "+k.code], v)
 		}
 	}
 	var parts []string
