@@ -2,6 +2,7 @@ package injection
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +19,12 @@ const (
 	// ReasonBaseURLKept (Warning): an app container sets its own provider base URL, which
 	// is kept; its traffic may bypass the guard.
 	ReasonBaseURLKept = "BaseURLKept"
-	// ReasonNotInjected (Warning): the pod was opted in and could not be injected.
+	// ReasonNotInjected (Warning): the pod was opted in and could not be injected, or it is
+	// labelled injected and its spec does not carry the injector's guard.
 	ReasonNotInjected = "NotInjected"
+	// ReasonOptOutIgnored (Warning): the pod is labelled guardrail.dev/inject=false in a
+	// namespace labelled required; the label is ignored and the guard injected.
+	ReasonOptOutIgnored = "OptOutIgnored"
 )
 
 // finding is something the injector tells the user about a pod: an admission warning now,
@@ -44,61 +49,73 @@ type decision struct {
 // decide is the injector: from the pod as submitted, its namespace's name and labels, the
 // manager's configuration and the operator's CA (PEM), what happens to the pod. It reads
 // no clock and no cluster; it does not modify pod.
+//
+// In a namespace labelled required nothing the pod's author writes keeps the guard out
+// (decideRequired). Elsewhere the pod's labels are the opt-in and opt-out they are meant to
+// be: inject=false opts out, and a pod labelled injected, or with a container named like
+// the guard, is taken as handled already (re-invocation).
 func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte) decision {
+	nsMode := nsLabels[controlplane.LabelInjection]
 	switch {
-	case pod.Labels[controlplane.LabelInject] == labelFalse:
-		return decision{skip: "the pod opts out (" + controlplane.LabelInject + "=false)"}
-	case pod.Labels[controlplane.LabelInjected] != "" || hasContainer(pod, ContainerName):
-		return decision{skip: "the pod was already handled by the injector"}
 	case systemNamespaces[namespace]:
 		return decision{skip: "system namespaces are never injected"}
 	case namespace == cfg.OperatorNamespace:
 		return decision{skip: "the operator's own namespace is never injected"}
-	}
-	nsMode := nsLabels[controlplane.LabelInjection]
-	required := nsMode == injectionRequired
-	if !required && nsMode != injectionEnabled && pod.Labels[controlplane.LabelInject] != labelTrue {
+	case nsMode == injectionRequired:
+		return decideRequired(pod, namespace, cfg, caPEM)
+	case pod.Labels[controlplane.LabelInject] == labelFalse:
+		return decision{skip: "the pod opts out (" + controlplane.LabelInject + "=false)"}
+	case pod.Labels[controlplane.LabelInjected] != "" || hasContainer(pod, ContainerName):
+		return decision{skip: "the pod was already handled by the injector"}
+	case nsMode != injectionEnabled && pod.Labels[controlplane.LabelInject] != labelTrue:
 		return decision{skip: "neither the pod nor its namespace opts in"}
-	}
-	if pod.Spec.HostNetwork {
-		if required {
-			return decision{deny: deniedPrefix(namespace) + "a hostNetwork pod cannot be injected: the guard's ports would be bound on the node"}
-		}
+	case pod.Spec.HostNetwork:
 		return decision{skip: "hostNetwork pods are not injected"}
 	}
 
 	settings, refused := resolveSettings(pod.Annotations, cfg)
-	if required && len(refused) > 0 {
-		msgs := make([]string, len(refused))
-		for i, r := range refused {
-			msgs[i] = fmt.Sprintf("annotation %s %s", r.annotation, r.reason)
-		}
-		return decision{deny: deniedPrefix(namespace) + strings.Join(msgs, "; ")}
+	if why := cannotInject(pod, cfg, caPEM); why != "" {
+		return notInjected(pod, why)
 	}
-	why := conflicts(pod, cfg)
-	if why == "" && len(caPEM) == 0 {
-		why = "the operator's CA certificate is not available yet"
-	}
-	if why != "" {
-		return notInjected(pod, namespace, required, why)
-	}
-
-	out := pod.DeepCopy()
 	var findings []finding
 	for _, r := range refused {
 		findings = append(findings, finding{ReasonInvalidAnnotation, r.String()})
 	}
-	findings = append(findings, render(out, cfg, settings, caPEM)...)
-	setWarnings(out, findings)
+	out, findings, err := inject(pod, cfg, settings, caPEM, findings)
+	if err != nil {
+		// The control plane serves only guards that pass VerifyGuard: a guard it would
+		// refuse is not worth adding.
+		return notInjected(pod, err.Error())
+	}
 	return decision{pod: out, findings: findings}
 }
 
-// notInjected leaves an opted-in pod without a guard, telling why; a required namespace
-// refuses it instead.
-func notInjected(pod *corev1.Pod, namespace string, required bool, why string) decision {
-	if required {
-		return decision{deny: deniedPrefix(namespace) + why}
+// inject renders the guard into a copy of pod and checks the result as the control plane
+// will (VerifyGuard): the pod's own spec may share what is the guard's alone.
+func inject(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte, findings []finding) (*corev1.Pod, []finding, error) {
+	out := pod.DeepCopy()
+	findings = append(findings, render(out, cfg, s, caPEM)...)
+	if err := VerifyGuard(out, cfg.Image, cfg.Command); err != nil {
+		return nil, nil, err
 	}
+	setWarnings(out, findings)
+	return out, findings, nil
+}
+
+// cannotInject says why the guard cannot be added to pod, or "".
+func cannotInject(pod *corev1.Pod, cfg *Config, caPEM []byte) string {
+	if why := conflicts(pod, cfg); why != "" {
+		return why
+	}
+	if len(caPEM) == 0 {
+		return "the operator's CA certificate is not available yet"
+	}
+	return ""
+}
+
+// notInjected leaves an opted-in pod without a guard, telling why (a required namespace
+// refuses it instead).
+func notInjected(pod *corev1.Pod, why string) decision {
 	out := pod.DeepCopy()
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
@@ -115,16 +132,26 @@ func deniedPrefix(namespace string) string {
 		namespace, controlplane.LabelInjection, injectionRequired)
 }
 
-// conflicts says why the guard cannot be added to pod without breaking it, or "".
+// guardVolumeNames are the volumes render adds; they are the guard's alone.
+var guardVolumeNames = []string{volumeToken, volumeCA, volumePodInfo, volumeSnapshot, volumeNoAPIToken}
+
+// conflicts says why the guard cannot be added to pod without breaking it or sharing what
+// is the guard's, or "".
 func conflicts(pod *corev1.Pod, cfg *Config) string {
 	for _, v := range pod.Spec.Volumes {
-		switch v.Name {
-		case volumeToken, volumeCA, volumePodInfo, volumeSnapshot:
+		if slices.Contains(guardVolumeNames, v.Name) {
 			return fmt.Sprintf("the pod already has a volume named %s", v.Name)
 		}
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
+			// A mount of a volume the pod does not define yet would be valid once render
+			// has added it, and would hand the app the guard's token or snapshot.
+			for _, m := range list[i].VolumeMounts {
+				if slices.Contains(guardVolumeNames, m.Name) {
+					return fmt.Sprintf("container %s mounts volume %s, which is the guard's", list[i].Name, m.Name)
+				}
+			}
 			for _, p := range list[i].Ports {
 				if p.ContainerPort == cfg.ProxyPort || p.ContainerPort == cfg.AdminPort {
 					return fmt.Sprintf("container %s uses port %d, which the guard needs", list[i].Name, p.ContainerPort)

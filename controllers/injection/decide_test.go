@@ -29,7 +29,7 @@ func TestDecideWhichPodsAreInjected(t *testing.T) {
 		{name: "a pod in an unlabelled namespace is left alone", pod: newPod(), ns: "apps"},
 		{name: "a namespace labelled with another value does not opt in", pod: newPod(), ns: "apps", nsLabels: map[string]string{controlplane.LabelInjection: "disabled"}},
 		{name: "inject=false wins over an enabled namespace", pod: newPod(withLabel(controlplane.LabelInject, "false")), ns: "apps", nsLabels: enabledNS},
-		{name: "inject=false wins over a required namespace", pod: newPod(withLabel(controlplane.LabelInject, "false")), ns: "apps", nsLabels: requiredNS},
+		{name: "inject=false does not opt out of a required namespace", pod: newPod(withLabel(controlplane.LabelInject, "false")), ns: "apps", nsLabels: requiredNS, injected: true},
 		{name: "kube-system is never injected, even labelled", pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "kube-system", nsLabels: enabledNS},
 		{name: "kube-node-lease is never injected", pod: newPod(), ns: "kube-node-lease", nsLabels: enabledNS},
 		{name: "the operator's namespace is never injected", pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "guardrail-system", nsLabels: enabledNS},

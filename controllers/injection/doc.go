@@ -8,5 +8,39 @@
 // requests are safe. What the handler wants users to see (Normal Injected, Warning events
 // for values it refused) it leaves on the pod as annotations, and the events controller
 // turns them into Events once the pod exists: at admission time a pod created from a
-// generateName has neither a name nor a UID for an Event to refer to.
+// generateName has neither a name nor a UID for an Event to refer to. Normal Injected is
+// recorded only for a pod whose spec, read from the apiserver, passes VerifyGuard: the
+// guardrail.dev/injected label is anyone's to write.
+//
+// # Namespaces labelled enabled, pods labelled inject=true
+//
+// Injection is opt-in and the pod's author may opt out (guardrail.dev/inject=false); a pod
+// labelled guardrail.dev/injected or with a container named like the guard is taken as
+// handled. The webhook entries fail open: an operator outage admits pods without a guard.
+// A pod the guard cannot be added to safely is admitted without it, labelled injected=false
+// and told why.
+//
+// # Namespaces labelled required
+//
+// Every pod created there, other than in the system namespaces and the operator's own, is
+// admitted with the injector's guard or refused with a message that names the reason:
+//   - the webhook entry has no objectSelector, and fails closed, so the handler sees every
+//     pod; no label, annotation or container name of the pod's author skips it:
+//     inject=false is ignored with a warning (Warning OptOutIgnored), the injected label is
+//     written by the injector, and a container named guardrail-guard is refused unless it
+//     is the guard the injector renders for the pod (VerifyGuard, and the same arguments,
+//     CA and volumes), which is the apiserver re-invoking the injector;
+//   - after injection the pod passes VerifyGuard, which the control plane requires to serve
+//     it a policy;
+//   - no app container can reach what is the guard's: pods that mount the guard's volumes,
+//     run a container (or the pod's securityContext) as the guard's user (guardUID), share
+//     one process namespace, or use the host network are refused;
+//   - the guard holds no Kubernetes API token: it mounts an empty volume where the
+//     ServiceAccount admission plugin would mount the pod's token.
+//
+// What required does not cover: an app image whose own USER is the guard's UID (admission
+// cannot see it; the UID is chosen to be one no common image uses), pods that existed
+// before the namespace was labelled (they keep running until re-created), and an app that
+// calls a provider directly instead of through the base URLs it is given (that is for the
+// cluster's egress policy to stop).
 package injection

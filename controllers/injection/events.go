@@ -26,9 +26,19 @@ const eventWindow = 2 * time.Minute
 // EventReconciler turns what the injector left on a pod (AnnotationInjectionWarnings, the
 // injected label) into Events on the pod, once the pod exists. It runs on the leader only
 // (one Event per pod), from a cache of the pods labelled guardrail.dev/injected.
+//
+// The label is a claim anyone who writes the pod can make: Normal Injected is recorded
+// only for a pod whose spec, read from the apiserver, passes VerifyGuard; a pod labelled
+// injected=true that does not gets a Warning NotInjected saying why.
 type EventReconciler struct {
-	// Pods is a cache of the pods labelled controlplane.LabelInjected.
+	// Pods is a cache of the pods labelled controlplane.LabelInjected. It may hold their
+	// metadata only: the spec is read through APIReader.
 	Pods cache.Cache
+	// APIReader reads the spec of a pod labelled injected=true, once, when it is created.
+	APIReader client.Reader
+	// Image and Command are the guard's (Config), what VerifyGuard expects.
+	Image   string
+	Command []string
 	// Recorder records the Events.
 	Recorder events.EventRecorder
 	// now is the clock; tests may set it.
@@ -60,17 +70,35 @@ func (r *EventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if r.now().Sub(pod.CreationTimestamp.Time) > eventWindow || !pod.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	claimed := pod.Labels[controlplane.LabelInjected] == labelTrue
+	if claimed {
+		// The cache's copy may have no spec; the apiserver's is what the kubelet runs.
+		full := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, req.NamespacedName, full); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if full.UID != pod.UID {
+			return ctrl.Result{}, nil // deleted and created again: its own create event follows
+		}
+		pod = full
+	}
 	for _, f := range parseWarnings(pod.Annotations[AnnotationInjectionWarnings]) {
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, f.reason, "Inject", "%s", f.message)
 	}
-	if pod.Labels[controlplane.LabelInjected] == labelTrue {
-		shape := "a native sidecar"
-		if hasRegularContainer(pod, ContainerName) {
-			shape = "a regular container"
-		}
-		r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonInjected, "Inject",
-			"Injected the guard as %s (injector %s)", shape, pod.Annotations[AnnotationInjectorVersion])
+	if !claimed {
+		return ctrl.Result{}, nil
 	}
+	if err := VerifyGuard(pod, r.Image, r.Command); err != nil {
+		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNotInjected, "Inject",
+			"The pod is labelled %s=true but does not carry the injector's guard: %v", controlplane.LabelInjected, err)
+		return ctrl.Result{}, nil
+	}
+	shape := "a native sidecar"
+	if hasRegularContainer(pod, ContainerName) {
+		shape = "a regular container"
+	}
+	r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonInjected, "Inject",
+		"Injected the guard as %s (injector %s)", shape, pod.Annotations[AnnotationInjectorVersion])
 	return ctrl.Result{}, nil
 }
 

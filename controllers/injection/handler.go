@@ -3,6 +3,7 @@ package injection
 import (
 	"bytes"
 	"context"
+	"maps"
 	"net/http"
 	"os"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Where the manager's webhook server serves the injector: one handler, two paths, so that
@@ -31,13 +34,15 @@ const (
 //     deployments; such pods run without a guard, as before the namespace opted in);
 //   - namespaces labelled required: failurePolicy Fail (no pod starts unguarded);
 //   - pods labelled guardrail.dev/inject=true elsewhere: Ignore.
-// All skip pods labelled guardrail.dev/inject=false or already handled
-// (guardrail.dev/injected), and the system namespaces; config/default also excludes the
-// operator's namespace.
+// The enabled and inject=true entries skip pods labelled guardrail.dev/inject=false or
+// already handled (guardrail.dev/injected). The required entry has no objectSelector: pod
+// labels are the tenant's to write, and none may keep a pod from the injector there; decide
+// itself tells the injector's own guard (re-invocation) from a tenant's claim. All skip the
+// system namespaces; config/default also excludes the operator's namespace.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=guardrail-pod-injector
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=enabled.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["enabled"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
-// +kubebuilder:webhook:path=/mutate-v1-pod-required,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=required.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod-required,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=required.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]}}`
 // +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pod.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"NotIn","values":["enabled","required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"In","values":["true"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
 
 // Handler is the Pod mutating admission handler.
@@ -52,11 +57,13 @@ type Handler struct {
 	CA func() ([]byte, error)
 	// Decoder decodes the admitted pod.
 	Decoder admission.Decoder
-	// FailClosed is the failure policy of the webhook entry served: when the injector
-	// itself fails (the namespace cannot be read), true denies the pod, false admits it
-	// without a guard and with a warning. An error answer would not do: the apiserver
-	// applies failurePolicy only to a webhook it cannot call, and takes an error answer as
-	// a denial.
+	// FailClosed is set on the handler of the required entry (WebhookPathRequired), whose
+	// failure policy is Fail: when the injector itself fails (the namespace cannot be
+	// read), true denies the pod, false admits it without a guard and with a warning. An
+	// error answer would not do: the apiserver applies failurePolicy only to a webhook it
+	// cannot call, and takes an error answer as a denial. It also makes the namespace
+	// required whatever the cache says: the apiserver calls that entry only for namespaces
+	// it sees labelled required, and the cache may not have seen the label yet.
 	FailClosed bool
 }
 
@@ -81,6 +88,13 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 		return admission.Allowed("").WithWarnings(
 			"the guard was not injected: the injector could not read namespace " + req.Namespace)
+	}
+	if h.FailClosed && nsLabels[controlplane.LabelInjection] != injectionRequired {
+		nsLabels = maps.Clone(nsLabels)
+		if nsLabels == nil {
+			nsLabels = map[string]string{}
+		}
+		nsLabels[controlplane.LabelInjection] = injectionRequired
 	}
 	var ca []byte
 	if h.CA != nil {

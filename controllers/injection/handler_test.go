@@ -79,21 +79,38 @@ func applyPatch(tb testing.TB, req admission.Request, resp admission.Response) *
 }
 
 func TestHandlerReinvocationIsANoOp(t *testing.T) {
-	h := newTestHandler(t, enabledNS)
-	req := podRequest(t, newPod())
-	first := h.Handle(context.Background(), req)
-	if !first.Allowed || len(first.Patch) == 0 || *first.PatchType != admissionv1.PatchTypeJSONPatch {
-		t.Fatalf("first admission: allowed=%v, patch %s", first.Allowed, first.Patch)
+	for name, nsLabels := range map[string]map[string]string{"enabled": enabledNS, "required": requiredNS} {
+		t.Run("in a namespace labelled "+name, func(t *testing.T) {
+			h := newTestHandler(t, nsLabels)
+			h.FailClosed = name == "required"
+			req := podRequest(t, newPod())
+			first := h.Handle(context.Background(), req)
+			if !first.Allowed || len(first.Patch) == 0 || *first.PatchType != admissionv1.PatchTypeJSONPatch {
+				t.Fatalf("first admission: allowed=%v, patch %s", first.Allowed, first.Patch)
+			}
+			injected := applyPatch(t, req, first)
+			if guardOf(injected) == nil {
+				t.Fatal("the patched pod has no guard")
+			}
+			// Another webhook changes the pod afterwards; the apiserver calls the injector again.
+			injected.Labels["mesh"] = "on"
+			second := h.Handle(context.Background(), podRequest(t, injected))
+			if !second.Allowed || len(second.Patch) != 0 || len(second.Patches) != 0 || len(second.Warnings) != 0 {
+				t.Fatalf("second admission: allowed=%v, patch %s, warnings %v", second.Allowed, second.Patch, second.Warnings)
+			}
+		})
 	}
-	injected := applyPatch(t, req, first)
-	if guardOf(injected) == nil {
-		t.Fatal("the patched pod has no guard")
-	}
-	// Another webhook changes the pod afterwards; the apiserver calls the injector again.
-	injected.Labels["mesh"] = "on"
-	second := h.Handle(context.Background(), podRequest(t, injected))
-	if !second.Allowed || len(second.Patch) != 0 || len(second.Patches) != 0 || len(second.Warnings) != 0 {
-		t.Fatalf("second admission: allowed=%v, patch %s, warnings %v", second.Allowed, second.Patch, second.Warnings)
+}
+
+func TestTheRequiredEntryTreatsItsNamespaceAsRequired(t *testing.T) {
+	// The apiserver calls the required entry for a namespace it sees labelled required;
+	// the manager's cache may not have the label yet.
+	h := newTestHandler(t, nil)
+	h.FailClosed = true
+	req := podRequest(t, newPod(withLabel("guardrail.dev/injected", "true")))
+	resp := h.Handle(context.Background(), req)
+	if !resp.Allowed || len(resp.Patch) == 0 || guardOf(applyPatch(t, req, resp)) == nil {
+		t.Fatalf("allowed=%v patch=%s: want the pod injected", resp.Allowed, resp.Patch)
 	}
 }
 

@@ -23,8 +23,9 @@ const (
 
 // Annotations the injector writes.
 const (
-	// AnnotationInjectorVersion records which injector version rendered the guard; with
-	// the label controlplane.LabelInjected it makes a second admission a no-op.
+	// AnnotationInjectorVersion records which injector version rendered the guard (the
+	// Injected Event quotes it). Like every annotation it proves nothing: what marks a
+	// guarded pod is its spec (VerifyGuard).
 	AnnotationInjectorVersion = "guardrail.dev/injector-version"
 	// AnnotationCABundle holds the PEM CA certificate of the operator's control plane. The
 	// guard reads it through a downward-API volume: the pod lives in another namespace than
@@ -72,11 +73,27 @@ const (
 	portNameProxy = "guard-proxy"
 	portNameAdmin = "guard-admin"
 
+	// volumeNoAPIToken is an empty, read-only volume the guard mounts at
+	// serviceAccountTokenDir. The apiserver's ServiceAccount admission plugin mounts the
+	// pod's Kubernetes API token into every container without a mount at that path, and it
+	// runs again after the injector has added the guard (a webhook's change re-runs the
+	// in-tree plugins); the guard never calls the Kubernetes API, so it gets no token.
+	volumeNoAPIToken       = "guardrail-no-api-token"
+	serviceAccountTokenDir = "/var/run/secrets/kubernetes.io/serviceaccount" //nolint:gosec // a mount path, not a credential
+
 	// tokenExpirationSeconds is the projected token's lifetime; the kubelet refreshes it
 	// at 80% of it.
 	tokenExpirationSeconds = 3600
-	// guardUID runs the guard as a fixed non-root user (the distroless "nonroot" user).
-	guardUID = 65532
+	// guardUID is the user and group the guard runs as, and no app container of a
+	// namespace labelled required may run as it. It is one no common image uses, so that an
+	// app whose image sets its user (which admission cannot see) is not the guard's user
+	// either: not 0 (root), 1–999 (distributions' system users: nginx 101, postgres and
+	// redis 999), 1000–1001 (the first user: node, bitnami, UBI), 1337 and 2102 (the Istio
+	// and Linkerd proxies), 65532 (distroless and Chainguard "nonroot", the operator's own
+	// image) or 65534 (nobody). Distributions hand out users upward from 1000, so a high
+	// one is rarely taken; it stays below 65536 for pods in user namespaces
+	// (hostUsers: false), which map 65536 IDs.
+	guardUID = 41352
 )
 
 // The guard's own flags that the injector sets. The control-plane ones live in the

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -18,11 +20,13 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-var _ = Describe("Re-invocation by the apiserver", func() {
-	It("injects once when a webhook after the injector changes the pod", func() {
-		// Another mutating webhook, called after the injector (configurations run in name
-		// order), that labels every pod: the apiserver then re-invokes the injector
-		// (reinvocationPolicy IfNeeded).
+var relabelOnce sync.Once
+
+// relabelAfterTheInjector installs another mutating webhook, called after the injector
+// (configurations run in name order), that labels every pod of the namespaces labelled
+// relabel=yes: the apiserver then re-invokes the injector (reinvocationPolicy IfNeeded).
+func relabelAfterTheInjector() {
+	relabelOnce.Do(func() {
 		testMgr.GetWebhookServer().Register("/mutate-relabel", &webhook.Admission{Handler: admission.HandlerFunc(
 			func(_ context.Context, req admission.Request) admission.Response {
 				pod := &corev1.Pod{}
@@ -39,8 +43,7 @@ var _ = Describe("Re-invocation by the apiserver", func() {
 		ca, err := (&FileCA{Path: certDir + "/ca.crt"}).Get()
 		Expect(err).NotTo(HaveOccurred())
 		url := "https://localhost:" + strconv.Itoa(testEnv.WebhookInstallOptions.LocalServingPort) + "/mutate-relabel"
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled", "relabel": "yes"})
-		relabel := &admissionregistrationv1.MutatingWebhookConfiguration{
+		Expect(k8sClient.Create(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: "zz-relabel"},
 			Webhooks: []admissionregistrationv1.MutatingWebhook{{
 				Name:                    "relabel.test.guardrail.dev",
@@ -52,26 +55,41 @@ var _ = Describe("Re-invocation by the apiserver", func() {
 				FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 				ReinvocationPolicy:      ptr.To(admissionregistrationv1.IfNeededReinvocationPolicy),
 			}},
-		}
-		Expect(k8sClient.Create(context.Background(), relabel)).To(Succeed())
-		DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), relabel)).To(Succeed()) })
-
-		// The apiserver's webhook configuration cache takes a moment to see the new one.
-		Eventually(func(g Gomega) {
-			p := newPod()
-			p.Namespace = ns
-			p.GenerateName, p.Name = "app-", ""
-			g.Expect(k8sClient.Create(context.Background(), p)).To(Succeed())
-			g.Expect(p.Labels).To(HaveKeyWithValue("relabelled", "true"))
-			guards := 0
-			for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-				if c.Name == ContainerName {
-					guards++
-				}
-			}
-			g.Expect(guards).To(Equal(1))
-			g.Expect(p.Spec.Volumes).To(HaveLen(4))
-			g.Expect(p.Spec.Containers[0].Env).To(HaveLen(2))
-		}).Should(Succeed())
+		})).To(Succeed())
 	})
+}
+
+var _ = Describe("Re-invocation by the apiserver", func() {
+	DescribeTable("injects once when a webhook after the injector changes the pod",
+		func(mode string) {
+			relabelAfterTheInjector()
+			ns := newNamespace(map[string]string{controlplane.LabelInjection: mode, "relabel": "yes"})
+
+			// The apiserver's webhook configuration cache takes a moment to see the new one.
+			Eventually(func(g Gomega) {
+				p := newPod()
+				p.Namespace = ns
+				p.GenerateName, p.Name = "app-", ""
+				g.Expect(k8sClient.Create(context.Background(), p)).To(Succeed())
+				g.Expect(p.Labels).To(HaveKeyWithValue("relabelled", "true"))
+				g.Expect(VerifyGuard(p, "guard:test", nil)).To(Succeed())
+				guards, volumes := 0, 0
+				for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+					if c.Name == ContainerName {
+						guards++
+					}
+				}
+				for _, v := range p.Spec.Volumes {
+					if strings.HasPrefix(v.Name, "guardrail-") {
+						volumes++
+					}
+				}
+				g.Expect(guards).To(Equal(1))
+				g.Expect(volumes).To(Equal(len(guardVolumeNames)))
+				g.Expect(p.Spec.Containers[0].Env).To(HaveLen(2))
+			}).Should(Succeed())
+		},
+		Entry("in a namespace labelled enabled, whose entry skips pods labelled injected", "enabled"),
+		Entry("in a namespace labelled required, whose entry calls the injector for every pod", "required"),
+	)
 })

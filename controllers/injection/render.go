@@ -157,6 +157,8 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 			{Name: volumeCA, MountPath: caDir, ReadOnly: true},
 			{Name: volumePodInfo, MountPath: podInfoDir, ReadOnly: true},
 			{Name: volumeSnapshot, MountPath: snapshotDir},
+			// Keeps the pod's Kubernetes API token out of the guard (volumeNoAPIToken).
+			{Name: volumeNoAPIToken, MountPath: serviceAccountTokenDir, ReadOnly: true},
 		},
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot:             ptr.To(true),
@@ -196,8 +198,16 @@ func guardVolumes() []corev1.Volume {
 		{Name: volumeSnapshot, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(snapshotSizeLimit),
 		}}},
+		// Empty and mounted read-only: it only occupies the service-account token's path.
+		{Name: volumeNoAPIToken, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(noAPITokenSizeLimit),
+		}}},
 	}
 }
 
-// snapshotSizeLimit bounds the persisted policy snapshot's emptyDir.
-var snapshotSizeLimit = resource.MustParse("64Mi")
+var (
+	// snapshotSizeLimit bounds the persisted policy snapshot's emptyDir.
+	snapshotSizeLimit = resource.MustParse("64Mi")
+	// noAPITokenSizeLimit bounds the emptyDir that nothing writes to.
+	noAPITokenSizeLimit = resource.MustParse("4Ki")
+)

@@ -133,10 +133,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 
-	// The manager's cache holds exactly the pods the injector handled (labelled
-	// guardrail.dev/injected, true or false), trimmed to metadata and phase
-	// (controllers.CacheOptions): one pod informer for the whole manager.
-	return (&EventReconciler{Pods: mgr.GetCache(), Recorder: mgr.GetEventRecorder("guardrail-injector")}).SetupWithManager(mgr)
+	// The manager's cache holds exactly the pods labelled guardrail.dev/injected (true or
+	// false), trimmed to metadata and phase (controllers.CacheOptions): one pod informer for
+	// the whole manager. The events controller reads a new pod's spec from the apiserver.
+	return (&EventReconciler{
+		Pods:      mgr.GetCache(),
+		APIReader: mgr.GetAPIReader(),
+		Image:     cfg.Image,
+		Command:   cfg.Command,
+		Recorder:  mgr.GetEventRecorder("guardrail-injector"),
+	}).SetupWithManager(mgr)
 }
 
 // ServerHasNativeSidecars reports whether the apiserver is Kubernetes 1.29 or later, where

@@ -66,6 +66,11 @@ var _ = BeforeSuite(func() {
 	var err error
 	testEnv, err = envtestutil.New()
 	Expect(err).NotTo(HaveOccurred())
+	// envtest turns the ServiceAccount admission plugin off (nothing creates the "default"
+	// ServiceAccounts); a cluster runs it, and it mounts the Kubernetes API token into
+	// containers, the guard's included unless the guard already has a mount at its path.
+	// On here, with the ServiceAccounts made by newNamespace and below.
+	testEnv.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
 	testEnv.WebhookInstallOptions = envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(envtestutil.RepoRoot(), "config", "webhook", "manifests.yaml")},
 		// The apiserver reaches the webhook as https://localhost:<port>; the manager's own
@@ -84,6 +89,9 @@ var _ = BeforeSuite(func() {
 
 	ctx := context.Background()
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
+	for _, ns := range []string{operatorNamespace, "kube-system", "kube-public"} {
+		createDefaultServiceAccount(ns)
+	}
 	Expect(k8sClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: CertSecretName, Namespace: operatorNamespace}})).To(Succeed())
 
 	// The manager runs as its service account with the RBAC of config/rbac, as installed:
@@ -140,6 +148,12 @@ var _ = AfterSuite(func() {
 		Expect(os.RemoveAll(certDir)).To(Succeed())
 	}
 })
+
+// createDefaultServiceAccount does what the controller-manager does for every namespace.
+func createDefaultServiceAccount(ns string) {
+	Expect(k8sClient.Create(context.Background(), &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}})).To(Succeed())
+}
 
 // freeAddr is a loopback address with a port nobody listens on.
 func freeAddr() string {

@@ -25,6 +25,7 @@ import (
 func newNamespace(labels map[string]string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "inject-", Labels: labels}}
 	Expect(k8sClient.Create(context.Background(), ns)).To(Succeed())
+	createDefaultServiceAccount(ns.Name)
 	return ns.Name
 }
 
@@ -126,8 +127,6 @@ var _ = Describe("The pod injector", func() {
 		},
 		Entry("in a namespace that does not opt in", nil, ""),
 		Entry("that opt out in an enabled namespace", map[string]string{controlplane.LabelInjection: "enabled"}, "",
-			withLabel(controlplane.LabelInject, "false")),
-		Entry("that opt out in a required namespace", map[string]string{controlplane.LabelInjection: "required"}, "",
 			withLabel(controlplane.LabelInject, "false")),
 		Entry("on the host network", map[string]string{controlplane.LabelInjection: "enabled"}, "", withHostNetwork()),
 		Entry("in kube-system, even labelled enabled", nil, "kube-system", withLabel(controlplane.LabelInject, "true")),

@@ -1,0 +1,164 @@
+package injection
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// decideRequired is decide for a namespace labelled required: every pod is admitted with
+// the injector's guard, or refused saying why. The pod's labels, annotations and container
+// names are its author's claims and none of them skips injection:
+//   - guardrail.dev/inject=false is ignored, with a warning;
+//   - guardrail.dev/injected, whatever its value, is rewritten by render;
+//   - a container named like the guard is taken for the injector's own only when the pod
+//     passes VerifyGuard and the guard is the one render makes of this pod (its arguments,
+//     its CA and the volumes behind them): that is the apiserver re-invoking the injector
+//     (reinvocationPolicy IfNeeded) after another webhook changed the pod. Any other such
+//     container is refused.
+//
+// It also refuses what would let an app container reach the guard's secrets once it runs:
+// the guard's volumes, its UID, and a process namespace shared with it.
+func decideRequired(pod *corev1.Pod, namespace string, cfg *Config, caPEM []byte) decision {
+	deny := func(why string) decision { return decision{deny: deniedPrefix(namespace) + why} }
+	settings, refused := resolveSettings(pod.Annotations, cfg)
+	if len(refused) > 0 {
+		msgs := make([]string, len(refused))
+		for i, r := range refused {
+			msgs[i] = fmt.Sprintf("annotation %s %s", r.annotation, r.reason)
+		}
+		return deny(strings.Join(msgs, "; "))
+	}
+	if why := unsafeForTheGuard(pod); why != "" {
+		return deny(why)
+	}
+	if hasContainer(pod, ContainerName) {
+		return alreadyGuarded(pod, cfg, settings, caPEM, deny)
+	}
+	if why := cannotInject(pod, cfg, caPEM); why != "" {
+		return deny(why)
+	}
+	var findings []finding
+	if pod.Labels[controlplane.LabelInject] == labelFalse {
+		findings = append(findings, finding{ReasonOptOutIgnored, fmt.Sprintf(
+			"the label %s=false is ignored: namespace %s requires the guard (%s=%s)",
+			controlplane.LabelInject, namespace, controlplane.LabelInjection, injectionRequired)})
+	}
+	out, findings, err := inject(pod, cfg, settings, caPEM, findings)
+	if err != nil {
+		return deny(err.Error())
+	}
+	return decision{pod: out, findings: findings}
+}
+
+// alreadyGuarded decides for a pod of a required namespace that has a container named
+// ContainerName: left as it is when that is the injector's guard, refused otherwise.
+func alreadyGuarded(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte, deny func(string) decision) decision {
+	notTheGuard := func(why string) decision {
+		return deny(fmt.Sprintf("it has a container named %s that is not the injector's guard: %s", ContainerName, why))
+	}
+	if err := VerifyGuard(pod, cfg.Image, cfg.Command); err != nil {
+		return notTheGuard(err.Error())
+	}
+	if why := notRendered(pod, cfg, s, caPEM); why != "" {
+		return notTheGuard(why)
+	}
+	if pod.Labels[controlplane.LabelInjected] == labelTrue {
+		return decision{skip: "the pod carries the injector's guard already"}
+	}
+	// The guard is the injector's, whoever wrote it; the label says so.
+	out := pod.DeepCopy()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[controlplane.LabelInjected] = labelTrue
+	return decision{pod: out}
+}
+
+// notRendered says how the guard in pod differs from the one render makes of it, in what
+// decides what the guard enforces and whom it trusts, or "". VerifyGuard has checked the
+// image's repository, the command and the token. The rest of the container is left to
+// other webhooks, which may add env or mounts to every container (proxies, secrets
+// agents); the apiserver's defaults are ignored.
+func notRendered(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) string {
+	guard, _ := findGuard(pod)
+	want := guardContainer(cfg, s)
+	if !slices.Equal(guard.Args, want.Args) {
+		return "its arguments are not the ones the injector renders for this pod"
+	}
+	for _, m := range want.VolumeMounts {
+		if !slices.ContainsFunc(guard.VolumeMounts, func(g corev1.VolumeMount) bool {
+			return g.Name == m.Name && g.MountPath == m.MountPath && g.ReadOnly == m.ReadOnly
+		}) {
+			return fmt.Sprintf("it does not mount volume %s at %s as the injector does", m.Name, m.MountPath)
+		}
+	}
+	for _, w := range guardVolumes() {
+		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == w.Name })
+		if i < 0 || !sameVolume(pod.Spec.Volumes[i], w) {
+			return fmt.Sprintf("its volume %s is not the injector's", w.Name)
+		}
+	}
+	if pod.Annotations[AnnotationCABundle] != string(caPEM) {
+		return fmt.Sprintf("the annotation %s is not the operator's CA certificate", AnnotationCABundle)
+	}
+	return ""
+}
+
+// sameVolume compares a volume of an admitted pod with the one render makes, ignoring
+// the fields the apiserver defaults (file modes, a field reference's API version).
+func sameVolume(got, want corev1.Volume) bool {
+	got = *got.DeepCopy()
+	if d := got.DownwardAPI; d != nil && want.DownwardAPI != nil {
+		d.DefaultMode = want.DownwardAPI.DefaultMode
+		for i := range d.Items {
+			if f := d.Items[i].FieldRef; f != nil {
+				f.APIVersion = ""
+			}
+		}
+	}
+	if p := got.Projected; p != nil && want.Projected != nil {
+		p.DefaultMode = want.Projected.DefaultMode
+	}
+	return equality.Semantic.DeepEqual(got, want)
+}
+
+// unsafeForTheGuard says why the guard's secrets (its token, the snapshot that holds
+// classifier credentials) would be within an app container's reach in pod, or "". A
+// container named like the guard is not an app container here: it is the guard, or it is
+// refused for not being it.
+func unsafeForTheGuard(pod *corev1.Pod) string {
+	if pod.Spec.HostNetwork {
+		return "a hostNetwork pod cannot be injected: the guard's ports would be bound on the node"
+	}
+	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		return "shareProcessNamespace is true: its containers could read the guard's files through /proc"
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.RunAsUser != nil && *sc.RunAsUser == guardUID {
+		return fmt.Sprintf("its securityContext runs containers as user %d, the guard's", guardUID)
+	}
+	runsAsGuard := func(name string, sc *corev1.SecurityContext) string {
+		if name == ContainerName || sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != guardUID {
+			return ""
+		}
+		return fmt.Sprintf("container %s runs as user %d, the guard's", name, guardUID)
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if why := runsAsGuard(list[i].Name, list[i].SecurityContext); why != "" {
+				return why
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if why := runsAsGuard(pod.Spec.EphemeralContainers[i].Name, pod.Spec.EphemeralContainers[i].SecurityContext); why != "" {
+			return why
+		}
+	}
+	return ""
+}
