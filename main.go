@@ -5,16 +5,22 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -60,6 +66,9 @@ func main() {
 		"control plane; empty uses --webhook-cert-dir (one serving certificate for both). Served once they exist.")
 	flag.DurationVar(&controlPlane.DecisionInterval, "decision-interval", 10*time.Second, "How often decisions counted by a "+
 		"replica are written into Guardrail status, with their Events (at most once per Guardrail per interval).")
+	flag.DurationVar(&controlPlane.LeaseDuration, "guard-lease-duration", controlplane.DefaultLeaseDuration, "How long a "+
+		"guard counts as answering after its last poll (its Lease in the operator's namespace); a live guard polls every "+
+		"30s. A guard that stops polling drops out of Guardrail status.enforcement within this bound.")
 	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -72,10 +81,17 @@ func main() {
 		setupLog.Info("Serving metrics over plain HTTP without authentication on a non-loopback address",
 			"address", metrics.bindAddress)
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	ctx := ctrl.SetupSignalHandler()
+	restConfig := ctrl.GetConfigOrDie()
+	install, err := installation(ctx, restConfig, scheme, watchNamespaces)
+	if err != nil {
+		setupLog.Error(err, "Unable to tell the operator's namespace and the guard it injects")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metrics.options(),
-		Cache:                   controllers.CacheOptions(watchNamespaces),
+		Cache:                   install.Cache(),
 		HealthProbeBindAddress:  probeAddr,
 		WebhookServer:           injectionFlags.WebhookServer(),
 		LeaderElection:          leaderElect,
@@ -86,8 +102,7 @@ func main() {
 		setupLog.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	ctx := ctrl.SetupSignalHandler()
-	if err := controllers.Setup(ctx, mgr); err != nil {
+	if err := controllers.SetupWith(ctx, mgr, install); err != nil {
 		setupLog.Error(err, "Unable to set up the controllers")
 		os.Exit(1)
 	}
@@ -98,6 +113,8 @@ func main() {
 	if controlPlane.CertDir == "" {
 		controlPlane.CertDir = injectionFlags.CertDir()
 	}
+	controlPlane.LeaseNamespace = install.OperatorNamespace
+	controlPlane.GuardImage, controlPlane.GuardCommand = install.GuardImage, install.GuardCommand
 	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
 		setupLog.Error(err, "Unable to set up the control plane server")
 		os.Exit(1)
@@ -110,6 +127,53 @@ func main() {
 		setupLog.Error(err, "The manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// installation reads what the cache and the control plane need to know before the manager
+// exists: the operator's namespace (home of the guards' Leases) and the guard as the
+// injector renders it (only pods whose spec carries it may report). They come from the
+// injector's flags, read by name because the injector resolves them only in its Setup:
+// --operator-namespace, else $POD_NAMESPACE, else the service account's namespace;
+// --guard-image, else the manager's own image (read from its pod, $POD_NAME);
+// --guard-command.
+func installation(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, watchNamespaces string) (controllers.Options, error) {
+	o := controllers.Options{WatchNamespaces: watchNamespaces}
+	flagValue := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	o.OperatorNamespace = flagValue("operator-namespace")
+	if o.OperatorNamespace == "" {
+		o.OperatorNamespace = os.Getenv("POD_NAMESPACE")
+	}
+	if o.OperatorNamespace == "" {
+		if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+			o.OperatorNamespace = strings.TrimSpace(string(b))
+		}
+	}
+	if o.OperatorNamespace == "" {
+		return o, errors.New("--operator-namespace is required outside a pod")
+	}
+	if path := flagValue("guard-command"); path != "" {
+		o.GuardCommand = []string{path}
+	}
+	if o.GuardImage = flagValue("guard-image"); o.GuardImage != "" {
+		return o, nil
+	}
+	podName := os.Getenv("POD_NAME")
+	if podName == "" {
+		return o, errors.New("--guard-image is required outside a pod (no $POD_NAME)")
+	}
+	reader, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return o, err
+	}
+	if o.GuardImage, err = injection.OwnImage(ctx, reader, o.OperatorNamespace, podName, "manager"); err != nil {
+		return o, fmt.Errorf("reading the manager's image for --guard-image: %w", err)
+	}
+	return o, nil
 }
 
 // metricsConfig is how the metrics endpoint is served.

@@ -3,12 +3,18 @@ package controllers_test
 import (
 	"os"
 	"strings"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Typed fixtures for behaviour tests, built with functional options.
@@ -138,3 +144,53 @@ func guardrailManifest(ns, name string, muts ...mutation) *unstructured.Unstruct
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
+
+type podOpt func(*corev1.Pod)
+
+// newPod is a running pod's manifest with one app container; create it with createRunning.
+func newPod(ns, name string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func withLabel(k, v string) podOpt { return func(p *corev1.Pod) { p.Labels[k] = v } }
+
+func withAnnotation(k, v string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+	}
+}
+
+// withGuard adds the guard as the injector renders it (the legacy shape, a regular
+// container) and the injected label.
+func withGuard() podOpt {
+	return func(p *corev1.Pod) {
+		p.Labels[cp.LabelInjected] = "true"
+		p.Spec.ServiceAccountName = "app" // a projected token needs one; createRunning creates it
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: injection.ContainerName, Image: guardImage,
+			Command: []string{"/guard"}, VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}})
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{
+			Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
+				ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}})
+	}
+}
+
+// guardLease is the Lease the control-plane server keeps for p's guard, renewed at renew,
+// acknowledging the Guardrails of enforced (name=generation, comma separated).
+func guardLease(p *corev1.Pod, enforced string, renew time.Time, duration int32) *coordinationv1.Lease {
+	t := metav1.NewMicroTime(renew)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: controlplane.LeaseName(p.UID),
+			Labels: map[string]string{controlplane.LabelLeasePodNamespace: p.Namespace},
+			Annotations: map[string]string{controlplane.AnnotationLeasePod: p.Name, controlplane.AnnotationLeasePodUID: string(p.UID),
+				cp.AnnotationEnforced: enforced}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.Namespace + "/" + p.Name), LeaseDurationSeconds: &duration, RenewTime: &t},
+	}
+}

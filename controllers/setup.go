@@ -6,33 +6,82 @@ import (
 	"context"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guardrail"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// CacheOptions are the manager's cache: restricted to the given namespaces (comma
-// separated; empty watches the whole cluster), and, for Pods, to those the injector
-// handled (label guardrail.dev/injected, "true" or "false" when injection was refused),
-// trimmed to metadata and phase — never a cluster-wide Pod informer.
-func CacheOptions(namespaces string) cache.Options {
+// DefaultOperatorNamespace is the operator's namespace in config/ (the chart installs into
+// its release's namespace, which main reads from $POD_NAMESPACE).
+const DefaultOperatorNamespace = "guardrail-system"
+
+// maxKeptAnnotation bounds the value of an annotation the cache keeps: a tenant writes its
+// pods' annotations, and the manager holds every injected pod.
+const maxKeptAnnotation = 4 << 10
+
+// keptAnnotations are the only pod annotations the manager reads from its cache (the
+// injector's, turned into Events on the pod); AnnotationGuardVerification is set by the
+// cache itself.
+var keptAnnotations = []string{injection.AnnotationInjectionWarnings, injection.AnnotationInjectorVersion}
+
+// Options describe the installation the manager's cache and reconcilers serve.
+type Options struct {
+	// WatchNamespaces restricts Classifiers, Guardrails and Secrets to these namespaces
+	// (comma separated); empty watches the whole cluster.
+	WatchNamespaces string
+	// OperatorNamespace is the operator's own namespace, where the control-plane server
+	// keeps one Lease per guard (controlplane.LeaseName); the cache watches Leases there
+	// only. Empty means DefaultOperatorNamespace.
+	OperatorNamespace string
+	// GuardImage and GuardCommand are the guard as the injector renders it: the cache
+	// records of each injected pod whether its spec carries it (injection.VerifyGuard).
+	// With no GuardImage no pod does.
+	GuardImage   string
+	GuardCommand []string
+}
+
+func (o Options) operatorNamespace() string {
+	if o.OperatorNamespace == "" {
+		return DefaultOperatorNamespace
+	}
+	return o.OperatorNamespace
+}
+
+// Cache is the manager's cache: restricted to WatchNamespaces; for Pods, to those the
+// injector handled (label guardrail.dev/injected, "true" or "false" when injection was
+// refused), trimmed to metadata, phase and whether the spec carries the guard — never a
+// cluster-wide Pod informer; for Leases, to the guards' in OperatorNamespace.
+func (o Options) Cache() cache.Options {
 	handled, err := labels.NewRequirement(cp.LabelInjected, selection.Exists, nil)
 	if err != nil {
 		panic(err) // constant arguments
 	}
+	guardLease, err := labels.NewRequirement(controlplane.LabelLeasePodNamespace, selection.Exists, nil)
+	if err != nil {
+		panic(err) // constant arguments
+	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod},
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod(o.GuardImage, o.GuardCommand)},
+		&coordinationv1.Lease{}: {
+			Namespaces: map[string]cache.Config{o.operatorNamespace(): {}},
+			Label:      labels.NewSelector().Add(*guardLease),
+		},
 	}}
-	for _, ns := range strings.Split(namespaces, ",") {
+	for _, ns := range strings.Split(o.WatchNamespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			if opts.DefaultNamespaces == nil {
 				opts.DefaultNamespaces = map[string]cache.Config{}
@@ -43,21 +92,60 @@ func CacheOptions(namespaces string) cache.Options {
 	return opts
 }
 
-// trimPod keeps of a cached pod what the control plane reads: its metadata (labels, the
-// annotations guards' acknowledgements are written to) and its phase. A pod's spec is
-// most of its size, and a thousand injected pods should cost a few MiB.
-func trimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta, Status: corev1.PodStatus{Phase: p.Status.Phase}}
-	trimmed.ManagedFields = nil
-	return trimmed, nil
+// CacheOptions is Options{WatchNamespaces: namespaces}.Cache(): Leases in
+// DefaultOperatorNamespace, and no pod's spec counts as carrying the guard.
+func CacheOptions(namespaces string) cache.Options {
+	return Options{WatchNamespaces: namespaces}.Cache()
 }
 
-// Setup registers the field indexes and the reconcilers with mgr.
+// trimPod keeps of a cached pod what the manager reads: its metadata without the
+// annotations it does not read, its phase, and whether its spec carries the guard
+// (controlplane.AnnotationGuardVerification). A pod's spec is most of its size, and its
+// annotations are the tenant's to fill: a thousand injected pods should cost a few MiB
+// whatever they carry. Pods cached by metadata only (PartialObjectMetadata) are trimmed
+// the same way, without the verification. The transform is idempotent, as client-go asks:
+// a pod already trimmed (no containers, which the apiserver never serves, and a
+// verification) is kept as it is.
+func trimPod(image string, command []string) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		switch p := obj.(type) {
+		case *corev1.Pod:
+			if _, ok := p.Annotations[controlplane.AnnotationGuardVerification]; ok && len(p.Spec.Containers) == 0 {
+				return p, nil
+			}
+			trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta), Status: corev1.PodStatus{Phase: p.Status.Phase}}
+			controlplane.SetGuardVerification(trimmed, injection.VerifyGuard(p, image, command))
+			return trimmed, nil
+		case *metav1.PartialObjectMetadata:
+			return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta)}, nil
+		}
+		return obj, nil
+	}
+}
+
+func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	kept := map[string]string{}
+	for _, k := range keptAnnotations {
+		if v, ok := m.Annotations[k]; ok && len(v) <= maxKeptAnnotation {
+			kept[k] = v
+		}
+	}
+	m.Annotations = nil
+	if len(kept) > 0 {
+		m.Annotations = kept
+	}
+	m.ManagedFields = nil
+	return m
+}
+
+// Setup is SetupWith(ctx, mgr, Options{}).
 func Setup(ctx context.Context, mgr ctrl.Manager) error {
+	return SetupWith(ctx, mgr, Options{})
+}
+
+// SetupWith registers the field indexes and the reconcilers with mgr, whose cache is
+// o.Cache().
+func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := index.Setup(ctx, mgr); err != nil {
 		return err
 	}
@@ -69,9 +157,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	if err := (&guardrail.Reconciler{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorder("guardrail-controller"),
+		LeaseNamespace: o.operatorNamespace(),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controlplane.LeaseCollector{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("guardrail-controller"),
+		Namespace: o.operatorNamespace(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

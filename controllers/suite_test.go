@@ -29,9 +29,20 @@ var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
-	scheme    = runtime.NewScheme()
-	cancel    context.CancelFunc
+	// managerCache is what the manager reads pods and guards' Leases from.
+	managerCache client.Reader
+	scheme       = runtime.NewScheme()
+	cancel       context.CancelFunc
 )
+
+// The installation the suite's manager serves: the operator's namespace, where guards'
+// Leases live, and the guard as the injector renders it.
+const (
+	leaseNS    = "guardrail-system"
+	guardImage = "registry.test/guardrail/operator:v0.0.0-test"
+)
+
+var install = controllers.Options{OperatorNamespace: leaseNS, GuardImage: guardImage, GuardCommand: []string{"/guard"}}
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -54,17 +65,19 @@ var _ = BeforeSuite(func() {
 
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}})).To(Succeed())
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(""),
+		Cache:                  install.Cache(),
 	})
 	Expect(err).NotTo(HaveOccurred())
+	managerCache = mgr.GetCache()
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
-	Expect(controllers.Setup(ctx, mgr)).To(Succeed())
+	Expect(controllers.SetupWith(ctx, mgr, install)).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())

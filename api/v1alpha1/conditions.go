@@ -100,6 +100,10 @@ const (
 	// ReasonSnapshotRefused: some selected pods' guards refused the policy snapshot (a
 	// version skew between guard and operator); they keep their previous policy.
 	ReasonSnapshotRefused = "SnapshotRefused"
+	// ReasonGuardsNotAnswering: some selected pods' guards stopped polling the control
+	// plane for longer than their liveness bound (a crashed or hung guard): what they
+	// enforce, if anything, is unknown.
+	ReasonGuardsNotAnswering = "GuardsNotAnswering"
 	// ReasonNotDistributed: the Guardrail does not compile, so it is not sent to guards.
 	ReasonNotDistributed = "NotDistributed"
 )

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,12 +21,13 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// maxClaimAttempts bounds the re-reads after a conflicting write of a pod's claim.
+// maxClaimAttempts bounds the re-reads after a conflicting write of a guard's claim.
 const maxClaimAttempts = 8
 
 // decisions is the intake of a guard's batch: authenticate and bind to the pod like a
-// subscription, refuse counts for Guardrails of another namespace, claim on the pod what
-// was not counted yet, and buffer it for the next status write.
+// subscription (the pod must carry the guard), refuse counts for Guardrails of another
+// namespace, claim on the guard's Lease what was not counted yet, and buffer it for the
+// next status write.
 func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
@@ -57,15 +60,25 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 		s.refuseBatch(w, err)
 		return
 	}
+	bodyRead(w, handlerSlack)
+	lease, err := s.claimLease(ctx, pod)
+	if err != nil {
+		s.refuseBatch(w, fmt.Errorf("reading the guard's Lease: %w", err))
+		return
+	}
 	for attempt := 1; ; attempt++ {
-		prev, perr := parseClaim(pod.GetAnnotations()[cp.AnnotationDecisions])
+		prev, perr := parseClaim(lease.Annotations[cp.AnnotationDecisions])
 		if perr != nil {
-			// Not ours (edited by hand): counting starts again from this batch.
-			s.log.Info("Ignoring an unreadable decisions claim on a pod", "pod", pod.Namespace+"/"+pod.Name)
+			// Not ours (the Lease was edited by hand): counting starts again from this batch.
+			s.log.Info("Ignoring an unreadable decisions claim on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
 		}
-		deltas, next, err := claim(prev, &req)
+		deltas, next, err := claim(prev, &req, time.Now())
 		if errors.Is(err, errStaleIncarnation) {
 			s.refuseBatch(w, &refusal{409, "stale_incarnation", err.Error()})
+			return
+		}
+		if errors.Is(err, errImplausible) {
+			s.refuseBatch(w, &refusal{422, "implausible", err.Error()})
 			return
 		}
 		if deltas.empty() {
@@ -73,25 +86,19 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		err = s.writeClaim(ctx, pod, next)
-		if apierrors.IsConflict(err) && attempt < maxClaimAttempts {
-			// Another replica (or an ack) wrote the pod since it was read: read it again
-			// and claim only what is left.
+		err = s.writeClaim(ctx, lease, next)
+		if (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxClaimAttempts {
+			// Another replica (or an ack) wrote the Lease since it was read, or the
+			// collector deleted it: read it again and claim only what is left.
 			batches.WithLabelValues("conflict").Inc()
-			fresh := podMeta()
-			if err := s.api.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, fresh); err != nil {
-				s.refuseBatch(w, fmt.Errorf("reading pod: %w", err))
+			if lease, err = s.freshLease(ctx, pod); err != nil {
+				s.refuseBatch(w, fmt.Errorf("reading the guard's Lease: %w", err))
 				return
 			}
-			if string(fresh.UID) != id.podUID {
-				s.refuseBatch(w, &refusal{403, "pod_not_found", "the pod this token is bound to does not exist"})
-				return
-			}
-			pod = fresh
 			continue
 		}
 		if err != nil {
-			s.refuseBatch(w, fmt.Errorf("recording counted decisions on the pod: %w", err))
+			s.refuseBatch(w, fmt.Errorf("recording counted decisions on the guard's Lease: %w", err))
 			return
 		}
 		s.intake.add(pod.Namespace, pod.Name, deltas, req.Samples)
@@ -101,25 +108,34 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeClaim records next on the pod, on the condition that the pod is still at the
-// resourceVersion it was read at.
-func (s *Server) writeClaim(ctx context.Context, pod *metav1.PartialObjectMetadata, next claimed) error {
+// freshLease reads the guard's Lease from the apiserver, creating it if it is gone.
+func (s *Server) freshLease(ctx context.Context, pod *metav1.PartialObjectMetadata) (*coordinationv1.Lease, error) {
+	lease := &coordinationv1.Lease{}
+	err := s.api.Get(ctx, types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: LeaseName(pod.UID)}, lease)
+	if apierrors.IsNotFound(err) {
+		return s.claimLease(ctx, pod)
+	}
+	return lease, err
+}
+
+// writeClaim records next on the guard's Lease, on the condition that the Lease is still
+// at the resourceVersion it was read at.
+func (s *Server) writeClaim(ctx context.Context, lease *coordinationv1.Lease, next claimed) error {
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return err
 	}
 	if len(raw) > maxClaimBytes {
-		return &refusal{413, "too_large", "the batch's counts do not fit on the pod"}
+		return &refusal{413, "too_large", "the batch's counts do not fit on the guard's Lease"}
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": pod.ResourceVersion,
+		"resourceVersion": lease.ResourceVersion,
 		"annotations":     map[string]string{cp.AnnotationDecisions: string(raw)},
 	}})
 	if err != nil {
 		return err
 	}
-	target := podMeta()
-	target.Namespace, target.Name = pod.Namespace, pod.Name
+	target := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: lease.Namespace, Name: lease.Name}}
 	return s.writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 }
 
@@ -150,7 +166,7 @@ var (
 	batchesRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_decision_batches_refused_total",
 		Help: "Decision batches refused, by reason (other_namespace, stale_incarnation, bad_request, too_large, " +
-			"and the subscription's authentication reasons).",
+			"and the subscription's authentication reasons, not_a_guard included).",
 	}, []string{"reason"})
 	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_decisions_status_writes_total",

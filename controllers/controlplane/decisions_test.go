@@ -13,6 +13,7 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -228,5 +229,36 @@ func TestDecisionsForAnotherNamespaceAreRefused(t *testing.T) {
 	time.Sleep(4 * decisionInterval)
 	if c := decisionsOf(t, b, "web-words"); c.WouldBlock != 0 {
 		t.Errorf("namespace %s's Guardrail counted %d decisions of namespace %s's guard", b, c.WouldBlock, a)
+	}
+}
+
+// TestATenantCannotResetTheClaim: what was counted of a guard is recorded on its Lease in
+// the operator's namespace; a tenant that writes its pod's annotations — the claim's old
+// home — makes nothing count twice.
+func TestATenantCannotResetTheClaim(t *testing.T) {
+	ns := fixture(t)
+	ctx := context.Background()
+	p := pod(t, ns, "web-1", "web")
+	tok := token(t, p, cp.Audience)
+	if status := postDecisions(t, baseURL, tok, cumulative(ns, "inc-1", 5, 0)); status != http.StatusNoContent {
+		t.Fatalf("batch answered %d", status)
+	}
+	settled(t, ns, "web-words", func(c v1alpha1.DecisionCounts) bool { return c.WouldBlock >= 5 })
+	l, err := leaseOf(t, p)
+	must(t, err)
+	if !strings.Contains(l.Annotations[cp.AnnotationDecisions], `"outcome":"wouldBlock"`) {
+		t.Errorf("the guard's Lease does not record what was counted: %q", l.Annotations[cp.AnnotationDecisions])
+	}
+	// The tenant resets the claim where it used to be, and leaves a claim of nothing.
+	must(t, k8s.Patch(ctx, p, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+cp.AnnotationDecisions+`":"{\"incarnation\":\"inc-1\",\"started\":1700000000000}"}}}`))))
+	time.Sleep(500 * time.Millisecond) // the managers' caches see the edit
+	for _, url := range []string{baseURL, secondURL} {
+		if status := postDecisions(t, url, tok, cumulative(ns, "inc-1", 5, 0)); status != http.StatusNoContent {
+			t.Fatalf("batch answered %d", status)
+		}
+	}
+	if got := settled(t, ns, "web-words", func(c v1alpha1.DecisionCounts) bool { return c.WouldBlock >= 5 }); got.WouldBlock != 5 {
+		t.Errorf("after the tenant reset its pod's annotation, the same batch counted %d, want 5", got.WouldBlock)
 	}
 }

@@ -15,6 +15,7 @@ type metrics struct {
 	compiles     prometheus.Counter
 	acks         *prometheus.CounterVec
 	ackErrors    prometheus.Counter
+	leaseWrites  *prometheus.CounterVec
 }
 
 var serverMetrics = &metrics{
@@ -24,7 +25,8 @@ var serverMetrics = &metrics{
 	}, []string{"namespace"}),
 	refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_refused_total",
-		Help: "Subscriptions refused, by reason (missing_token, unauthenticated, wrong_audience, not_pod_bound, pod_not_found, bad_request).",
+		Help: "Subscriptions refused, by reason (missing_token, unauthenticated, wrong_audience, not_pod_bound, pod_not_found, " +
+			"not_a_guard: the pod's spec does not carry the injected guard, bad_request).",
 	}, []string{"reason"}),
 	tokenReviews: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_tokenreviews_total",
@@ -40,15 +42,20 @@ var serverMetrics = &metrics{
 	}),
 	acks: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_acks_total",
-		Help: "Acknowledgements recorded on pods, by result (applied, refused).",
+		Help: "Changed acknowledgements recorded on guards' Leases, by result (applied, refused).",
 	}, []string{"result"}),
 	ackErrors: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_ack_errors_total",
-		Help: "Acknowledgements that could not be recorded on their pod (retried on the guard's next poll).",
+		Help: "Acknowledgements and heartbeats that could not be recorded on the guard's Lease (retried on its next poll).",
 	}),
+	leaseWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_lease_writes_total",
+		Help: "Writes of guards' Leases by polls, by kind (created, acked: the acknowledgement changed, renewed: " +
+			"the heartbeat only, at most once per third of the Lease duration per guard).",
+	}, []string{"kind"}),
 }
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(serverMetrics.subscribers, serverMetrics.refused, serverMetrics.tokenReviews,
-		serverMetrics.sent, serverMetrics.compiles, serverMetrics.acks, serverMetrics.ackErrors)
+		serverMetrics.sent, serverMetrics.compiles, serverMetrics.acks, serverMetrics.ackErrors, serverMetrics.leaseWrites)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -42,14 +44,30 @@ type Options struct {
 	Debounce time.Duration
 	// Wait is how long a poll with nothing new is held open; 0 means 30s.
 	Wait time.Duration
+	// ReadTimeout bounds reading a request, headers and body (bodies are small: a subscribe
+	// request, a decisions batch); 0 means 15s. A long poll is bounded by Wait instead.
+	ReadTimeout time.Duration
 	// QPS and Burst of the server's own apiserver clients, one for TokenReviews and one
-	// for the pod patches that record acks (each its own rate limit, so that a reconnect
-	// storm's reviews do not queue behind acks); 0 means 200 and 400.
+	// for the Lease writes that record acks, heartbeats and decisions claims (each its own
+	// rate limit, so that a reconnect storm's reviews do not queue behind acks); 0 means
+	// 200 and 400.
 	QPS   float32
 	Burst int
 	// DecisionInterval is how often decisions counted by this replica are written into
 	// Guardrail status (at most one write per Guardrail per interval); 0 means 10s.
 	DecisionInterval time.Duration
+	// LeaseNamespace holds the guards' Leases: the operator's own namespace, which the
+	// manager's cache watches for Leases (controllers.Options.Cache). Required.
+	LeaseNamespace string
+	// LeaseDuration is how long a guard counts as answering after it last polled: a live
+	// guard polls at least every Wait, so it must exceed Wait; 0 means 60s (two polls).
+	// A guard that stops polling drops out of status.enforcement within LeaseDuration.
+	LeaseDuration time.Duration
+	// GuardImage and GuardCommand are the guard as the injector renders it
+	// (injection.Config): only a pod whose spec carries it may subscribe or report
+	// (injection.VerifyGuard). GuardImage is required.
+	GuardImage   string
+	GuardCommand []string
 }
 
 // Server serves the policy subscription (runtime/controlplane's protocol). It runs on
@@ -59,9 +77,10 @@ type Server struct {
 	log    logr.Logger
 	hub    *hub
 	auth   *authenticator
-	pods   client.Reader // injected pods, cached (metadata and phase: controllers.CacheOptions)
-	api    client.Reader // the apiserver, for pods not (yet) in the cache
-	writer client.Client // acks onto pods
+	pods   client.Reader // injected pods, cached (metadata, phase and guard verification: controllers.Options.Cache)
+	leases client.Reader // guards' Leases, cached (the operator's namespace)
+	api    client.Reader // the apiserver, for pods and Leases not (yet) in the cache
+	writer client.Client // guards' Leases
 	intake *intake       // decisions counted here, until written into status
 	// inflight tracks decisions batches being taken, so that the last flush at shutdown
 	// comes after them.
@@ -71,7 +90,8 @@ type Server struct {
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// The server reads pods and never writes them: a guard's state is its Lease (lease.go).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -89,8 +109,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	if opts.DecisionInterval <= 0 {
 		opts.DecisionInterval = 10 * time.Second
 	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 15 * time.Second
+	}
 	if opts.QPS <= 0 {
 		opts.QPS, opts.Burst = 200, 400
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = DefaultLeaseDuration
+	}
+	switch {
+	case opts.LeaseNamespace == "":
+		return nil, errors.New("control plane: the namespace of the guards' Leases is not set")
+	case opts.GuardImage == "":
+		return nil, errors.New("control plane: the guard's image is not set, so no pod could prove it carries the guard")
+	case opts.LeaseDuration <= opts.Wait:
+		return nil, fmt.Errorf("control plane: the guards' Lease duration %s must exceed the long-poll wait %s", opts.LeaseDuration, opts.Wait)
 	}
 	cfg := rest.CopyConfig(mgr.GetConfig())
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
@@ -107,13 +141,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 		opts: opts, log: log,
 		hub:  newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader()}).build, opts.Debounce, log, serverMetrics),
 		auth: newAuthenticator(reviewer, serverMetrics),
-		pods: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
+		pods: mgr.GetClient(), leases: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
 	}
 	s.intake = &intake{interval: opts.DecisionInterval, cache: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		recorder: mgr.GetEventRecorder("guardrail-decisions"), log: log.WithName("decisions"),
 		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{}}
 	if err := s.watch(ctx, mgr); err != nil {
+		return nil, err
+	}
+	// The Lease informer starts with the cache, not on the first poll.
+	if _, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{}); err != nil {
 		return nil, err
 	}
 	// A replica is ready once guards can connect to it.
@@ -238,9 +276,14 @@ func (s *Server) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+cp.SubscribePath, s.subscribe)
 	mux.HandleFunc("POST "+cp.DecisionsPath, s.decisions)
+	// A slow client cannot hold a connection: its request is read within ReadTimeout, and
+	// an answer is written within WriteTimeout, which a long poll (Wait) stays under;
+	// each handler re-arms the read deadline once it has the body (bodyRead).
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, s.opts.ReadTimeout),
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.Wait + handlerSlack,
 		IdleTimeout:       5 * time.Minute,
 		TLSConfig: &tls.Config{
 			MinVersion:     tls.VersionTLS12,
@@ -325,6 +368,12 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the body is not a subscribe request", http.StatusBadRequest)
 		return
 	}
+	if !validVersion(req.Running) || (req.Refused != nil && !validVersion(req.Refused.Version)) {
+		serverMetrics.refused.WithLabelValues("bad_request").Inc()
+		http.Error(w, "a policy version is a snapshot's version", http.StatusBadRequest)
+		return
+	}
+	bodyRead(w, s.opts.Wait+handlerSlack)
 	s.recordAck(ctx, pod, &req)
 
 	sub := serverMetrics.subscribers.WithLabelValues(id.namespace)
@@ -363,26 +412,51 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 
 // pod returns the metadata of the pod the token is bound to; the pod must exist with the
 // token's uid (a token of a deleted pod, or of an earlier pod of the same name, is
-// refused).
+// refused), and its spec must carry the guard as the injector renders it: any container
+// of the namespace may mount a token of the guard's audience, only the guard may report.
 func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMetadata, error) {
 	key := types.NamespacedName{Namespace: id.namespace, Name: id.pod}
 	cached := &corev1.Pod{}
 	err := s.pods.Get(ctx, key, cached)
-	pod := podMeta()
-	pod.ObjectMeta = cached.ObjectMeta
-	if apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != id.podUID) {
-		// Not in the cache of injected pods (yet): ask the apiserver.
-		pod = podMeta()
-		err = s.api.Get(ctx, key, pod)
+	verified := errNotVerified
+	if err == nil && string(cached.UID) == id.podUID {
+		verified = GuardVerification(cached)
+	}
+	if errors.Is(verified, errNotVerified) && (err == nil || apierrors.IsNotFound(err)) {
+		// Not in the cache of injected pods (yet), or cached without its verification:
+		// read the whole pod from the apiserver.
+		cached = &corev1.Pod{}
+		if err = s.api.Get(ctx, key, cached); err == nil {
+			verified = injection.VerifyGuard(cached, s.opts.GuardImage, s.opts.GuardCommand)
+		}
 	}
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != id.podUID):
+	case apierrors.IsNotFound(err) || (err == nil && string(cached.UID) != id.podUID):
 		return nil, &refusal{403, "pod_not_found", "the pod this token is bound to does not exist"}
 	case err != nil:
 		return nil, fmt.Errorf("reading pod: %w", err)
+	case verified != nil:
+		return nil, &refusal{403, "not_a_guard", "the pod this token is bound to does not carry the guard as the " +
+			"operator injects it, so it may not subscribe or report: " + verified.Error()}
 	}
+	pod := podMeta()
+	pod.Namespace, pod.Name, pod.UID, pod.Labels = cached.Namespace, cached.Name, cached.UID, cached.Labels
 	return pod, nil
 }
+
+// handlerSlack is what a handler may take beyond its own bound (Wait for a long poll) to
+// read the apiserver and write its answer.
+const handlerSlack = 30 * time.Second
+
+// bodyRead re-arms the read deadline of a request whose body has been read: the server's
+// ReadTimeout covers the request, and on HTTP/1.1 a deadline that passes while the
+// handler still runs cancels the handler's context.
+func bodyRead(w http.ResponseWriter, bound time.Duration) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bound))
+}
+
+// validVersion reports whether v may be a snapshot's version (versionOf), or empty.
+func validVersion(v string) bool { return v == "" || cp.ValidID(v) }
 
 func (s *Server) refuse(w http.ResponseWriter, err error) {
 	if r, ok := asRefusal(err); ok {
@@ -392,74 +466,4 @@ func (s *Server) refuse(w http.ResponseWriter, err error) {
 	}
 	s.log.Error(err, "Serving a subscription")
 	http.Error(w, "the control plane cannot serve this request now; retry", http.StatusServiceUnavailable)
-}
-
-// recordAck writes what the guard enforces onto its pod, where the Guardrail status
-// writer (the leader) reads it. Written only when it changed; a failure is retried on the
-// guard's next poll.
-func (s *Server) recordAck(ctx context.Context, pod *metav1.PartialObjectMetadata, req *cp.SubscribeRequest) {
-	want := map[string]*string{}
-	cur := pod.GetAnnotations()
-	set := func(k, v string) {
-		if v == "" {
-			if _, ok := cur[k]; ok {
-				want[k] = nil
-			}
-			return
-		}
-		if cur[k] != v {
-			want[k] = &v
-		}
-	}
-	set(cp.AnnotationPolicyVersion, req.Running)
-	enforced, known := s.hub.enforcedOf(req.Running)
-	switch {
-	case req.Running == "":
-		set(cp.AnnotationEnforced, "")
-	case known:
-		set(cp.AnnotationEnforced, enforced)
-	case cur[cp.AnnotationPolicyVersion] != req.Running:
-		// A version this replica never compiled: what it holds is unknown until the guard
-		// applies the current one.
-		set(cp.AnnotationEnforced, "")
-	}
-	refused := ""
-	if req.Refused != nil {
-		msg := req.Refused.Error
-		if len(msg) > cp.MaxErrorChars {
-			msg = msg[:cp.MaxErrorChars]
-		}
-		refused = req.Refused.Version + ": " + msg
-	}
-	set(cp.AnnotationRefused, refused)
-	if len(want) == 0 {
-		return
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": want}})
-	if err != nil {
-		return
-	}
-	target := podMeta()
-	target.Namespace, target.Name = pod.Namespace, pod.Name
-	if err := s.writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		serverMetrics.ackErrors.Inc()
-		s.log.Error(err, "Recording a guard's acknowledgement on its pod", "pod", pod.Namespace+"/"+pod.Name)
-		return
-	}
-	result := "applied"
-	if req.Refused != nil {
-		result = "refused"
-	}
-	serverMetrics.acks.WithLabelValues(result).Inc()
-	for k, v := range want {
-		if v == nil {
-			delete(cur, k)
-		} else {
-			if cur == nil {
-				cur = map[string]string{}
-			}
-			cur[k] = *v
-		}
-	}
-	pod.SetAnnotations(cur)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	guardv1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
@@ -53,6 +54,22 @@ var (
 
 // canary is a classifier credential; it must reach only its namespace's guards and no log.
 const canary = "sk-canary-7f3a9c1e0b5d"
+
+// The installation the servers of these tests serve: the operator's namespace, where
+// guards' Leases live, and the guard as the injector renders it.
+const (
+	leaseNS    = "guardrail-system"
+	guardImage = "registry.test/guardrail/operator:v0.0.0-test"
+	// leaseDuration is short, so that a guard that stops polling drops out within a test;
+	// it exceeds the servers' Wait (2s), as it must.
+	leaseDuration = 4 * time.Second
+)
+
+var (
+	guardCommand = []string{"/guard"}
+	install      = controllers.Options{OperatorNamespace: leaseNS, GuardImage: guardImage, GuardCommand: guardCommand}
+	serverOpts   controlplane.Options
+)
 
 type syncBuffer struct {
 	mu sync.Mutex
@@ -95,6 +112,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	cs = kubernetes.NewForConfigOrDie(cfg)
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	dir, err := os.MkdirTemp("", "controlplane-test-")
 	if err != nil {
@@ -110,7 +131,7 @@ func run(m *testing.M) int {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: controllers.CacheOptions(""),
+		Cache: install.Cache(),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -118,11 +139,13 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := controllers.Setup(ctx, mgr); err != nil {
+	if err := controllers.SetupWith(ctx, mgr, install); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	opts := controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir, Wait: 2 * time.Second, DecisionInterval: decisionInterval}
+	serverOpts = controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir, Wait: 2 * time.Second, DecisionInterval: decisionInterval,
+		LeaseNamespace: leaseNS, LeaseDuration: leaseDuration, GuardImage: guardImage, GuardCommand: guardCommand}
+	opts := serverOpts
 	srv, err := controlplane.Setup(ctx, mgr, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -132,7 +155,7 @@ func run(m *testing.M) int {
 	baseURL = "https://" + srv.Addr().String()
 	second, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: controllers.CacheOptions(""),
+		Cache: install.Cache(),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -193,13 +216,34 @@ func guardrail(ns, name, app, classifier, category string) *v1alpha1.Guardrail {
 		}}
 }
 
-// pod creates an injected pod with labels app=<app>, marks it Running, and returns it.
+// pod creates an injected pod with labels app=<app>, marks it Running, and returns it: its
+// spec carries the guard as the injector renders it, in the legacy shape (a regular
+// container), which every apiserver version takes.
 func pod(t *testing.T, ns, name, app string) *corev1.Pod {
 	t.Helper()
-	ctx := context.Background()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+	return createPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		Labels: map[string]string{"app": app, cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
+			{Name: injection.ContainerName, Image: guardImage, Command: guardCommand,
+				VolumeMounts: []corev1.VolumeMount{{Name: guardTokenVolume, MountPath: "/var/run/secrets/guardrail.dev"}}},
+			{Name: "app", Image: "app"},
+		}, Volumes: []corev1.Volume{tokenVolume(guardTokenVolume)}}})
+}
+
+// guardTokenVolume is the injector's name of the guard's token volume.
+const guardTokenVolume = "guardrail-token"
+
+// tokenVolume projects a service-account token of the control plane's audience.
+func tokenVolume(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+			Audience: cp.Audience, Path: "token"}}}}}}
+}
+
+// createPod creates p and marks it Running.
+func createPod(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
 	must(t, k8s.Create(ctx, p))
 	p.Status.Phase = corev1.PodRunning
 	must(t, k8s.Status().Update(ctx, p))

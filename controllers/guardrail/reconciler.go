@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -39,10 +41,22 @@ type Reconciler struct {
 	// APIReader lists the pods a Guardrail selects: pods without a guard are not cached.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// LeaseNamespace holds the guards' Leases (the operator's namespace), read from the
+	// cache.
+	LeaseNamespace string
+	// Now is the clock guards' Leases are judged by; nil is time.Now.
+	Now func() time.Time
 }
 
-// enforcementResync is how often status.enforcement is recounted on top of the watch of
-// injected pods: pods without a guard are not watched.
+func (r *Reconciler) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+// enforcementResync is how often status.enforcement is recounted on top of the watches of
+// injected pods and guards' Leases: pods without a guard are not watched.
 const enforcementResync = time.Minute
 
 // scope is what the steps of one reconcile share.
@@ -51,6 +65,9 @@ type scope struct {
 	classifier *v1alpha1.Classifier
 	// compiled is the Guardrail as the guard enforces it, once it compiled.
 	compiled *policy.Guardrail
+	// recount is when status.enforcement changes unless something else does: the first
+	// live guard's Lease expires. Zero when none is live.
+	recount time.Duration
 }
 
 type step func(ctx context.Context, s *scope) (ctrl.Result, error)
@@ -60,6 +77,7 @@ type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=guardrail.dev,resources=classifiers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=guardrail-system,resources=leases,verbs=get;list;watch
 
 // Reconcile brings a Guardrail's status in line with its spec and its Classifier.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
@@ -83,13 +101,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return
 		}
 		if retErr == nil && result.IsZero() && s.compiled != nil {
-			// Settled: recount the selected pods now and then (pods without a guard are
-			// not watched).
+			// Settled: recount the selected pods when the first live guard's Lease
+			// expires, and now and then (pods without a guard are not watched).
 			result.RequeueAfter = enforcementResync
+			if s.recount > 0 {
+				result.RequeueAfter = min(result.RequeueAfter, s.recount)
+			}
 		}
 	}()
 
-	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile} {
+	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile, r.reconcileEnforcement} {
 		res, err := st(ctx, s)
 		if err != nil || !res.IsZero() {
 			if s.compiled == nil {
@@ -98,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return res, err
 		}
 	}
-	return ctrl.Result{}, r.reconcileEnforcement(ctx, s)
+	return ctrl.Result{}, nil
 }
 
 // reconcileClassifier fetches the referenced Classifier and waits until it is Ready for
@@ -196,14 +217,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.Guardrail{}).
 		Watches(&v1alpha1.Classifier{}, handler.EnqueueRequestsFromMapFunc(r.guardrailsForClassifier)).
 		// Injected pods only (the manager's cache is restricted to them and trimmed to
-		// metadata and phase): a guard's acknowledgement is an annotation on its pod.
-		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanged)).
+		// metadata, phase and whether their spec carries the guard).
+		Watches(&corev1.Pod{}, r.namespaceEvents(func(o client.Object) string { return o.GetNamespace() }),
+			builder.WithPredicates(podChanged)).
+		// Guards' Leases (the cache holds those of the operator's namespace): a guard's
+		// acknowledgement, and its return after it stopped answering.
+		Watches(&coordinationv1.Lease{}, r.namespaceEvents(func(o client.Object) string {
+			return o.GetLabels()[controlplane.LabelLeasePodNamespace]
+		}), builder.WithPredicates(leaseChanged)).
 		Named("guardrail").
 		Complete(r)
 }
 
 // podChanged passes the pod events that can change a Guardrail's enforcement: a pod
-// appears or goes, or its labels, phase or acknowledgement annotations change.
+// appears or goes, or its labels, phase or guard verification change.
 var podChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, n := e.ObjectOld, e.ObjectNew
@@ -215,12 +242,32 @@ var podChanged = predicate.Funcs{
 				return true
 			}
 		}
+		k := controlplane.AnnotationGuardVerification
+		return o.GetAnnotations()[k] != n.GetAnnotations()[k]
+	},
+}
+
+// leaseChanged passes the guard Lease events that can change a Guardrail's enforcement:
+// a Lease appears or goes, its acknowledgement changes, or its guard answers again after
+// its Lease expired. A heartbeat alone passes nothing: a thousand guards renew every few
+// seconds between them, and expiry is found by the recount at the first expiry.
+var leaseChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*coordinationv1.Lease)
+		n, ok2 := e.ObjectNew.(*coordinationv1.Lease)
+		if !ok1 || !ok2 {
+			return true
+		}
 		for _, k := range []string{cp.AnnotationEnforced, cp.AnnotationRefused} {
-			if o.GetAnnotations()[k] != n.GetAnnotations()[k] {
+			if o.Annotations[k] != n.Annotations[k] {
 				return true
 			}
 		}
-		return false
+		if n.Spec.RenewTime == nil {
+			return false
+		}
+		// Expired before this renewal: the guard was counted as not answering.
+		return !controlplane.ReadAck(o, n.Spec.RenewTime.Time).Live
 	},
 }
 
@@ -229,11 +276,16 @@ var podChanged = predicate.Funcs{
 // Guardrail, not a thousand.
 const podCoalesce = time.Second
 
-// podEvents enqueues the Guardrails of a pod's namespace after podCoalesce; the queue
-// keeps one request per Guardrail however many pods report meanwhile.
-func (r *Reconciler) podEvents() handler.EventHandler {
+// namespaceEvents enqueues the Guardrails of the namespace an object concerns after
+// podCoalesce; the queue keeps one request per Guardrail however many pods and guards
+// report meanwhile.
+func (r *Reconciler) namespaceEvents(namespaceOf func(client.Object) string) handler.EventHandler {
 	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range r.guardrailsForPod(ctx, o) {
+		ns := namespaceOf(o)
+		if ns == "" {
+			return
+		}
+		for _, req := range r.guardrailsIn(ctx, ns) {
 			q.AddAfter(req, podCoalesce)
 		}
 	}
@@ -250,10 +302,10 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 	}
 }
 
-func (r *Reconciler) guardrailsForPod(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) guardrailsIn(ctx context.Context, ns string) []reconcile.Request {
 	var list v1alpha1.GuardrailList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Guardrails for a pod", "pod", o.GetName())
+	if err := r.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Guardrails of a namespace", "namespace", ns)
 		return nil
 	}
 	reqs := make([]reconcile.Request, len(list.Items))

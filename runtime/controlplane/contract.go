@@ -24,11 +24,15 @@ const (
 
 // Labels and annotations on pods.
 const (
-	// LabelInjected marks a pod whose guard was injected; the operator caches only these.
+	// LabelInjected is the injector's note on a pod it handled: "true" when it injected
+	// the guard, "false" when it could not. The operator caches only these pods. A tenant
+	// can write it too, so it proves nothing: what counts as a guard is the pod's spec
+	// (controllers/injection.VerifyGuard) and an authenticated guard connection.
 	LabelInjected = "guardrail.dev/injected"
-	// LabelInject on a pod opts it in ("true") or out ("false"; wins over the namespace).
+	// LabelInject on a pod opts it in ("true") or out ("false"; wins over a namespace
+	// labelled "enabled", never over one labelled "required").
 	LabelInject = "guardrail.dev/inject"
-	// LabelInjection on a namespace opts its pods in ("enabled", or "required": a pod that
-	// cannot be injected is denied).
+	// LabelInjection on a namespace opts its pods in ("enabled", or "required": every pod
+	// gets the guard whatever its labels, or is denied).
 	LabelInjection = "guardrail.dev/injection"
 )

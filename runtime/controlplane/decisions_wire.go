@@ -37,8 +37,8 @@ const (
 	MaxIDChars = 64
 )
 
-// AnnotationDecisions is the pod annotation where the operator records, per guard
-// incarnation, the cumulative counts it has already counted: the claim that makes a
+// AnnotationDecisions is the annotation of a guard's Lease where the operator records, per
+// guard incarnation, the cumulative counts it has already counted: the claim that makes a
 // count reach status once, whichever replica receives it and however often.
 const AnnotationDecisions = "guardrail.dev/decisions-counted"
 

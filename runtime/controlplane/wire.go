@@ -57,11 +57,11 @@ type Snapshot struct {
 	Credentials map[string]string `json:"credentials,omitempty"`
 }
 
-// Pod annotations the operator writes when a guard acknowledges: the state of each
-// guard is kept on its pod, so that every manager replica, and the leader computing
-// Guardrail status, sees it.
+// Annotations the operator writes on a guard's Lease (in the operator's namespace, one per
+// guard pod) when the guard acknowledges: every manager replica, and the leader computing
+// Guardrail status, sees them, and no tenant can write them.
 const (
-	// AnnotationPolicyVersion is the snapshot version the pod's guard enforces.
+	// AnnotationPolicyVersion is the snapshot version the guard enforces.
 	AnnotationPolicyVersion = "guardrail.dev/policy-version"
 	// AnnotationEnforced lists the Guardrails that version holds, as name=generation
 	// pairs separated by commas.

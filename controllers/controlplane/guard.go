@@ -1,0 +1,52 @@
+package controlplane
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AnnotationGuardVerification exists only in the manager's cache, never in the apiserver:
+// the cache's transform (controllers.Options.Cache) drops the pod's spec and every
+// annotation the manager does not read — this one too, whoever wrote it — and sets it to
+// guardVerified, or to why the spec does not carry the guard as the injector renders it
+// (injection.VerifyGuard). The control-plane server and the Guardrail reconciler read it
+// from cached pods; a pod read from the apiserver is verified from its spec.
+const AnnotationGuardVerification = "guardrail.dev/guard-verification"
+
+// guardVerified is AnnotationGuardVerification of a pod whose spec carries the guard.
+const guardVerified = "verified"
+
+// maxVerificationChars bounds the reason kept in the cache.
+const maxVerificationChars = 256
+
+// SetGuardVerification records on a cached pod the result of injection.VerifyGuard.
+func SetGuardVerification(o client.Object, err error) {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationGuardVerification] = guardVerified
+	if err != nil {
+		a[AnnotationGuardVerification] = Printable(err.Error(), maxVerificationChars)
+	}
+	o.SetAnnotations(a)
+}
+
+// errNotVerified: a cached pod without AnnotationGuardVerification (a cache without the
+// transform); the caller verifies the pod from the apiserver.
+var errNotVerified = errors.New("the pod's spec was not verified")
+
+// GuardVerification returns what the cache's transform found of a cached pod's guard: nil
+// when its spec carries the guard, else why not.
+func GuardVerification(p *corev1.Pod) error {
+	v, ok := p.Annotations[AnnotationGuardVerification]
+	switch {
+	case !ok:
+		return errNotVerified
+	case v == guardVerified:
+		return nil
+	}
+	return errors.New(v)
+}
