@@ -28,6 +28,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 )
@@ -69,6 +70,9 @@ func main() {
 	flag.DurationVar(&controlPlane.LeaseDuration, "guard-lease-duration", controlplane.DefaultLeaseDuration, "How long a "+
 		"guard counts as answering after its last poll (its Lease in the operator's namespace); a live guard polls every "+
 		"30s. A guard that stops polling drops out of Guardrail status.enforcement within this bound.")
+	flag.BoolVar(&classifier.AllowLocalURLs, "classifier-allow-local-urls", false, "Let Classifier backend URLs name loopback, "+
+		"link-local or unspecified addresses (127.0.0.1, localhost, 169.254.169.254, ...); for development only: a guard "+
+		"calls its backend from the app's pod, with the Classifier's credential.")
 	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

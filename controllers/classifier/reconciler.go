@@ -35,6 +35,13 @@ import (
 // top of the Secret watch.
 const waitInterval = time.Minute
 
+// AllowLocalURLs is the manager's --classifier-allow-local-urls: backend URLs may name
+// loopback, link-local and unspecified addresses (policy.LocalBackendURLs), for
+// development, where fake backends listen on 127.0.0.1. It is a package variable, bound
+// by main before controllers.Setup builds the reconciler, because it is one process-wide
+// setting; tests and the local harnesses set it before starting a manager.
+var AllowLocalURLs bool
+
 // Reconciler reconciles Classifiers.
 type Reconciler struct {
 	client.Client
@@ -135,12 +142,25 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (released bo
 }
 
 // reconcileSpec compiles the spec; what the schema cannot check (regular expressions,
-// category map targets, ...) stalls the Classifier with the offending field named. The
-// backend is reported before compiling, so that a Stalled Classifier still shows it.
+// category map targets, ...) stalls the Classifier with the offending field named. So
+// does a backend URL on the guard's own host or link (policy.LocalBackendURLs) unless
+// AllowLocalURLs. The backend is reported before compiling, so that a Stalled Classifier
+// still shows it.
 func (r *Reconciler) reconcileSpec(_ context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.obj.Status
 	st.Backend = backendOf(&s.obj.Spec)
 	compiled, err := kube.CompileClassifier(s.obj, "")
+	if !AllowLocalURLs {
+		spec := kube.Classifier(s.obj).Spec
+		if errs := policy.LocalBackendURLs(&spec); len(errs) > 0 {
+			perr, _ := err.(*policy.Error)
+			if perr == nil {
+				perr = &policy.Error{Kind: "Classifier", Key: policy.Key(s.obj.Namespace, s.obj.Name), Reason: v1alpha1.ReasonInvalidSpec}
+			}
+			perr.Errs = append(perr.Errs, errs...)
+			err = perr
+		}
+	}
 	if err != nil {
 		perr := err.(*policy.Error)
 		status.MarkStalled(s.obj, perr.Reason, perr.Message())

@@ -43,6 +43,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
@@ -129,6 +130,9 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Everything runs on this machine: a classifier the developer runs beside it listens on
+	// 127.0.0.1, which the manager refuses unless told otherwise.
+	classifier.AllowLocalURLs = true
 	if err := controllers.Setup(ctx, mgr); err != nil {
 		return err
 	}

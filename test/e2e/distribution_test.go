@@ -70,7 +70,9 @@ func startManager(t *testing.T, kubeconfig, certDir, addr string, extra ...strin
 	t.Helper()
 	m := &manager{exited: make(chan struct{})}
 	// Injection has its own suite (controllers/injection); here the guard is started by hand.
+	// The fake classifiers listen on 127.0.0.1, which the manager refuses by default.
 	args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-injection=false",
+		"--classifier-allow-local-urls",
 		"--control-plane-bind-address=" + addr, "--control-plane-cert-dir=" + certDir}, extra...)
 	m.cmd = exec.Command(buildManager(t), args...) //nolint:gosec // test binary
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
