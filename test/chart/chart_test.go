@@ -81,7 +81,7 @@ func render(t *testing.T, values ...string) string {
 }
 
 func TestLintStrict(t *testing.T) {
-	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "dashboard.enabled=true"}} {
+	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "dashboard.enabled=true", "admissionPolicies.enabled=false"}} {
 		args := []string{"lint", "--strict", chartDir}
 		for _, v := range values {
 			args = append(args, "--set", v)
@@ -129,6 +129,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"watchNamespaces={Team_A}", "watchNamespaces"},
 		{"certManager.issuerRef.kind=Vault", "kind"},
 		{"replica=2", "replica"},
+		{"admissionPolicies.enabled=maybe", "enabled"},
 	} {
 		out, err := helm(t, "template", "guardrail-operator", chartDir, "--set", tc.set)
 		if err == nil {
@@ -203,6 +204,37 @@ func TestRenderedRulesAndWebhooksAreControllerGens(t *testing.T) {
 		m := w.(map[string]any)
 		if strings.HasPrefix(m["name"].(string), "required.") && m["failurePolicy"] != "Fail" {
 			t.Errorf("the entry for guardrail.dev/injection=required must fail closed, got %v", m["failurePolicy"])
+		}
+	}
+}
+
+// TestAdmissionPoliciesAreConfigAdmissions: the chart installs the admission policies and
+// bindings of config/admission by default (same names, same specs), and none of them with
+// admissionPolicies.enabled=false.
+func TestAdmissionPoliciesAreConfigAdmissions(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "config", "admission", "policies.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := objects(t, string(b))
+	if len(want) != 6 {
+		t.Fatalf("config/admission/policies.yaml holds %d objects; want three policies and their bindings", len(want))
+	}
+	chart := objects(t, render(t))
+	for _, w := range want {
+		kind, name := w["kind"].(string), w["metadata"].(map[string]any)["name"].(string)
+		got := find(chart, kind, name)
+		if got == nil {
+			t.Errorf("the chart does not render %s %s", kind, name)
+			continue
+		}
+		if !reflect.DeepEqual(w["spec"], got["spec"]) {
+			t.Errorf("%s %s: the chart's spec is not config/admission's", kind, name)
+		}
+	}
+	for _, o := range objects(t, render(t, "admissionPolicies.enabled=false")) {
+		if k := o["kind"].(string); strings.HasPrefix(k, "ValidatingAdmissionPolicy") {
+			t.Errorf("admissionPolicies.enabled=false rendered %s %v", k, o["metadata"].(map[string]any)["name"])
 		}
 	}
 }
