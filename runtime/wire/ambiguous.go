@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -15,8 +16,17 @@ import (
 // "messages" and "Messages" would therefore be judged on one and answered on the other:
 // the guard would inspect the harmless copy while the provider reads the other. decodeJSON
 // refuses such a request before it is judged: every field the guard reads must be named by
-// exactly one spelling in its object. Repeating the exact same name is not ambiguous
-// (every parser keeps the last), and members the guard does not read are not its concern.
+// exactly one spelling in its object.
+//
+// A request naming a field twice under the same name is refused too (decodeRequestJSON):
+// encoding/json decodes the second copy over the first, other parsers keep the last copy
+// whole, and some keep the first, so {"messages":[prompt],"messages":[harmless]} would be
+// judged on what one reads and answered on what another reads. This holds for every
+// field the guard reads, wherever it nests (messages, their content and parts, input
+// items, system, tools, tool calls and their arguments), and for the flags that shape the
+// answer (stream, n). Responses are the provider's, not the client's: a repeated member
+// in a response is decoded as encoding/json decodes it, and the guard judges that merge.
+// Members the guard does not read are not its concern.
 
 type jsonField struct {
 	name  string
@@ -93,4 +103,17 @@ func foldName(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// repeated returns the error for a field named a second time: the earlier spelling was
+// seen, key names it again. Two spellings are always refused; the same spelling twice only
+// when refuseRepeats (requests).
+func repeated(seen, key, field string, refuseRepeats bool) error {
+	if seen != key {
+		return fmt.Errorf("members %q and %q both name field %q: a model server reads one, and the guard would judge the other", seen, key, field)
+	}
+	if refuseRepeats {
+		return fmt.Errorf("member %q is repeated: a model server may read either copy, and the guard would judge one", key)
+	}
+	return nil
 }

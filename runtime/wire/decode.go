@@ -23,15 +23,23 @@ import (
 //     ambiguous.go for why);
 //   - a member repeated under one exact name is decoded into what the earlier one left,
 //     as encoding/json does: scalars are replaced, objects merged, arrays decoded
-//     element by element over the earlier elements. A server decoding with encoding/json
-//     reads that merge, and a parser keeping the last member whole reads a part of it, so
-//     the guard judges at least what either reads;
+//     element by element over the earlier elements. That is how responses are read; a
+//     request is read by decodeRequestJSON, which refuses the repetition instead (see
+//     ambiguous.go);
 //   - null leaves a string, number, bool or struct as it is and makes a pointer or slice
 //     nil (a json.RawMessage keeps the literal null);
 //   - a value of the wrong JSON type, or a number that does not fit, is an error;
 //   - strings are unescaped as encoding/json unescapes them (invalid UTF-8 and lone
 //     surrogates become U+FFFD).
-func decodeJSON(raw []byte, v any) error {
+func decodeJSON(raw []byte, v any) error { return decodeWith(decoder{}, raw, v) }
+
+// decodeRequestJSON is decodeJSON for requests: a field the guard reads that is named
+// twice, even under one exact name, is refused (see ambiguous.go).
+func decodeRequestJSON(raw []byte, v any) error {
+	return decodeWith(decoder{refuseRepeats: true}, raw, v)
+}
+
+func decodeWith(d decoder, raw []byte, v any) error {
 	if !validJSON(raw) {
 		return errInvalidJSON(raw)
 	}
@@ -39,13 +47,16 @@ func decodeJSON(raw []byte, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("wire: decodeJSON needs a non-nil pointer, not %T", v)
 	}
-	d := decoder{}
 	return d.value(raw[skipWS(raw, 0):], rv.Elem(), planOf(rv.Elem().Type()))
 }
 
-// decode is the decoder the parsers call: decodeJSON, but for FuzzDecodeJSON, which runs
-// every parser with the reference decoder in its place and compares what they read.
-var decode = decodeJSON
+// decode and decodeRequest are the decoders the response decoders and the request
+// parsers call: decodeJSON and decodeRequestJSON, but for FuzzDecodeJSON, which runs every
+// parser with the reference decoders in their place and compares what they read.
+var (
+	decode        = decodeJSON
+	decodeRequest = decodeRequestJSON
+)
 
 // A plan is how values of one Go type are decoded, built once per type.
 type plan struct {
@@ -114,6 +125,8 @@ func planOfLazy(t reflect.Type) *plan {
 
 type decoder struct {
 	scratch []byte
+	// refuseRepeats: a field named twice under one exact name is an error, not a merge.
+	refuseRepeats bool
 }
 
 // value decodes the JSON value b (valid, no leading space) into v.
@@ -244,8 +257,10 @@ func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
 		if !ok {
 			continue
 		}
-		if named&(1<<i) != 0 && seen[i] != key {
-			return fmt.Errorf("members %q and %q both name field %q: a model server reads one, and the guard would judge the other", seen[i], key, fs.fields[i].name)
+		if named&(1<<i) != 0 {
+			if err := repeated(seen[i], key, fs.fields[i].name, d.refuseRepeats); err != nil {
+				return err
+			}
 		}
 		seen[i], named = key, named|1<<i
 		if err := d.value(val, v.Field(fs.fields[i].index), p.field[i]); err != nil {

@@ -11,8 +11,9 @@ import (
 // Unmarshal, then a walk refusing two spellings of one field.
 
 // checkUnambiguous reports a member of raw (valid JSON) that names, in a spelling other
-// than another member's, a field of t that the guard reads.
-func checkUnambiguous(raw []byte, t reflect.Type) error {
+// than another member's, a field of t that the guard reads; with refuseRepeats, also a
+// member naming such a field in the same spelling as another.
+func checkUnambiguous(raw []byte, t reflect.Type, refuseRepeats bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -47,11 +48,11 @@ func checkUnambiguous(raw []byte, t reflect.Type) error {
 			if !ok {
 				continue
 			}
-			if named&(1<<i) != 0 && seen[i] != key {
-				return fmt.Errorf("members %q and %q both name field %q: a model server reads one, and the guard would judge the other", seen[i], key, fs.fields[i].name)
+			if named&(1<<i) != 0 && (seen[i] != key || refuseRepeats) {
+				return fmt.Errorf("field %q named twice, as %q and %q", fs.fields[i].name, seen[i], key)
 			}
 			seen[i], named = key, named|1<<i
-			if err := checkUnambiguous(v, fs.fields[i].typ); err != nil {
+			if err := checkUnambiguous(v, fs.fields[i].typ, refuseRepeats); err != nil {
 				return err
 			}
 		}
@@ -68,7 +69,7 @@ func checkUnambiguous(raw []byte, t reflect.Type) error {
 			if !ok {
 				return nil
 			}
-			if err := checkUnambiguous(e, t.Elem()); err != nil {
+			if err := checkUnambiguous(e, t.Elem(), refuseRepeats); err != nil {
 				return err
 			}
 		}
@@ -76,11 +77,20 @@ func checkUnambiguous(raw []byte, t reflect.Type) error {
 	return nil
 }
 
-// checkedUnmarshal is json.Unmarshal, then checkUnambiguous on what it accepted (the
-// walk needs valid JSON, which Unmarshal has just checked).
+// referenceUnmarshal is json.Unmarshal, then checkUnambiguous on what it accepted (the
+// walk needs valid JSON, which Unmarshal has just checked): the reference of decodeJSON.
 func referenceUnmarshal(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
-	return checkUnambiguous(raw, reflect.TypeOf(v))
+	return checkUnambiguous(raw, reflect.TypeOf(v), false)
+}
+
+// referenceUnmarshalRequest is the reference of decodeRequestJSON: a repeated field is
+// refused too.
+func referenceUnmarshalRequest(raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return err
+	}
+	return checkUnambiguous(raw, reflect.TypeOf(v), true)
 }

@@ -53,26 +53,27 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, fam := range decodeFamilies {
-			got, gotErr := withDecoder(decodeJSON, func() (any, error) { return ParseRequest(fam, body) })
-			want, wantErr := withDecoder(referenceUnmarshal, func() (any, error) { return ParseRequest(fam, body) })
+			got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return ParseRequest(fam, body) })
+			want, wantErr := withDecoder(referenceUnmarshal, referenceUnmarshalRequest, func() (any, error) { return ParseRequest(fam, body) })
 			compareDecoded(t, "ParseRequest("+fam.String()+")", got, gotErr, want, wantErr)
 			if fam == FamilyEmbeddings {
 				continue
 			}
 			for _, object := range []bool{false, true} {
 				req := &Request{Family: fam, Object: object}
-				got, gotErr := withDecoder(decodeJSON, func() (any, error) { return DecodeResponse(fam, req, body) })
-				want, wantErr := withDecoder(referenceUnmarshal, func() (any, error) { return DecodeResponse(fam, req, body) })
+				got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return DecodeResponse(fam, req, body) })
+				want, wantErr := withDecoder(referenceUnmarshal, referenceUnmarshalRequest, func() (any, error) { return DecodeResponse(fam, req, body) })
 				compareDecoded(t, "DecodeResponse("+fam.String()+")", got, gotErr, want, wantErr)
 			}
 		}
 	})
 }
 
-func withDecoder(d func([]byte, any) error, parse func() (any, error)) (any, error) {
-	saved := decode
-	decode = d
-	defer func() { decode = saved }()
+// withDecoder runs parse with d as the response decoder and dr as the request decoder.
+func withDecoder(d, dr func([]byte, any) error, parse func() (any, error)) (any, error) {
+	saved, savedRequest := decode, decodeRequest
+	decode, decodeRequest = d, dr
+	defer func() { decode, decodeRequest = saved, savedRequest }()
 	return parse()
 }
 
@@ -91,35 +92,68 @@ func compareDecoded(t *testing.T, what string, got any, gotErr error, want any, 
 }
 
 func TestDecodeJSONRepeatedMembersMergeAsEncodingJSONMergesThem(t *testing.T) {
-	// The second "messages" has no content. A server decoding with encoding/json decodes
+	// How a response is read. The second "messages" has no content: encoding/json decodes
 	// it over the first and reads "first"; a parser keeping the last member reads no
-	// content. The guard judges "first": at least what either reads.
-	req, err := ParseRequest(FamilyChat, []byte(`{"messages":[{"role":"user","content":"first"}],"messages":[{"role":"assistant"}]}`))
-	if err != nil {
+	// content.
+	var r chatRequest
+	if err := decodeJSON([]byte(`{"messages":[{"role":"user","content":"first"}],"messages":[{"role":"assistant"}]}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(req.Messages) != 1 || req.Messages[0].Role != "assistant" || len(req.Messages[0].Parts) != 1 || req.Messages[0].Parts[0].Text != "first" {
-		t.Fatalf("messages = %+v, want the assistant message with the first content", req.Messages)
+	if len(r.Messages) != 1 || r.Messages[0].Role != "assistant" || string(r.Messages[0].Content) != `"first"` {
+		t.Fatalf("messages = %+v, want the assistant message with the first content", r.Messages)
 	}
 	// A shorter array cuts the slice; a longer one after it brings back the earlier
 	// elements beneath the new ones, as encoding/json does.
-	req, err = ParseRequest(FamilyChat, []byte(`{"messages":[{"content":"a"},{"content":"b"},{"content":"c"}],"messages":[{"role":"user"}],"messages":[{},{"role":"user"},{}]}`))
-	if err != nil {
+	r = chatRequest{}
+	if err := decodeJSON([]byte(`{"messages":[{"content":"a"},{"content":"b"},{"content":"c"}],"messages":[{"role":"user"}],"messages":[{},{"role":"user"},{}]}`), &r); err != nil {
 		t.Fatal(err)
 	}
 	var texts []string
-	for _, m := range req.Messages {
-		for _, p := range m.Parts {
-			texts = append(texts, p.Text)
-		}
+	for _, m := range r.Messages {
+		texts = append(texts, string(m.Content))
 	}
-	if strings.Join(texts, ",") != "a,b,c" {
+	if strings.Join(texts, ",") != `"a","b","c"` {
 		t.Fatalf("texts = %q, want a,b,c", texts)
 	}
 	// The last of two scalars wins, as everywhere; null leaves the earlier one.
-	req, err = ParseRequest(FamilyChat, []byte(`{"model":"a","messages":[],"model":"b","model":null}`))
-	if err != nil || req.Model != "b" {
-		t.Fatalf("model = %q (%v), want b", req.Model, err)
+	r = chatRequest{}
+	if err := decodeJSON([]byte(`{"model":"a","messages":[],"model":"b","model":null}`), &r); err != nil || r.Model != "b" {
+		t.Fatalf("model = %q (%v), want b", r.Model, err)
+	}
+	// A response's repeated member is read as that merge.
+	resp, err := DecodeResponse(FamilyChat, &Request{}, []byte(`{"choices":[{"index":0,"message":{"content":"x"}}],"choices":[{"index":0,"message":{"content":"y"}}]}`))
+	if err != nil || len(resp.Contents) != 1 || resp.Contents[0].Text != "y" {
+		t.Fatalf("contents = %+v (%v), want y", resp.Contents, err)
+	}
+}
+
+func TestParseRequestRefusesAFieldNamedTwice(t *testing.T) {
+	for _, tc := range []struct {
+		f    Family
+		body string
+	}{
+		{FamilyChat, `{"messages":[{"role":"user","content":"harmful"}],"messages":[{"role":"user","content":"harmless"}]}`},
+		{FamilyChat, `{"messages":[{"role":"user","content":"harmful"}],"\u006dessages":[]}`},
+		{FamilyChat, `{"messages":[{"role":"user","content":"harmful","content":"harmless"}]}`},
+		{FamilyChat, `{"messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`},
+		{FamilyChat, `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}","arguments":"{}"}}]}]}`},
+		{FamilyChat, `{"messages":[],"stream":true,"stream":false}`},
+		{FamilyChat, `{"messages":[],"model":"a","model":null}`},
+		{FamilyResponses, `{"input":"a","input":[]}`},
+		{FamilyResponses, `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","arguments":"{}"}]}`},
+		{FamilyEmbeddings, `{"input":"a","input":"b"}`},
+		{FamilyMessages, `{"system":"a","system":"b","messages":[]}`},
+		{FamilyMessages, `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a","text":"b"}]}]}]}`},
+		{FamilyMessages, `{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","data":"a","data":"b"}}]}]}`},
+	} {
+		_, err := ParseRequest(tc.f, []byte(tc.body))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "is repeated") {
+			t.Errorf("%s %s: error %v, want the repeated member refused", tc.f, tc.body, err)
+		}
+	}
+	// Members the guard does not read may repeat.
+	if _, err := ParseRequest(FamilyChat, []byte(`{"messages":[],"metadata":{"a":1},"metadata":{"a":2},"temperature":1,"temperature":0}`)); err != nil {
+		t.Errorf("error %v for repeated members the guard does not read", err)
 	}
 }
 

@@ -59,9 +59,10 @@ func countParts(msgs []Message) int {
 	return n
 }
 
-// unmarshal decodes JSON, turning errors into malformed errors.
+// unmarshal decodes a request's JSON, turning errors into malformed errors. A field the
+// guard reads may be named once only (decodeRequestJSON).
 func unmarshal(f Family, what string, raw []byte, v any) error {
-	if err := decode(raw, v); err != nil {
+	if err := decodeRequest(raw, v); err != nil {
 		return malformed(f, "%s: %v", what, err)
 	}
 	return nil
