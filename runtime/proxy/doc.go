@@ -11,4 +11,51 @@
 // the OpenAI upstream. Credentials are forwarded untouched and never logged.
 //
 // Without a policy the guard refuses guarded routes (503): it fails closed.
+//
+// # What is refused before any route
+//
+// The guard routes on the path as it arrives and forwards that path, so a path a provider
+// (or a proxy in front of it) could resolve to another one is refused with 400: dot
+// segments, plain or percent-encoded (GET /v1/../../internal/admin), empty segments,
+// encoded slashes, backslashes, control characters and double encoding
+// (unforwardablePath). Normalising instead would guess how each provider normalises. A
+// GET or HEAD with a body is refused with 400 on every path: a provider that reads it
+// would read a prompt nobody judged. Guarded requests naming a field the guard reads
+// twice are refused with 400 by runtime/wire (two spellings, or one spelling repeated,
+// wherever judged content nests), since providers differ in which copy they read.
+//
+// # Answers collected later
+//
+// A Responses answer can be fetched again with GET /v1/responses/{id}: stored answers
+// (store defaults to true) as the provider made them, before the guard's redactions, and
+// answers made with background: true, which never went through the guard at all.
+//
+//   - POST /v1/responses with background: true is refused with 400 (code
+//     unsupported_parameter) while a guardrail selecting the pod enforces Stream, Output or
+//     ToolCalls. A background answer is meant to be collected in pieces (polled while in
+//     progress, or streamed from any event on), which the guard cannot judge as one
+//     answer. Report-mode guardrails do not refuse it: Report never changes traffic.
+//   - GET /v1/responses/{id} is judged: the retrieved object is the same as the answer to
+//     a non-streamed POST, so it takes that path (Output and ToolCalls phases; allowed
+//     unchanged, redacted, replaced by the verdict, or refused as a failure), with what
+//     the stored object repeats of its request (its text format). Errors pass through.
+//     Without a policy it is refused (503), as guarded routes are.
+//   - GET /v1/responses/{id}?stream=true, the streamed retrieval of a background answer,
+//     is refused with 400 before the provider is called, and an event stream a provider
+//     sends to a retrieval anyway is a recorded failure: a stream resumed at any event
+//     cannot be judged as a whole, and background answers are refused in the first place.
+//     (openai-go's GetStreaming puts stream in the body of the GET instead: refused as
+//     every GET with a body is.)
+//
+// Other sub-routes (/v1/responses/{id}/input_items: the prompt as the guard forwarded it)
+// pass through as GET routes do.
+//
+// # Timeouts
+//
+// Each read of a request body must make progress within Config.ReadIdleTimeout, and each
+// write to the client within Config.WriteIdleTimeout; a body or an answer that keeps
+// moving is never cut, however long it takes. The server's own ReadTimeout and
+// WriteTimeout are not used: they are deadlines for the whole request, which streams
+// outlast (see idleReader). Header and keep-alive timeouts are the server's
+// (runtime/cmd/guard).
 package proxy

@@ -34,6 +34,9 @@ type exchange struct {
 	detach func() bool
 	// drainsLater is set when a background drain owns the upstream's body and call.
 	drainsLater bool
+	// retrieved is set on the retrieval of a stored answer (see serveRetrieval): a GET
+	// without a body, whose answer is judged as a non-streamed one.
+	retrieved bool
 }
 
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
@@ -84,14 +87,20 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 			Message: "the guardrail sidecar could not read the request: " + err.Error()})
 		return
 	}
-	trace, span := traceIDs(r.Header)
+	if x.req.Background && x.st.enforcesAnswers {
+		// The answer would be collected later, by GET /v1/responses/{id}, in pieces the
+		// guard cannot judge as one answer (a stream resumed anywhere, a response still in
+		// progress); see the package doc.
+		x.outcome("refused")
+		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
+			Message: "background: true is refused by the guardrail sidecar: a guardrail judges this pod's answers, " +
+				"and an answer made in the background is collected where the guard cannot judge it; send the request without background"})
+		return
+	}
 	// The request's decisions are counted when it has ended, stream included.
 	rec := p.cfg.Telemetry.Begin()
 	defer rec.Done()
-	x.session = x.st.engine.NewSession(engine.Options{
-		IDs:    engine.IDs{Pod: p.cfg.Pod, RequestID: r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, Model: x.req.Model},
-		Record: rec.Record,
-	})
+	x.begin(rec.Record)
 
 	if !x.input() {
 		return
@@ -101,6 +110,15 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 }
 
 func (x *exchange) outcome(o string) { x.p.cfg.Telemetry.Request(x.family, o) }
+
+// begin starts the engine's session of the exchange.
+func (x *exchange) begin(record func(engine.Record)) {
+	trace, span := traceIDs(x.r.Header)
+	x.session = x.st.engine.NewSession(engine.Options{
+		IDs:    engine.IDs{Pod: x.p.cfg.Pod, RequestID: x.r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, Model: x.req.Model},
+		Record: record,
+	})
+}
 
 // input runs the Input phase; it answers the client itself and returns false when the
 // request is refused.
@@ -153,7 +171,11 @@ func (x *exchange) forward() {
 			cancel()
 		}
 	}()
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, upstreamURL(base, x.r.URL).String(), bytes.NewReader(x.body))
+	method, body := http.MethodPost, io.Reader(bytes.NewReader(x.body))
+	if x.retrieved {
+		method, body = http.MethodGet, nil
+	}
+	out, err := http.NewRequestWithContext(ctx, method, upstreamURL(base, x.r.URL).String(), body)
 	if err != nil {
 		x.outcome("failed")
 		writeError(x.w, x.f, wire.Failed(""))
@@ -193,6 +215,12 @@ func (x *exchange) forward() {
 		return
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if x.retrieved {
+			// Refused before the call (streamedRetrieval); a provider that streams anyway
+			// is not passed on: a stream resumed at any event cannot be judged as one.
+			x.fail("a retrieval was answered with a stream", nil)
+			return
+		}
 		x.stream(resp)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -38,6 +39,10 @@ type Config struct {
 	// WriteIdleTimeout bounds each write to a client; a client that reads nothing for this
 	// long (up to 9/8 of it) is dropped. 0 means 2 minutes.
 	WriteIdleTimeout time.Duration
+	// ReadIdleTimeout bounds each read of a request body: a client that sends nothing of
+	// its body for this long (up to 9/8 of it) is dropped, however long a large body that
+	// keeps coming takes. 0 means 30 seconds.
+	ReadIdleTimeout time.Duration
 	// Pod is the pod name copied into decision records.
 	Pod string
 	// Namespace, when set, keeps only the guardrails of that namespace.
@@ -53,6 +58,23 @@ type state struct {
 	snap     *policy.Snapshot
 	engine   *engine.Engine
 	backends map[string]classify.Classifier
+	// enforcesAnswers is set when a guardrail selecting this pod enforces a phase that
+	// judges what the model answers (Stream, Output or ToolCalls): answers the guard
+	// cannot judge (background responses) are then refused.
+	enforcesAnswers bool
+}
+
+// enforcesAnswers reports whether one of guardrails enforces a phase that judges what the
+// model answers. A Report guardrail does not count: it never changes traffic (DESIGN.md
+// §4.7), so it does not make the guard refuse what it cannot judge either.
+func enforcesAnswers(guardrails []*policy.Guardrail) bool {
+	for _, g := range guardrails {
+		if g.Mode == policy.ModeEnforce &&
+			(g.Phases.Has(policy.PhaseStream) || g.Phases.Has(policy.PhaseOutput) || g.Phases.Has(policy.PhaseToolCalls)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Proxy is the guard's handler. Apply swaps policies atomically; requests in flight keep
@@ -76,6 +98,9 @@ func New(cfg Config) *Proxy {
 	}
 	if cfg.WriteIdleTimeout <= 0 {
 		cfg.WriteIdleTimeout = 2 * time.Minute
+	}
+	if cfg.ReadIdleTimeout <= 0 {
+		cfg.ReadIdleTimeout = 30 * time.Second
 	}
 	if cfg.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -155,7 +180,7 @@ func (p *Proxy) Apply(snap *policy.Snapshot) error {
 			guardrails = append(guardrails, g)
 		}
 	}
-	next := &state{snap: snap, backends: backends, engine: engine.New(engine.Config{
+	next := &state{snap: snap, backends: backends, enforcesAnswers: enforcesAnswers(guardrails), engine: engine.New(engine.Config{
 		Guardrails: guardrails, Classifiers: snap.Classifiers, Backends: engine.BackendMap(backends),
 	})}
 	prev := p.state.Swap(next)
@@ -200,20 +225,37 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = newRequestID()
 		r.Header.Set("X-Request-Id", id)
 	}
+	if why := unforwardablePath(r.URL); why != "" {
+		p.refuse(w, r, id, familyOfUnguarded(r), why+"; the guardrail sidecar does not forward it")
+		return
+	}
 	f, guarded := wire.Route(r.Method, r.URL.Path)
 	if guarded {
 		// The limit gets the server's own writer, before it is wrapped: it tells the server
 		// to close the connection after a 413 rather than read the rest of the body.
 		r.Body = http.MaxBytesReader(w, r.Body, p.cfg.MaxBodyBytes)
 	}
-	w = &idleWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: p.cfg.WriteIdleTimeout}
+	rc := http.NewResponseController(w)
+	if hasBody(r) {
+		r.Body = &idleReader{ReadCloser: r.Body, rc: rc, timeout: p.cfg.ReadIdleTimeout}
+	}
+	w = &idleWriter{ResponseWriter: w, rc: rc, timeout: p.cfg.WriteIdleTimeout}
 	if guarded {
 		w.Header().Set("X-Request-Id", id)
 		p.serveGuarded(w, r, f)
 		return
 	}
+	if f, ok := retrieval(r.Method, r.URL.Path); ok && !hasBody(r) {
+		w.Header().Set("X-Request-Id", id)
+		p.serveRetrieval(w, r, f)
+		return
+	}
 	f = familyOfUnguarded(r)
 	switch {
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && hasBody(r):
+		// A GET or HEAD has no body a provider should read, and one that reads it anyway
+		// would read a prompt nobody judged.
+		p.refuse(w, r, id, f, "a "+r.Method+" request with a body is not forwarded by the guardrail sidecar")
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || p.passThrough[r.URL.Path]:
 		// The reverse proxy answers the request id (the upstream's, else ours): setting it
 		// here too would answer two.
@@ -229,6 +271,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, f, wire.APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "route_not_guarded",
 			Message: fmt.Sprintf("%s %s is not a route the guardrail sidecar guards; list it in --pass-through to forward it unguarded", r.Method, r.URL.Path)})
 	}
+}
+
+// refuse answers 400 to a request the guard does not forward, whatever its route.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, id string, f wire.Family, msg string) {
+	p.cfg.Telemetry.Request("unguarded", "refused")
+	w.Header().Set("X-Request-Id", id)
+	if hasBody(r) {
+		// The body is not read: the connection is not kept for a next request behind it.
+		w.Header().Set("Connection", "close")
+	}
+	writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request", Message: msg})
 }
 
 // familyOfUnguarded is the family whose error shape answers a request outside the
@@ -287,6 +340,44 @@ func (w *idleWriter) arm() {
 
 // Unwrap returns the server's ResponseWriter.
 func (w *idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// idleReader bounds every read of a request body by the read idle timeout, as idleWriter
+// bounds writes: a client that stops sending its body is dropped after between the
+// timeout and 9/8 of it, while a large body that keeps coming, however slowly, is read to
+// its end. The server's own ReadTimeout cannot do this: it is one deadline for the whole
+// request, and it stays set while the handler runs, so the server's read that watches for
+// the client going away fails when it passes and cancels the request — it would cut every
+// stream longer than the timeout. The deadline is therefore lifted when the body ends,
+// before the answer is written; it is set at most once per read of the body, never per
+// streamed event. After any other error it stays: a body that timed out is not read on
+// (by the server discarding its rest) without one.
+type idleReader struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	armed   time.Time
+	// done is set when the body has ended or failed: the deadline is no longer armed.
+	done bool
+}
+
+func (r *idleReader) Read(b []byte) (int, error) {
+	if r.done {
+		return r.ReadCloser.Read(b)
+	}
+	now := time.Now()
+	if r.armed.IsZero() || now.Sub(r.armed) >= r.timeout/8 {
+		r.armed = now
+		_ = r.rc.SetReadDeadline(now.Add(r.timeout + r.timeout/8))
+	}
+	n, err := r.ReadCloser.Read(b)
+	if err != nil {
+		r.done = true
+		if errors.Is(err, io.EOF) {
+			_ = r.rc.SetReadDeadline(time.Time{})
+		}
+	}
+	return n, err
+}
 
 func newRequestID() string {
 	var b [16]byte

@@ -32,6 +32,13 @@ func (x *exchange) response(resp *http.Response) {
 		x.fail("the upstream response is larger than the guard judges", nil)
 		return
 	}
+	if x.retrieved {
+		// A stored answer repeats what of its request shapes it (the text format).
+		if x.req, err = wire.StoredRequest(x.f, body); err != nil {
+			x.fail("the stored response is malformed", err)
+			return
+		}
+	}
 	decoded, err := wire.DecodeResponse(x.f, &x.req, body)
 	if err != nil {
 		x.fail("the upstream response is malformed", err)

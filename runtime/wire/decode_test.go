@@ -59,6 +59,11 @@ func FuzzDecodeJSON(f *testing.F) {
 			if fam == FamilyEmbeddings {
 				continue
 			}
+			if fam == FamilyResponses {
+				got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return StoredRequest(fam, body) })
+				want, wantErr := withDecoder(referenceUnmarshal, referenceUnmarshalRequest, func() (any, error) { return StoredRequest(fam, body) })
+				compareDecoded(t, "StoredRequest", got, gotErr, want, wantErr)
+			}
 			for _, object := range []bool{false, true} {
 				req := &Request{Family: fam, Object: object}
 				got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return DecodeResponse(fam, req, body) })
@@ -141,6 +146,7 @@ func TestParseRequestRefusesAFieldNamedTwice(t *testing.T) {
 		{FamilyChat, `{"messages":[],"model":"a","model":null}`},
 		{FamilyResponses, `{"input":"a","input":[]}`},
 		{FamilyResponses, `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}","arguments":"{}"}]}`},
+		{FamilyResponses, `{"input":"a","background":false,"background":true}`},
 		{FamilyEmbeddings, `{"input":"a","input":"b"}`},
 		{FamilyMessages, `{"system":"a","system":"b","messages":[]}`},
 		{FamilyMessages, `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a","text":"b"}]}]}]}`},

@@ -14,12 +14,18 @@
 //   - FamilyMessages: Anthropic POST /v1/messages, streamed as typed events
 //     (message_start, content_block_*, message_delta, message_stop).
 //
+// A Responses answer fetched again (GET /v1/responses/{id}) is the same object as the
+// answer to a non-streamed POST: StoredRequest reads from it what of its request shapes
+// it, and DecodeResponse decodes it.
+//
 // # Neutral model
 //
 // A Request carries messages of Parts (text, or media by reference with a
 // classify.Modality), system instructions flagged, tool calls of the history, declared
-// tools, and the flags that shape the response: Stream, N, Object (JSON output format)
-// and IncludeUsage. A response is made of content.Channels — per choice, the answer text,
+// tools, and the flags that shape the response: Stream, N, Object (JSON output format),
+// IncludeUsage and Background. Request bodies are read as encoding/json reads them, but a
+// field the guard reads may be named only once (ambiguous.go). A response is made of
+// content.Channels — per choice, the answer text,
 // reasoning text, each tool call's arguments, or the object — the same channels the engine
 // judges. A stream is decoded into Items: deltas, tool call starts, channel ends,
 // finishes, usage, the terminator, upstream errors, and pass-through for everything with

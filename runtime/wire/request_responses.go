@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
@@ -12,6 +13,7 @@ type responsesRequest struct {
 	Input        json.RawMessage `json:"input"`
 	Instructions json.RawMessage `json:"instructions"`
 	Stream       bool            `json:"stream"`
+	Background   bool            `json:"background"`
 	Text         *struct {
 		Format *struct {
 			Type string `json:"type"`
@@ -56,9 +58,8 @@ func parseResponses(req *Request, body []byte) error {
 	if err := unmarshal(FamilyResponses, "request", body, &r); err != nil {
 		return err
 	}
-	req.Model, req.Stream, req.IncludeUsage = r.Model, r.Stream, true
-	req.Object = r.Text != nil && r.Text.Format != nil &&
-		(r.Text.Format.Type == "json_schema" || r.Text.Format.Type == "json_object")
+	req.Model, req.Stream, req.Background, req.IncludeUsage = r.Model, r.Stream, r.Background, true
+	req.Object = r.Text != nil && r.Text.Format != nil && jsonFormat(r.Text.Format.Type)
 	for _, t := range r.Tools {
 		req.Tools = append(req.Tools, Tool{Type: t.Type, Name: t.Name, Description: t.Description})
 	}
@@ -92,6 +93,33 @@ func parseResponses(req *Request, body []byte) error {
 		}
 	}
 	return nil
+}
+
+// jsonFormat reports whether a Responses text.format type makes the answer a JSON object.
+func jsonFormat(typ string) bool { return typ == "json_schema" || typ == "json_object" }
+
+// StoredRequest returns what the guard needs to know of the request a stored answer was
+// made with, read from the answer: a Responses object (GET /v1/responses/{id}) repeats
+// its model and its text format. The proxy judges a retrieved answer as the answer to
+// that request. Other families have no stored answers the guard judges; a body that is not
+// a JSON object, or not of the answer's types, is an error matching ErrMalformed.
+func StoredRequest(f Family, body []byte) (Request, error) {
+	if f != FamilyResponses {
+		return Request{}, fmt.Errorf("wire: family %s has no stored answers", f)
+	}
+	var r struct {
+		Model string `json:"model"`
+		Text  *struct {
+			Format *struct {
+				Type string `json:"type"`
+			} `json:"format"`
+		} `json:"text"`
+	}
+	if err := decode(body, &r); err != nil {
+		return Request{}, malformed(f, "stored response: %v", err)
+	}
+	return Request{Family: f, Model: r.Model, N: 1, IncludeUsage: true,
+		Object: r.Text != nil && r.Text.Format != nil && jsonFormat(r.Text.Format.Type)}, nil
 }
 
 // responsesMessageOf turns an input item into a message; ok is false for items that carry

@@ -138,8 +138,11 @@ type Request struct {
 	// IncludeUsage is set when the stream carries usage (chat stream_options.include_usage;
 	// always for Responses and Messages).
 	IncludeUsage bool
-	Messages     []Message
-	Tools        []Tool
+	// Background is set on a Responses request with background: true: the provider answers
+	// with a queued response and the answer is collected later (GET /v1/responses/{id}).
+	Background bool
+	Messages   []Message
+	Tools      []Tool
 }
 
 // ItemKind is the kind of a stream item.

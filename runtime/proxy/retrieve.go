@@ -1,0 +1,38 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// serveRetrieval fetches a stored answer (GET /v1/responses/{id}) and judges it with the
+// Output and ToolCalls phases as the answer to a non-streamed request, since it is the
+// same object: the client receives it unchanged, rewritten, replaced by the verdict, or
+// refused as a failure. There is no Input phase: nothing of the client's is sent. A
+// retrieval asking for a stream is refused, as background requests are: the stream of a
+// background response resumes at any event, and the guard judges a stream only whole.
+func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Family) {
+	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, retrieved: true,
+		req: wire.Request{Family: f, N: 1}}
+	x.st = p.state.Load()
+	if x.st == nil {
+		x.outcome("refused")
+		writeError(w, f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
+			Message: "the guardrail sidecar has no policy yet and refuses traffic"})
+		return
+	}
+	if streamedRetrieval(r.URL.RawQuery) {
+		x.outcome("refused")
+		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
+			Message: "stream is refused by the guardrail sidecar on the retrieval of a stored response: " +
+				"the guard judges a stored response only whole; retrieve it without stream"})
+		return
+	}
+	rec := p.cfg.Telemetry.Begin()
+	defer rec.Done()
+	// The model is not known before the answer: the records of a retrieval carry none.
+	x.begin(rec.Record)
+	x.forward()
+}

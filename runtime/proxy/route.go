@@ -1,0 +1,107 @@
+package proxy
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// What the guard forwards is decided on the request's path as it arrives, so the path
+// the provider acts on must be that path. These pure functions refuse what a provider, or
+// a proxy in front of it, could read as another path, and find the routes that return
+// stored answers.
+
+// unforwardablePath returns why the guard does not forward a request to u, or "" when it
+// may. Refused: dot segments ("." and "..", also when percent-encoded: u.Path is decoded),
+// empty segments (a//b), backslashes, control characters, and percent signs left after
+// decoding (double encoding), all of which a provider or an intermediary may resolve to
+// another path than the one the guard routed (GET /v1/../../internal/admin leaves /v1;
+// /v1/x/../responses/id is a retrieval the guard would not recognise); and encoded slashes
+// (%2F), which the upstream URL turns into real ones. Refusing is safer than normalising:
+// the guard cannot know how each provider normalises, and no SDK sends such paths.
+func unforwardablePath(u *url.URL) string {
+	p := u.Path
+	if strings.ContainsAny(p, `\%`) || hasControl(p) {
+		return "the request path has a backslash, a control character or a doubly encoded character"
+	}
+	if raw := u.EscapedPath(); strings.Contains(raw, "%2F") || strings.Contains(raw, "%2f") {
+		return "the request path has an encoded slash"
+	}
+	rest := strings.TrimPrefix(p, "/")
+	for rest != "" {
+		seg, after, more := strings.Cut(rest, "/")
+		switch {
+		case seg == "." || seg == "..":
+			return "the request path has dot segments"
+		case seg == "" && more:
+			return "the request path has an empty segment"
+		}
+		rest = after
+	}
+	return ""
+}
+
+func hasControl(s string) bool {
+	for i := range len(s) {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// hasBody reports whether a request carries a body: a Content-Length other than 0, or a
+// transfer coding (chunked).
+func hasBody(r *http.Request) bool { return r.ContentLength != 0 || len(r.TransferEncoding) > 0 }
+
+// retrieval reports whether a request fetches a stored answer the guard judges, and of
+// which family: GET /v1/responses/{id}, which returns a Responses answer (stored by
+// default, or made with background: true) as the provider made it. The path is matched
+// without regard to case, as some servers read it, and may end in one slash. Sub-routes
+// (/v1/responses/{id}/input_items, the prompt as the guard forwarded it) are not stored
+// answers.
+func retrieval(method, path string) (wire.Family, bool) {
+	if method != http.MethodGet {
+		return 0, false
+	}
+	rest, ok := cutPrefixFold(path, "/v1/responses/")
+	if !ok {
+		return 0, false
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if rest == "" || strings.Contains(rest, "/") {
+		return 0, false
+	}
+	return wire.FamilyResponses, true
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
+	}
+	return s[len(prefix):], true
+}
+
+// streamedRetrieval reports whether a retrieval asks for its answer as a stream
+// (?stream=true): any parameter named stream, in any case, whose value is not false. A
+// query that does not parse counts as one, since the provider may read it otherwise.
+func streamedRetrieval(rawQuery string) bool {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return true
+	}
+	for k, vs := range q {
+		if !strings.EqualFold(k, "stream") {
+			continue
+		}
+		for _, v := range vs {
+			if b, err := strconv.ParseBool(v); err != nil || b {
+				return true
+			}
+		}
+	}
+	return false
+}

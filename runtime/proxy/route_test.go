@@ -1,0 +1,123 @@
+package proxy
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+)
+
+func TestUnforwardablePath(t *testing.T) {
+	for _, tc := range []struct {
+		target  string
+		refused bool
+	}{
+		{"/v1/models", false},
+		{"/v1/models/", false},
+		{"/", false},
+		{"/v1/models/ft:gpt-4o:org:x.y", false},
+		{"/v1/files/file-abc/content", false},
+		{"/v1/models/a..b", false},
+		{"/v1/models?x=../..", false},
+		{"/v1/..", true},
+		{"/v1/../models", true},
+		{"/./v1/models", true},
+		{"/v1/%2e%2e/models", true},
+		{"/v1/%2E/models", true},
+		{"/v1/.%2E/models", true},
+		{"/v1//models", true},
+		{"//v1/models", true},
+		{"/v1/models%2Fx", true},
+		{"/v1/models%2fx", true},
+		{"/v1/models%5Cx", true},
+		{"/v1/models%252e%252e", true},
+		{"/v1/models%00", true},
+		{"/v1/models%0a", true},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			u, err := url.ParseRequestURI(tc.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why := unforwardablePath(u); (why != "") != tc.refused {
+				t.Errorf("refused %q, want refused %v", why, tc.refused)
+			}
+		})
+	}
+}
+
+func TestRetrieval(t *testing.T) {
+	for _, tc := range []struct {
+		method, path string
+		want         bool
+	}{
+		{http.MethodGet, "/v1/responses/resp_1", true},
+		{http.MethodGet, "/v1/responses/resp_1/", true},
+		{http.MethodGet, "/V1/RESPONSES/resp_1", true},
+		{http.MethodGet, "/v1/responses/resp_1/input_items", false},
+		{http.MethodGet, "/v1/responses/", false},
+		{http.MethodGet, "/v1/responses", false},
+		{http.MethodGet, "/v1/chat/completions/c_1", false},
+		{http.MethodHead, "/v1/responses/resp_1", false},
+		{http.MethodDelete, "/v1/responses/resp_1", false},
+	} {
+		if _, got := retrieval(tc.method, tc.path); got != tc.want {
+			t.Errorf("%s %s: retrieval %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestStreamedRetrieval(t *testing.T) {
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"", false},
+		{"include[]=message.output_text.logprobs", false},
+		{"stream=false", false},
+		{"stream=0", false},
+		{"stream=true", true},
+		{"stream=1", true},
+		{"Stream=TRUE", true},
+		{"starting_after=4&stream=true", true},
+		{"stream=false&stream=true", true},
+		{"stream=", true},
+		{"stream=yes", true},
+		{"stream=true;x", true},
+		{"a=%zz", true},
+	} {
+		if got := streamedRetrieval(tc.query); got != tc.want {
+			t.Errorf("%q: streamed %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+func TestEnforcesAnswers(t *testing.T) {
+	g := func(mode policy.Mode, phases ...policy.Phase) *policy.Guardrail {
+		var s policy.PhaseSet
+		for _, p := range phases {
+			s = s.With(p)
+		}
+		return &policy.Guardrail{Mode: mode, Phases: s}
+	}
+	for _, tc := range []struct {
+		name       string
+		guardrails []*policy.Guardrail
+		want       bool
+	}{
+		{"no guardrail", nil, false},
+		{"prompts only", []*policy.Guardrail{g(policy.ModeEnforce, policy.PhaseInput)}, false},
+		{"an enforced Output phase", []*policy.Guardrail{g(policy.ModeEnforce, policy.PhaseInput, policy.PhaseOutput)}, true},
+		{"an enforced Stream phase", []*policy.Guardrail{g(policy.ModeEnforce, policy.PhaseStream)}, true},
+		{"an enforced ToolCalls phase", []*policy.Guardrail{g(policy.ModeEnforce, policy.PhaseToolCalls)}, true},
+		{"a reported Output phase", []*policy.Guardrail{g(policy.ModeReport, policy.PhaseOutput, policy.PhaseStream)}, false},
+		{"one of several", []*policy.Guardrail{g(policy.ModeReport, policy.PhaseOutput), g(policy.ModeEnforce, policy.PhaseOutput)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := enforcesAnswers(tc.guardrails); got != tc.want {
+				t.Errorf("%v, want %v", got, tc.want)
+			}
+		})
+	}
+}
