@@ -14,6 +14,14 @@
 // and the app points its base URL at it (OPENAI_BASE_URL=http://127.0.0.1:8000/v1,
 // ANTHROPIC_BASE_URL=http://127.0.0.1:8000). An admin listener serves /healthz, /readyz
 // (ready once a policy is loaded) and Prometheus /metrics.
+//
+// Both servers bound what a client can hold. The proxy: request headers within
+// --read-header-timeout, each read of a request body within --read-idle-timeout (a body
+// that keeps coming is read to its end, however large and slow), each write within
+// --write-idle-timeout, and keep-alive connections closed after --idle-timeout. It has no
+// whole-request read or write timeout, which would cut streams that last as long as the
+// model writes. The admin listener, reachable from the cluster, has short fixed timeouts
+// and serves at most 64 connections at once (adminLimits).
 package main
 
 import (
@@ -30,6 +38,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,7 +62,7 @@ type options struct {
 	passThrough                  string
 	maxBody                      int64
 	readHeaderTimeout, idle      time.Duration
-	writeIdle, grace             time.Duration
+	readIdle, writeIdle, grace   time.Duration
 	pod, namespace, podLabels    string
 	logLevel                     string
 }
@@ -82,6 +91,7 @@ func main() {
 	fs.Int64Var(&o.maxBody, "max-body-bytes", 16<<20, "Largest request body accepted (413 beyond).")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "Time allowed to read a request's headers.")
 	fs.DurationVar(&o.idle, "idle-timeout", 2*time.Minute, "Keep-alive idle timeout of client connections.")
+	fs.DurationVar(&o.readIdle, "read-idle-timeout", 30*time.Second, "A client that sends nothing of its request body for this long (up to 9/8 of it) is dropped.")
 	fs.DurationVar(&o.writeIdle, "write-idle-timeout", 2*time.Minute, "A client that accepts no bytes for this long (up to 9/8 of it) is dropped.")
 	fs.DurationVar(&o.grace, "shutdown-grace", 30*time.Second, "Time in-flight requests and streams get to finish on shutdown.")
 	fs.StringVar(&o.pod, "pod", os.Getenv("POD_NAME"), "Pod name recorded in decisions.")
@@ -154,7 +164,7 @@ func run(o options, log *slog.Logger) error {
 	}
 	px := proxy.New(proxy.Config{
 		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, PassThrough: passThrough,
-		MaxBodyBytes: o.maxBody, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,
+		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,
 		PodLabels: podLabels, Telemetry: tel, Log: log,
 	})
 
@@ -184,10 +194,14 @@ func run(o options, log *slog.Logger) error {
 		Handler:           px,
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		IdleTimeout:       o.idle,
-		// No WriteTimeout: streams last as long as the model writes; each write has its
-		// own idle deadline instead (--write-idle-timeout).
+		// No ReadTimeout or WriteTimeout: streams last as long as the model writes. The
+		// proxy bounds each read of a body and each write instead (--read-idle-timeout,
+		// --write-idle-timeout); a ReadTimeout would also stay set while the handler runs
+		// and cancel the request when it passed.
 	}
-	adminSrv := &http.Server{Handler: adminMux(px, tel), ReadHeaderTimeout: 5 * time.Second}
+	var adminRefused atomic.Int64
+	registerAdminMetrics(tel.Registry, &adminRefused)
+	adminSrv := newAdminServer(adminMux(px, tel), defaultAdminLimits)
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", o.listen)
@@ -198,6 +212,7 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	adminLn = capConns(adminLn, defaultAdminLimits.MaxConns, &adminRefused)
 	log.Info("Guard listening", "proxy", ln.Addr().String(), "admin", adminLn.Addr().String(),
 		"openaiUpstream", openaiURL.Redacted(), "anthropicUpstream", anthropicURL.Redacted())
 	errc := make(chan error, 2)
@@ -251,6 +266,14 @@ func registerReporterMetrics(reg *prom.Registry, agg *controlplane.Aggregator, r
 	reg.NewCounterFunc(prom.Opts{Name: "guard_decision_batches_failed_total",
 		Help: "Decision batches the control plane did not take; their counts go with the next batch."},
 		func() float64 { return float64(reporter.Failures()) })
+}
+
+// registerAdminMetrics exports how many connections the admin listener refused over its
+// cap: a count that grows is a client holding connections open (adminLimits).
+func registerAdminMetrics(reg *prom.Registry, refused *atomic.Int64) {
+	reg.NewCounterFunc(prom.Opts{Name: "guard_admin_connections_refused_total",
+		Help: "Connections to the admin listener closed at once because it had as many open as it serves."},
+		func() float64 { return float64(refused.Load()) })
 }
 
 func parseUpstream(flagName, raw string) (*url.URL, error) {

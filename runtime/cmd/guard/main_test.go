@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 	tel := telemetry.New(nil)
 	registerReporterMetrics(tel.Registry, controlplane.NewAggregator(), &controlplane.Reporter{})
+	registerAdminMetrics(tel.Registry, new(atomic.Int64))
 	// One of each recording, with a rule name that needs escaping.
 	r := engine.Record{Guardrail: "team-a/pii", Phase: policy.PhaseInput, Outcome: engine.OutcomeBlocked,
 		Classifier: "team-a/builtin", Duration: time.Millisecond,
@@ -73,6 +75,7 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 		{"guard_policy_errors_total", dto.MetricType_COUNTER, nil},
 		{"guard_decisions_merged_total", dto.MetricType_COUNTER, nil},
 		{"guard_decision_batches_failed_total", dto.MetricType_COUNTER, nil},
+		{"guard_admin_connections_refused_total", dto.MetricType_COUNTER, nil},
 	}
 	for _, want := range guard {
 		f, ok := families[want.name]
