@@ -166,3 +166,20 @@ func TestARetrievedResponseIsJudgedAsAnAnswer(t *testing.T) {
 		}
 	})
 }
+
+// A stored answer retrieved with include[]=message.output_text.logprobs carries each
+// token of the text again: a redaction that rewrote only the text would hand the client
+// what it redacted in the logprobs. The rewritten part's logprobs are emptied, as a
+// chat answer's are.
+func TestARedactedRetrievedAnswerKeepsNoLogprobsOfWhatWasRedacted(t *testing.T) {
+	const stored = `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"m","output":[` +
+		`{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","annotations":[],` +
+		`"logprobs":[{"token":"Write to ","logprob":-0.1,"bytes":[],"top_logprobs":[]},{"token":"jane.doe@example.com","logprob":-0.2,"bytes":[],"top_logprobs":[]}],` +
+		`"text":"Write to jane.doe@example.com"}]}],"usage":{"input_tokens":1,"output_tokens":2,"total_tokens":3}}`
+	var served atomic.Int64
+	h := newHarness(t, redactPolicy, storedResponses(map[string]string{"resp_1": stored}, &served))
+	resp, b := h.do(t, http.MethodGet, "/v1/responses/resp_1?include[]=message.output_text.logprobs", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "[REDACTED:") || strings.Contains(string(b), "jane.doe") {
+		t.Errorf("%d %s, want the address redacted everywhere", resp.StatusCode, b)
+	}
+}

@@ -149,6 +149,11 @@ func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content,
 			var po *object
 			if po, werr = parseObject(arrays[key][i]); werr == nil {
 				po.set("text", jsonString(ct.Text))
+				// Logprobs repeat the replaced text token by token (include
+				// message.output_text.logprobs), as a chat answer's do.
+				if po.get("logprobs") != nil {
+					po.set("logprobs", []byte("[]"))
+				}
 				arrays[key][i] = po.bytes()
 			}
 		})

@@ -96,6 +96,16 @@ func TestRewriteResponse(t *testing.T) {
 			t.Fatalf("got %+v\n%s", r, out)
 		}
 	})
+	t.Run("a redacted Responses text loses its logprobs, which repeat the original", func(t *testing.T) {
+		body := `{"output":[{"type":"message","content":[{"type":"output_text","annotations":[],"logprobs":[{"token":"secret","logprob":0}],"text":"secret"}]}]}`
+		out, err := RewriteResponse(FamilyResponses, []byte(body), []Content{{Channel: content.Channel{Kind: content.Text}, Text: "[REDACTED:x]"}}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), "secret") || !strings.Contains(string(out), `"logprobs":[]`) {
+			t.Fatalf("got %s", out)
+		}
+	})
 	t.Run("an Anthropic text is replaced and the finish reason set", func(t *testing.T) {
 		out, err := RewriteResponse(FamilyMessages, []byte(messagesResponseBody), []Content{{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Fine."}}, "end_turn")
 		if err != nil {
