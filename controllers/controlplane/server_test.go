@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -93,6 +94,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	if fuzzing() {
+		// go test -run '^$' -fuzz FuzzX: the fuzz targets are pure; an apiserver per
+		// fuzz worker would stall the workers.
+		return m.Run()
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(&logs), zap.UseDevMode(true)))
 	env, err := envtestutil.New()
 	if err != nil {
@@ -174,6 +180,14 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// fuzzing reports whether this process runs a fuzz target (go test -fuzz), as the
+// coordinator or as one of its workers.
+func fuzzing() bool {
+	flag.Parse()
+	f, w := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
+	return (f != nil && f.Value.String() != "") || (w != nil && w.Value.String() == "true")
 }
 
 // fixture is a namespace with a remote classifier (credential canary+ns), a built-in one,
