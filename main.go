@@ -119,6 +119,7 @@ func main() {
 	}
 	controlPlane.LeaseNamespace = install.OperatorNamespace
 	controlPlane.GuardImage, controlPlane.GuardCommand = install.GuardImage, install.GuardCommand
+	controlPlane.AllowLocalClassifierURLs = classifier.AllowLocalURLs
 	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
 		setupLog.Error(err, "Unable to set up the control plane server")
 		os.Exit(1)

@@ -150,9 +150,10 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	if err := (&classifier.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("classifier-controller"),
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorder("classifier-controller"),
+		LeaseNamespace: o.operatorNamespace(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,9 @@ type Reconciler struct {
 	// metadata, so credentials are not held in the operator's memory.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	// LeaseNamespace holds the guards' Leases (the operator's namespace), read from the
+	// cache: what each guard acknowledged.
+	LeaseNamespace string
 }
 
 // scope is what the steps of one reconcile share.
@@ -246,22 +250,24 @@ func (r *Reconciler) reconcileUsage(ctx context.Context, s *scope) (ctrl.Result,
 	return ctrl.Result{}, nil
 }
 
-// guards counts the injected pods of ns whose guard acknowledged a policy holding one of
-// the Guardrails users (the control-plane server records acks on pods).
+// guards counts the guards of ns that answer and acknowledged a policy holding one of the
+// Guardrails users (the control-plane server records acks on each guard's Lease in the
+// operator's namespace; tenants cannot write them).
 func (r *Reconciler) guards(ctx context.Context, ns string, users []string) (int, error) {
 	if len(users) == 0 {
 		return 0, nil
 	}
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.List(ctx, pods, client.InNamespace(ns)); err != nil {
-		return 0, fmt.Errorf("listing pods: %w", err)
+	acks, err := controlplane.ListAcks(ctx, r.Client, r.LeaseNamespace, ns, time.Now())
+	if err != nil {
+		return 0, fmt.Errorf("listing the guards' Leases: %w", err)
 	}
 	n := 0
-	for i := range pods.Items {
-		enforced := controlplane.ParseEnforced(pods.Items[i].Annotations[cp.AnnotationEnforced])
+	for _, a := range acks {
+		if !a.Live {
+			continue
+		}
 		for _, u := range users {
-			if _, ok := enforced[u]; ok {
+			if _, ok := a.Enforced[u]; ok {
 				n++
 				break
 			}
@@ -294,8 +300,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.classifiersForSecret), builder.OnlyMetadata).
 		Watches(&v1alpha1.Guardrail{}, handler.EnqueueRequestsFromMapFunc(classifierForGuardrail),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// Injected pods by metadata: what their guards acknowledged counts as status.guards.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.classifiersForPod), builder.OnlyMetadata,
+		// Guards' Leases: what they acknowledged counts as status.guards.
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.classifiersForLease),
 			builder.WithPredicates(enforcedChanged)).
 		Named("classifier").
 		Complete(r)
@@ -315,19 +321,23 @@ func (r *Reconciler) classifiersForSecret(ctx context.Context, o client.Object) 
 	return reqs
 }
 
-// enforcedChanged passes pod events that change which Guardrails a guard enforces.
+// enforcedChanged passes Lease events that change which Guardrails a guard enforces.
 var enforcedChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetAnnotations()[cp.AnnotationEnforced] != e.ObjectNew.GetAnnotations()[cp.AnnotationEnforced]
 	},
 }
 
-// classifiersForPod enqueues every Classifier of the pod's namespace: there are few, and
-// a pod that stopped enforcing a Guardrail no longer names it.
-func (r *Reconciler) classifiersForPod(ctx context.Context, o client.Object) []reconcile.Request {
+// classifiersForLease enqueues every Classifier of the namespace of a guard's pod: there
+// are few, and a guard that stopped enforcing a Guardrail no longer names it.
+func (r *Reconciler) classifiersForLease(ctx context.Context, o client.Object) []reconcile.Request {
+	ns := o.GetLabels()[controlplane.LabelLeasePodNamespace]
+	if ns == "" {
+		return nil
+	}
 	var list v1alpha1.ClassifierList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing Classifiers for a pod", "pod", o.GetName())
+	if err := r.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing Classifiers for a guard's Lease", "lease", o.GetName())
 		return nil
 	}
 	reqs := make([]reconcile.Request, len(list.Items))

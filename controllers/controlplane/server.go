@@ -68,6 +68,11 @@ type Options struct {
 	// (injection.VerifyGuard). GuardImage is required.
 	GuardImage   string
 	GuardCommand []string
+	// AllowLocalClassifierURLs sends guards Classifiers whose backend URL names the guard's
+	// own host or link (policy.LocalBackendURLs): the manager's
+	// --classifier-allow-local-urls. Without it such a Classifier, which its reconciler
+	// reports Stalled, reaches no guard (a Guardrail using it keeps its last good form).
+	AllowLocalClassifierURLs bool
 }
 
 // Server serves the policy subscription (runtime/controlplane's protocol). It runs on
@@ -139,7 +144,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	log := mgr.GetLogger().WithName("controlplane")
 	s := &Server{
 		opts: opts, log: log,
-		hub:  newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader()}).build, opts.Debounce, log, serverMetrics),
+		hub:  newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs}).build, opts.Debounce, log, serverMetrics),
 		auth: newAuthenticator(reviewer, serverMetrics),
 		pods: mgr.GetClient(), leases: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),

@@ -49,6 +49,8 @@ type builder struct {
 	// secrets reads Secrets from the apiserver: the manager caches only their metadata,
 	// so that credentials are not held in its memory beyond a snapshot.
 	secrets client.Reader
+	// allowLocal distributes Classifiers whose backend URL is local (Options).
+	allowLocal bool
 }
 
 // build selects the Guardrails of ns matching podLabels, resolves their Classifiers and
@@ -90,6 +92,10 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 		if err != nil {
 			return nil, fmt.Errorf("reading Classifier %s: %w", name, err)
 		}
+		stripped := stripClassifier(c)
+		if !b.allowLocal && len(policy.LocalBackendURLs(&stripped.Spec)) > 0 {
+			continue // Stalled: its status names the URL
+		}
 		key := policy.Key(ns, name)
 		if ref := c.Spec.CredentialsSecretRef; ref != nil {
 			token, rv, err := b.credential(ctx, ns, ref)
@@ -101,7 +107,7 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 			}
 			tokens[key], secretVersions[key] = token, rv
 		}
-		classifiers[name] = stripClassifier(c)
+		classifiers[name] = stripped
 	}
 
 	src := policy.Sources{Guardrails: guardrails, Tokens: tokens}

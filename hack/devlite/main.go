@@ -52,6 +52,9 @@ import (
 // operatorNamespace plays the operator's namespace: the certificate Secret lives there.
 const operatorNamespace = "guardrail-system"
 
+// guardCommand runs the guard in its image, as the manager's --guard-command does.
+var guardCommand = []string{"/guard"}
+
 // controlPlaneAddr is where the policy subscription listens.
 const controlPlaneAddr = "127.0.0.1:9444"
 
@@ -119,8 +122,10 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 		return err
 	}
 	wo := env.WebhookInstallOptions
+	opts := controllers.Options{OperatorNamespace: operatorNamespace, GuardImage: guardImage, GuardCommand: guardCommand}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  opts.Cache(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          webhook.NewServer(webhook.Options{Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: certDir}),
@@ -133,18 +138,19 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 	// Everything runs on this machine: a classifier the developer runs beside it listens on
 	// 127.0.0.1, which the manager refuses unless told otherwise.
 	classifier.AllowLocalURLs = true
-	if err := controllers.Setup(ctx, mgr); err != nil {
+	if err := controllers.SetupWith(ctx, mgr, opts); err != nil {
 		return err
 	}
 	if err := setupInjection(ctx, mgr, certDir, guardImage); err != nil {
 		return err
 	}
-	if _, err := controlplane.Setup(ctx, mgr, controlplane.Options{BindAddress: controlPlaneAddr, CertDir: certDir}); err != nil {
+	if _, err := controlplane.Setup(ctx, mgr, controlplane.Options{BindAddress: controlPlaneAddr, CertDir: certDir,
+		LeaseNamespace: operatorNamespace, GuardImage: guardImage, GuardCommand: guardCommand, AllowLocalClassifierURLs: true}); err != nil {
 		return err
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- mgr.Start(ctx) }()
-	go func() { errc <- runGuard(ctx, mgr, filepath.Dir(kubeconfigPath), certDir) }()
+	go func() { errc <- runGuard(ctx, mgr, filepath.Dir(kubeconfigPath), certDir, guardImage) }()
 	log.Info("Control plane and manager are up; press Ctrl-C to stop",
 		"kubeconfig", kubeconfigPath,
 		"try", "KUBECONFIG="+kubeconfigPath+" kubectl -n demo apply -f config/samples/pii-secrets-redaction.yaml")
@@ -174,7 +180,7 @@ func setupInjection(ctx context.Context, mgr ctrl.Manager, certDir, guardImage s
 	return injection.Setup(ctx, mgr, injection.Options{
 		Config: injection.Config{
 			Image:             guardImage,
-			Command:           []string{"/guard"},
+			Command:           guardCommand,
 			ProxyPort:         15080,
 			AdminPort:         15090,
 			OperatorNamespace: operatorNamespace,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
@@ -207,12 +209,8 @@ func TestDecisionsReportThenEnforce(t *testing.T) {
 			}
 		}
 	}
-	pod := &corev1.Pod{}
-	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(pod.Annotations[cp.AnnotationDecisions], `"outcome":"wouldBlock"`) {
-		t.Errorf("the pod does not record what was counted of its guard: %q", pod.Annotations[cp.AnnotationDecisions])
+	if claim := c.claim(t, ns, "web-1"); !strings.Contains(claim, `"outcome":"wouldBlock"`) {
+		t.Errorf("the guard's Lease does not record what was counted of its guard: %q", claim)
 	}
 	t.Logf("Events on web: %s", strings.Join(eventNotes(t, c, ns, "web"), " | "))
 }
@@ -377,14 +375,15 @@ func TestDecisionsAcrossManagerRestarts(t *testing.T) {
 			}
 		}
 	}
-	// claimedOnPod is the cumulative wouldBlock the manager recorded as counted.
+	// claimedOnPod is the cumulative wouldBlock the manager recorded as counted (on the
+	// guard's Lease).
 	claimedOnPod := func() int64 {
-		pod := &corev1.Pod{}
-		if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: "web-1"}, pod); err != nil {
+		claim := c.claim(t, ns, "web-1")
+		if claim == "-" {
 			return -1
 		}
 		var cl struct{ Guardrails []cp.GuardrailDecisions }
-		_ = json.Unmarshal([]byte(pod.Annotations[cp.AnnotationDecisions]), &cl)
+		_ = json.Unmarshal([]byte(claim), &cl)
 		var n int64
 		for _, gd := range cl.Guardrails {
 			for _, x := range gd.Counts {
@@ -529,14 +528,28 @@ func TestDecisionsFromSeveralGuardsCountRequests(t *testing.T) {
 	}
 }
 
+// claim is the decisions claim of the guard of pod ns/name, on its Lease in the operator's
+// namespace; "-" when the pod or the Lease cannot be read.
+func (c *cluster) claim(t *testing.T, ns, name string) string {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		return "-"
+	}
+	lease := &coordinationv1.Lease{}
+	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: operatorNS, Name: controlplane.LeaseName(pod.UID)}, lease); err != nil {
+		return "-"
+	}
+	return lease.Annotations[cp.AnnotationDecisions]
+}
+
 // podWithToken creates a Running injected pod in an existing namespace (with its "app"
 // service account) and writes a token bound to it into dir/token.
 func (c *cluster) podWithToken(t *testing.T, ns, name, dir string) string {
 	t.Helper()
 	ctx := testContext(t)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}}, Spec: guardSpec()}
 	if err := c.k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,10 @@ func startManager(t *testing.T, kubeconfig, certDir, addr string, extra ...strin
 	// The fake classifiers listen on 127.0.0.1, which the manager refuses by default.
 	args := append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-injection=false",
 		"--classifier-allow-local-urls",
-		"--control-plane-bind-address=" + addr, "--control-plane-cert-dir=" + certDir}, extra...)
+		"--control-plane-bind-address=" + addr, "--control-plane-cert-dir=" + certDir,
+		// Outside a pod the manager is told its namespace (guards' Leases) and the guard
+		// it accepts reports from (injectedPod's spec carries it).
+		"--operator-namespace=" + operatorNS, "--guard-image=" + guardImage, "--guard-command=/guard"}, extra...)
 	m.cmd = exec.Command(buildManager(t), args...) //nolint:gosec // test binary
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	m.cmd.Stderr = writerFunc(m.log.write)
@@ -115,6 +118,13 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// operatorNS is the manager's namespace in these tests, where it keeps guards' Leases;
+// guardImage is the guard's image as the manager is told it (--guard-image).
+const (
+	operatorNS = "guardrail-system"
+	guardImage = "registry.test/guardrail/operator:e2e"
+)
+
 // cluster is the local apiserver with an admin client and kubeconfig.
 type cluster struct {
 	k8s        client.Client
@@ -136,11 +146,25 @@ func startCluster(t *testing.T) *cluster {
 	if c.k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.k8s.Create(testContext(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}}); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
-// injectedPod creates the Pod an injected guard belongs to (Running, labelled injected)
-// and writes a projected token bound to it, as the kubelet would, into dir/token.
+// guardSpec is a pod spec carrying the guard as the injector renders it (the legacy shape,
+// a regular container): the control plane takes reports only from such pods.
+func guardSpec() corev1.PodSpec {
+	return corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
+		{Name: "guardrail-guard", Image: guardImage, Command: []string{"/guard"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
+		{Name: "app", Image: "app"},
+	}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}
+}
+
+// injectedPod creates the Pod an injected guard belongs to (Running, labelled injected,
+// its spec carrying the guard) and writes a projected token bound to it, as the kubelet would, into dir/token.
 func (c *cluster) injectedPod(t *testing.T, ns, name, dir string) string {
 	t.Helper()
 	ctx := testContext(t)
@@ -153,8 +177,7 @@ func (c *cluster) injectedPod(t *testing.T, ns, name, dir string) string {
 	must(c.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(c.k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}))
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}}, Spec: guardSpec()}
 	must(c.k8s.Create(ctx, p))
 	p.Status.Phase = corev1.PodRunning
 	must(c.k8s.Status().Update(ctx, p))
