@@ -9,7 +9,8 @@
 // With -kwok the pods are created as users create them: through the manager's injection
 // webhook (each gets its guard sidecar and the injected label from the webhook), bound to
 // a node that kwok simulates, which runs them — the apiserver sees them scheduled and
-// Running. Without it the harness stores labelled pods and sets their phase itself.
+// Running. Without it the harness stores labelled pods carrying the guard as the injector
+// renders it (the control plane serves no other) and sets their phase itself.
 //
 // It prints: apply → every guard applied (p50/p99/max), apply → the Guardrail shows
 // ENFORCED N/N, the manager's RSS and CPU, and after a restart of the manager (every guard
@@ -43,6 +44,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
@@ -61,6 +63,16 @@ func main() {
 }
 
 const ns = "scale"
+
+// operatorNS is the manager's namespace, where it keeps the guards' Leases (their acks,
+// which status.enforcement counts); guardImage and guardCommand are the guard as the
+// manager is told it (--guard-image, --guard-command): the injector renders it, and the
+// control plane serves only pods whose spec carries it.
+const (
+	operatorNS   = "guardrail-system"
+	guardImage   = "guardrail-operator:scale"
+	guardCommand = "/guard"
+)
 
 // kwokBin, when set, runs the pods on a kwok node, created through the webhook.
 var kwokBin string
@@ -110,8 +122,8 @@ func run(n, sets int, out io.Writer) error {
 				return err
 			}
 		}
-		managerArgs = []string{"--enable-injection=true", "--cert-management=external", "--operator-namespace=guardrail-system",
-			"--guard-image=guardrail-operator:scale", "--webhook-cert-dir=" + certDir, "--webhook-port=" + strconv.Itoa(wo.LocalServingPort)}
+		managerArgs = []string{"--enable-injection=true", "--cert-management=external",
+			"--webhook-cert-dir=" + certDir, "--webhook-port=" + strconv.Itoa(wo.LocalServingPort)}
 	} else if _, err := envtestutil.ServingCert(work, "127.0.0.1"); err != nil {
 		return err
 	}
@@ -148,6 +160,7 @@ func run(n, sets int, out io.Writer) error {
 
 	// The policy, the pods and their tokens.
 	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{cp.LabelInjection: "enabled"}}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
 		&v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
@@ -215,8 +228,13 @@ func run(n, sets int, out io.Writer) error {
 	if _, err := waitAll(applied, "initial", 3*time.Minute, time.Now()); err != nil {
 		return err
 	}
+	subscribed := time.Since(start).Round(time.Millisecond)
+	enforced, err := waitEnforced(ctx, k8s, n, start)
+	if err != nil {
+		return err
+	}
 	_, _ = fmt.Fprintf(out, "all %d guards subscribed and applied the policy in %v; ENFORCED %d/%d after %v\n", n,
-		time.Since(start).Round(time.Millisecond), n, n, waitEnforced(ctx, k8s, n, start))
+		subscribed, n, n, enforced)
 
 	apply := func(reason string) (time.Time, error) {
 		g := &v1alpha1.Guardrail{}
@@ -240,7 +258,10 @@ func run(n, sets int, out io.Writer) error {
 			return err
 		}
 		recv := firstAfter(received, t0)
-		enforced := waitEnforced(ctx, k8s, n, t0)
+		enforced, err := waitEnforced(ctx, k8s, n, t0)
+		if err != nil {
+			return err
+		}
 		_, _ = fmt.Fprintf(out, "apply %d → every guard received: p50 %v p99 %v max %v; applied: p50 %v p99 %v max %v; → ENFORCED %d/%d after %v\n",
 			round, pct(recv, 50), pct(recv, 99), pct(recv, 100), pct(lat, 50), pct(lat, 99), pct(lat, 100), n, n, enforced)
 	}
@@ -342,6 +363,7 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 		}
 	} else {
 		p.Labels[cp.LabelInjected] = "true"
+		p.Spec = guardSpec()
 		if err := k8s.Create(ctx, p); err != nil {
 			return "", err
 		}
@@ -362,8 +384,17 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 	return path, os.WriteFile(path, []byte(tr.Status.Token), 0o600)
 }
 
-// waitAll waits until every guard applied a snapshot with the reason and returns each
-// guard's latency from t0.
+// guardSpec is a pod spec carrying the guard as the injector renders it (the legacy shape,
+// a regular container, with the token only it mounts), for pods the webhook does not see.
+func guardSpec() corev1.PodSpec {
+	return corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
+		{Name: injection.ContainerName, Image: guardImage, Command: []string{guardCommand},
+			VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
+		{Name: "app", Image: "app"},
+	}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}
+}
+
 // receivedAt timestamps every snapshot a guard's client receives (a 200 answer), before
 // the guard compiles it: here 1,000 guards compile on the harness's two cores, in a
 // cluster each on its own pod's.
@@ -411,6 +442,8 @@ type stamp struct {
 	at     time.Time
 }
 
+// waitAll waits until every guard applied a snapshot with the reason and returns each
+// guard's latency from t0.
 func waitAll(applied []chan stamp, reason string, timeout time.Duration, t0 time.Time) ([]time.Duration, error) {
 	lat := make([]time.Duration, len(applied))
 	deadline := time.After(timeout)
@@ -429,17 +462,22 @@ func waitAll(applied []chan stamp, reason string, timeout time.Duration, t0 time
 	return lat, nil
 }
 
-func waitEnforced(ctx context.Context, k8s client.Client, n int, t0 time.Time) time.Duration {
+// waitEnforced waits until the Guardrail's status.enforcement, which counts the guards
+// whose Leases acknowledge its generation, shows all n, and returns the time from t0.
+func waitEnforced(ctx context.Context, k8s client.Client, n int, t0 time.Time) (time.Duration, error) {
 	want := fmt.Sprintf("%d/%d", n, n)
+	seen := "no status.enforcement"
 	for time.Since(t0) < 5*time.Minute {
 		g := &v1alpha1.Guardrail{}
-		if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scale"}, g) == nil && g.Status.Enforcement != nil &&
-			g.Status.Enforcement.Summary == want && g.Status.ObservedGeneration == g.Generation {
-			return time.Since(t0).Round(time.Millisecond)
+		if k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scale"}, g) == nil && g.Status.Enforcement != nil {
+			if g.Status.Enforcement.Summary == want && g.Status.ObservedGeneration == g.Generation {
+				return time.Since(t0).Round(time.Millisecond), nil
+			}
+			seen = fmt.Sprintf("ENFORCED %s at observedGeneration %d of %d", g.Status.Enforcement.Summary, g.Status.ObservedGeneration, g.Generation)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return -1
+	return 0, fmt.Errorf("the Guardrail does not show ENFORCED %s after 5 minutes (last: %s)", want, seen)
 }
 
 func pct(d []time.Duration, p int) time.Duration {
@@ -470,7 +508,10 @@ var managerArgs = []string{"--enable-injection=false"}
 
 func startManager(bin, kubeconfig, certDir, cpAddr, metricsAddr string) (*proc, error) {
 	args := append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=0",
-		"--control-plane-bind-address=" + cpAddr, "--control-plane-cert-dir=" + certDir}, managerArgs...)
+		"--control-plane-bind-address=" + cpAddr, "--control-plane-cert-dir=" + certDir,
+		// Outside a pod the manager is told its namespace (the guards' Leases) and the guard
+		// it injects and takes acknowledgements from.
+		"--operator-namespace=" + operatorNS, "--guard-image=" + guardImage, "--guard-command=" + guardCommand}, managerArgs...)
 	cmd := exec.Command(bin, args...) //nolint:gosec,noctx // built above; stopped with SIGTERM by proc.stop
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard

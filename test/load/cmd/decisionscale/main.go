@@ -1,18 +1,19 @@
 // Command decisionscale measures the decisions intake at scale: the real manager binary
 // against the local apiserver, N guards' reporters (runtime/controlplane.Reporter and
-// Aggregator, the code linked into every sidecar), each with its own Running pod and
-// pod-bound token, all counting decisions for one Guardrail and sending their cumulative
-// batches every interval.
+// Aggregator, the code linked into every sidecar), each with its own Running pod (its spec
+// carrying the guard as the injector renders it) and pod-bound token, all counting
+// decisions for one Guardrail and sending their cumulative batches every interval.
 //
 //	go run ./test/load/cmd/decisionscale -guards 1000 -interval 10s -intervals 3
 //
 // It prints the batches taken, the status writes per Guardrail per interval, the
 // manager's CPU and RSS, and whether status.decisions.wouldBlock equals the number of
-// decisions the guards counted.
+// decisions the guards counted, summed over the guards' Leases' decisions claims too.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -43,6 +47,15 @@ import (
 )
 
 const ns = "scale"
+
+// operatorNS is the manager's namespace, where it keeps the guards' Leases; guardImage
+// and guardCommand are the guard as the manager is told it (--guard-image,
+// --guard-command), which every pod's spec carries.
+const (
+	operatorNS   = "guardrail-system"
+	guardImage   = "guardrail-operator:scale"
+	guardCommand = "/guard"
+)
 
 func main() {
 	guards := flag.Int("guards", 1000, "Guards (one Pod and one token each).")
@@ -95,20 +108,39 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 
 	cpAddr, metricsAddr := procstat.FreeAddr(ctx), procstat.FreeAddr(ctx)
 	mgr := exec.Command(bin, "--metrics-bind-address="+metricsAddr, "--metrics-secure=false", //nolint:gosec,noctx // built above; stopped with SIGTERM
-		"--health-probe-bind-address=0", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+work,
-		"--decision-interval="+interval.String())
+		"--health-probe-bind-address=0", "--enable-injection=false", "--control-plane-bind-address="+cpAddr, "--control-plane-cert-dir="+work,
+		"--decision-interval="+interval.String(),
+		// Outside a pod the manager is told its namespace (the guards' Leases) and the guard
+		// it takes reports from (guardSpec).
+		"--operator-namespace="+operatorNS, "--guard-image="+guardImage, "--guard-command="+guardCommand)
 	mgr.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	mgr.Stdout, mgr.Stderr = io.Discard, io.Discard
+	if os.Getenv("DECISIONSCALE_MANAGER_LOG") != "" {
+		mgr.Stderr = os.Stderr
+	}
 	if err := mgr.Start(); err != nil {
 		return err
 	}
-	defer func() { _ = mgr.Process.Signal(syscall.SIGTERM); _ = mgr.Wait() }()
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = mgr.Wait(); close(exited) }()
+	defer func() { _ = mgr.Process.Signal(syscall.SIGTERM); <-exited }()
+	// managerUp fails once the manager has exited: its figures would be meaningless.
+	managerUp := func() error {
+		select {
+		case <-exited:
+			return fmt.Errorf("the manager exited (%v); DECISIONSCALE_MANAGER_LOG=1 shows its log", exitErr)
+		default:
+			return nil
+		}
+	}
 
 	g := &v1alpha1.Guardrail{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scale"}, Spec: v1alpha1.GuardrailSpec{
 		Mode: v1alpha1.ModeReport, ClassifierRef: v1alpha1.LocalObjectReference{Name: "words"},
 		Phases: []v1alpha1.Phase{v1alpha1.PhaseInput}, Threshold: ptr(v1alpha1.Score(0.5)), Action: v1alpha1.ActionBlock,
 		Reason: "no"}}
 	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
 		&v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
@@ -196,6 +228,9 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	if err := managerUp(); err != nil {
+		return err
+	}
 	cpu := procstat.CPUSeconds(mgr.Process.Pid) - cpu0
 	want := counted.Load()
 	var got int64
@@ -221,11 +256,42 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 	_, _ = fmt.Fprintf(out, "status writes to the Guardrail: %.0f, %.2f per interval\n", writes, perInterval)
 	_, _ = fmt.Fprintf(out, "manager: CPU %.2f s over %v (%.1f%% of one core); RSS %s, peak %s\n", cpu, elapsed.Round(time.Second),
 		100*cpu/elapsed.Seconds(), procstat.RSS(mgr.Process.Pid, "VmRSS"), procstat.RSS(mgr.Process.Pid, "VmHWM"))
-	_, _ = fmt.Fprintf(out, "decisions counted by the guards %d; status.decisions.wouldBlock %d; exact: %v\n", want, got, want == got)
-	if want != got {
-		return fmt.Errorf("wouldBlock %d, the guards counted %d", got, want)
+	leases, claimed, err := claims(ctx, k8s)
+	if err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(out, "decisions counted by the guards %d; status.decisions.wouldBlock %d; claimed on the guards' %d Leases %d; exact: %v\n",
+		want, got, leases, claimed, want == got && want == claimed)
+	if want != got || want != claimed {
+		return fmt.Errorf("wouldBlock %d and %d claimed on Leases, the guards counted %d", got, claimed, want)
 	}
 	return nil
+}
+
+// claims counts the Leases of the guards of ns in the operator's namespace and sums the wouldBlock
+// their decisions claims record as counted: the exactly-once record, per guard.
+func claims(ctx context.Context, k8s client.Client) (int, int64, error) {
+	list := &coordinationv1.LeaseList{}
+	if err := k8s.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{controlplane.LabelLeasePodNamespace: ns}); err != nil {
+		return 0, 0, err
+	}
+	var n int64
+	for _, l := range list.Items {
+		var claim struct{ Guardrails []cp.GuardrailDecisions }
+		if s := l.Annotations[cp.AnnotationDecisions]; s != "" {
+			if err := json.Unmarshal([]byte(s), &claim); err != nil {
+				return 0, 0, fmt.Errorf("the decisions claim on Lease %s: %w", l.Name, err)
+			}
+		}
+		for _, gd := range claim.Guardrails {
+			for _, c := range gd.Counts {
+				if c.Outcome == string(engine.OutcomeWouldBlock) {
+					n += c.Requests
+				}
+			}
+		}
+	}
+	return len(list.Items), n, nil
 }
 
 func decision() telemetry.RequestDecisions {
@@ -237,8 +303,7 @@ func decision() telemetry.RequestDecisions {
 
 func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset, i int, dir string) (string, error) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i),
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}}, Spec: guardSpec()}
 	if err := k8s.Create(ctx, p); err != nil {
 		return "", err
 	}
@@ -256,6 +321,18 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 	}
 	path := filepath.Join(dir, p.Name+".token")
 	return path, os.WriteFile(path, []byte(tr.Status.Token), 0o600)
+}
+
+// guardSpec is a pod spec carrying the guard as the injector renders it (the legacy shape,
+// a regular container, with the token only it mounts): the control plane counts decisions
+// only from such pods (injection.VerifyGuard).
+func guardSpec() corev1.PodSpec {
+	return corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
+		{Name: injection.ContainerName, Image: guardImage, Command: []string{guardCommand},
+			VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
+		{Name: "app", Image: "app"},
+	}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}
 }
 
 func ptr[T any](v T) *T { return &v }
