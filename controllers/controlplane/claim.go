@@ -13,13 +13,13 @@ import (
 
 // Counting decisions exactly once (DESIGN.md §6 "Decisions"): a guard sends cumulative
 // counts of its incarnation; what was already counted for (pod, incarnation) is recorded
-// on the pod, in cp.AnnotationDecisions, by a merge patch that carries the pod's
-// resourceVersion. Whoever writes the new cumulative there first has claimed the
-// difference and counts it; a replica that loses the race re-reads the pod and claims
-// only what is left (usually nothing). The pure functions below compute that
-// difference.
+// on the guard's Lease in the operator's namespace (lease.go), in cp.AnnotationDecisions,
+// by a merge patch that carries the Lease's resourceVersion. Whoever writes the new
+// cumulative there first has claimed the difference and counts it; a replica that loses
+// the race re-reads the Lease and claims only what is left (usually nothing). The pure
+// functions below compute that difference, and refuse one no guard could have made.
 
-// maxClaimBytes bounds the annotation (the apiserver allows 256 KiB for all of a pod's
+// maxClaimBytes bounds the annotation (the apiserver allows 256 KiB for all of an object's
 // annotations).
 const maxClaimBytes = 96 << 10
 
