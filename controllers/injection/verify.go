@@ -22,6 +22,10 @@ import (
 //     holds a token the control plane would take for the guard's;
 //   - no other container mounts the guard's snapshot volume (it holds classifier
 //     credentials);
+//   - the guard takes only the flags the injector passes it, and POD_NAME and
+//     POD_NAMESPACE (which narrow what it enforces) only from the downward API, never
+//     POD_LABELS: a guard told to enforce another namespace's or label set's policy would
+//     acknowledge a policy it does not enforce;
 //   - the pod does not share one process namespace between its containers, where an app
 //     could read the guard's files through /proc.
 //
@@ -38,6 +42,9 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 		return fmt.Errorf("container %s runs image %q, not the guard's (%s)", ContainerName, guard.Image, imageRepository(image))
 	case !slices.Equal(guard.Command, command):
 		return fmt.Errorf("container %s does not run the guard's command", ContainerName)
+	}
+	if why := guardArgs(guard); why != "" {
+		return fmt.Errorf("container %s %s", ContainerName, why)
 	}
 	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
 		return fmt.Errorf("the pod shares one process namespace between its containers, so its apps can read the guard's files")
@@ -63,6 +70,39 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 		return fmt.Errorf("container %s mounts a volume of the guard's (its token or its snapshot)", name)
 	}
 	return nil
+}
+
+// injectedFlags are the flags render passes the guard; the values of the upstreams come
+// from the pod's annotations, the rest from the manager.
+var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
+	flagOpenAIUpstream, flagAnthropicUpstream}
+
+// guardEnv are the guard's environment variables that change what it enforces, and the
+// downward-API field each must come from ("" for one the injector never sets).
+var guardEnv = map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_LABELS": ""}
+
+// guardArgs says how the guard's arguments or environment differ from what the injector
+// passes in what narrows or disables what it enforces, or "".
+func guardArgs(guard *corev1.Container) string {
+	for _, a := range guard.Args {
+		name, _, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !ok || !strings.HasPrefix(a, "--") || !slices.Contains(injectedFlags, name) {
+			return fmt.Sprintf("takes an argument the injector does not pass (%.64q)", a)
+		}
+	}
+	for _, e := range guard.Env {
+		field, guarded := guardEnv[e.Name]
+		if !guarded {
+			continue
+		}
+		if field == "" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != field {
+			return fmt.Sprintf("sets %s other than the injector does", e.Name)
+		}
+	}
+	if len(guard.EnvFrom) > 0 {
+		return "takes environment variables from a ConfigMap or Secret, which the injector never does"
+	}
+	return ""
 }
 
 // findGuard returns the guard's container and whether it is an init container.
