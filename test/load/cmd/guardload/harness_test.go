@@ -176,8 +176,15 @@ func TestSystemCallsAndWakeUpsAreCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The thread itself sleeps (not only the goroutine): it goes back on a CPU after.
-		if err := syscall.Nanosleep(&syscall.Timespec{Nsec: 100_000}, nil); err != nil {
-			t.Fatal(err)
+		// The Go runtime's preemption signals may interrupt the sleep (EINTR): sleep again.
+		for {
+			err := syscall.Nanosleep(&syscall.Timespec{Nsec: 100_000}, nil)
+			if err == nil {
+				break
+			}
+			if err != syscall.EINTR {
+				t.Fatal(err)
+			}
 		}
 	}
 	after, err := cpuTime(os.Getpid())
