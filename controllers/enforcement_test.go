@@ -123,12 +123,15 @@ var _ = Describe("The manager's pod cache", func() {
 		guarded := createRunning(ctx, newPod(ns, "guarded", withGuard()))
 
 		cached := &corev1.Pod{}
-		Eventually(func() error { return managerCache.Get(ctx, client.ObjectKeyFromObject(tenant), cached) }).Should(Succeed())
+		// The cache sees the pod Pending at its creation first, then Running.
+		Eventually(func(g Gomega) {
+			g.Expect(managerCache.Get(ctx, client.ObjectKeyFromObject(tenant), cached)).To(Succeed())
+			g.Expect(cached.Status.Phase).To(Equal(corev1.PodRunning))
+		}).Should(Succeed())
 		Expect(cached.Annotations).To(HaveLen(2))
 		Expect(cached.Annotations).To(HaveKeyWithValue(injection.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu"))
 		Expect(controlplane.GuardVerification(cached)).To(MatchError(ContainSubstring("no container named " + injection.ContainerName)))
 		Expect(cached.Spec.Containers).To(BeEmpty())
-		Expect(cached.Status.Phase).To(Equal(corev1.PodRunning))
 
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
