@@ -90,10 +90,13 @@ func TestSingleNodeCluster(t *testing.T) {
 		}
 	})
 	t.Run("a projected token with audience guardrail.dev is readable inside", func(t *testing.T) {
-		token := strings.TrimSpace(kubectl(t, "exec", "web", "-c", "app", "--", "cat", "/var/run/guardrail/token/token"))
+		// kubectl's own messages (stderr, in the combined output) may come before the token.
+		out := strings.TrimSpace(kubectl(t, "exec", "web", "-c", "app", "--", "cat", "/var/run/guardrail/token/token"))
+		lines := strings.Split(out, "\n")
+		token := strings.TrimSpace(lines[len(lines)-1])
 		parts := strings.Split(token, ".")
 		if len(parts) != 3 {
-			t.Fatalf("not a JWT: %d parts", len(parts))
+			t.Fatalf("not a JWT: %d parts (kubectl said %d lines)", len(parts), len(lines))
 		}
 		payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 		if err != nil {
