@@ -43,11 +43,7 @@ type exchange struct {
 func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family) {
 	start := time.Now()
 	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r}
-	x.st = p.state.Load()
-	if x.st == nil {
-		x.outcome("refused")
-		writeError(w, f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
-			Message: "the guardrail sidecar has no policy yet and refuses traffic"})
+	if !x.loadPolicy() {
 		return
 	}
 	// ServeHTTP bounded r.Body by MaxBodyBytes.

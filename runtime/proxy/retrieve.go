@@ -16,11 +16,7 @@ import (
 func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Family) {
 	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, retrieved: true,
 		req: wire.Request{Family: f, N: 1}}
-	x.st = p.state.Load()
-	if x.st == nil {
-		x.outcome("refused")
-		writeError(w, f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
-			Message: "the guardrail sidecar has no policy yet and refuses traffic"})
+	if !x.loadPolicy() {
 		return
 	}
 	if streamedRetrieval(r.URL.RawQuery) {
@@ -35,4 +31,16 @@ func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Fa
 	// The model is not known before the answer: the records of a retrieval carry none.
 	x.begin(rec.Record)
 	x.forward()
+}
+
+// loadPolicy takes the policy the exchange is judged by; without one (the guard has not
+// received any yet) it refuses the request, fail closed, and reports false.
+func (x *exchange) loadPolicy() bool {
+	if x.st = x.p.state.Load(); x.st != nil {
+		return true
+	}
+	x.outcome("refused")
+	writeError(x.w, x.f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
+		Message: "the guardrail sidecar has no policy yet and refuses traffic"})
+	return false
 }
