@@ -123,7 +123,7 @@ var _ = Describe("The manager's pod cache", func() {
 		guarded := createRunning(ctx, newPod(ns, "guarded", withGuard()))
 
 		cached := &corev1.Pod{}
-		// The cache sees the pod Pending at its creation first, then Running.
+		// The cache may hold the pod as created, before its status update to Running.
 		Eventually(func(g Gomega) {
 			g.Expect(managerCache.Get(ctx, client.ObjectKeyFromObject(tenant), cached)).To(Succeed())
 			g.Expect(cached.Status.Phase).To(Equal(corev1.PodRunning))
