@@ -195,6 +195,9 @@ func expandPlaceholders(t testing.TB, text string) string {
 			}
 			return string(v)
 		}
+		if v, ok := expandSecretPlaceholder(g[1], args, num); ok {
+			return v
+		}
 		t.Fatalf("unknown placeholder %s", m)
 		return ""
 	})
