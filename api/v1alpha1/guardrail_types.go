@@ -19,7 +19,7 @@ const (
 )
 
 // Phase is a boundary of an LLM call where a guardrail judges content.
-// +kubebuilder:validation:Enum=Input;Stream;Output;ToolCalls
+// +kubebuilder:validation:Enum=Input;Stream;Output;ToolCalls;ToolResults
 type Phase string
 
 // Phases.
@@ -34,6 +34,11 @@ const (
 	PhaseOutput Phase = "Output"
 	// PhaseToolCalls judges each tool call the model requests, alone and then together.
 	PhaseToolCalls Phase = "ToolCalls"
+	// PhaseToolResults judges what tools return to the model before the model sees it:
+	// chat tool messages, Responses function_call_output items, Anthropic tool_result
+	// blocks, and MCP tool results and tool descriptions. spec.messages selects the
+	// newest results (Last: those after the last assistant message) or all of them.
+	PhaseToolResults Phase = "ToolResults"
 )
 
 // Action is what happens to content that matches.
@@ -143,12 +148,12 @@ type GuardrailSpec struct {
 	// +required
 	ClassifierRef LocalObjectReference `json:"classifierRef"`
 
-	// phases where content is judged: one or more of Input, Stream, Output and ToolCalls.
-	// Defaults to [Input, Output].
+	// phases where content is judged: one or more of Input, Stream, Output, ToolCalls and
+	// ToolResults. Defaults to [Input, Output].
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=5
 	// +kubebuilder:default={Input,Output}
 	Phases []Phase `json:"phases,omitempty"`
 
@@ -233,7 +238,9 @@ type GuardrailSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,5}([.][0-9]{1,9})?(ns|us|µs|μs|ms|s|m|h)){1,4}$') && duration(self) > duration('0s')",message="must be a positive duration such as 500ms, 2s or 1m30s: up to 4 parts, each a number of at most 5 digits and a unit (ns, us, ms, s, m or h)"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// messages says which input messages are judged: Last or All. Defaults to Last.
+	// messages says which input messages are judged: Last or All. Defaults to Last. In the
+	// ToolResults phase, Last judges the tool results after the last assistant message (the
+	// newest step of an agent loop) and All every tool result of the conversation.
 	// +optional
 	// +kubebuilder:default=Last
 	Messages MessageScope `json:"messages,omitempty"`

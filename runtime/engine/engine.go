@@ -53,6 +53,11 @@ func (gd *guard) enforcing() bool { return gd.g.Mode == policy.ModeEnforce }
 
 func (gd *guard) has(p policy.Phase) bool { return gd.g.Phases.Has(p) }
 
+// hasPhase reports whether one of the engine's guardrails judges phase p.
+func (e *Engine) hasPhase(p policy.Phase) bool {
+	return slices.ContainsFunc(e.guards, func(gd *guard) bool { return gd.has(p) })
+}
+
 // Engine enforces a set of guardrails. It is immutable and safe for concurrent use; each
 // request gets its own Session.
 type Engine struct {

@@ -8,12 +8,20 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// Input judges the request's messages before the upstream call (the Input phase). Each
-// text part and each media part is one classifier call per guardrail; a guardrail with
-// messages: Last judges the parts of the last message that still has parts, one with All
-// judges every message. Strip drops a part (a message whose parts are all dropped is
-// dropped too), and escalates to Block when the part is the last user part left; Redact
-// rewrites a text part.
+// Input judges the request's messages before the upstream call: first the ToolResults
+// phase, then the Input phase, which judges what the first left (a redacted tool result
+// is judged redacted).
+//
+// The Input phase makes one classifier call per guardrail for each text part and each media
+// part; a guardrail with messages: Last judges the parts of the last message that still has
+// parts, one with All judges every message. Strip drops a part (a message whose parts are
+// all dropped is dropped too), and escalates to Block when the part is the last user part
+// left; Redact rewrites a text part.
+//
+// The ToolResults phase judges the parts marked ToolResult: with messages: Last those after
+// the last assistant message (the results of the newest step of an agent loop, which a long
+// loop does not re-judge on every turn), with All every one. Redact rewrites a result;
+// Strip escalates to Block, since a provider refuses a tool call left without its result.
 //
 // The result says whether the request is refused and, otherwise, what to send upstream.
 // The error is the caller's context's when it ended during an evaluation.
@@ -21,13 +29,53 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 	if s.stop != nil {
 		return InputResult{Stop: s.stop}, nil
 	}
-	if !slices.ContainsFunc(s.e.guards, func(gd *guard) bool { return gd.has(policy.PhaseInput) }) {
+	input, results := s.e.hasPhase(policy.PhaseInput), s.e.hasPhase(policy.PhaseToolResults)
+	if !input && !results {
 		return InputResult{Messages: msgs}, nil
 	}
+	items := inputItems(msgs)
+	var v *Verdict
+	var err error
+	if results {
+		newest := lastAssistant(msgs)
+		v, err = s.judgeItems(ctx, policy.PhaseToolResults, toolResults(items),
+			func(gd *guard, it *item) bool { return gd.g.AllMessages || it.message > newest }, isToolResult)
+	}
+	if input && v == nil && err == nil {
+		selects := func(gd *guard, it *item) bool { return gd.g.AllMessages || it.message == lastMessage(items) }
+		required := func(it *item) bool {
+			return it.role == RoleUser && !slices.ContainsFunc(items, func(o *item) bool {
+				return o != it && !o.dropped && o.role == RoleUser
+			})
+		}
+		v, err = s.judgeItems(ctx, policy.PhaseInput, items, selects, required)
+	}
+	return s.inputResult(msgs, items, v, err)
+}
+
+// ToolResults judges what tools returned, outside a model request (an MCP server's tool
+// result or tool list, DESIGN.md §9.3): the ToolResults phase judges every part of msgs,
+// whatever messages says, since the caller passes only what is new. Redact rewrites a
+// part; Strip escalates to Block. The result is as Input's.
+func (s *Session) ToolResults(ctx context.Context, msgs []Message) (InputResult, error) {
+	if s.stop != nil {
+		return InputResult{Stop: s.stop}, nil
+	}
+	if !s.e.hasPhase(policy.PhaseToolResults) {
+		return InputResult{Messages: msgs}, nil
+	}
+	items := inputItems(msgs)
+	v, err := s.judgeItems(ctx, policy.PhaseToolResults, items, always, isToolResult)
+	return s.inputResult(msgs, items, v, err)
+}
+
+// inputItems returns one item per part of msgs, in order.
+func inputItems(msgs []Message) []*item {
 	var items []*item
 	for mi, m := range msgs {
 		for pi, p := range m.Parts {
-			it := &item{where: inputLocation(mi, pi), modality: p.Modality, role: m.Role, message: mi, dropped: p.Dropped}
+			it := &item{where: inputLocation(mi, pi), modality: p.Modality, role: m.Role, message: mi,
+				dropped: p.Dropped, result: p.ToolResult}
 			if p.Modality == classify.Text {
 				it.doc = newTextBuf(p.Text)
 			} else {
@@ -36,13 +84,35 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 			items = append(items, it)
 		}
 	}
-	selects := func(gd *guard, it *item) bool { return gd.g.AllMessages || it.message == lastMessage(items) }
-	required := func(it *item) bool {
-		return it.role == RoleUser && !slices.ContainsFunc(items, func(o *item) bool {
-			return o != it && !o.dropped && o.role == RoleUser
-		})
+	return items
+}
+
+func toolResults(items []*item) []*item {
+	var out []*item
+	for _, it := range items {
+		if it.result {
+			out = append(out, it)
+		}
 	}
-	v, err := s.judgeItems(ctx, policy.PhaseInput, items, selects, required)
+	return out
+}
+
+// isToolResult makes a Strip of any tool result a Block: a provider refuses a request
+// whose tool call has lost its result, and an MCP result cannot be half dropped.
+func isToolResult(*item) bool { return true }
+
+// lastAssistant returns the index of the last assistant message, or -1.
+func lastAssistant(msgs []Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			return i
+		}
+	}
+	return -1
+}
+
+// inputResult turns the items judged for msgs into the answer of Input or ToolResults.
+func (s *Session) inputResult(msgs []Message, items []*item, v *Verdict, err error) (InputResult, error) {
 	if err != nil {
 		return InputResult{}, err
 	}

@@ -30,10 +30,11 @@ type item struct {
 	// counted: an evaluation counts against the guard's maxEvaluations (object snapshots);
 	// partial: evaluations are recorded as partial inspections.
 	counted, partial bool
-	// role and message of an input part.
+	// role and message of an input part; result: the part is a tool result.
 	role    string
 	message int
 	dropped bool
+	result  bool
 }
 
 // text returns what gd's classifier is sent for the item: the whole text with its edits,

@@ -8,10 +8,11 @@ import (
 )
 
 // Output judges a non-streamed response: the Output phase judges each text, reasoning and
-// object content; the ToolCalls phase judges each tool call alone, then each choice's calls
-// together when it has more than one. Strip drops reasoning but escalates to Block on an
-// answer text or object (the whole final output); on tool calls Strip and Redact act as
-// Block. Redact rewrites the content's text.
+// object content and each tool call's arguments, as it does each channel of a stream at its
+// end; the ToolCalls phase judges each tool call alone, then each choice's calls together
+// when it has more than one. Strip drops reasoning but escalates to Block on an answer text
+// or object (the whole final output); on tool calls Strip and Redact act as Block. Redact
+// rewrites the content's text.
 //
 // The result says whether the response is replaced by a verdict and, otherwise, what to
 // send. A block of the tool calls comes with the other contents as the Output phase left
@@ -29,6 +30,8 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 		if c.Channel.Kind == content.ToolCall {
 			it.doc, it.tool = newTextBuf(toolCallText(c.Name, c.Text)), true
 			calls = append(calls, it)
+			// The Output phase judges the arguments as the Stream phase saw them streamed.
+			outputs = append(outputs, &item{where: it.where, doc: newTextBuf(c.Text), tool: true})
 		} else {
 			it.doc = newTextBuf(c.Text)
 			outputs = append(outputs, it)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -171,10 +172,10 @@ func TestToolCalls(t *testing.T) {
 			t.Errorf("stop %+v records %v", step.Stop, outcomes(rec))
 		}
 	})
-	t.Run("tool calls of a guardrail without the ToolCalls phase are not judged but still withheld until Finish", func(t *testing.T) {
+	t.Run("tool calls of a guardrail without the Stream, Output or ToolCalls phase are not judged but still withheld until Finish", func(t *testing.T) {
 		var w world
 		f := words("x")
-		w.guardrail("g", w.classifier("c", f, withCategories("x")), threshold(0.5, policy.ActionBlock, nil))
+		w.guardrail("g", w.classifier("c", f, withCategories("x")), threshold(0.5, policy.ActionBlock, nil), phases(policy.PhaseInput))
 		s, _ := w.session()
 		ctx := context.Background()
 		if step, _ := s.Delta(ctx, call0(0), `{}`); len(step.Release) != 0 {
@@ -306,4 +307,67 @@ func TestToolCallBlockKeepsWhatTheOutputPhaseAllowed(t *testing.T) {
 	if res.Stop == nil || res.Contents != nil {
 		t.Fatalf("an Output-phase block returned %+v", res)
 	}
+}
+
+// TestToolCallArgumentsOneRuleStreamedOrNot: what reaches a tool does not depend on
+// whether the client streamed (DESIGN.md §9.3). A guardrail that judges answers (Stream and
+// Output, or Output alone) judges a tool call's arguments in a non-streamed answer as in a
+// streamed one, and Redact, which cannot rewrite a call, blocks it in both.
+func TestToolCallArgumentsOneRuleStreamedOrNot(t *testing.T) {
+	args := `{"to":"jane.doe@example.com","body":"the invoice"}`
+	for _, ps := range [][]policy.Phase{{policy.PhaseStream, policy.PhaseOutput}, {policy.PhaseOutput}} {
+		for _, action := range []policy.Action{policy.ActionRedact, policy.ActionBlock, policy.ActionStrip} {
+			name := fmt.Sprintf("%v %v", ps, action)
+			newWorld := func() *world {
+				var w world
+				w.guardrail("g", w.classifier("c", words("jane.doe@example.com"), withCategories("email"), withSpans(0)),
+					threshold(0.5, action, nil), phases(ps...))
+				return &w
+			}
+			s, _ := newWorld().session()
+			res, err := s.Output(context.Background(), []Content{{Channel: call0(0), Name: "send_mail", Text: args}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Stop == nil || res.Stop.Kind != Blocked {
+				t.Errorf("%s: non-streamed: the call went to the client (stop %+v)", name, res.Stop)
+			}
+			s, _ = newWorld().session()
+			ctx := context.Background()
+			var stop *Verdict
+			for _, d := range []string{args[:9], args[9:20], args[20:]} {
+				step, err := s.Delta(ctx, call0(0), d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if stop = step.Stop; stop != nil {
+					break
+				}
+			}
+			if stop == nil {
+				step, _ := s.EndToolCall(ctx, call0(0), "send_mail")
+				stop = step.Stop
+			}
+			if stop == nil {
+				step, _ := s.Finish(ctx)
+				stop = step.Stop
+			}
+			if stop == nil || stop.Kind != Blocked {
+				t.Errorf("%s: streamed: the call went to the client (stop %+v)", name, stop)
+			}
+		}
+	}
+	t.Run("arguments that match nothing pass in both modes", func(t *testing.T) {
+		var w world
+		w.guardrail("g", w.classifier("c", words("jane.doe@example.com"), withCategories("email"), withSpans(0)),
+			threshold(0.5, policy.ActionRedact, nil))
+		s, rec := w.session()
+		res, _ := s.Output(context.Background(), []Content{{Channel: call0(0), Name: "send_mail", Text: `{"to":"ops"}`}})
+		if res.Stop != nil || len(res.Contents) != 1 || res.Contents[0].Text != `{"to":"ops"}` {
+			t.Errorf("stop %+v contents %+v", res.Stop, res.Contents)
+		}
+		if !slices.Equal(outcomes(rec), []string{"team/g:Output:allowed"}) {
+			t.Errorf("records %v: the arguments were not judged by the Output phase", outcomes(rec))
+		}
+	})
 }

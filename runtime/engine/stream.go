@@ -337,8 +337,9 @@ func (s *Session) EndChannel(ctx context.Context, ch content.Channel) (Step, err
 }
 
 // EndToolCall ends a tool call's arguments: the text left below the cadence is classified
-// (Stream phase), then the call, name and arguments, is judged alone (ToolCalls phase). The
-// call is released by Finish, after a choice's calls are judged together.
+// (Stream phase), then the whole arguments (Output phase, as in a non-streamed answer),
+// then the call, name and arguments, is judged alone (ToolCalls phase). The call is
+// released by Finish, after a choice's calls are judged together.
 func (s *Session) EndToolCall(ctx context.Context, ch content.Channel, name string) (Step, error) {
 	if s.stop != nil {
 		return Step{Stop: s.stop}, nil
@@ -353,6 +354,10 @@ func (s *Session) EndToolCall(ctx context.Context, ch content.Channel, name stri
 func (s *Session) endToolCall(ctx context.Context, c *channel, name string) (*Verdict, error) {
 	c.ended = true
 	if v, err := s.terminal(ctx, c); v != nil || err != nil {
+		return v, err
+	}
+	args := &item{where: channelLocation(c.id), doc: newTextBuf(c.t.String()), tool: true}
+	if v, err := s.judgeItems(ctx, policy.PhaseOutput, []*item{args}, always, never); v != nil || err != nil {
 		return v, err
 	}
 	c.call = toolCallText(name, c.t.String())

@@ -80,6 +80,10 @@ type Part struct {
 	Modality classify.Modality
 	Text     string
 	Media    classify.Part
+	// ToolResult marks what a tool returned to the model (a chat tool message, a Responses
+	// function_call_output, an Anthropic tool_result block, an MCP tool result): the
+	// ToolResults phase judges these parts.
+	ToolResult bool
 	// Dropped is set on parts a Strip removed; the proxy leaves them out of the request.
 	Dropped bool
 }

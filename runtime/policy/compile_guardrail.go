@@ -50,8 +50,10 @@ func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) 
 			out.Phases = out.Phases.With(PhaseOutput)
 		case v1alpha1.PhaseToolCalls:
 			out.Phases = out.Phases.With(PhaseToolCalls)
+		case v1alpha1.PhaseToolResults:
+			out.Phases = out.Phases.With(PhaseToolResults)
 		default:
-			invalid = append(invalid, field.NotSupported(spec.Child("phases").Index(i), p, []string{"Input", "Stream", "Output", "ToolCalls"}))
+			invalid = append(invalid, field.NotSupported(spec.Child("phases").Index(i), p, []string{"Input", "Stream", "Output", "ToolCalls", "ToolResults"}))
 		}
 	}
 	var ms field.ErrorList

@@ -215,6 +215,7 @@ const (
 	PhaseStream
 	PhaseOutput
 	PhaseToolCalls
+	PhaseToolResults
 )
 
 // String returns the API spelling of the phase.
@@ -228,6 +229,8 @@ func (p Phase) String() string {
 		return "Output"
 	case PhaseToolCalls:
 		return "ToolCalls"
+	case PhaseToolResults:
+		return "ToolResults"
 	}
 	return fmt.Sprintf("Phase(%d)", uint8(p))
 }

@@ -19,6 +19,7 @@ func toEngineMessages(msgs []wire.Message) []engine.Message {
 			} else {
 				parts[j] = engine.Part{Modality: p.Modality, Media: p.Media()}
 			}
+			parts[j].ToolResult = p.ToolCallID != ""
 		}
 		out[i] = engine.Message{Role: m.Role, Parts: parts}
 	}

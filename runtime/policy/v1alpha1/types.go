@@ -243,10 +243,11 @@ type Phase string
 
 // Phases.
 const (
-	PhaseInput     Phase = "Input"
-	PhaseStream    Phase = "Stream"
-	PhaseOutput    Phase = "Output"
-	PhaseToolCalls Phase = "ToolCalls"
+	PhaseInput       Phase = "Input"
+	PhaseStream      Phase = "Stream"
+	PhaseOutput      Phase = "Output"
+	PhaseToolCalls   Phase = "ToolCalls"
+	PhaseToolResults Phase = "ToolResults"
 )
 
 // Action is what happens to content that matches.
