@@ -29,6 +29,7 @@ type Telemetry struct {
 	aborted        *prom.CounterVec
 	policyVersion  *prom.GaugeVec
 	policyErrors   *prom.Counter
+	mcp            *mcpMetrics
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -99,6 +100,7 @@ func New(decisionLog io.Writer) *Telemetry {
 			Help: "Policy updates refused (the last good policy stays in force).",
 		}),
 	}
+	t.mcp = newMCPMetrics(reg)
 	prom.RegisterGo(reg)
 	prom.RegisterProcess(reg)
 	t.bare = &Request{t: t}
