@@ -12,12 +12,13 @@ import (
 	"strings"
 	"time"
 
+	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
 // PathPrefix is where the guard serves its MCP upstreams: PathPrefix + NAME.
-const PathPrefix = "/mcp/"
+const PathPrefix = mcpupstream.PathPrefix
 
 // Config configures a Handler.
 type Config struct {
@@ -543,4 +544,3 @@ func (r *idleReader) Read(b []byte) (int, error) {
 	_ = r.rc.SetReadDeadline(time.Now().Add(r.timeout))
 	return r.r.Read(b)
 }
-

@@ -260,7 +260,9 @@ type textContent struct {
 func idKey(id json.RawMessage) string { return string(bytes.TrimSpace(id)) }
 
 // isRequest reports whether m is a request (a method and an id); a notification has no id.
-func isRequest(m *object) bool { return m.has("method") && m.has("id") && string(m.get("id")) != "null" }
+func isRequest(m *object) bool {
+	return m.has("method") && m.has("id") && string(m.get("id")) != "null"
+}
 
 // isResponse reports whether m answers a request (a result or an error, no method).
 func isResponse(m *object) bool { return !m.has("method") && (m.has("result") || m.has("error")) }

@@ -12,7 +12,8 @@
 //	      --ca-file /var/run/secrets/guardrail.dev/ca/ca.crt --snapshot-dir /var/run/guardrail/snapshot
 //
 // and the app points its base URL at it (OPENAI_BASE_URL=http://127.0.0.1:8000/v1,
-// ANTHROPIC_BASE_URL=http://127.0.0.1:8000). An admin listener serves /healthz, /readyz
+// ANTHROPIC_BASE_URL=http://127.0.0.1:8000). With --mcp-upstream NAME=URL (repeatable) it
+// also fronts MCP servers at /mcp/NAME on the same listener (runtime/mcp). An admin listener serves /healthz, /readyz
 // (ready once a policy is loaded) and Prometheus /metrics.
 //
 // Both servers bound what a client can hold. The proxy: request headers within
@@ -43,6 +44,8 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
+	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
@@ -65,6 +68,7 @@ type options struct {
 	readIdle, writeIdle, grace   time.Duration
 	pod, namespace, podLabels    string
 	logLevel                     string
+	mcpUpstreams                 []mcpupstream.Upstream
 }
 
 func main() {
@@ -98,6 +102,14 @@ func main() {
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Enforce only the guardrails of this namespace (all when empty).")
 	fs.StringVar(&o.podLabels, "pod-labels", os.Getenv("POD_LABELS"), "The pod's labels (k=v,...): enforce only the guardrails selecting them (all when empty).")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error.")
+	fs.Func(mcpupstream.Flag, "An MCP server to front, NAME=URL (repeatable): served on the proxy listener at /mcp/NAME with the "+
+		"streamable HTTP transport, its tool calls, results and tool lists judged by the same guardrails.", func(v string) error {
+		u, err := mcpupstream.Parse(v)
+		if err == nil {
+			o.mcpUpstreams = append(o.mcpUpstreams, u)
+		}
+		return err
+	})
 	_ = fs.Parse(os.Args[1:])
 
 	var level slog.Level
@@ -122,6 +134,9 @@ func main() {
 func run(o options, log *slog.Logger) error {
 	if (o.policyFile == "") == (o.controlPlane == "") {
 		return errors.New("exactly one policy source is needed: --policy-file, or --control-plane with --token-file and --ca-file")
+	}
+	if err := mcpupstream.Unique(o.mcpUpstreams); err != nil {
+		return fmt.Errorf("--%s: %w", mcpupstream.Flag, err)
 	}
 	if o.controlPlane != "" {
 		if u, err := url.Parse(o.controlPlane); err != nil || u.Scheme != "https" || u.Host == "" {
@@ -191,7 +206,7 @@ func run(o options, log *slog.Logger) error {
 	})
 
 	srv := &http.Server{
-		Handler:           px,
+		Handler:           routes(px, mcpHandler(o, px, tel, log)),
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		IdleTimeout:       o.idle,
 		// No ReadTimeout or WriteTimeout: streams last as long as the model writes. The
@@ -242,6 +257,34 @@ func run(o options, log *slog.Logger) error {
 		cancelFlush()
 	}
 	return err
+}
+
+// routes serves the MCP front under /mcp/ and the model proxy everywhere else. /mcp/ is
+// the guard's own whatever the flags: a name no --mcp-upstream configures is answered 404
+// there, never passed to a model provider.
+func routes(px *proxy.Proxy, mcpH *mcp.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, mcpupstream.PathPrefix) {
+			mcpH.ServeHTTP(w, r)
+			return
+		}
+		px.ServeHTTP(w, r)
+	})
+}
+
+// mcpHandler fronts the --mcp-upstream servers, judging with the proxy's policy.
+func mcpHandler(o options, px *proxy.Proxy, tel *telemetry.Telemetry, log *slog.Logger) *mcp.Handler {
+	upstreams := make(map[string]*url.URL, len(o.mcpUpstreams))
+	for _, u := range o.mcpUpstreams {
+		upstreams[u.Name] = u.URL
+		log.Info("Fronting MCP server", "name", u.Name, "url", u.URL.Redacted(), "path", mcpupstream.PathPrefix+u.Name)
+	}
+	return mcp.New(mcp.Config{
+		Upstreams:    upstreams,
+		Judges:       &mcp.EngineJudges{Engine: px.Engine, Pod: o.pod, Telemetry: tel},
+		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle,
+		Telemetry: tel, Log: log,
+	})
 }
 
 func adminMux(px *proxy.Proxy, tel *telemetry.Telemetry) *http.ServeMux {
