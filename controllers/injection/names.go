@@ -1,6 +1,9 @@
 package injection
 
-import "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+import (
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
+)
 
 // Pod annotations a user may set to tune the injected guard. Each value that does not
 // parse is refused with an admission warning and a Warning Event, and the manager's
@@ -19,6 +22,10 @@ const (
 	AnnotationOpenAIUpstream = "guardrail.dev/openai-upstream"
 	// AnnotationAnthropicUpstream is the base URL the guard forwards Anthropic calls to.
 	AnnotationAnthropicUpstream = "guardrail.dev/anthropic-upstream"
+	// AnnotationMCPUpstreams lists MCP servers the guard fronts, "NAME=URL,NAME=URL":
+	// each is passed to the guard as --mcp-upstream and given to the app containers as
+	// GUARDRAIL_MCP_<NAME>_URL. A list with one bad pair is refused whole.
+	AnnotationMCPUpstreams = mcpupstream.Annotation
 )
 
 // Annotations the injector writes.
@@ -108,6 +115,7 @@ const (
 	flagTokenFile         = controlplane.FlagTokenFile
 	flagCAFile            = controlplane.FlagCAFile
 	flagSnapshotDir       = controlplane.FlagSnapshotDir
+	flagMCPUpstream       = mcpupstream.Flag
 )
 
 // Environment variables the injector sets on app containers that do not set them.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 )
 
 // render adds the guard to pod: the container, its volumes, the marks of an injected pod,
@@ -26,7 +27,7 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 	pod.Annotations[AnnotationCABundle] = string(caPEM)
 
 	// App containers learn the guard's address first, so the guard itself is not counted.
-	findings := setBaseURLs(pod, cfg)
+	findings := setBaseURLs(pod, cfg, s)
 
 	guard := guardContainer(cfg, s)
 	if cfg.NativeSidecars {
@@ -51,15 +52,19 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 	return findings
 }
 
-// setBaseURLs points the app containers' OpenAI and Anthropic SDKs at the guard. An
+// setBaseURLs points the app containers' OpenAI and Anthropic SDKs at the guard, and
+// gives them the guard's URL of each MCP server it fronts (GUARDRAIL_MCP_<NAME>_URL). An
 // explicit value is kept (the app may have a reason) and reported: its calls may not pass
 // through the guard. A value that comes from envFrom cannot be seen here; env set by the
 // injector takes precedence over it.
-func setBaseURLs(pod *corev1.Pod, cfg *Config) []finding {
+func setBaseURLs(pod *corev1.Pod, cfg *Config, s guardSettings) []finding {
 	base := "http://127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort))
-	want := [...]corev1.EnvVar{
+	want := []corev1.EnvVar{
 		{Name: envOpenAIBaseURL, Value: base + "/v1"},
 		{Name: envAnthropicBaseURL, Value: base},
+	}
+	for _, u := range s.mcpUpstreams {
+		want = append(want, corev1.EnvVar{Name: mcpupstream.EnvVar(u.Name), Value: mcpupstream.GuardURL(int(cfg.ProxyPort), u.Name)})
 	}
 	var findings []finding
 	apply := func(c *corev1.Container) {
@@ -105,6 +110,19 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 	if !s.memoryLimit.IsZero() {
 		resources.Limits[corev1.ResourceMemory] = s.memoryLimit
 	}
+	args := []string{
+		"--" + flagListen + "=127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort)),
+		"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),
+		"--" + flagControlPlane + "=" + cfg.ControlPlaneURL,
+		"--" + flagTokenFile + "=" + TokenPath,
+		"--" + flagCAFile + "=" + CAPath,
+		"--" + flagSnapshotDir + "=" + snapshotDir,
+		"--" + flagOpenAIUpstream + "=" + s.openAIUpstream,
+		"--" + flagAnthropicUpstream + "=" + s.anthropicUpstream,
+	}
+	for _, u := range s.mcpUpstreams {
+		args = append(args, "--"+flagMCPUpstream+"="+u.String())
+	}
 	env := []corev1.EnvVar{
 		fieldEnv("POD_NAME", "metadata.name"),
 		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
@@ -120,17 +138,8 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		Image:           cfg.Image,
 		ImagePullPolicy: cfg.ImagePullPolicy,
 		Command:         cfg.Command,
-		Args: []string{
-			"--" + flagListen + "=127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort)),
-			"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),
-			"--" + flagControlPlane + "=" + cfg.ControlPlaneURL,
-			"--" + flagTokenFile + "=" + TokenPath,
-			"--" + flagCAFile + "=" + CAPath,
-			"--" + flagSnapshotDir + "=" + snapshotDir,
-			"--" + flagOpenAIUpstream + "=" + s.openAIUpstream,
-			"--" + flagAnthropicUpstream + "=" + s.anthropicUpstream,
-		},
-		Env: env,
+		Args:            args,
+		Env:             env,
 		Ports: []corev1.ContainerPort{
 			{Name: portNameProxy, ContainerPort: cfg.ProxyPort, Protocol: corev1.ProtocolTCP},
 			{Name: portNameAdmin, ContainerPort: cfg.AdminPort, Protocol: corev1.ProtocolTCP},

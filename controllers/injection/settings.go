@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 )
 
 // Config is what the manager decides for every guard it injects. The resource and upstream
@@ -45,6 +47,7 @@ type Config struct {
 type guardSettings struct {
 	cpuRequest, memoryRequest, cpuLimit, memoryLimit resource.Quantity
 	openAIUpstream, anthropicUpstream                string
+	mcpUpstreams                                     []mcpupstream.Upstream
 }
 
 // refusal is an annotation value the injector did not accept.
@@ -98,6 +101,14 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 	}
 	upstream(AnnotationOpenAIUpstream, &s.openAIUpstream)
 	upstream(AnnotationAnthropicUpstream, &s.anthropicUpstream)
+	if raw, ok := annotations[AnnotationMCPUpstreams]; ok {
+		ups, err := mcpupstream.ParseList(raw)
+		if err != nil {
+			refused = append(refused, refusal{AnnotationMCPUpstreams, "is refused (" + err.Error() + "): no MCP server is fronted"})
+		} else {
+			s.mcpUpstreams = ups
+		}
+	}
 
 	// A request above its limit would make the apiserver refuse the whole pod: the limit
 	// is what the user asked to bound, so the request comes down to it.

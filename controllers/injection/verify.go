@@ -72,10 +72,10 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 	return nil
 }
 
-// injectedFlags are the flags render passes the guard; the values of the upstreams come
-// from the pod's annotations, the rest from the manager.
+// injectedFlags are the flags render passes the guard; the values of the upstreams (MCP
+// ones included) come from the pod's annotations, the rest from the manager.
 var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
-	flagOpenAIUpstream, flagAnthropicUpstream}
+	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream}
 
 // guardEnv are the guard's environment variables that change what it enforces, and the
 // downward-API field each must come from ("" for one the injector never sets).

@@ -49,7 +49,7 @@ func GuardURL(port int, name string) string {
 func Parse(spec string) (Upstream, error) {
 	name, raw, ok := strings.Cut(strings.TrimSpace(spec), "=")
 	if !ok {
-		return Upstream{}, fmt.Errorf("%q is not NAME=URL", spec)
+		return Upstream{}, fmt.Errorf("an MCP upstream is not NAME=URL (%q)", truncate(spec))
 	}
 	if err := validName(name); err != nil {
 		return Upstream{}, err
@@ -57,9 +57,9 @@ func Parse(spec string) (Upstream, error) {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || u.Host == "" || u.Opaque != "":
-		return Upstream{}, fmt.Errorf("MCP upstream %s: %q is not an absolute URL", name, raw)
+		return Upstream{}, fmt.Errorf("MCP upstream %s: the URL is not an absolute URL", name)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return Upstream{}, fmt.Errorf("MCP upstream %s: the URL must be http or https, got %q", name, u.Scheme)
+		return Upstream{}, fmt.Errorf("MCP upstream %s: the URL must be http or https, got %q", name, truncate(u.Scheme))
 	case u.User != nil:
 		return Upstream{}, fmt.Errorf("MCP upstream %s: the URL must not carry credentials (the app sends them in headers)", name)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
@@ -97,6 +97,14 @@ func Unique(ups []Upstream) error {
 	return nil
 }
 
+// truncate bounds a value quoted in a message.
+func truncate(s string) string {
+	if len(s) <= 32 {
+		return s
+	}
+	return s[:32] + "…"
+}
+
 func validName(name string) error {
 	ok := name != "" && len(name) <= MaxNameLength && name[0] != '-' && name[len(name)-1] != '-'
 	for i := 0; ok && i < len(name); i++ {
@@ -105,7 +113,7 @@ func validName(name string) error {
 	}
 	if !ok {
 		return fmt.Errorf("MCP upstream name %q must be a DNS label (lowercase letters, digits and '-', at most %d, starting and ending with a letter or digit)",
-			name, MaxNameLength)
+			truncate(name), MaxNameLength)
 	}
 	return nil
 }
