@@ -271,6 +271,8 @@ func TestAMemberNamedTwiceIsNeverForwarded(t *testing.T) {
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send","arguments":{"b":"fine"},"Arguments":{"b":"BLOCKME"}}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","Params":{"name":"send","arguments":{"b":"BLOCKME"}},"params":{"name":"send"}}`,
+		// Not JSON-RPC at all: the MCP route forwards nothing but MCP.
+		`{"model":"gpt-5","messages":[{"role":"user","content":"BLOCKME"}]}`,
 	} {
 		got := readBody(t, post(t, url, body))
 		if !strings.Contains(got, `"error"`) {

@@ -160,8 +160,20 @@ func jsonString(s string) json.RawMessage {
 }
 
 // batch reads a POST body or an event's data: one JSON-RPC message, or a batch (an
-// array of them; protocol version 2025-03-26). Each message is an object.
+// array of them; protocol version 2025-03-26). Each message is a JSON-RPC 2.0 object: a
+// request or notification (method), or a response (result or error). Any other JSON is
+// refused, so that the MCP route forwards nothing but MCP.
 func batch(raw []byte) (msgs []*object, isBatch bool, err error) {
+	msgs, isBatch, err = objects(raw)
+	for _, m := range msgs {
+		if v, _ := m.str("jsonrpc"); err == nil && (v != "2.0" || !m.has("method") && !m.has("result") && !m.has("error")) {
+			err = errors.New("not a JSON-RPC 2.0 message")
+		}
+	}
+	return msgs, isBatch, err
+}
+
+func objects(raw []byte) (msgs []*object, isBatch bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '[' {
 		elems, ok := array(raw)
