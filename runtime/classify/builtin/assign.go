@@ -24,13 +24,15 @@ const (
 	keySecret
 	keyAWSSecret
 	keyAuthorization // the value may begin with an auth scheme: "Bearer <token>"
+	keyClientID      // an OAuth client id: a secret when it is a UUID, digits or random
+	keyBare          // "key" alone: a secret when random, but a UUID or a number after it is an id
 )
 
 // secretKeyWords end a key name whose value is a credential: api_key, apiKey, X-Api-Key,
 // token, access_token, client_secret, DB_PASSWORD, passwd, …
 var secretKeyWords = []string{
 	"key", "keys", "apikey", "token", "tokens", "secret", "secrets", "password", "passwd", "pwd",
-	"pass", "passphrase", "credential", "credentials", "auth", "authorization",
+	"pass", "passphrase", "credential", "credentials", "auth", "authorization", "sig",
 }
 
 // notSecretKeyWords, before the last word, make a key name a non-credential: public_key,
@@ -39,7 +41,14 @@ var secretKeyWords = []string{
 var notSecretKeyWords = []string{
 	"public", "pub", "page", "next", "prev", "continuation", "sort", "partition", "primary",
 	"foreign", "cache", "idempotency", "lookup", "row", "object", "max", "num", "total",
-	"hot", "map", "dict", "authenticity",
+	"hot", "map", "dict", "authenticity", "publishable",
+}
+
+// fixtureWords anywhere in a key name make it a test fixture's or a placeholder's, not a
+// credential's: nonMatchingToken, invalidToken, fakePassword, mockApiKey, dummy_secret.
+var fixtureWords = []string{
+	"fake", "dummy", "mock", "invalid", "nonmatching", "mismatched", "malformed", "bogus", "wrong",
+	"bad", "sample", "example", "placeholder", "stub",
 }
 
 // maxAssignBlanks is how many spaces or tabs may stand between a key and its operator, and
@@ -92,6 +101,9 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	for n := 0; k > 0 && n < maxAssignBlanks && (s[k-1] == ' ' || s[k-1] == '\t'); n++ {
 		k--
 	}
+	if k > 1 && s[k-1] == ']' && (s[k-2] == '"' || s[k-2] == '\'') {
+		k-- // a subscript: $config['db_password'] = …, ENV["API_KEY"] = …
+	}
 	quoted := k > 0 && (s[k-1] == '"' || s[k-1] == '\'' || s[k-1] == '`')
 	if quoted {
 		k--
@@ -111,14 +123,14 @@ func (c *Classifier) assignAt(sc *scanState, i int) {
 	case kind == keyNone && wordIn(key, valueKeys):
 		kind = namedValueKey(s, k) // <add key="ApiKey" value="…"/>, - name: DB_PASSWORD / value: …
 	}
-	if kind == keyNone {
-		return
-	}
-
 	// The value, after optional blanks and an opening quote.
 	v := opEnd
 	for n := 0; v < len(s) && n < maxAssignBlanks && (s[v] == ' ' || s[v] == '\t'); n++ {
 		v++
+	}
+	if kind == keyNone {
+		c.encodedValue(sc, v)
+		return
 	}
 	c.secretValue(sc, kind, v, s[i:opEnd])
 }
@@ -133,19 +145,26 @@ func (c *Classifier) secretValue(sc *scanState, kind keyKind, v int, op string) 
 		q = s[v]
 		v++
 	}
+	basic := false
 	if kind == keyAuthorization {
-		for _, scheme := range [...]string{"bearer ", "basic ", "token "} {
-			if hasPrefixFold(s[v:], scheme) {
-				v += len(scheme)
-				break
-			}
+		// An auth scheme: Bearer, Basic, token, SSWS, ApiKey, Api-Token, GenieKey, Splunk, …
+		w := v
+		for w < len(s) && w-v <= 12 && (isAlpha(s[w]) || s[w] == '-') {
+			w++
+		}
+		if w > v+1 && w-v <= 12 && w+1 < len(s) && s[w] == ' ' && s[w+1] != ' ' {
+			basic = equalFoldASCII(s[v:w], "basic")
+			v = w + 1
 		}
 	}
+	if q == 0 && op != "" && op[0] == ':' && v < len(s) && (s[v] == '|' || s[v] == '>') {
+		v = blockScalarValue(s, v) // YAML: key: |, the value on the lines below
+	}
 	ve := v
-	for ve < len(s) && ve-v <= maxGenericSecret && isValueByte(s[ve], q) {
+	for ve < len(s) && ve-v <= maxEncoded && isValueByte(s[ve], q) {
 		ve++
 	}
-	if ve-v > maxGenericSecret {
+	if ve-v > maxEncoded {
 		return
 	}
 	if q != 0 && ve < len(s) && s[ve] != q {
@@ -159,18 +178,121 @@ func (c *Classifier) secretValue(sc *scanState, kind keyKind, v int, op string) 
 			return
 		}
 	}
+	if basic && c.on(detGenericSecret) && ve-v <= maxGenericSecret {
+		// Basic credentials: the base64 of user:password.
+		if text, ok := decodeBase64Text(s[v:ve]); ok {
+			if colon := strings.IndexByte(text, ':'); colon > 0 && isPassword(text[colon+1:], text[:colon]) {
+				c.emit(sc, detGenericSecret, v, ve)
+			}
+			return
+		}
+	}
 	c.emitSecret(sc, kind, v, ve)
 }
 
-// emitSecret records the value s[v:ve] of a key of kind when it is a secret.
+// blockScalarValue returns where the value of a YAML block scalar whose indicator ('|' or
+// '>', then optional chomping and indentation marks) is at v begins: the first byte of the
+// next line after its indentation, or v when the indicator is not alone on its line.
+func blockScalarValue(s string, v int) int {
+	k := v + 1
+	for k < len(s) && k-v < 4 && (s[k] == '-' || s[k] == '+' || isDigit(s[k])) {
+		k++
+	}
+	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	if k < len(s) && s[k] == '\r' {
+		k++
+	}
+	if k >= len(s) || s[k] != '\n' {
+		return v
+	}
+	k++
+	n := k
+	for k < len(s) && k-n < 32 && (s[k] == ' ' || s[k] == '\t') {
+		k++
+	}
+	if k == n || k >= len(s) || isSpace(s[k]) {
+		return v
+	}
+	return k
+}
+
+// emitSecret records the value s[v:ve] of a key of kind when it is a secret. key is the key's
+// name, "" when it is not known.
 func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
 	value := sc.s[v:ve]
 	if kind == keyAWSSecret && c.on(detAWSSecretKey) && isAWSSecret(value) {
 		c.emit(sc, detAWSSecretKey, v, ve)
 		return
 	}
-	if c.on(detGenericSecret) && isGenericSecret(value) {
-		c.emit(sc, detGenericSecret, v, ve)
+	if !c.on(detGenericSecret) {
+		c.encodedAt(sc, v, ve)
+		return
+	}
+	switch {
+	case len(value) <= maxGenericSecret && isGenericSecret(value) && (kind != keyClientID || !isWordlike(value)):
+	case kind != keyBare && (isSecretUUID(value) || isSecretDigits(value)):
+		// Identifiers that are secrets only by their key: a UUID or a number after
+		// client_secret, api_key, x-api-key, a client id.
+	case c.encodedAt(sc, v, ve):
+		return
+	default:
+		return
+	}
+	c.emit(sc, detGenericSecret, v, ve)
+}
+
+// isSecretUUID reports a UUID that is not a placeholder (all zeros, 12345678-…, abcd…).
+func isSecretUUID(v string) bool {
+	return isUUID(v) && !isSequence(v) && !repeats(strings.ReplaceAll(v, "-", ""), 5)
+}
+
+// isSecretDigits reports a number of 12 digits or more that is not a placeholder, a run or a
+// timestamp-like value of few distinct digits.
+func isSecretDigits(v string) bool {
+	return len(v) >= 12 && len(v) <= 64 && allIn(v, cDigit) && !isSequence(v) && !repeats(v, 4) && entropy(v) >= 2.8
+}
+
+// isSequence reports a value that holds six consecutive digits or letters in order, up or
+// down, as placeholders do (123456789, abcdef, 9876543210).
+func isSequence(v string) bool {
+	up, down := 1, 1
+	for i := 1; i < len(v); i++ {
+		a, b := lower(v[i-1]), lower(v[i])
+		same := isDigit(a) && isDigit(b) || isLower(a) && isLower(b)
+		switch {
+		case same && b == a+1:
+			up, down = up+1, 1
+		case same && a == b+1:
+			up, down = 1, down+1
+		default:
+			up, down = 1, 1
+		}
+		if up >= 6 || down >= 6 {
+			return true
+		}
+	}
+	return false
+}
+
+// encodedValue looks at the value at v of a key that does not name a secret: a base64 value
+// (a Kubernetes Secret's data: DATABASE_URL, .dockerconfigjson, tls.key) is a secret when what
+// it decodes to holds one.
+func (c *Classifier) encodedValue(sc *scanState, v int) {
+	s := sc.s
+	if v < len(s) && (s[v] == '"' || s[v] == '\'') {
+		v++
+	}
+	if v >= len(s) || !isBase64Byte(s[v]) {
+		return
+	}
+	ve := v
+	for ve < len(s) && ve-v <= maxEncoded && isBase64Byte(s[ve]) {
+		ve++
+	}
+	if ve-v >= minEncoded && (ve == len(s) || !isValueByte(s[ve], 0) || s[ve] == '"' || s[ve] == '\'') {
+		c.encodedAt(sc, v, ve)
 	}
 }
 
@@ -257,10 +379,16 @@ func classifyKey(key string) keyKind {
 	if secret && (aws || access && equalFoldASCII(last, "key")) {
 		return keyAWSSecret
 	}
-	for _, w := range words[:n] {
+	for k, w := range words[:n] {
 		if equalFoldASCII(w, "csrf") || equalFoldASCII(w, "xsrf") {
 			return keyNone // an anti-forgery token protects a form; it is not a credential
 		}
+		if wordIn(w, fixtureWords) || equalFoldASCII(w, "non") && k+1 < n && equalFoldASCII(words[k+1], "matching") {
+			return keyNone
+		}
+	}
+	if n > 1 && equalFoldASCII(last, "id") && (equalFoldASCII(words[n-2], "client") || equalFoldASCII(words[n-2], "consumer") || equalFoldASCII(words[n-2], "secret")) {
+		return keyClientID
 	}
 	if !wordIn(last, secretKeyWords) {
 		return keyNone
@@ -270,6 +398,9 @@ func classifyKey(key string) keyKind {
 	}
 	if equalFoldASCII(last, "authorization") || equalFoldASCII(last, "auth") {
 		return keyAuthorization
+	}
+	if n == 1 && (equalFoldASCII(last, "key") || equalFoldASCII(last, "keys")) {
+		return keyBare
 	}
 	return keySecret
 }
@@ -478,6 +609,9 @@ var placeholderWords = []string{
 
 // isPlaceholder reports documentation placeholders.
 func isPlaceholder(v string) bool {
+	if isSequence(v) {
+		return true
+	}
 	for _, w := range placeholderWords {
 		for i := 0; i+len(w) <= len(v); i++ {
 			if hasPrefixFold(v[i:], w) {

@@ -104,7 +104,9 @@ func TestHoldBackHintIsTheLongestPossibleMatch(t *testing.T) {
 		{"a card number counts the identifier words before it", Config{Detectors: []string{"credit-card"}}, numberContext},
 		{"an IBAN is at most 42 characters", Config{Detectors: []string{"iban"}}, 42},
 		{"an AWS secret key counts its key name", Config{Detectors: []string{"aws-secret-key"}}, assignContext},
-		{"a private key counts its header, not its block", Config{Detectors: []string{"private-key"}}, 37},
+		// A PEM block counts its header, not its block; the longest bounded private-key match
+		// is a minisign secret key (8 + 240 characters).
+		{"a private key counts its longest bounded key, not a PEM block", Config{Detectors: []string{"private-key"}}, 248},
 		{"an AWS access key id is 20 characters", Config{Detectors: []string{"aws-access-key"}}, 20},
 		{"the default packs are bounded by the longest secret value", Config{Detectors: defaultPacks()}, 256},
 		{"a bounded pattern counts its longest match", Config{Patterns: []Pattern{{Category: "t", Regex: `TCK-\d{5}(-[A-Z]{2})?`}}}, 12},

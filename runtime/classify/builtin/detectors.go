@@ -1,5 +1,7 @@
 package builtin
 
+import "strings"
+
 // detector identifies a built-in detector. Its name is also its category id.
 type detector uint8
 
@@ -44,7 +46,8 @@ const (
 	maxPEMHeader      = 37 // the BEGIN line of an ENCRYPTED key; the block spans to its END or the text's end
 	maxPEMLabel       = 21 // "ENCRYPTED PRIVATE KEY", the longest label of a BEGIN line
 	maxJWTHeader      = 256
-	maxGenericSecret  = 256 // longest value; the key is not part of the span
+	encodedPEMHeader  = (maxPEMHeader + 1 + 2) / 3 * 4 // the base64 of a BEGIN line and its line break
+	maxGenericSecret  = 256                            // longest value; the key is not part of the span
 	maxUnboundedRegex = 256
 )
 
@@ -71,23 +74,25 @@ var detectors = [numDetectors]struct {
 	// trig are the trigger bits the detector needs in the byte table.
 	trig uint16
 }{
-	detEmail:         {"email", maxEmail, trigAt},
-	detPhone:         {"phone", max(maxPhone, numberContext), trigDigit},
-	detCard:          {"credit-card", max(maxCard, numberContext), trigDigit},
-	detIBAN:          {"iban", maxIBAN, trigDigit},
-	detSSN:           {"us-ssn", max(maxSSN, numberContext), trigDigit},
-	detIP:            {"ip-address", max(maxIP, numberContext), trigDigit | trigColon},
-	detAWSAccessKey:  {"aws-access-key", maxAWSAccessKey, trigUpperA},
-	detAWSSecretKey:  {"aws-secret-key", max(maxAWSSecretKey, assignContext), trigAssign | trigComma},
-	detGitHub:        {"github-token", maxGitHub, trigUnderscore},
-	detGitLab:        {"gitlab-token", maxGitLab, trigDash},
-	detSlack:         {"slack-token", maxSlack, trigDash},
-	detOpenAI:        {"openai-key", maxOpenAI, trigDash},
-	detAnthropic:     {"anthropic-key", maxAnthropic, trigDash},
-	detPrivateKey:    {"private-key", maxPEMHeader, trigDash},
-	detJWT:           {"jwt", maxJWTHeader, trigUpperJ},
-	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigComma | trigAt}, // '@': URL passwords
-	detInjection:     {"prompt-injection", 0, trigBoundary},                                 // hint computed from the phrase list
+	detEmail:        {"email", maxEmail, trigAt},
+	detPhone:        {"phone", max(maxPhone, numberContext), trigDigit},
+	detCard:         {"credit-card", max(maxCard, numberContext), trigDigit},
+	detIBAN:         {"iban", maxIBAN, trigDigit},
+	detSSN:          {"us-ssn", max(maxSSN, numberContext), trigDigit},
+	detIP:           {"ip-address", max(maxIP, numberContext), trigDigit | trigColon},
+	detAWSAccessKey: {"aws-access-key", maxAWSAccessKey, trigUpperA},
+	detAWSSecretKey: {"aws-secret-key", max(maxAWSSecretKey, assignContext), trigAssign | trigComma},
+	detGitHub:       {"github-token", maxGitHub, trigUnderscore},
+	detGitLab:       {"gitlab-token", maxGitLab, trigDash},
+	detSlack:        {"slack-token", maxSlack, trigDash | trigAssign}, // ':' of a webhook URL
+	detOpenAI:       {"openai-key", maxOpenAI, trigDash},
+	detAnthropic:    {"anthropic-key", maxAnthropic, trigDash},
+	detPrivateKey:   {"private-key", maxPEMHeader, trigDash | trigHead | trigAssign}, // AGE-, RWRTY0Iy, LS0t…, key: <base64>
+	detJWT:          {"jwt", maxJWTHeader, trigUpperJ | trigHead | trigAssign},       // ZXlK…, key: <base64>
+	// generic-secret also reports the vendor tokens (vendors.go), webhook URLs and command-line
+	// passwords: '@' of URL passwords, '-' '_' '.' '~' of prefixes, capitals that begin one.
+	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigComma | trigAt | trigDash | trigUnderscore | trigDot | trigHead | trigUpperA},
+	detInjection:     {"prompt-injection", 0, trigBoundary}, // hint computed from the phrase list
 }
 
 // packs are the named detector packs.
@@ -129,6 +134,20 @@ func (c *Classifier) build() {
 		}
 		c.hint = max(c.hint, h)
 	}
+	// Vendor tokens count their longest bounded match; a longer one is a streaming prefix
+	// that matches once its prefix and longPrefixBody characters are there (vendor_match.go).
+	for k := range vendorRules {
+		if r := &vendorRules[k]; c.on(r.det) {
+			c.hint = max(c.hint, min(r.maxLen(), len(r.prefix)+longPrefixBody, maxGenericSecret))
+			if r.maxLen() <= maxGenericSecret {
+				c.hint = max(c.hint, r.maxLen())
+			}
+		}
+	}
+	// A base64-encoded PEM block matches once its BEGIN line is decoded (encoded.go).
+	if c.on(detPrivateKey) {
+		c.hint = max(c.hint, encodedPEMHeader)
+	}
 	// Word-level matchers (prompt injection, keywords) look at words after a boundary.
 	words := bits&trigBoundary != 0 || c.keywords.len() > 0
 	for b := range 256 {
@@ -152,6 +171,10 @@ func (c *Classifier) build() {
 			t = trigUpperA
 		case b == 'J':
 			t = trigUpperJ
+		case b == '.', b == '~':
+			t = trigDot
+		case strings.IndexByte(headBytes+"ZL", byte(b)) >= 0:
+			t = trigHead
 		}
 		// ':' serves IPv6 (trigColon) and assignments (trigAssign); keep only what is on.
 		t &= bits

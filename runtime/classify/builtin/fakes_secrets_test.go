@@ -169,3 +169,43 @@ func expandSecretPlaceholder(name string, args []string, num func(int) int) (str
 	}
 	return "", false
 }
+
+// classAlphabets are the alphabets of the vendor rules' character classes.
+var classAlphabets = map[charClass]string{
+	cHex: "0123456789abcdef", cHexAny: "0123456789abcdefABCDEF", cDigit: alphaDigit, cB62: alphaB62,
+	cB64URL: alphaB62 + "-_", cB64: alphaB62 + "+/", cUpNum: alphaUpper + alphaDigit,
+	cLowNum: alphaLower + alphaDigit, cBech32: "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", cGitLab: alphaB62 + "-_",
+}
+
+// fakeVendorToken returns a token of rule r: its prefix, then each run of its body at a
+// length between the run's bounds chosen by seed (at most 40 over the least). With short,
+// the last run is one character too short.
+func fakeVendorToken(r *vendorRule, seed int, short bool) string {
+	var b strings.Builder
+	b.WriteString(r.prefix)
+	for k, g := range r.segs {
+		n := g.min + seed%(min(g.max-g.min, 40)+1)
+		if short && k == len(r.segs)-1 {
+			n = g.min - 1
+		}
+		b.WriteString(g.lit)
+		b.WriteString(fakeFrom(classAlphabets[g.cls], n, seed*31+k))
+	}
+	return b.String()
+}
+
+// fakeShapedTokens are tokens of the shapes vendor_shapes.go matches, one per kind.
+func fakeShapedTokens(seed int) map[string]string {
+	id := base64.RawStdEncoding.EncodeToString([]byte("1" + fakeDigits(18, seed)))
+	return map[string]string{
+		"terraform-cloud-token": fakeFrom(alphaB62, 14, seed) + ".atlas" + "v1." + fakeFrom(alphaB62, 67, seed+1),
+		"airtable-pat":          "pat" + fakeFrom(alphaB62, 14, seed) + "." + fakeHex(64, seed+1),
+		"discord-bot-token":     id + "." + fakeFrom(alphaB62+"-_", 6, seed) + "." + fakeFrom(alphaB62+"-_", 38, seed+1),
+		"entra-client-secret":   fakeFrom(alphaB62, 3, seed) + "8Q" + "~" + fakeFrom(alphaB62+"-_.~", 34, seed+1),
+		"telegram-bot-token":    fakeDigits(10, seed) + ":AA" + fakeFrom(alphaB62+"-_", 33, seed+1),
+		"asana-pat":             "1/" + fakeDigits(16, seed) + ":" + fakeHex(32, seed+1),
+		"ghost-admin-key":       fakeHex(24, seed) + ":" + fakeHex(64, seed+1),
+		"mailchimp-key":         fakeHex(32, seed) + "-us" + fmt.Sprint(1+seed%20),
+		"mailgun-key":           fakeHex(32, seed) + "-" + fakeHex(8, seed+1) + "-" + fakeHex(8, seed+2),
+	}
+}

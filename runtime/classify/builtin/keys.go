@@ -14,6 +14,9 @@ var typeNames = []string{"string", "str", "bytes", "char"}
 // and the ':' between them.
 func typedKey(s string, t int) keyKind {
 	j := t
+	if j > 0 && s[j-1] == '&' {
+		j-- // Rust: const API_TOKEN: &str = "…"
+	}
 	for n := 0; j > 0 && n < 4 && (s[j-1] == ' ' || s[j-1] == '\t'); n++ {
 		j--
 	}
@@ -126,13 +129,18 @@ func (c *Classifier) elementAt(sc *scanState, i int) {
 		return
 	}
 	v := i + 1
-	ve := v
-	for ve < len(s) && ve-v <= maxGenericSecret && isValueByte(s[ve], '<') {
-		ve++
-	}
-	// The value must be followed by its own end tag (or by the end of the text, inside it).
-	if ve == v || ve < len(s) && !strings.HasPrefix(s[ve:], "</"+name+">") && !strings.HasPrefix("</"+name+">", s[ve:]) {
+	v, ve, ok := elementValue(s, v, name)
+	if !ok {
 		return
+	}
+	t = ve
+	for t < len(s) && t-ve < maxElementBlanks && isSpace(s[t]) {
+		t++
+	}
+	if t > ve && !strings.HasPrefix(s[t:], "</"+name+">") {
+		// The end tag that decides the match is still to come after white space, which
+		// ends the pending run of tokens: hold the value back from its start (pending.go).
+		sc.hold(v)
 	}
 	c.emitSecret(sc, kind, v, ve)
 }
@@ -177,4 +185,40 @@ func (c *Classifier) callArgAt(sc *scanState, i int) {
 		return // an expression, not a literal
 	}
 	c.secretValue(sc, kind, v, "")
+}
+
+// maxElementBlanks is how much white space may stand around an element's value when the
+// value is on a line of its own (<password>\n    value\n  </password>).
+const maxElementBlanks = 64
+
+// elementValue finds the value of the element name whose text begins at v: a token, alone or
+// on a line of its own, followed by the end tag (or by the end of the text, inside the white
+// space or the tag).
+func elementValue(s string, v int, name string) (int, int, bool) {
+	a := v
+	for a < len(s) && a-v < maxElementBlanks && isSpace(s[a]) {
+		a++
+	}
+	if a > v && !strings.Contains(s[v:a], "\n") {
+		return 0, 0, false // a value on the tag's line is written right after it
+	}
+	e := a
+	for e < len(s) && e-a <= maxEncoded && isValueByte(s[e], '<') {
+		e++
+	}
+	if e == a {
+		return 0, 0, false
+	}
+	t := e
+	for t < len(s) && t-e < maxElementBlanks && isSpace(s[t]) {
+		t++
+	}
+	if a == v && t > e && t < len(s) {
+		return 0, 0, false // a value on the tag's line ends the element
+	}
+	end := "</" + name + ">"
+	if t < len(s) && !strings.HasPrefix(s[t:], end) && !strings.HasPrefix(end, s[t:]) {
+		return 0, 0, false
+	}
+	return a, e, true
 }

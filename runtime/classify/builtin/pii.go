@@ -12,6 +12,9 @@ import (
 // The userinfo of a URL is not an address, but its password is a generic secret.
 func (c *Classifier) atSignAt(sc *scanState, i int) {
 	s := sc.s
+	if c.urlPasswordAt(sc, i) {
+		return
+	}
 	a := i
 	for a > 0 && i-a < 64 {
 		if isLocalByte(s[a-1]) {
@@ -37,9 +40,6 @@ func (c *Classifier) atSignAt(sc *scanState, i int) {
 		return
 	}
 	if urlUserinfo(s, a) {
-		if c.on(detGenericSecret) && s[a-1] == ':' && isGenericSecret(s[a:i]) {
-			c.emit(sc, detGenericSecret, a, i)
-		}
 		return
 	}
 	if !c.on(detEmail) || s[i-1] == '.' {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -24,6 +25,8 @@ const (
 	trigBoundary                      // a word boundary: the next byte may begin an anchor word
 	trigCustom                        // first byte of a windowed custom pattern
 	trigKeyword                       // first byte of a keyword that begins with a non-word byte
+	trigDot                           // '.' and '~' inside vendor tokens (hvs., SG., dt0c01., Q~)
+	trigHead                          // the first capital of a vendor prefix (AIza, EAAA, LTAI, SK) or of base64 (ZXlK, LS0t)
 )
 
 // Bits of Classifier.wordFirst.
@@ -55,7 +58,12 @@ const detShift = 16
 // scanState is one call's state. It lives on the stack: a call that matches nothing allocates
 // nothing here.
 type scanState struct {
-	s     string
+	s string
+	// depth is how many encodings deep the text is (base64 inside a value, see encoded.go).
+	depth int
+	// held is 1 + the earliest start of a match that text after the end's white space
+	// decides (see hold), 0 when there is none.
+	held  int
 	spans []classify.Span
 	// The next positions at which a handler may start again, so that a token is parsed once.
 	numNext    int
@@ -68,6 +76,14 @@ type scanState struct {
 // category cat.
 func (sc *scanState) add(start, end int, cat int16, d detector) {
 	sc.spans = append(sc.spans, classify.Span{Start: start, End: end, Category: int(cat) | int(d+1)<<detShift})
+}
+
+// hold marks text from a as pending whatever the trailing run of the text is: a match that
+// begins there is decided by text still to come after white space.
+func (sc *scanState) hold(a int) {
+	if sc.held == 0 || a+1 < sc.held {
+		sc.held = a + 1
+	}
 }
 
 // emit records a match of a built-in detector.
@@ -85,40 +101,13 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 	if n > 0 && c.wordFirst[s[0]] != 0 {
 		c.wordAt(&sc, 0)
 	}
-	trig := &c.trig
 	for lo := 0; lo < n; lo += ctxStride {
 		if lo > 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
 		}
-		hi := min(n, lo+ctxStride)
-		for i := lo; i < hi; i++ {
-			t := trig[s[i]]
-			if t == 0 {
-				continue
-			}
-			// A comma matters to assignments only right after a string literal; elsewhere
-			// it is just a boundary, as it is in prose.
-			if t&trigComma != 0 && (i == 0 || s[i-1] != '"' && s[i-1] != '\'' && s[i-1] != ' ') {
-				t &^= trigComma
-				if t == 0 {
-					continue
-				}
-			}
-			// Spaces are the most frequent trigger: decide them here, without a call, from the
-			// next two bytes.
-			if t == trigBoundary {
-				if i+2 < n {
-					if !c.wordPairs.has(s[i+1], s[i+2]) {
-						continue
-					}
-				} else if i+1 >= n || c.wordFirst[s[i+1]] == 0 {
-					continue
-				}
-			}
-			c.trigger(&sc, i, t)
-		}
+		c.pass(&sc, lo, min(n, lo+ctxStride))
 	}
 	for _, p := range c.global {
 		p.matchAll(&sc)
@@ -127,8 +116,54 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 		return sc.finish(), 0, nil
 	}
 	open := c.open(s)
+	if sc.held > 0 {
+		open = min(open, sc.held-1)
+	}
 	open = sc.settle(open)
 	return sc.finish(), open, nil
+}
+
+// pass runs the triggers of sc.s[lo:hi].
+func (c *Classifier) pass(sc *scanState, lo, hi int) {
+	s, n := sc.s, len(sc.s)
+	trig := &c.trig
+	for i := lo; i < hi; i++ {
+		t := trig[s[i]]
+		if t == 0 {
+			continue
+		}
+		// A comma matters to assignments only right after a string literal; elsewhere
+		// it is just a boundary, as it is in prose.
+		if t&trigComma != 0 && (i == 0 || s[i-1] != '"' && s[i-1] != '\'' && s[i-1] != ' ') {
+			t &^= trigComma
+			if t == 0 {
+				continue
+			}
+		}
+		// A '.' ends most sentences and a capital begins them: a vendor token needs a token
+		// byte after its '.', and a capital the first two bytes of a prefix. Decide both here,
+		// without a call, as the spaces below.
+		if t&trigDot != 0 && (i+1 >= n || !isB64URL(s[i+1]) && s[i+1] != '~') {
+			t &^= trigDot
+		}
+		if t&trigHead != 0 && (i+1 >= n || !headPairs.has(s[i], s[i+1])) {
+			t &^= trigHead
+		}
+		// Spaces are the most frequent trigger: decide them here, without a call, from the
+		// next two bytes.
+		if t == trigBoundary {
+			if i+2 < n {
+				if !c.wordPairs.has(s[i+1], s[i+2]) {
+					continue
+				}
+			} else if i+1 >= n || c.wordFirst[s[i+1]] == 0 {
+				continue
+			}
+		}
+		if t != 0 {
+			c.trigger(sc, i, t)
+		}
+	}
 }
 
 // trigger runs the handlers of the trigger bits t at position i.
@@ -146,6 +181,12 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 	if t&trigColon != 0 && i >= sc.ip6Next {
 		c.ipv6At(sc, i)
 	}
+	if t&trigAssign != 0 && s[i] == ':' {
+		c.colonAt(sc, i)
+		if strings.HasPrefix(s[i+1:], "//") {
+			c.urlAt(sc, i)
+		}
+	}
 	if t&trigAssign != 0 && i >= sc.assignNext {
 		c.assignAt(sc, i)
 	}
@@ -159,7 +200,18 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 		c.underscoreAt(sc, i)
 	}
 	if t&trigUpperA != 0 {
-		c.awsKeyAt(sc, i)
+		if c.on(detAWSAccessKey) {
+			c.awsKeyAt(sc, i)
+		}
+		if i+1 < len(s) && headPairs.has(s[i], s[i+1]) {
+			c.headAt(sc, i)
+		}
+	}
+	if t&trigHead != 0 {
+		c.headAt(sc, i)
+	}
+	if t&trigDot != 0 {
+		c.dotAt(sc, i)
 	}
 	if t&trigUpperJ != 0 {
 		c.jwtAt(sc, i)

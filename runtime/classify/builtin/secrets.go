@@ -11,6 +11,9 @@ import "strings"
 // dashAt handles a '-' at i.
 func (c *Classifier) dashAt(sc *scanState, i int) {
 	s := sc.s
+	if i+1 < len(s) && (i == 0 || isSpace(s[i-1]) || s[i-1] == '\'' || s[i-1] == '"') && (s[i+1] == '-' || isAlpha(s[i+1])) {
+		c.flagAt(sc, i)
+	}
 	if i+1 < len(s) && s[i+1] == '-' {
 		if c.on(detPrivateKey) {
 			c.privateKeyAt(sc, i)
@@ -28,6 +31,9 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 			}
 			return
 		}
+		if c.vendorSepAt(sc, i) {
+			return // sk-or-v1-, and sk- with 32 hex digits
+		}
 		if c.on(detOpenAI) {
 			body := i + 1
 			for _, p := range [...]string{"proj-", "svcacct-", "admin-"} {
@@ -43,9 +49,10 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 			isGitLab := func(b byte) bool { return isB64URL(b) || b == '.' }
 			c.prefixedToken(sc, detGitLab, i-5, i+1, 20, maxGitLab, isGitLab, 2)
 		}
-	case i >= 4 && s[i-4] == 'x' && s[i-3] == 'o' && s[i-2] == 'x' && strings.IndexByte("bpares", s[i-1]) >= 0:
+	case i >= 4 && s[i-4] == 'x' && s[i-3] == 'o' && s[i-2] == 'x' && strings.IndexByte("bparesc", s[i-1]) >= 0:
 		// xoxb- bot, xoxp- user, xoxa- and xoxr- app access and refresh, xoxs- workspace,
-		// xoxe- rotating refresh tokens; a rotating access token is written xoxe.xoxp-.
+		// xoxe- rotating refresh tokens, xoxc- a browser client's session token; a rotating
+		// access token is written xoxe.xoxp-.
 		start := i - 4
 		if i >= 9 && s[i-9:i-4] == "xoxe." {
 			start = i - 9
@@ -56,6 +63,10 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 	case i >= 4 && s[i-4:i] == "xapp" && tokenStart(s, i-4):
 		if c.on(detSlack) {
 			c.slackToken(sc, i-4, i+1) // app-level token: xapp-1-A…-…-…
+		}
+	default:
+		if !c.vendorSepAt(sc, i) {
+			c.hexKeyDashAt(sc, i)
 		}
 	}
 }
@@ -106,15 +117,18 @@ func repeats(v string, n int) bool {
 // underscoreAt handles a '_' at i: gh[pousr]_ and github_pat_ tokens.
 func (c *Classifier) underscoreAt(sc *scanState, i int) {
 	s := sc.s
-	if !c.on(detGitHub) {
-		return
-	}
 	switch {
 	case i >= 3 && s[i-3] == 'g' && s[i-2] == 'h' && strings.IndexByte("pousr", s[i-1]) >= 0 && tokenStart(s, i-3):
-		c.prefixedToken(sc, detGitHub, i-3, i+1, 36, maxGitHub, isAlnum, 2)
+		if c.on(detGitHub) {
+			c.prefixedToken(sc, detGitHub, i-3, i+1, 36, maxGitHub, isAlnum, 2)
+		}
 	case i >= 6 && s[i-6:i] == "github" && strings.HasPrefix(s[i:], "_pat_") && tokenStart(s, i-6):
-		isPAT := func(b byte) bool { return isAlnum(b) || b == '_' }
-		c.prefixedToken(sc, detGitHub, i-6, i+5, 70, maxGitHub, isPAT, 2)
+		if c.on(detGitHub) {
+			isPAT := func(b byte) bool { return isAlnum(b) || b == '_' }
+			c.prefixedToken(sc, detGitHub, i-6, i+5, 70, maxGitHub, isPAT, 2)
+		}
+	default:
+		c.vendorSepAt(sc, i)
 	}
 }
 
@@ -141,8 +155,8 @@ func (c *Classifier) prefixedToken(sc *scanState, d detector, start, body, minBo
 	if e-body < minBody || e-start > maxLen || e < len(s) && isWordByte(s[e]) {
 		return
 	}
-	if classMix(s[body:e]) < classes {
-		return
+	if classMix(s[body:e]) < classes || repeats(s[body:e], 6) {
+		return // prose, or a placeholder (sk-or-v1-XXXXXXXX…)
 	}
 	c.emit(sc, d, start, e)
 }

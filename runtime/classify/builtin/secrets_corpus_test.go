@@ -201,3 +201,60 @@ func TestSecretsHeldOut(t *testing.T) {
 	}
 	logSecretsScore(t, "secrets_heldout.jsonl", scoreSecrets(t, corpus))
 }
+
+// vendorContexts are the surroundings of the generated vendor tokens.
+var vendorContexts = []string{
+	"TOKEN_VALUE=%s\n",
+	`{"credential": "%s", "enabled": true}`,
+	"please rotate %s today.",
+	"curl -H 'X-Custom: %s' https://api.example.com",
+}
+
+// generatedSecrets returns a snippet per vendor rule and per shaped token kind in each of
+// vendorContexts, and look-alikes: each rule's token one character short, and its prefix
+// with a placeholder body, in a sentence.
+func generatedSecrets() []markedSnippet {
+	var out []markedSnippet
+	add := func(kind, format, value string, secret bool) {
+		text := fmt.Sprintf(format, value)
+		s := markedSnippet{kind: kind, text: text, origin: "generated " + kind}
+		if secret {
+			a := strings.Index(text, value)
+			s.secrets = [][2]int{{a, a + len(value)}}
+		} else {
+			s.kind = "lookalike-" + kind
+		}
+		out = append(out, s)
+	}
+	for k := range vendorRules {
+		r := &vendorRules[k]
+		for n, format := range vendorContexts {
+			add(r.kind, format, fakeVendorToken(r, 600+10*k+n, false), true)
+		}
+		add(r.kind+"-short", "the value %s was cut", fakeVendorToken(r, 700+k, true), false)
+		add(r.kind+"-placeholder", "tokens look like %s in the docs", r.prefix+strings.Repeat("X", r.segs[0].min), false)
+	}
+	for n, format := range vendorContexts {
+		for kind, value := range fakeShapedTokens(800 + n) {
+			add(kind, format, value, true)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].origin < out[j].origin })
+	return out
+}
+
+// TestSecretsTuning holds the secrets pack to recall ≥ 0.98 and a look-alike match rate
+// ≤ 0.02 on the tuning set: secrets_tuning.jsonl (contexts: URLs, command lines, headers,
+// Kubernetes Secrets, XML, keys) and a token of every vendor rule in every context of
+// vendorContexts, with each rule's look-alikes. Run with -v to see the figures.
+func TestSecretsTuning(t *testing.T) {
+	corpus := append(loadMarked(t, "secrets_tuning.jsonl"), generatedSecrets()...)
+	sc := scoreSecrets(t, corpus)
+	logSecretsScore(t, "tuning (secrets_tuning.jsonl and generated vendor tokens)", sc)
+	if sc.recall() < 0.98 || sc.fpRate() > 0.02 {
+		t.Errorf("recall %.3f, look-alike match rate %.3f; want ≥ 0.98 and ≤ 0.02", sc.recall(), sc.fpRate())
+	}
+	if sc.kindsNever > 0 {
+		t.Errorf("%d kinds never found", sc.kindsNever)
+	}
+}

@@ -1,0 +1,162 @@
+package builtin
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// Vendor tokens whose shape is not a prefix and a body, found at a byte inside them: a '.'
+// after the token's first part (Terraform Cloud, Airtable, Discord), the "Q~" of an Entra ID
+// client secret, the ':' of a Telegram bot token, an Asana token or a Ghost admin key, the
+// '-' of a Mailchimp or Mailgun key.
+
+// dotAt handles a '.' (or '~') at i that is followed by a token byte.
+func (c *Classifier) dotAt(sc *scanState, i int) {
+	s := sc.s
+	if s[i] == '~' {
+		c.entraSecretAt(sc, i)
+		return
+	}
+	if !c.on(detGenericSecret) || c.vendorSepAt(sc, i) {
+		return
+	}
+	switch {
+	case strings.HasPrefix(s[i+1:], "atlasv1."):
+		// Terraform Cloud and Enterprise API tokens: 14 characters, ".atlasv1.", 60 or more.
+		if a := i - 14; a >= 0 && tokenStart(s, a) && allIn(s[a:i], cB62) {
+			if e, ok := matchSegs(s, i+len(".atlasv1."), []seg{{"", cB62, 60, 80}}); ok && tokenEnd(s, e) {
+				c.emit(sc, detGenericSecret, a, e)
+			}
+		}
+	case i >= 17 && s[i-17:i-14] == "pat" && tokenStart(s, i-17) && allIn(s[i-14:i], cB62):
+		// Airtable personal access tokens: "pat", a 14-character id, '.', 64 hex digits.
+		if e, ok := matchSegs(s, i+1, hex64); ok && tokenEnd(s, e) {
+			c.emit(sc, detGenericSecret, i-17, e)
+		}
+	default:
+		c.discordTokenAt(sc, i)
+	}
+}
+
+// discordTokenAt matches a Discord bot token whose first '.' is at i: the base64 of the bot's
+// numeric id, a 6-character timestamp and a 27- to 40-character HMAC, joined by dots.
+func (c *Classifier) discordTokenAt(sc *scanState, i int) {
+	s := sc.s
+	a := i
+	for a > 0 && i-a <= 28 && isAlnum(s[a-1]) {
+		a--
+	}
+	if i-a < 23 || i-a > 28 || !tokenStart(s, a) || s[a] < 'M' || s[a] > 'O' {
+		return
+	}
+	e, ok := matchSegs(s, i, []seg{{".", cB64URL, 6, 6}, {".", cB64URL, 27, 40}})
+	if !ok || !tokenEnd(s, e) {
+		return
+	}
+	id, err := base64.RawStdEncoding.DecodeString(s[a:i])
+	if err != nil || len(id) < 17 || len(id) > 20 || !allIn(string(id), cDigit) {
+		return
+	}
+	c.emit(sc, detGenericSecret, a, e)
+}
+
+// entraSecretAt matches a Microsoft Entra ID (Azure AD) client secret whose "Q~" ends at i:
+// three characters, a digit, "Q~", and 31 to 34 characters of letters, digits, '_', '-', '.'
+// and '~'.
+func (c *Classifier) entraSecretAt(sc *scanState, i int) {
+	s := sc.s
+	a := i - 5
+	if !c.on(detGenericSecret) || a < 0 || s[i-1] != 'Q' || !isDigit(s[i-2]) || !allIn(s[a:i-2], cB62) || !tokenStart(s, a) {
+		return
+	}
+	e := i + 1
+	for e < len(s) && e-i <= 35 && (isB64URL(s[e]) || s[e] == '.' || s[e] == '~') {
+		e++
+	}
+	if e < len(s) && (isB64URL(s[e]) || s[e] == '.' || s[e] == '~') {
+		return
+	}
+	for e > i+1 && s[e-1] == '.' {
+		e-- // a sentence's full stop
+	}
+	if n := e - i - 1; n < 31 || n > 34 || classMix(s[i+1:e]) < 2 {
+		return
+	}
+	c.emit(sc, detGenericSecret, a, e)
+}
+
+// colonAt handles a ':' at i inside a token: a Telegram bot token (bot id, ':', "AA" and 33
+// more), an Asana personal access token ("1/" or "2/" and digits, ':', 32 hex digits) and a
+// Ghost Admin API key (24 hex digits, ':', 64 hex digits).
+func (c *Classifier) colonAt(sc *scanState, i int) {
+	s := sc.s
+	if !c.on(detGenericSecret) || i == 0 || i+1 >= len(s) {
+		return
+	}
+	if isDigit(s[i-1]) && strings.HasPrefix(s[i+1:], "AA") {
+		a := i
+		for a > 0 && i-a <= 10 && isDigit(s[a-1]) {
+			a--
+		}
+		if n := i - a; n >= 8 && n <= 10 && tokenStart(s, a) {
+			if e, ok := matchSegs(s, i+3, b64urn(33, 33)); ok && tokenEnd(s, e) && !repeats(s[i+3:e], 6) {
+				c.emit(sc, detGenericSecret, a, e)
+				return
+			}
+		}
+	}
+	if isDigit(s[i-1]) {
+		// Asana: 1/<user id>:<hex> or 2/<user id>/<app id>:<hex>.
+		a := i
+		for a > 0 && i-a <= 40 && (isDigit(s[a-1]) || s[a-1] == '/') {
+			a--
+		}
+		if i-a >= 10 && (s[a] == '1' || s[a] == '2') && s[a+1] == '/' && tokenStart(s, a) {
+			if e, ok := matchSegs(s, i+1, hex32); ok && tokenEnd(s, e) {
+				c.emit(sc, detGenericSecret, a, e)
+				return
+			}
+		}
+	}
+	if i >= 24 && allIn(s[i-24:i], cHex) && tokenStart(s, i-24) {
+		if e, ok := matchSegs(s, i+1, hex64); ok && tokenEnd(s, e) && classMix(s[i+1:e]) == 2 {
+			c.emit(sc, detGenericSecret, i-24, e)
+		}
+	}
+}
+
+// hexKeyDashAt handles a '-' at i after 32 hex digits: a Mailchimp API key (and "-us" and
+// the data center's number) or a Mailgun API key (two more groups of 8 hex digits).
+func (c *Classifier) hexKeyDashAt(sc *scanState, i int) {
+	s := sc.s
+	a := i - 32
+	if !c.on(detGenericSecret) || a < 0 || !isHex(s[i-1]) || !tokenStart(s, a) || !allIn(s[a:i], cHex) || classMix(s[a:i]) < 2 {
+		return
+	}
+	var e int
+	var ok bool
+	if strings.HasPrefix(s[i+1:], "us") {
+		e, ok = matchSegs(s, i+3, []seg{{"", cDigit, 1, 2}})
+	} else {
+		e, ok = matchSegs(s, i+1, []seg{{"", cHex, 8, 8}, {"-", cHex, 8, 8}})
+	}
+	if ok && tokenEnd(s, e) {
+		c.emit(sc, detGenericSecret, a, e)
+	}
+}
+
+// allIn reports whether every byte of v is in class k.
+func allIn(v string, k charClass) bool {
+	for i := 0; i < len(v); i++ {
+		if !k.has(v[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenEnd reports whether a token may end at e: the byte there is not part of a word or of
+// a longer token.
+func tokenEnd(s string, e int) bool {
+	return e == len(s) || !isB64URL(s[e])
+}
