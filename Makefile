@@ -14,12 +14,16 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
 GREMLINS_VERSION ?= v0.6.0
 KWOK_VERSION ?= v0.8.0
+HELM_DOCS_VERSION ?= v1.14.2
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 GREMLINS ?= $(LOCALBIN)/gremlins-$(GREMLINS_VERSION)
 KWOK ?= $(LOCALBIN)/kwok-$(KWOK_VERSION)
+HELM_DOCS ?= $(LOCALBIN)/helm-docs-$(HELM_DOCS_VERSION)
+CYCLONEDX_GOMOD ?= $(LOCALBIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 
 # Go test flags; override for a focused run, e.g. make test GO_TEST_FLAGS='-run TestEngine -v'.
 GO_TEST_FLAGS ?=
@@ -53,6 +57,10 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRDs (config/crd/bases, description
 	$(CONTROLLER_GEN) webhook paths="./controllers/..." output:webhook:artifacts:config=config/webhook
 	go run ./hack/chart-sync
 
+.PHONY: chart-docs
+chart-docs: $(HELM_DOCS) ## Generate the chart's README.md from README.md.gotmpl and the comments of values.yaml (helm-docs).
+	$(HELM_DOCS) --chart-search-root charts --sort-values-order file
+
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the deepcopy methods of the API types.
 	$(CONTROLLER_GEN) object paths="./api/..."
@@ -70,7 +78,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (config in .golangci.yml).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files or go.mod are stale or code is unformatted.
+verify: manifests generate chart-docs ## Fail when generated files or go.mod are stale or code is unformatted.
 	go mod tidy
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	@if [ -n "$$(git status --porcelain -- api config charts go.mod go.sum)" ]; then \
@@ -125,6 +133,12 @@ cluster-down: ## Stop the single-node cluster and check that nothing of it is le
 
 ##@ Build
 
+RELEASE_DIR ?= $(LOCALBIN)/release
+
+.PHONY: release
+release: $(HELM) $(CYCLONEDX_GOMOD) ## A release's assets in bin/release: the chart .tgz, the operator's image as an OCI archive (load with ctr, push with skopeo), SBOMs of its binaries, SHA256SUMS.
+	go run ./hack/release -out $(RELEASE_DIR) -helm $(HELM) -cyclonedx $(CYCLONEDX_GOMOD)
+
 .PHONY: build
 build: ## Build the manager and the guard into bin/.
 	go build -o $(LOCALBIN)/manager .
@@ -141,7 +155,7 @@ lua: ## Install Debian's lua5.4 when it is missing: test/gitops runs the Argo CD
 	hack/install-lua.sh
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Install the pinned tools into bin/.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(HELM_DOCS) ## Install the pinned tools into bin/.
 
 $(CONTROLLER_GEN):
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_GEN_VERSION))
@@ -154,6 +168,12 @@ $(GREMLINS):
 
 $(HELM):
 	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
+
+$(HELM_DOCS):
+	$(call go-install-tool,$(HELM_DOCS),github.com/norwoodj/helm-docs/cmd/helm-docs,$(HELM_DOCS_VERSION))
+
+$(CYCLONEDX_GOMOD):
+	$(call go-install-tool,$(CYCLONEDX_GOMOD),github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod,$(CYCLONEDX_GOMOD_VERSION))
 
 $(KWOK):
 	$(call go-install-tool,$(KWOK),sigs.k8s.io/kwok/cmd/kwok,$(KWOK_VERSION))

@@ -1,7 +1,8 @@
 // Package chart tests the Helm chart in charts/guardrail-operator with the pinned helm
-// binary (make test installs it and sets HELM): lint, golden renders, the values schema,
-// that the rendered RBAC and webhook entries are controller-gen's, and that the render is
-// accepted by a real apiserver.
+// binary (make test installs it and sets HELM): lint, golden renders (the defaults, and
+// each knob), the values schema and the template's own refusals, that the rendered CRDs,
+// RBAC and webhook entries are controller-gen's, that the render is accepted by a real
+// apiserver, and helm install, upgrade and uninstall against one (upgrade_test.go).
 package chart
 
 import (
@@ -27,6 +28,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden renders of testdata/")
 
 var chartDir = filepath.Join(envtestutil.RepoRoot(), "charts", "guardrail-operator")
+
+// kubeVersion is the Kubernetes of the project's apiserver and cluster (DESIGN.md §7).
+const kubeVersion = "v1.37.2"
 
 // TestMain reads every file of the chart once: helm reads them in a child process, which
 // go test's cache cannot see, and a test reading them itself makes a change to the chart
@@ -55,6 +59,11 @@ func helm(t *testing.T, args ...string) (string, error) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("helm is missing (%v): run `make test`, which installs it into bin/", err)
 	}
+	if len(args) > 0 && (args[0] == "template" || args[0] == "lint") {
+		// A go-installed helm assumes Kubernetes 1.20 where no cluster says otherwise, and
+		// the chart requires 1.29: render for the version the project tests against.
+		args = append(args, "--kube-version", kubeVersion)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, stderr bytes.Buffer
@@ -80,8 +89,46 @@ func render(t *testing.T, values ...string) string {
 	return out
 }
 
+// renderYAML renders the chart with a values file holding values, in namespace ns.
+func renderYAML(t *testing.T, ns, values string) string {
+	t.Helper()
+	out, err := helm(t, "template", "guardrail-operator", chartDir, "--namespace", ns, "-f", valuesFile(t, values))
+	if err != nil {
+		t.Fatalf("helm template -f <<%s>>: %v\n%s", values, err, out)
+	}
+	return out
+}
+
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(f, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// golden compares got with testdata/name.golden.yaml (or rewrites it with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden.yaml")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil { //nolint:gosec // checked-in test data
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path) //nolint:gosec // test data
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("the render differs from %s; run `go test ./test/chart -update` and review the diff", path)
+	}
+}
+
 func TestLintStrict(t *testing.T) {
-	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "dashboard.enabled=true", "admissionPolicies.enabled=false"}} {
+	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "dashboard.enabled=true", "admissionPolicies.enabled=false"},
+		{"networkPolicy.enabled=true", "replicas=1", "webhook.exemptNamespaces={ops}", "crds.keep=false", "image.digest=sha256:" + strings.Repeat("ab", 32)}} {
 		args := []string{"lint", "--strict", chartDir}
 		for _, v := range values {
 			args = append(args, "--set", v)
@@ -96,29 +143,44 @@ func TestGoldenRenders(t *testing.T) {
 	for name, values := range map[string][]string{
 		"default": nil,
 		"cert-manager": {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true",
-			"dashboard.enabled=true", "watchNamespaces={team-a,team-b}"},
+			"dashboard.enabled=true", "watchNamespaces={team-a,team-b}", "crds.enabled=false"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := render(t, values...)
-			path := filepath.Join("testdata", name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil { //nolint:gosec // checked-in test data
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path) //nolint:gosec // test data
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("the render differs from %s; run `go test ./test/chart -update` and review the diff", path)
-			}
+			golden(t, name, render(t, values...))
 		})
 	}
 }
 
+// TestSchemaRefusesBadValues: helm refuses each bad value, before anything is applied,
+// with a message that names the key (the schema's path, or the template's own fail for
+// what a schema cannot say). helm install runs the same checks as helm template.
 func TestSchemaRefusesBadValues(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
+		{"resources.limits.memory=lots", "/resources/limits/memory"},
+		{"resources.requests.cpu=fast", "/resources/requests/cpu"},
+		{"certManager.issuerRef.kind=ClusterIssuer", "/certManager/issuerRef"},
+		{"certManager.issuerRef.name=", "/certManager/issuerRef/name"},
+		{"watchNamespaces={team-a,team-a}", "/watchNamespaces"},
+		{"goMemLimit=1GiB", "goMemLimit: 1GiB is above resources.limits.memory (384Mi)"},
+		{"podDisruptionBudget.maxUnavailable=half", "/podDisruptionBudget/maxUnavailable"},
+		{"podDisruptionBudget.minAvailable=2", "podDisruptionBudget.minAvailable: 2 of 2 replicas"},
+		{"podDisruptionBudget.minAvailable=150%", "/podDisruptionBudget/minAvailable"},
+		{"securityContext.allowPrivilegeEscalation=true", "/securityContext/allowPrivilegeEscalation"},
+		{"securityContext.capabilities.add={NET_ADMIN}", "/securityContext/capabilities/add/0"},
+		{"securityContext.capabilities.drop={NET_RAW}", "/securityContext/capabilities/drop"},
+		{"podSecurityContext.runAsNonRoot=false", "/podSecurityContext/runAsNonRoot"},
+		{"podSecurityContext.runAsUser=0", "/podSecurityContext/runAsUser"},
+		{"podSecurityContext.seccompProfile.type=Unconfined", "/podSecurityContext/seccompProfile/type"},
+		{"image.digest=latest", "/image/digest"},
+		{"logLevel=loud", "/logLevel"},
+		{"logFormat=xml", "/logFormat"},
+		{"extraArgs={leader-elect}", "/extraArgs/0"},
+		{"podLabels.app\\.kubernetes\\.io/name=other", "/podLabels"},
+		{"topologySpreadConstraints[0].whenUnsatisfiable=Sometimes", "/topologySpreadConstraints/0/whenUnsatisfiable"},
+		{"webhook.hostNetwork=true,networkPolicy.enabled=true", "networkPolicy.enabled: NetworkPolicies do not apply"},
+		{"networkPolicy.apiServer.cidrs={10.0.0.1}", "/networkPolicy/apiServer/cidrs/0"},
+		{"webhook.exemptNamespaces={Ops}", "/webhook/exemptNamespaces/0"},
+		{"metrics.serviceMonitor.labels.release=1", "/metrics/serviceMonitor/labels/release"},
 		{"replicas=two", "replicas"},
 		{"replicas=0", "replicas"},
 		{"webhook.failurePolicy=Sometimes", "failurePolicy"},
@@ -140,6 +202,51 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 			t.Errorf("--set %s: the refusal does not name %q:\n%s", tc.set, tc.want, out)
 		}
 	}
+	// Values that are not strings of a --set: a list of strings where tolerations go, a
+	// number where a quantity's string belongs is fine but a list is not.
+	for _, tc := range []struct{ json, want string }{
+		{`tolerations=["string"]`, "/tolerations/0"},
+		{`tolerations=[{"operator":"Maybe"}]`, "/tolerations/0/operator"},
+		{`resources={"limits":{"memory":["384Mi"]}}`, "/resources/limits/memory"},
+		{`extraEnv=[{"value":"x"}]`, "/extraEnv/0"},
+	} {
+		out, err := helm(t, "template", "guardrail-operator", chartDir, "--set-json", tc.json)
+		if err == nil {
+			t.Errorf("--set-json %s rendered; want a refusal", tc.json)
+			continue
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("--set-json %s: the refusal does not name %q:\n%s", tc.json, tc.want, out)
+		}
+	}
+}
+
+// TestSchemaAcceptsWhatKubernetesAccepts: the schema is no stricter than the API where
+// users need the API's forms (percentages, integers, decimal and binary quantities).
+func TestSchemaAcceptsWhatKubernetesAccepts(t *testing.T) {
+	for _, set := range [][]string{
+		{"podDisruptionBudget.maxUnavailable=50%"},
+		{"podDisruptionBudget.minAvailable=50%"},
+		{"podDisruptionBudget.minAvailable=1", "replicas=3"},
+		{"resources.limits.memory=1G", "resources.requests.cpu=0.5", "goMemLimit=900MiB"},
+		{"resources.limits.memory=1Gi", "goMemLimit=1GiB"},
+		{"goMemLimit=off", "resources.limits.memory=64Mi"},
+		{"logLevel=5"},
+		{"securityContext.capabilities.add={NET_BIND_SERVICE}", "podSecurityContext.runAsUser=10001", "podSecurityContext.seccompProfile.type=Localhost", "podSecurityContext.seccompProfile.localhostProfile=profiles/manager.json"},
+		{"certManager.enabled=true", "certManager.issuerRef.name=corp-ca", "certManager.issuerRef.kind=ClusterIssuer"},
+	} {
+		if out, err := helm(t, append([]string{"template", "guardrail-operator", chartDir}, setArgs(set)...)...); err != nil {
+			t.Errorf("--set %v refused: %v\n%s", set, err, out)
+		}
+	}
+}
+
+func setArgs(values []string) []string {
+	var args []string
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	return args
 }
 
 // objects splits a render into objects.
@@ -187,10 +294,16 @@ func TestRenderedRulesAndWebhooksAreControllerGens(t *testing.T) {
 			t.Errorf("%s guardrail-operator: the chart's rules are not config/rbac/role.yaml's", kind)
 		}
 	}
-	want := find(read("config/webhook/manifests.yaml"), "MutatingWebhookConfiguration", "guardrail-pod-injector")
+	// config/webhook is controller-gen's entries with guardrail-system exempted (a kustomize
+	// patch); the chart in guardrail-system must render exactly those.
+	kustomized, err := exec.CommandContext(context.Background(), "kubectl", "kustomize", filepath.Join(envtestutil.RepoRoot(), "config", "webhook")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/webhook: %v", err)
+	}
+	want := find(objects(t, string(kustomized)), "MutatingWebhookConfiguration", "guardrail-pod-injector")
 	got := find(chart, "MutatingWebhookConfiguration", "guardrail-pod-injector")
 	if want == nil || got == nil || !reflect.DeepEqual(want["webhooks"], got["webhooks"]) {
-		t.Errorf("the chart's webhook entries (default values) are not config/webhook/manifests.yaml's")
+		t.Errorf("the chart's webhook entries (default values, namespace guardrail-system) are not config/webhook's (kubectl kustomize)")
 	}
 
 	fail := objects(t, render(t, "webhook.failurePolicy=Fail"))
@@ -239,14 +352,16 @@ func TestAdmissionPoliciesAreConfigAdmissions(t *testing.T) {
 	}
 }
 
-// TestRenderIsAcceptedByTheAPIServer applies the default render to a real apiserver: the
-// CRDs first (as helm installs crds/), then every object, as a server-side dry run.
+// TestRenderIsAcceptedByTheAPIServer applies renders to a real apiserver, as a
+// server-side dry run: the default one, and one with every knob of the pod, the webhook,
+// the PDB and the NetworkPolicy set (the Prometheus Operator's kinds are left out: their
+// CRDs are not there).
 func TestRenderIsAcceptedByTheAPIServer(t *testing.T) {
 	env, err := envtestutil.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.CRDDirectoryPaths = []string{filepath.Join(chartDir, "crds")}
+	env.CRDDirectoryPaths = []string{filepath.Join(envtestutil.RepoRoot(), "config", "crd", "bases")}
 	if _, err := env.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -264,18 +379,21 @@ func TestRenderIsAcceptedByTheAPIServer(t *testing.T) {
 		}
 	}
 	kubectl("", "create", "namespace", "guardrail-system")
-	var docs []string
-	for _, o := range objects(t, render(t)) {
-		if o["kind"] == "CustomResourceDefinition" {
-			continue // installed above, from crds/
+	kubectl("", "create", "priorityclass", "guardrail-critical", "--value=1000000")
+	for _, r := range []string{render(t), renderYAML(t, "guardrail-system", everyKnob)} {
+		var docs []string
+		for _, o := range objects(t, r) {
+			if o["apiVersion"] == "monitoring.coreos.com/v1" {
+				continue
+			}
+			b, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, string(b))
 		}
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
+		kubectl(strings.Join(docs, "---\n"), "apply", "--server-side", "--dry-run=server", "-f", "-")
 	}
-	kubectl(strings.Join(docs, "---\n"), "apply", "--dry-run=server", "-f", "-")
 }
 
 // TestDashboardQueriesExportedMetrics: every metric a panel of the Grafana dashboard

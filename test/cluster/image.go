@@ -317,7 +317,7 @@ func OperatorImageRef(root string) (string, error) {
 		return "", err
 	}
 	app := regexp.MustCompile(`(?m)^appVersion:\s*"?([^"\s]+)"?`).FindSubmatch(chart)
-	repo := regexp.MustCompile(`(?m)^image:\s*\n\s+repository:\s*(\S+)`).FindSubmatch(values)
+	repo := regexp.MustCompile(`(?m)^image:\s*\n(?:\s*#.*\n)*\s+repository:\s*(\S+)`).FindSubmatch(values)
 	if app == nil || repo == nil {
 		return "", fmt.Errorf("chart: cannot read the default image repository and appVersion")
 	}
