@@ -394,6 +394,9 @@ func TestRenderIsAcceptedByTheAPIServer(t *testing.T) {
 		}
 		kubectl(strings.Join(docs, "---\n"), "apply", "--server-side", "--dry-run=server", "-f", "-")
 	}
+	// The example of the README's Network policies section, in the namespace it names.
+	kubectl("", "create", "namespace", "team-b")
+	kubectl("", "apply", "--dry-run=server", "-f", filepath.Join(chartDir, "examples", "app-egress-networkpolicy.yaml"))
 }
 
 // TestDashboardQueriesExportedMetrics: every metric a panel of the Grafana dashboard
