@@ -9,10 +9,16 @@
 // Classify is built for the sidecar's hot path. It walks the text once, byte by byte, through
 // a 256-entry trigger table built by New. Only bytes that can start or anchor a match of an
 // enabled detector are triggers: '@' (email, URL passwords), digits (phone, card, IBAN, SSN,
-// IPv4), ':' (IPv6, assignments), '=' and '>' (assignments, XML elements), ',' after a string
-// literal (call arguments), '-' (PEM headers, sk-, glpat-, xox?-, xapp-), '_' (gh?_,
-// github_pat_), 'A' (AWS key ids), 'J' (the J of eyJ), and word boundaries followed by the
-// first two letters of an anchor word (prompt injection, keywords). At a
+// IPv4), ':' (IPv6, assignments, webhook URLs, Telegram/Asana/Ghost tokens), '=' and '>'
+// (assignments, XML elements), ',' after a string literal (call arguments), '-' (PEM headers,
+// sk-, glpat-, xox?-, xapp-, command-line flags, vendor prefixes), '_' (gh?_, github_pat_,
+// vendor prefixes), '.' and '~' followed by a token byte (vendor prefixes such as hvs. and
+// dt0c01., Entra's Q~), 'A' (AWS key ids, AIza, ATATT3 …), the capitals E L R S Z when the
+// next byte makes a vendor prefix's first pair (EAAA, LTAI, SK, RWRTY0Iy) or begins base64
+// of a JWT or PEM block (ZXlK, LS0t), 'J' (the J of eyJ), and word boundaries followed by
+// the first two letters of an anchor word (prompt injection, keywords). The vendor tokens
+// are one table (vendors.go) reached through a two-byte index, so a rule costs a bit in a
+// pair set, not a step per byte. At a
 // trigger a hand-written validator looks at a few bytes around it (Luhn, mod-97, octet ranges,
 // prefixes, entropy) and either records a span or returns; it then tells the walk how far it
 // may skip so that no token is looked at twice. Custom patterns run the Go regexp only on a
@@ -41,7 +47,10 @@
 // arrives. pending.go says how each detector family computes it.
 //
 // HoldBackHint is the longest match, or the longest stretch of text before a match that
-// decides it (the words before a number, the key before a value) when that is longer. The
+// decides it (the words before a number, the key before a value) when that is longer. A
+// match that can be longer than 256 characters (a 1Password service account token, a base64
+// PEM block in a Kubernetes Secret) is a streaming prefix, like a JWT: it matches once its
+// first part has arrived and spans to the end of the text. The
 // engine re-sends at least that many characters before Open, so a pending match is judged
 // with its context.
 //
@@ -75,7 +84,15 @@
 //     tokens ending in "-" or "####", PEM and PGP blocks whose body holds no key ("...",
 //     nothing). AWS's published example id AKIAIOSFODNN7EXAMPLE is not a secret either.
 //   - Secret tokens span their prefix (sk-, sk-ant-, glpat-, xoxb-, xoxe.xoxp-, ghp_,
-//     github_pat_), so a redaction leaves no part of the token visible.
+//     github_pat_, shpat_, …), so a redaction leaves no part of the token visible. The
+//     many vendor kinds (README.md lists them with their sources) are reported under the
+//     API's categories: GitLab's under gitlab-token, Slack webhooks under slack-token, age
+//     and minisign keys and base64-encoded PEM blocks under private-key, base64-encoded
+//     JWTs under jwt, the rest under generic-secret.
+//   - A webhook URL is redacted whole; a URL's password, a command line's password, a
+//     base64 value whose decoding holds a secret (a Kubernetes Secret's data) and a UUID or
+//     long number after a secret's key are secrets; a UUID alone, a key name of a test
+//     fixture (nonMatchingToken, fakePassword) and a publishable key are not.
 //   - Prompt injection is English and matched with ASCII case folding; Unicode confusables and
 //     zero-width characters are not normalized. Every anchor word is tried, also inside another
 //     match, so overlapping phrases are all reported.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -256,5 +257,24 @@ func TestSecretsTuning(t *testing.T) {
 	}
 	if sc.kindsNever > 0 {
 		t.Errorf("%d kinds never found", sc.kindsNever)
+	}
+}
+
+// TestREADMEListsEveryKind keeps README.md's detector table in step with the rules: every
+// vendor rule's kind and every shaped token's kind has a row.
+func TestREADMEListsEveryKind(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	kinds := slices.Collect(maps.Keys(fakeShapedTokens(1)))
+	for _, r := range vendorRules {
+		kinds = append(kinds, r.kind)
+	}
+	for _, k := range kinds {
+		if !strings.Contains(readme, "| "+k+" |") {
+			t.Errorf("README.md has no row for %s", k)
+		}
 	}
 }
