@@ -75,8 +75,15 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 		}
 		return
 	}
+	if f == wire.FamilyResponses {
+		// Items the guard made (a block's message) are unknown to the provider: a
+		// reference to one is given the provider as the message it was.
+		body, err = wire.ResolveGuardItems(body)
+	}
 	x.body = body
-	x.req, err = wire.ParseRequest(f, body)
+	if err == nil {
+		x.req, err = wire.ParseRequest(f, body)
+	}
 	if err != nil {
 		x.outcome("refused")
 		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",

@@ -79,12 +79,13 @@ func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([
 	if err != nil {
 		return nil, malformed(f, "response: %v", err)
 	}
-	textOf := func(choice int) []byte {
+	rawTextOf := func(choice int) string {
 		if k := kept[choice]; k != "" {
-			return jsonString(k + BlockSeparator + reason)
+			return k + BlockSeparator + reason
 		}
-		return jsonString(reason)
+		return reason
 	}
+	textOf := func(choice int) []byte { return jsonString(rawTextOf(choice)) }
 	text := textOf(0)
 	switch f {
 	case FamilyChat:
@@ -113,7 +114,8 @@ func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([
 		o.set("choices", marshalArray(choices))
 	case FamilyResponses:
 		part := append([]byte(`{"type":"output_text","annotations":[],"logprobs":[],"text":`), text...)
-		item := append([]byte(`{"id":"msg_guardrail","type":"message","status":"incomplete","content":[`), part...)
+		item := append(append([]byte(`{"id":`), jsonString(guardItemID(rawTextOf(0)))...), `,"type":"message","status":"incomplete","content":[`...)
+		item = append(item, part...)
 		o.set("output", append(append([]byte("["), item...), "}],\"role\":\"assistant\"}]"...))
 		o.set("status", []byte(`"incomplete"`))
 		o.set("incomplete_details", []byte(`{"reason":"`+FinishContentFilter+`"}`))

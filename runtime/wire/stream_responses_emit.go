@@ -285,11 +285,13 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 		p, out = open, open.out
 		text = append(append([]byte(nil), c.s.visibleText(open.ch)...), delta...)
 	} else {
-		p = &respPart{partKey: partKey{out: out, sub: subContent}, itemID: "msg_guardrail"}
+		p = &respPart{partKey: partKey{out: out, sub: subContent}, itemID: guardItemID(string(delta))}
 		dst = c.appendEventHead(dst, "response.output_item.added", next())
 		dst = append(dst, `,"output_index":`...)
 		dst = appendInt(dst, out)
-		dst = append(dst, `,"item":{"id":"msg_guardrail","type":"message","status":"in_progress","content":[],"role":"assistant"}}`+"\n\n"...)
+		dst = append(dst, `,"item":{"id":`...)
+		dst = appendString(dst, p.itemID)
+		dst = append(dst, `,"type":"message","status":"in_progress","content":[],"role":"assistant"}}`+"\n\n"...)
 		dst = c.appendEventHead(dst, "response.content_part.added", next())
 		dst = appendItemRef(dst, p.itemID, out)
 		dst = append(dst, `,"content_index":0,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}}`+"\n\n"...)

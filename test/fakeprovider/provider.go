@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -197,9 +198,17 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rw.json(http.StatusNotFound, openAIError(&Error{Type: "invalid_request_error", Message: "Unknown route " + r.URL.Path}))
 		return
 	}
-	s := p.next(&req)
 	var params requestParams
 	_ = json.Unmarshal(body, &params)
+	if fam == familyResponses {
+		if id := unknownItem(params.Input); id != "" {
+			// As OpenAI answers a reference to an item it never made or did not store.
+			rw.json(http.StatusNotFound, openAIError(&Error{Type: "invalid_request_error",
+				Message: fmt.Sprintf("Item with id '%s' not found.", id)}))
+			return
+		}
+	}
+	s := p.next(&req)
 	if s.Model != "" {
 		params.Model = s.Model
 	}
@@ -457,3 +466,21 @@ func sseEvent(typ string, data []byte) []byte {
 }
 
 var errUnknownFamily = errors.New("fakeprovider: unknown family")
+
+// unknownItem returns the id of the first input item of a Responses request that refers
+// to an item this provider did not make (an item_reference, or an item repeated inline
+// with its id): OpenAI looks such ids up and answers 404. Ids it made have "_fake_".
+func unknownItem(input json.RawMessage) string {
+	var items []struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(input, &items) != nil {
+		return ""
+	}
+	for _, it := range items {
+		if it.ID != "" && !strings.Contains(it.ID, "_fake_") {
+			return it.ID
+		}
+	}
+	return ""
+}
