@@ -15,7 +15,7 @@ var secretFlags = []string{
 }
 
 // userFlags are the flags whose next argument is user:password.
-var userFlags = []string{"-u", "--user", "-a", "--auth", "--proxy-user", "-U"}
+var userFlags = []string{"-u", "--user", "-a", "--auth", "--proxy-user"}
 
 // loginWords are the commands after which "-p <value>" is a password, not a port or a path.
 var loginWords = []string{"login", "sshpass", "twine", "mysql", "mysqldump", "mariadb", "redis-cli"}
@@ -35,7 +35,7 @@ func (c *Classifier) flagAt(sc *scanState, i int) {
 		return
 	}
 	if slicesContainsFold(userFlags, flag) && s[f] == ' ' {
-		c.userPassArg(sc, f+1)
+		c.userPassArg(sc, f+1, flag)
 		return
 	}
 	if strings.HasPrefix(flag, "-p") && !strings.HasPrefix(flag, "--") {
@@ -65,8 +65,9 @@ func (c *Classifier) flagAt(sc *scanState, i int) {
 	}
 }
 
-// userPassArg reads user:password at v (quoted or not) and reports the password.
-func (c *Classifier) userPassArg(sc *scanState, v int) {
+// userPassArg reads user:password at v (quoted or not), the argument of flag, and reports the
+// password; after redis-cli's -a the argument is the password alone.
+func (c *Classifier) userPassArg(sc *scanState, v int, flag string) {
 	s := sc.s
 	q := byte(0)
 	if v < len(s) && (s[v] == '"' || s[v] == '\'') {
@@ -81,7 +82,7 @@ func (c *Classifier) userPassArg(sc *scanState, v int) {
 		return
 	}
 	colon := strings.IndexByte(s[v:ve], ':')
-	if colon < 0 && sc.s[v-2] == 'a' && loginLine(s, v) && isPassword(s[v:ve], "") && classMix(s[v:ve]) >= 2 {
+	if colon < 0 && flag == "-a" && loginLine(s, v) && isPassword(s[v:ve], "") && classMix(s[v:ve]) >= 2 {
 		c.emit(sc, detGenericSecret, v, ve) // redis-cli -a <password>
 		return
 	}

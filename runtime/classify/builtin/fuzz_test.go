@@ -14,6 +14,9 @@ func FuzzClassify(f *testing.F) {
 	for _, s := range loadCorpus(f) {
 		f.Add(s.Text)
 	}
+	for _, s := range loadMarked(f, "secrets_tuning.jsonl") {
+		f.Add(s.text)
+	}
 	f.Add("")
 	f.Add("\xff\xfe@\x00::\xe2\x80\x99")
 	c, err := New(Config{
@@ -67,6 +70,12 @@ func FuzzStreamingPrefix(f *testing.F) {
 		if i%4 == 0 {
 			f.Add(s.Text, uint16(len(s.Text)*2/3))
 		}
+	}
+	for i, s := range loadMarked(f, "secrets_tuning.jsonl") {
+		f.Add(s.text, uint16(i*13))
+	}
+	for i, v := range newSecretForms(3) {
+		f.Add("cfg: "+v+" end", uint16(i*7))
 	}
 	f.Add("ignore all previous instruct", uint16(28))
 	f.Add("card 4111 1111 1111 1111 ok", uint16(17))

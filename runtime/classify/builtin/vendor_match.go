@@ -12,9 +12,13 @@ import "strings"
 // vendorIndex maps a pair of bytes to the rules keyed by it.
 type vendorIndex struct {
 	sepPairs, headPairs byteSet64k
-	sep, head           map[[2]byte][]*vendorRule
-	// sepAt is, per rule, the offset of the first separator in its prefix.
-	sepAt map[*vendorRule]int
+	sep, head           map[[2]byte][]indexedRule
+}
+
+// indexedRule is a rule and the offset in its prefix of the byte it is keyed by.
+type indexedRule struct {
+	r  *vendorRule
+	at int
 }
 
 // headBytes are the first bytes of the prefixes without a separator. They are capitals that
@@ -28,19 +32,18 @@ var vendors = buildVendorIndex(vendorRules)
 func isSeparator(b byte) bool { return b == '_' || b == '-' || b == '.' }
 
 func buildVendorIndex(rules []vendorRule) *vendorIndex {
-	x := &vendorIndex{sep: map[[2]byte][]*vendorRule{}, head: map[[2]byte][]*vendorRule{}, sepAt: map[*vendorRule]int{}}
+	x := &vendorIndex{sep: map[[2]byte][]indexedRule{}, head: map[[2]byte][]indexedRule{}}
 	for k := range rules {
 		r := &rules[k]
 		at := strings.IndexFunc(r.prefix, func(c rune) bool { return c < 0x80 && isSeparator(byte(c)) })
 		switch {
 		case at > 0:
 			key := [2]byte{r.prefix[at-1], r.prefix[at]}
-			x.sep[key] = append(x.sep[key], r)
+			x.sep[key] = append(x.sep[key], indexedRule{r, at})
 			x.sepPairs.add(key[0], key[1])
-			x.sepAt[r] = at
 		case strings.IndexByte(headBytes, r.prefix[0]) >= 0:
 			key := [2]byte{r.prefix[0], r.prefix[1]}
-			x.head[key] = append(x.head[key], r)
+			x.head[key] = append(x.head[key], indexedRule{r, 0})
 			x.headPairs.add(key[0], key[1])
 		default:
 			panic("vendor rule " + r.kind + ": its prefix has no separator and does not begin with one of " + headBytes)
@@ -55,8 +58,8 @@ func (c *Classifier) vendorSepAt(sc *scanState, i int) bool {
 	if i == 0 || !vendors.sepPairs.has(s[i-1], s[i]) {
 		return false
 	}
-	for _, r := range vendors.sep[[2]byte{s[i-1], s[i]}] {
-		if start := i - vendors.sepAt[r]; start >= 0 && c.vendorToken(sc, r, start) {
+	for _, x := range vendors.sep[[2]byte{s[i-1], s[i]}] {
+		if start := i - x.at; start >= 0 && c.vendorToken(sc, x.r, start) {
 			return true
 		}
 	}
@@ -69,8 +72,8 @@ func (c *Classifier) vendorHeadAt(sc *scanState, i int) bool {
 	if i+1 >= len(s) || !vendors.headPairs.has(s[i], s[i+1]) {
 		return false
 	}
-	for _, r := range vendors.head[[2]byte{s[i], s[i+1]}] {
-		if c.vendorToken(sc, r, i) {
+	for _, x := range vendors.head[[2]byte{s[i], s[i+1]}] {
+		if c.vendorToken(sc, x.r, i) {
 			return true
 		}
 	}
