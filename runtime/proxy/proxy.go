@@ -229,6 +229,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, id, familyOfUnguarded(r), why+"; the guardrail sidecar does not forward it")
 		return
 	}
+	versioned(r.URL)
 	f, guarded := wire.Route(r.Method, r.URL.Path)
 	if guarded {
 		// The limit gets the server's own writer, before it is wrapped: it tells the server

@@ -44,6 +44,21 @@ func unforwardablePath(u *url.URL) string {
 	return ""
 }
 
+// versioned reads a path without the API version as the same path under /v1. Clients
+// disagree on whether a base URL ends in /v1: the official SDKs append /v1/messages to
+// ANTHROPIC_BASE_URL, the AI SDK's Anthropic provider and others append /messages to a
+// base that is meant to hold /v1, and OpenAI-compatible clients do either. The guard
+// serves both, so that one base URL (the one the injector sets) suits every client, and
+// routes, judges and forwards the versioned path: the provider sees /v1/messages either
+// way. Every path of the OpenAI and Anthropic APIs is under /v1.
+func versioned(u *url.URL) {
+	if _, ok := cutPrefixFold(u.Path+"/", "/v1/"); ok {
+		return // in any case, as retrieval reads it
+	}
+	u.Path = "/v1" + u.Path
+	u.RawPath = ""
+}
+
 func hasControl(s string) bool {
 	for i := range len(s) {
 		if s[i] < 0x20 || s[i] == 0x7f {

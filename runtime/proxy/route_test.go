@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -119,5 +120,40 @@ func TestEnforcesAnswers(t *testing.T) {
 				t.Errorf("%v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBothBaseURLConventions: a client whose base URL holds /v1 (the AI SDK's Anthropic
+// provider posts to $ANTHROPIC_BASE_URL/messages) and one whose base URL does not (the
+// official SDKs post to $ANTHROPIC_BASE_URL/v1/messages) are both guarded, and the
+// provider receives the versioned path.
+func TestBothBaseURLConventions(t *testing.T) {
+	h := newHarness(t, streamPolicy)
+	cases := []struct{ path, body, want string }{
+		{"/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}`, "/v1/messages"},
+		{"/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "/v1/chat/completions"},
+		{"/responses", `{"model":"m","input":"hi"}`, "/v1/responses"},
+		{"/embeddings", `{"model":"m","input":"hi"}`, "/v1/embeddings"},
+	}
+	for _, tc := range cases {
+		resp, body := h.post(t, tc.path, tc.body)
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("POST %s: %d %s", tc.path, resp.StatusCode, body)
+			continue
+		}
+		if sent, _ := h.p.LastRequest(); sent.Path != tc.want {
+			t.Errorf("POST %s reached the provider as %s, want %s", tc.path, sent.Path, tc.want)
+		}
+	}
+	n := len(h.p.Requests())
+	if resp, body := h.post(t, "/messages", `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"about bluebird"}]}`,
+		"anthropic-version", "2023-06-01"); resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Bluebird") {
+		t.Errorf("a prompt the policy blocks, without /v1: %d %s", resp.StatusCode, body)
+	}
+	if len(h.p.Requests()) != n {
+		t.Error("the blocked prompt reached the provider")
+	}
+	if resp, body := h.post(t, "/completions", `{}`); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "POST /v1/completions") {
+		t.Errorf("an unguarded route without /v1: %d %s", resp.StatusCode, body)
 	}
 }
