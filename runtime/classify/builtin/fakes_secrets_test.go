@@ -65,6 +65,8 @@ func fakeBase64Of(kind string, seed int) string {
 			fakeFrom(alphaUpper+alphaDigit, 11, seed+1) + "/" + fakeFrom(alphaB62, 24, seed+2)
 	case "jwt":
 		v = fakeJWT(seed)
+	case "ghtoken":
+		v = "gh" + "p_" + fakeFrom(alphaB62, 36, seed)
 	case "basic":
 		v = "svc-" + fakeFrom(alphaLower, 5, seed) + ":" + fakePassword(18, seed+1, "!#%*-_")
 	case "idkey":
