@@ -26,6 +26,12 @@
 //     when it is longer. A retry that could not start before the deadline is not waited
 //     for: the call returns the last error at once. Without a deadline, a Retry-After
 //     over 10s ends the call too. Other statuses are not retried.
+//   - Breaker. After 5 calls in a row fail without an answer (transport errors, 429 and
+//     5xx after the retries, deadlines), calls fail at once with CLASSIFIER_FAILED
+//     ("circuit open") and no request, for 1 s, then one probe goes; each failed probe
+//     doubles the wait up to 30 s, and any answer closes the breaker (breaker.go). Clients
+//     that retry a fail-closed 5xx therefore cost a classifier that is down one probe per
+//     cool-down, and fail-open guardrails stop waiting for its timeouts.
 //   - Requests carry "Authorization: Bearer <token>" when the classifier has a token.
 //     The package's own HTTP client does not follow redirects, so the token never leaves
 //     the configured origin.

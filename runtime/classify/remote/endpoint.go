@@ -43,6 +43,8 @@ type endpoint struct {
 	backoff time.Duration
 	// sem holds one token per call in flight; nil when unlimited.
 	sem chan struct{}
+	// breaker fails calls at once while the backend is down; nil never does.
+	breaker *breaker
 }
 
 // failure is the outcome of a failed attempt.
@@ -61,38 +63,52 @@ type failure struct {
 // for a concurrency slot (respecting ctx), retries transport errors, 429 and 5xx at most
 // e.retries times with exponential backoff and jitter (or the server's Retry-After when
 // longer), and never sleeps past ctx's deadline: when the next attempt could not start
-// before it, post returns the last error at once.
+// before it, post returns the last error at once. While the endpoint's breaker is open
+// (breaker.go), post fails at once without a request.
 func (e *endpoint) post(ctx context.Context, body []byte) ([]byte, error) {
+	probe, err := e.breaker.allow(e.name)
+	if err != nil {
+		return nil, err
+	}
+	reply, f, err := e.call(ctx, body)
+	// A failure that is not retried is the classifier's answer (a 4xx it chose): it is up.
+	e.breaker.done(probe, err, err == nil || f != nil && !f.retry)
+	return reply, err
+}
+
+// call is post's work under the breaker; it also returns the failure of the last attempt
+// when the call failed with one.
+func (e *endpoint) call(ctx context.Context, body []byte) ([]byte, *failure, error) {
 	if e.sem != nil {
 		select {
 		case e.sem <- struct{}{}:
 			defer func() { <-e.sem }()
 		case <-ctx.Done():
-			return nil, e.ended(ctx, 0)
+			return nil, nil, e.ended(ctx, 0)
 		}
 	}
 	for attempt := 1; ; attempt++ {
 		reply, f := e.attempt(ctx, body)
 		if f == nil {
-			return reply, nil
+			return reply, nil, nil
 		}
 		if ctx.Err() != nil {
-			return nil, e.ended(ctx, attempt)
+			return nil, nil, e.ended(ctx, attempt)
 		}
 		if !f.retry || attempt > e.retries {
-			return nil, e.failed(f, attempt)
+			return nil, f, e.failed(f, attempt)
 		}
 		delay := max(e.delay(attempt), f.after)
 		dl, bounded := ctx.Deadline()
 		if bounded && time.Until(dl) <= delay || !bounded && f.after > maxRetryAfter {
-			return nil, e.failed(f, attempt)
+			return nil, f, e.failed(f, attempt)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, e.ended(ctx, attempt)
+			return nil, nil, e.ended(ctx, attempt)
 		}
 	}
 }

@@ -17,9 +17,11 @@ import (
 type Option func(*options)
 
 type options struct {
-	client  *http.Client
-	now     func() time.Time
-	backoff time.Duration
+	client    *http.Client
+	now       func() time.Time
+	backoff   time.Duration
+	// breakerNow is the breaker's clock: the real one but in tests.
+	breakerNow func() time.Time
 }
 
 // WithHTTPClient makes the classifier send its requests with client instead of a client of
@@ -71,7 +73,7 @@ type base struct {
 // newBase builds the shared half of a backend; ca is the webhook's CA bundle (nil for the
 // other backends, which trust the system roots).
 func newBase(c *Config, name string, ca []byte, opts []Option) (base, error) {
-	o := options{now: time.Now, backoff: defaultBackoff}
+	o := options{now: time.Now, backoff: defaultBackoff, breakerNow: time.Now}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -94,6 +96,7 @@ func newBase(c *Config, name string, ca []byte, opts []Option) (base, error) {
 	if c.MaxConcurrency > 0 {
 		ep.sem = make(chan struct{}, c.MaxConcurrency)
 	}
+	ep.breaker = newBreaker(o.breakerNow)
 	modalities := c.Modalities
 	if modalities == 0 {
 		// A configuration without modalities inspects text, the API default.
