@@ -30,7 +30,12 @@ const (
 var secretKeyWords = []string{
 	"key", "keys", "apikey", "token", "tokens", "secret", "secrets", "password", "passwd", "pwd",
 	"pass", "passphrase", "credential", "credentials", "auth", "authorization", "sig",
+	"psk", "pat", "session", "sessionid",
 }
+
+// secretKeySuffixes end a key written as one word whose last word is a secret's: PGPASSWORD,
+// DBPASS, MYSQLPWD, APITOKEN.
+var secretKeySuffixes = []string{"password", "passwd", "pwd", "token", "secret", "apikey"}
 
 // notSecretKeyWords, before the last word, make a key name a non-credential: public_key,
 // page_token, primaryKey, sort_key, cache_key, authenticity_token (Rails' anti-forgery
@@ -38,14 +43,14 @@ var secretKeyWords = []string{
 var notSecretKeyWords = []string{
 	"public", "pub", "page", "next", "prev", "continuation", "sort", "partition", "primary",
 	"foreign", "cache", "idempotency", "lookup", "row", "object", "max", "num", "total",
-	"hot", "map", "dict", "authenticity", "publishable",
+	"hot", "map", "dict", "authenticity", "publishable", "site",
 }
 
 // fixtureWords anywhere in a key name make it a test fixture's or a placeholder's, not a
 // credential's: nonMatchingToken, invalidToken, fakePassword, mockApiKey, dummy_secret.
 var fixtureWords = []string{
 	"fake", "dummy", "mock", "invalid", "nonmatching", "mismatched", "malformed", "bogus", "wrong",
-	"bad", "sample", "example", "placeholder", "stub",
+	"bad", "sample", "example", "placeholder", "stub", "expired", "revoked",
 }
 
 // maxAssignBlanks is how many spaces or tabs may stand between a key and its operator, and
@@ -146,10 +151,10 @@ func (c *Classifier) secretValue(sc *scanState, kind keyKind, v int, op string) 
 	if kind == keyAuthorization {
 		// An auth scheme: Bearer, Basic, token, SSWS, ApiKey, Api-Token, GenieKey, Splunk, …
 		w := v
-		for w < len(s) && w-v <= 12 && (isAlpha(s[w]) || s[w] == '-') {
+		for w < len(s) && w-v <= 20 && (isAlpha(s[w]) || s[w] == '-') {
 			w++
 		}
-		if w > v+1 && w-v <= 12 && w+1 < len(s) && s[w] == ' ' && s[w+1] != ' ' {
+		if w > v+1 && w-v <= 20 && w+1 < len(s) && s[w] == ' ' && s[w+1] != ' ' {
 			basic = equalFoldASCII(s[v:w], "basic")
 			v = w + 1
 		}
@@ -219,6 +224,9 @@ func blockScalarValue(s string, v int) int {
 // name, "" when it is not known.
 func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
 	value := sc.s[v:ve]
+	if kind == keyClientID && strings.IndexByte(value, '.') >= 0 {
+		return // a client id qualified by a domain (….apps.googleusercontent.com) is public
+	}
 	if kind == keyAWSSecret && c.on(detAWSSecretKey) && isAWSSecret(value) {
 		c.emit(sc, detAWSSecretKey, v, ve)
 		return
@@ -262,6 +270,16 @@ func (c *Classifier) encodedValue(sc *scanState, v int) {
 		(ve == len(s) || !isValueByte(s[ve], 0) || s[ve] == '"' || s[ve] == '\'') {
 		c.encodedAt(sc, v, ve)
 	}
+}
+
+// hasSuffixIn reports whether w ends with one of the lower-case words, ignoring case.
+func hasSuffixIn(w string, words []string) bool {
+	for _, x := range words {
+		if len(w) > len(x) && hasPrefixFold(w[len(w)-len(x):], x) {
+			return true
+		}
+	}
+	return false
 }
 
 // isExpression reports an unquoted value that is code rather than a literal: a call or an
@@ -351,6 +369,9 @@ func classifyKey(key string) keyKind {
 		if equalFoldASCII(w, "csrf") || equalFoldASCII(w, "xsrf") {
 			return keyNone // an anti-forgery token protects a form; it is not a credential
 		}
+		if equalFoldASCII(w, "public") {
+			return keyNone // NEXT_PUBLIC_*, VITE_PUBLIC_*: shipped to every browser by design
+		}
 		if wordIn(w, fixtureWords) || equalFoldASCII(w, "non") && k+1 < n && equalFoldASCII(words[k+1], "matching") {
 			return keyNone
 		}
@@ -358,7 +379,13 @@ func classifyKey(key string) keyKind {
 	if n > 1 && equalFoldASCII(last, "id") && (equalFoldASCII(words[n-2], "client") || equalFoldASCII(words[n-2], "consumer") || equalFoldASCII(words[n-2], "secret")) {
 		return keyClientID
 	}
+	if n > 1 && equalFoldASCII(last, "base") && equalFoldASCII(words[n-2], "key") {
+		return keySecret // Rails' secret_key_base
+	}
 	if !wordIn(last, secretKeyWords) {
+		if n == 1 && len(last) > 6 && hasSuffixIn(last, secretKeySuffixes) {
+			return keySecret
+		}
 		return keyNone
 	}
 	if n > 1 && wordIn(words[n-2], notSecretKeyWords) {

@@ -12,7 +12,12 @@ import "strings"
 var secretFlags = []string{
 	"password", "passwd", "pass", "token", "api-key", "apikey", "api-token", "access-token",
 	"auth-token", "secret", "client-secret", "secret-key", "private-token", "management-token",
+	"account-key", "sas-token",
 }
+
+// singleDashSecretFlags are the long flags written with one dash whose next argument is a
+// password: keytool's -storepass and -keypass, openssl's -pass and -passin (pass:<password>).
+var singleDashSecretFlags = []string{"storepass", "keypass", "srcstorepass", "deststorepass", "password", "pass", "passin", "passout"}
 
 // userFlags are the flags whose next argument is user:password.
 var userFlags = []string{"-u", "--user", "-a", "--auth", "--proxy-user"}
@@ -38,14 +43,19 @@ func (c *Classifier) flagAt(sc *scanState, i int) {
 		c.userPassArg(sc, f+1, flag)
 		return
 	}
-	if strings.HasPrefix(flag, "-p") && !strings.HasPrefix(flag, "--") {
+	single := !strings.HasPrefix(flag, "--") && slicesContainsFold(singleDashSecretFlags, flag[1:])
+	if strings.HasPrefix(flag, "-p") && !strings.HasPrefix(flag, "--") && !single {
 		c.shortPasswordFlag(sc, i, i+2)
 		return
 	}
-	if !strings.HasPrefix(flag, "--") || s[f] != ' ' || !slicesContainsFold(secretFlags, flag[2:]) {
+	long := strings.HasPrefix(flag, "--") && slicesContainsFold(secretFlags, flag[2:])
+	if !long && !single || s[f] != ' ' {
 		return
 	}
 	v := f + 1
+	if strings.HasPrefix(s[v:], "pass:") {
+		v += len("pass:") // openssl: -pass pass:<password>
+	}
 	q := byte(0)
 	if v < len(s) && (s[v] == '"' || s[v] == '\'') {
 		q = s[v]
@@ -86,8 +96,8 @@ func (c *Classifier) userPassArg(sc *scanState, v int, flag string) {
 		c.emit(sc, detGenericSecret, v, ve) // redis-cli -a <password>
 		return
 	}
-	if colon <= 0 {
-		return
+	if colon < 0 {
+		return // user:password with an empty user (curl -u :<token>) is a password too
 	}
 	user, pw := s[v:v+colon], s[v+colon+1:ve]
 	if isPassword(pw, user) {

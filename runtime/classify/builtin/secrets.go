@@ -95,7 +95,7 @@ func (c *Classifier) slackToken(sc *scanState, start, body int) {
 		team++
 	}
 	legacy := len(v) >= 14 && team >= 8 && team < len(v) && v[team] == '-'
-	if len(v) < 20 && !legacy || repeats(v, 6) {
+	if len(v) < 20 && !legacy || repeats(v, 6) || longestSequence(v) >= 8 { // xoxp-1234567890-…
 		return
 	}
 	c.emit(sc, detSlack, start, e)
@@ -276,7 +276,7 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 // OpenPGP private key block.
 var pemLabels = [...]string{
 	"PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY",
-	"DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK",
+	"DSA PRIVATE KEY", "ENCRYPTED PRIVATE KEY", "PGP PRIVATE KEY BLOCK", "OpenVPN Static key V1",
 }
 
 // minPEMBody is the fewest base64 characters a block's body must have to hold a key. The

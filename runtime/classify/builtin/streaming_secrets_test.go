@@ -33,6 +33,12 @@ func newSecretForms(seed int) []string {
 		"CLIENT_SECRET=" + fakeUUID(seed),
 		"OAUTH_CLIENT_ID=" + fakeDigits(15, seed),
 		"$cfg['db_pass'] = '" + fakePassword(18, seed, "!#%*-_+=^") + "';",
+		"Cookie: session=" + fakeFrom(alphaB62+"-_", 40, seed) + "; theme=dark",
+		"keytool -list -keystore a.jks -storepass " + fakePassword(16, seed, "-_.+=%^"),
+		"https://open.feishu.cn/open-apis/bot/v2/hook/" + fakeUUID(seed),
+		"https://api.telegram.org/bot" + fakeDigits(10, seed) + ":AA" + fakeFrom(alphaB62+"-_", 33, seed) + "/getMe",
+		"-----" + "BEGIN OpenVPN Static key V1-----\n" + fakeHex(64, seed) + "\n-----END OpenVPN Static key V1-----",
+		"PGPASSWORD=" + fakeFrom(alphaB62, 24, seed) + " psql",
 	}
 	shaped := fakeShapedTokens(seed)
 	for _, kind := range slices.Sorted(maps.Keys(shaped)) {

@@ -10,6 +10,8 @@ type webhook struct {
 	host string // the host, or with a leading '.' a suffix of it
 	path string // the path the URL's own part begins with
 	det  detector
+	// inHost: the secret is the host's first label (Pipedream's endpoints).
+	inHost bool
 	// short accepts a secret part of fewer than 20 characters (an id and a short key).
 	short bool
 }
@@ -30,7 +32,15 @@ var webhooks = []webhook{
 	{host: "chat.googleapis.com", path: "/v1/spaces/", det: detGenericSecret},
 	{host: "hooks.zapier.com", path: "/hooks/catch/", det: detGenericSecret, short: true},
 	{host: "maker.ifttt.com", path: "/trigger/", det: detGenericSecret},
-	{host: "", path: "/hooks/", det: detGenericSecret}, // Mattermost, Rocket.Chat and others on their own hosts
+	{host: "open.feishu.cn", path: "/open-apis/bot/v2/hook/", det: detGenericSecret},
+	{host: "open.larksuite.com", path: "/open-apis/bot/v2/hook/", det: detGenericSecret},
+	{host: "qyapi.weixin.qq.com", path: "/cgi-bin/webhook/send", det: detGenericSecret},
+	{host: "oapi.dingtalk.com", path: "/robot/send", det: detGenericSecret},
+	{host: ".make.com", path: "/", det: detGenericSecret},
+	{host: ".m.pipedream.net", path: "", det: detGenericSecret, inHost: true},
+	{host: "", path: "/hooks/", det: detGenericSecret},        // Mattermost, Rocket.Chat and others on their own hosts
+	{host: "", path: "/webhook/", det: detGenericSecret},      // n8n and others on their own hosts
+	{host: "", path: "/webhook-test/", det: detGenericSecret}, // n8n's test URLs
 }
 
 // urlAt handles the ':' of "://" at i: a webhook URL is matched whole, from its scheme.
@@ -68,8 +78,11 @@ func (c *Classifier) urlAt(sc *scanState, i int) {
 			continue
 		}
 		rest := path[len(w.path):]
-		if w.host == "" && !strings.Contains(host, ".") {
+		if w.host == "" && !strings.Contains(host, ".") || w.host == ".make.com" && !strings.HasPrefix(host, "hook.") {
 			return
+		}
+		if w.inHost {
+			rest = host[:strings.IndexByte(host, '.')]
 		}
 		if hasSecretRun(rest, w.short) {
 			c.emit(sc, w.det, a, e)
@@ -105,6 +118,8 @@ func hasSecretRun(rest string, short bool) bool {
 		switch {
 		case len(run) >= 20 && classMix(run) >= 2 && !repeats(run, 6) && !isPlaceholder(run):
 			return true
+		case len(rest)-i >= 36 && isSecretUUID(rest[i:i+36]):
+			return true // a UUID (Feishu, WeCom, n8n)
 		case short && len(run) >= 6 && i > 1 && isDigit(rest[i-2]) && classMix(run) >= 2 && !repeats(run, 4):
 			return true
 		}

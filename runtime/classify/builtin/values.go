@@ -21,8 +21,12 @@ func isSecretDigits(v string) bool {
 
 // isSequence reports a value that holds six consecutive digits or letters in order, up or
 // down, as placeholders do (123456789, abcdef, 9876543210).
-func isSequence(v string) bool {
-	up, down := 1, 1
+func isSequence(v string) bool { return longestSequence(v) >= 6 }
+
+// longestSequence is the length of the longest run of consecutive digits or letters in
+// order, up or down, in v.
+func longestSequence(v string) int {
+	up, down, most := 1, 1, min(len(v), 1)
 	for i := 1; i < len(v); i++ {
 		a, b := lower(v[i-1]), lower(v[i])
 		same := isDigit(a) && isDigit(b) || isLower(a) && isLower(b)
@@ -34,11 +38,9 @@ func isSequence(v string) bool {
 		default:
 			up, down = 1, 1
 		}
-		if up >= 6 || down >= 6 {
-			return true
-		}
+		most = max(most, up, down)
 	}
-	return false
+	return most
 }
 
 // Entropy thresholds of generic-secret, in bits per character.

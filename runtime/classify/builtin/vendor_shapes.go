@@ -98,7 +98,9 @@ func (c *Classifier) colonAt(sc *scanState, i int) {
 		for a > 0 && i-a <= 10 && isDigit(s[a-1]) {
 			a--
 		}
-		if n := i - a; n >= 8 && n <= 10 && tokenStart(s, a) {
+		// The Bot API writes the token in the URL's path: https://api.telegram.org/bot<token>/.
+		inPath := a >= 4 && s[a-4:a] == "/bot"
+		if n := i - a; n >= 8 && n <= 10 && (tokenStart(s, a) || inPath) {
 			if e, ok := matchSegs(s, i+3, b64urn(33, 33)); ok && tokenEnd(s, e) && !repeats(s[i+3:e], 6) {
 				c.emit(sc, detGenericSecret, a, e)
 				return
