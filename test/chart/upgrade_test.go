@@ -27,6 +27,7 @@ func newAPIServer(t *testing.T) *apiserver {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env.CRDDirectoryPaths = nil // the releases install them
 	if _, err := env.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,9 +107,10 @@ func TestSwitchingCertificateModesOnUpgrade(t *testing.T) {
 		t.Errorf("NOTES:\n%s", notes)
 	}
 	a.must(`helm upgrade guardrail-operator "$CHART" -n guardrail-system --reset-then-reuse-values --set certManager.enabled=true`, "CHART="+chartDir)
-	// What cert-manager does when the Certificate appears: its own Secret, unowned by Helm.
-	a.must(`kubectl -n guardrail-system create secret generic guardrail-webhook-tls --from-literal=tls.crt=issued
-kubectl -n guardrail-system annotate secret guardrail-webhook-tls cert-manager.io/certificate-name=guardrail-webhook-cert`)
+	// What cert-manager does when the Certificate appears: the Secret it names, unowned by Helm.
+	a.must(`name=$(kubectl -n guardrail-system get certificate guardrail-webhook-cert -o jsonpath='{.spec.secretName}')
+kubectl -n guardrail-system create secret generic "$name" --from-literal=tls.crt=issued
+kubectl -n guardrail-system annotate secret "$name" cert-manager.io/certificate-name=guardrail-webhook-cert`)
 	out, err := a.sh(`helm upgrade guardrail-operator "$CHART" -n guardrail-system --reset-then-reuse-values --set certManager.enabled=false`, "CHART="+chartDir)
 	if err != nil {
 		t.Fatalf("switching back to self-managed certificates: %v\n%s", err, out)

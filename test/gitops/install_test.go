@@ -196,6 +196,7 @@ func TestArgoCDApplicationInstallsThisChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env.CRDDirectoryPaths = nil // the render installs them, as Argo CD's sync does
 	if _, err := env.Start(); err != nil {
 		t.Fatal(err)
 	}
