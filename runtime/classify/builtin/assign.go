@@ -220,8 +220,8 @@ func blockScalarValue(s string, v int) int {
 	return k
 }
 
-// emitSecret records the value s[v:ve] of a key of kind when it is a secret. key is the key's
-// name, "" when it is not known.
+// emitSecret records the value s[v:ve] of a key of kind when it is a secret: a random value,
+// a UUID or long number after a key that is not "key" alone, or base64 of a secret.
 func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
 	value := sc.s[v:ve]
 	if kind == keyClientID && strings.IndexByte(value, '.') >= 0 {

@@ -107,7 +107,7 @@ func decodeBase64Text(v string) (string, bool) {
 func (c *Classifier) secretIn(text string, depth int) (detector, bool) {
 	inner := scanState{s: text, depth: depth}
 	c.pass(&inner, 0, len(text))
-	found, best := false, detGenericSecret
+	found := false
 	for _, sp := range inner.spans {
 		d := detector(sp.Category>>detShift) - 1
 		if isSecretDetector(d) {
@@ -115,5 +115,5 @@ func (c *Classifier) secretIn(text string, depth int) (detector, bool) {
 		}
 		found = found || d == detGenericSecret
 	}
-	return best, found
+	return detGenericSecret, found
 }

@@ -18,10 +18,15 @@ import (
 // Open is computed per detector family from the text alone, as the start of the trailing
 // stretch that the family's matches could still reach into:
 //
-//   - tokens (email, IPv6, secrets, JWTs, assignment values, URL passwords): the trailing run
-//     of printable ASCII and of the letters and digits addresses may hold. No such match
-//     holds white space, and none looks past the byte right after it, so only a match inside
-//     that run can still change; one that ends before it is decided.
+//   - tokens (email, IPv6, secrets, JWTs, assignment values, URL passwords, vendor tokens,
+//     webhook URLs, command-line values, base64 values): the trailing run of printable ASCII
+//     and of the letters and digits addresses may hold. No such match holds white space, and
+//     none looks past the byte right after it, so only a match inside that run can still
+//     change; one that ends before it is decided. Two exceptions are handled apart: a value
+//     on a line of its own inside an XML element is decided by the end tag after white space,
+//     so it holds the text back from its start (scanState.hold) until the end tag is there;
+//     and a token that can be longer than the hint (a 1Password or Fly.io token, a base64 PEM
+//     block) matches to the end of the text once its beginning decides it, as a JWT does.
 //   - numbers (phone, credit-card, us-ssn, IPv4): the trailing run of digits and of the
 //     separators, parentheses and '+' a numeric token is written with, plus the bytes that
 //     decide how it ends (':', '/', ','); nothing when the run ends in the tail of another
@@ -49,10 +54,11 @@ import (
 // at least HoldBackHint characters before the previous Open, so a pending match is judged with
 // the same context as in the whole text.
 
-// tokenDetectors are the detectors whose matches are runs without white space.
+// tokenDetectors are the detectors whose matches are runs without white space, or that have
+// such matches: private-key's age and minisign keys and base64-encoded PEM blocks are tokens.
 var tokenDetectors = [...]detector{
 	detEmail, detIP, detAWSAccessKey, detAWSSecretKey, detGitHub, detGitLab, detSlack,
-	detOpenAI, detAnthropic, detJWT, detGenericSecret,
+	detOpenAI, detAnthropic, detPrivateKey, detJWT, detGenericSecret,
 }
 
 // numberDetectors are the detectors of the numeric-token family (numbers.go).

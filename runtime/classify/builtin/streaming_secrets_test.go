@@ -59,11 +59,14 @@ func TestStreamingNewSecretKinds(t *testing.T) {
 	values = append(values, newSecretForms(950)...)
 	surroundings := []string{"token: %s\n", "see %s. next", "  - %s\n  - other", "%s"}
 	configs := map[string]*Classifier{"all": streamingClassifier(t), "secrets": secretsPack(t)}
+	for _, name := range Packs()["secrets"] {
+		configs[name] = only(t, name) // each family alone: another's pending run cannot hide it
+	}
 	for name, c := range configs {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range values {
 				text := fmt.Sprintf(surroundings[k%len(surroundings)], v)
-				if got := spansIn(t, c, text); len(got) == 0 {
+				if got := spansIn(t, c, text); len(got) == 0 && (name == "all" || name == "secrets") {
 					t.Fatalf("%q: no match", text)
 				}
 				checkEverySplit(t, c, text)
