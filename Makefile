@@ -108,10 +108,11 @@ mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in det
 	go run ./hack/mutation --gremlins $(GREMLINS) $(MUTATION_FLAGS)
 
 .PHONY: load
-load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams and large-input checks (test/load/README.md), ~3 min.
+load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams and large-input checks and the MCP tools/call latency (test/load/README.md), ~4 min.
 	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
 	go run ./test/load/cmd/guardload linear $(LINEAR_FLAGS)
 	go run ./test/load/cmd/guardload large
+	go run ./test/load/cmd/mcpload
 
 ##@ Single-node cluster (root; test/cluster)
 
