@@ -36,13 +36,24 @@
 //
 // Input judges each text part and each media part of the judged messages (messages: Last
 // judges the last message that still has parts, All every message) with one classifier call
-// per part and guardrail. Stream judges each channel at the cadence. Output judges each
-// text, reasoning and object channel whole, at its end (or the contents of a non-streamed
-// response). ToolCalls judges each call alone (as {"name":…,"arguments":…}) when it is
-// complete, then, at Finish (or in Output), the calls of each choice together (a JSON array)
-// when the choice has more than one. Tool-call arguments are always withheld until Finish,
-// whatever the hold-back: a client never receives a call that was not judged. Text that is
-// empty or only whitespace makes no classifier call.
+// per part and guardrail. ToolResults runs before it and judges what tools returned (parts
+// marked ToolResult): with messages: Last the results after the last assistant message,
+// with All every one; Session.ToolResults judges an MCP server's results and tool lists
+// the same way outside a request. Stream judges each channel at the cadence. Output judges
+// each text, reasoning and object channel and each tool call's arguments whole, at its end
+// (or the contents of a non-streamed response). ToolCalls judges each call alone (as
+// {"name":…,"arguments":…}) when it is complete, then, at Finish (or in Output), the calls
+// of each choice together (a JSON array) when the choice has more than one. Tool-call
+// arguments are always withheld until Finish, whatever the hold-back: a client never
+// receives a call that was not judged. Text that is empty or only whitespace makes no
+// classifier call.
+//
+// One rule for tool calls, streamed or not (DESIGN.md §9.3): what reaches a tool does not
+// depend on whether the client streamed. A streamed call's arguments are judged by Stream
+// guardrails as they arrive, then by Output guardrails whole and by ToolCalls guardrails
+// as a call; a non-streamed call's by the same Output and ToolCalls guardrails. A guardrail
+// with Stream and Output therefore judges arguments in both modes, and Redact or Strip,
+// which cannot rewrite a call, blocks it in both.
 //
 // # Cadence and the number of classifier calls
 //

@@ -84,6 +84,7 @@ func TestAConversationSurvivesABlock(t *testing.T) {
 				idJSON, _ := json.Marshal(guard.ID)
 				turns := map[string]string{
 					"store on: item_reference": `{"type":"item_reference","id":` + string(idJSON) + `}`,
+					"store on: a reference without its type": `{"id":` + string(idJSON) + `}`,
 					"store off: the item inline with its id": `{"type":"message","role":"assistant","id":` + string(idJSON) +
 						`,"status":"incomplete","content":[{"type":"output_text","text":` + mustQuote(guard.Content[0].Text) + `}]}`,
 				}

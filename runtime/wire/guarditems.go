@@ -84,7 +84,9 @@ func ResolveGuardItems(body []byte) ([]byte, error) {
 		if !ok {
 			return nil, malformed(FamilyResponses, "input item %d refers to %.40q, which is not an item the guardrail sidecar made", i, id)
 		}
-		if item.str("type") == "item_reference" {
+		// A reference may leave out its type (openai-go sends {"id":…}): an item that
+		// has nothing but its id is one.
+		if typ := item.str("type"); typ == "item_reference" || typ == "" && len(item.keys) == 1 {
 			items[i] = guardMessage(text)
 		} else {
 			item.del("id")
