@@ -97,8 +97,6 @@ type exchange struct {
 	// outcome is the exchange's outcome for the requests counter: allowed, blocked,
 	// failed, or a transport outcome.
 	outcome string
-	// spent is the time the guard spent judging.
-	spent time.Duration
 }
 
 // ServeHTTP serves PathPrefix + NAME.
@@ -219,9 +217,8 @@ func (x *exchange) post() {
 		x.pending[idKey(m.get("id"))] = m.get("id")
 		forward = append(forward, raw)
 	}
-	x.spent += time.Since(start)
+	x.judged(start)
 	if len(forward) == 0 {
-		x.added()
 		x.writeJSON(http.StatusOK, encodeBatch(local, isBatch))
 		return
 	}
@@ -237,7 +234,6 @@ func (x *exchange) post() {
 	case resp.StatusCode == http.StatusAccepted && len(local) > 0:
 		// Only notifications and responses were forwarded; the calls the guard stopped
 		// still need their answers.
-		x.added()
 		x.writeJSON(http.StatusOK, encodeBatch(local, isBatch))
 	case resp.StatusCode != http.StatusOK:
 		x.passThrough(resp)
@@ -299,12 +295,14 @@ func (x *exchange) get() {
 			"a GET request with a body is not forwarded by the guardrail sidecar", dataInvalidRequest, ""))
 		return
 	}
-	if j, ok := x.h.cfg.Judges.Begin(x.r, x.server); !ok {
+	// Each message of the stream gets a judge of its own (judgeEvent); this one only
+	// finds whether a policy is in force.
+	j, ok := x.h.cfg.Judges.Begin(x.r, x.server)
+	if !ok {
 		x.noPolicy()
 		return
-	} else {
-		j.Done()
 	}
+	j.Done()
 	resp, ok := x.send(http.MethodGet, nil)
 	if !ok {
 		return
@@ -436,8 +434,7 @@ func (x *exchange) answer(resp *http.Response, j Judge, local []json.RawMessage,
 		}
 		out, changed = encodeBatch(append(msgs, local...), isBatch), true
 	}
-	x.spent += time.Since(start)
-	x.added()
+	x.judged(start)
 	copyHeaders(x.w.Header(), resp.Header)
 	if changed {
 		body = out
@@ -482,7 +479,9 @@ func (x *exchange) unreadable(err error) {
 	x.h.cfg.Log.Error("MCP message not judged", "server", x.server, "error", err.Error())
 }
 
-func (x *exchange) added() { x.h.cfg.Telemetry.MCPAdded(x.server, x.spent) }
+// judged observes the time the guard spent judging since start (guard_mcp_added_latency_seconds):
+// once for a POST's calls, once for a JSON answer, once per event of a stream.
+func (x *exchange) judged(start time.Time) { x.h.cfg.Telemetry.MCPAdded(x.server, time.Since(start)) }
 
 // writeJSON writes a whole JSON answer.
 func (x *exchange) writeJSON(status int, body []byte) {

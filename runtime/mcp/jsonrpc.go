@@ -51,7 +51,7 @@ func parseObject(raw []byte) (*object, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err == nil {
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
 		return nil, errors.New("data after the JSON object")
 	}
 	return o, nil

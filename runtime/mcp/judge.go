@@ -81,18 +81,35 @@ func (x *exchange) fromServer(ctx context.Context, j Judge, m *object) (json.Raw
 			}
 			return nil, false, nil
 		}
-		switch {
-		case result.has("content"):
-			return x.toolResult(ctx, j, m, result)
-		case result.has("tools"):
-			return x.toolList(ctx, j, m, result)
+		// A result with both is judged as both: a client may read either.
+		var out json.RawMessage
+		changed := false
+		if result.has("tools") {
+			o, ch, err := x.toolList(ctx, j, m, result)
+			if err != nil || ch && !isResponseWithResult(o) {
+				return o, ch, err // an error answer replaces the whole message
+			}
+			out, changed = o, ch
 		}
-		return nil, false, nil
+		if result.has("content") {
+			o, ch, err := x.toolResult(ctx, j, m, result)
+			if err != nil || ch {
+				return o, ch, err
+			}
+		}
+		return out, changed, nil
 	}
 	if method, _ := m.str("method"); method == "notifications/progress" {
 		return x.progress(ctx, j, m)
 	}
 	return nil, false, nil
+}
+
+// isResponseWithResult reports whether raw, a message the guard wrote, still carries a
+// result (not an error answer).
+func isResponseWithResult(raw json.RawMessage) bool {
+	o, err := parseObject(raw)
+	return err == nil && o.has("result")
 }
 
 // textAt is where a judged text sits in a message: a content item's text, an embedded

@@ -94,9 +94,7 @@ func (x *exchange) judgeEvent(j Judge, data []byte) (json.RawMessage, bool, erro
 		defer j.Done()
 	}
 	out, changed, err := x.judgeData(j, data)
-	d := time.Since(start)
-	x.spent += d
-	x.h.cfg.Telemetry.MCPAdded(x.server, d)
+	x.judged(start)
 	return out, changed, err
 }
 
