@@ -185,4 +185,7 @@ func TestUpgradeFromAChartWithACRDsDirectory(t *testing.T) {
 	if left := a.must("kubectl get mutatingwebhookconfigurations,clusterroles,clusterrolebindings,validatingadmissionpolicies -l app.kubernetes.io/instance=guardrail-operator -o name"); strings.TrimSpace(left) != "" {
 		t.Errorf("left after helm uninstall:\n%s", left)
 	}
+	// README: a later install under the same name and namespace takes the kept CRDs back.
+	a.must(`helm install guardrail-operator "$CHART" -n guardrail-system`, "CHART="+chartDir)
+	a.must("kubectl -n team-a get guardrail redact-pii-secrets")
 }
