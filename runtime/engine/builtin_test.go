@@ -171,7 +171,7 @@ func BenchmarkBuiltinStreamPerEvent(b *testing.B) {
 // core's L1 and L2 caches (not L3) before every delta, as the provider, the client and the
 // kernel's networking do between two events. On this project's 2-core VM cold is about
 // twice hot; in the load harness the Stream phase's judging measured at most 5 to 10% of
-// the guard's CPU per stream (README, Performance).
+// the guard's CPU per stream (test/load/README.md, "Where the guard's cost is").
 func BenchmarkStreamedAnswerBuiltin(b *testing.B) {
 	e, _ := compileDetectors(b, v1alpha1.ActionBlock, 64, nil, v1alpha1.PackPII, v1alpha1.PackSecrets, v1alpha1.PackPromptInjection)
 	words := strings.Fields("Here is a practical plan for your garden. Start with raised beds built from untreated timber, " +

@@ -263,7 +263,7 @@ func TestBlockedStreamCarriesTheProvidersUsage(t *testing.T) {
 }
 
 // TestBlockSignalsTheSDKsSurface pins the parts of a block that SDK helpers and agent
-// frameworks read (README, "What clients see").
+// frameworks read (config/samples/README.md, "What clients see").
 func TestBlockSignalsTheSDKsSurface(t *testing.T) {
 	p := newProvider(t)
 	g := startGuard(t, streamedBluebird(t), upstream(p.URL))
