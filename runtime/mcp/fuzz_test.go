@@ -1,10 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -93,4 +96,68 @@ func appendString(out []string, v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// FuzzClientMessage: whatever a client POSTs, no tools/call whose arguments the policy
+// blocks reaches the server, however the message spells it.
+func FuzzClientMessage(f *testing.F) {
+	for _, seed := range []string{
+		callSearch,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":"BLOCKME"}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{}}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b","arguments":{"x":"BLOCKME"}}}]`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":"ok"},"Arguments":{"x":"BLOCKME"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":"\u0042LOCKME"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	var forwarded [][]byte
+	up := newUpstreamF(f, func(body []byte) { forwarded = append(forwarded, body) })
+	url := guardForF(f, up)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		forwarded = forwarded[:0]
+		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		for _, fw := range forwarded {
+			var msgs []map[string]any
+			if json.Unmarshal(fw, &msgs) != nil {
+				var one map[string]any
+				_ = json.Unmarshal(fw, &one)
+				msgs = []map[string]any{one}
+			}
+			for _, m := range msgs {
+				if member(m, "method") != "tools/call" {
+					continue
+				}
+				// What the tool receives: its name and its arguments.
+				params := member(m, "params")
+				if b, _ := json.Marshal([]any{member(params, "name"), member(params, "arguments")}); strings.Contains(string(b), "BLOCKME") {
+					t.Fatalf("forwarded a blocked call: %s", fw)
+				}
+			}
+		}
+	})
+}
+
+// newUpstreamF is a server that records each body it receives and answers an empty result.
+func newUpstreamF(f *testing.F, record func([]byte)) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		record(b)
+		writeJSON(w, http.StatusOK, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	}))
+	f.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func guardForF(f *testing.F, upstreamURL string) string {
+	target, _ := url.Parse(upstreamURL)
+	srv := httptest.NewServer(New(Config{Upstreams: map[string]*url.URL{"tools": target}, Judges: &fakeJudges{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	f.Cleanup(srv.Close)
+	return srv.URL + "/mcp/tools"
 }

@@ -203,26 +203,32 @@ func (x *exchange) post() {
 	var forward, local []json.RawMessage
 	for i, m := range msgs {
 		raw := rawOf(body, msgs, i, isBatch)
-		if !isRequest(m) {
-			forward = append(forward, raw)
-			continue
-		}
-		if answer, stopped, err := x.call(j, m); err != nil {
+		answer, stopped, err := x.call(j, m)
+		switch {
+		case err != nil:
 			x.outcome = "client_gone"
 			return
-		} else if stopped {
+		case stopped && isRequest(m):
 			local = append(local, answer)
 			continue
+		case stopped:
+			continue // a call sent as a notification has no answer; it is dropped
 		}
-		x.pending[idKey(m.get("id"))] = m.get("id")
+		if isRequest(m) {
+			x.pending[idKey(m.get("id"))] = m.get("id")
+		}
 		forward = append(forward, raw)
 	}
 	x.judged(start)
 	if len(forward) == 0 {
+		if len(local) == 0 {
+			x.w.WriteHeader(http.StatusAccepted) // only notifications, all dropped
+			return
+		}
 		x.writeJSON(http.StatusOK, encodeBatch(local, isBatch))
 		return
 	}
-	if len(local) > 0 {
+	if len(forward) < len(msgs) {
 		body = encodeBatch(forward, isBatch)
 	}
 	resp, ok := x.send(http.MethodPost, body)
@@ -252,23 +258,32 @@ func rawOf(body []byte, msgs []*object, i int, isBatch bool) json.RawMessage {
 	return msgs[i].marshal()
 }
 
-// call judges a request before it is forwarded: only tools/call carries content toward a
-// tool. It returns the guard's own answer when the call is stopped.
+// call judges a message before it is forwarded: only tools/call carries content toward a
+// tool, whether sent as a request or, against the spec, as a notification (a server may
+// run it all the same). It returns the guard's own answer when the call is stopped.
 func (x *exchange) call(j Judge, m *object) (json.RawMessage, bool, error) {
 	if method, _ := m.str("method"); method != "tools/call" {
 		return nil, false, nil
 	}
 	id := m.get("id")
+	var err error
 	params, ok := m.obj("params")
 	if !ok {
 		// Nothing the guard can read is not forwarded: the server would read it otherwise.
 		x.outcome = "refused"
 		return errorResponse(id, codeInvalidRequest, "the guardrail sidecar could not read the tools/call parameters", dataInvalidRequest, ""), true, nil
 	}
-	tool, _ := params.str("name")
+	tool, ok := params.str("name")
+	if !ok && params.has("name") {
+		x.outcome = "refused"
+		return errorResponse(id, codeInvalidRequest, "the tools/call name is not a string", dataInvalidRequest, ""), true, nil
+	}
 	args := "{}"
 	if a := params.get("arguments"); len(a) > 0 {
-		args = compactJSON(a)
+		if args, err = judgedJSON(a); err != nil {
+			x.outcome = "refused"
+			return errorResponse(id, codeInvalidRequest, "the guardrail sidecar could not read the tools/call arguments: "+err.Error(), dataInvalidRequest, ""), true, nil
+		}
 	}
 	jd, err := j.Call(x.r.Context(), tool, args)
 	if err != nil {

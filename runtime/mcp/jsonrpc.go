@@ -278,3 +278,84 @@ func isRequest(m *object) bool {
 
 // isResponse reports whether m answers a request (a result or an error, no method).
 func isResponse(m *object) bool { return !m.has("method") && (m.has("result") || m.has("error")) }
+
+// maxDepth bounds the nesting of JSON the guard rewrites into its judged form.
+const maxDepth = 64
+
+// judgedJSON returns the text the guard judges for a JSON value (tool-call arguments,
+// structuredContent, schemas): the value re-written with its members in order and its
+// strings as plain text, no \u escapes and no white space, so that a classifier reads
+// "BLOCK" however a client or server spelled it ("\u0042LOCK"). An object with a member
+// named twice, in any case, at any depth, is refused, as in parseObject.
+func judgedJSON(raw json.RawMessage) (string, error) {
+	var b bytes.Buffer
+	if err := writeJudged(&b, raw, 0); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func writeJudged(b *bytes.Buffer, raw json.RawMessage, depth int) error {
+	raw = bytes.TrimSpace(raw)
+	if depth > maxDepth {
+		return errors.New("JSON nested too deep")
+	}
+	if len(raw) == 0 {
+		return errors.New("empty JSON value")
+	}
+	switch raw[0] {
+	case '{':
+		o, err := parseObject(raw)
+		if err != nil {
+			return err
+		}
+		b.WriteByte('{')
+		for i, k := range o.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writePlainString(b, k)
+			b.WriteByte(':')
+			if err := writeJudged(b, o.vals[i], depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case '[':
+		elems, ok := array(raw)
+		if !ok {
+			return errors.New("not a JSON array")
+		}
+		b.WriteByte('[')
+		for i, e := range elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeJudged(b, e, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		writePlainString(b, s)
+	default:
+		if !json.Valid(raw) {
+			return errors.New("not a JSON value")
+		}
+		b.Write(raw)
+	}
+	return nil
+}
+
+// writePlainString writes s as a JSON string escaping only what JSON requires (quotes,
+// backslashes, control characters), not <, > and &.
+func writePlainString(b *bytes.Buffer, s string) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)       // a string always encodes
+	b.Truncate(b.Len() - 1) // Encode's newline
+}

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,7 +150,11 @@ func (x *exchange) toolResult(ctx context.Context, j Judge, m, result *object) (
 		}
 	}
 	if sc := result.get("structuredContent"); len(sc) > 0 && string(sc) != "null" {
-		texts, where = append(texts, compactJSON(sc)), append(where, textAt{structured: true})
+		text, err := judgedJSON(sc)
+		if err != nil {
+			return nil, false, errUnreadable
+		}
+		texts, where = append(texts, text), append(where, textAt{structured: true})
 	}
 	if len(texts) == 0 {
 		return nil, false, nil
@@ -291,7 +294,11 @@ func judgeTool(ctx context.Context, j Judge, t *object) (keep, changed bool, sto
 	}
 	for _, f := range []string{"inputSchema", "outputSchema"} {
 		if v := t.get(f); len(v) > 0 && string(v) != "null" {
-			texts, fields = append(texts, compactJSON(v)), append(fields, f)
+			text, err := judgedJSON(v)
+			if err != nil {
+				return false, false, nil, errUnreadable
+			}
+			texts, fields = append(texts, text), append(fields, f)
 		}
 	}
 	if len(texts) == 0 {
@@ -332,6 +339,9 @@ func judgeTool(ctx context.Context, j Judge, t *object) (keep, changed bool, sto
 func (x *exchange) progress(ctx context.Context, j Judge, m *object) (json.RawMessage, bool, error) {
 	params, ok := m.obj("params")
 	if !ok {
+		if m.has("params") {
+			return nil, false, errUnreadable // a params object parseObject refused
+		}
 		return nil, false, nil
 	}
 	msg, ok := params.str("message")
@@ -358,13 +368,4 @@ func (x *exchange) progress(ctx context.Context, j Judge, m *object) (json.RawMe
 	}
 	m.set("params", params.marshal())
 	return m.marshal(), true, nil
-}
-
-// compactJSON returns raw without insignificant white space, as the text judged.
-func compactJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return string(raw)
-	}
-	return b.String()
 }
