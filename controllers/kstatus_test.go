@@ -85,7 +85,7 @@ var _ = Describe("kubectl explain", func() {
 				Expect(text).To(ContainSubstring(w))
 			}
 		},
-		Entry(nil, "guardrail.spec.phases", "one or more of Input, Stream, Output and ToolCalls"),
+		Entry(nil, "guardrail.spec.phases", "one or more of Input, Stream, Output, ToolCalls and ToolResults"),
 		Entry(nil, "guardrail.spec.modalities", "one or more of text, image, audio and file"),
 		Entry(nil, "guardrail.spec.threshold", "a number from 0 to 1"),
 		Entry(nil, "guardrail.spec.thresholds.threshold", "a number from 0 to 1"),
