@@ -10,13 +10,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -121,7 +121,7 @@ var _ = Describe("A streaming Guardrail on a remote classifier", func() {
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(HaveField("Message", "Generation 1 is in effect in Enforce mode; "+
 			"up to 199 characters of a stream reach the client before they are judged (evaluateEveryChars 200, holdBackChars 0)"))
 
-		update(g, func() { g.Spec.Streaming.HoldBackChars = ptr.To(intstr.FromInt32(200)) })
+		update(g, func() { g.Spec.Streaming.HoldBackChars = ptr.To(spec.FromInt32(200)) })
 		Eventually(condition(g, v1alpha1.ConditionReady)).Should(HaveField("Message", "Generation 2 is in effect in Enforce mode"))
 	})
 })

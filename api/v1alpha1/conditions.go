@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
+
 // Condition types. Ready, Reconciling and Stalled follow kstatus
 // (sigs.k8s.io/cli-utils/pkg/kstatus), so that Flux, Argo CD and `kubectl wait` judge health
 // without custom logic; the others are the sub-conditions Ready is computed from.
@@ -51,21 +53,21 @@ const (
 
 	// ReasonInvalidSpec: the spec is valid for the schema but cannot be compiled (an invalid
 	// regular expression, a CEL rule that does not type-check, an unknown category). Stalled.
-	ReasonInvalidSpec = "InvalidSpec"
+	ReasonInvalidSpec = spec.ReasonInvalidSpec
 
 	// ReasonNoCredentialsRequired: the backend needs no credentials.
 	ReasonNoCredentialsRequired = "NoCredentialsRequired"
 
 	// ReasonSecretNotFound: spec.credentialsSecretRef names a Secret that does not exist.
 	// The controller waits for it; creating the Secret resolves the condition.
-	ReasonSecretNotFound = "SecretNotFound"
+	ReasonSecretNotFound = spec.ReasonSecretNotFound
 
 	// ReasonSecretKeyNotFound: the Secret exists but lacks the key, or the value is empty.
 	ReasonSecretKeyNotFound = "SecretKeyNotFound"
 
 	// ReasonClassifierNotFound: spec.classifierRef names a Classifier that does not exist.
 	// Creating it resolves the condition without touching the Guardrail.
-	ReasonClassifierNotFound = "ClassifierNotFound"
+	ReasonClassifierNotFound = spec.ReasonClassifierNotFound
 
 	// ReasonClassifierNotReady: the referenced Classifier exists but is not Ready yet (it is
 	// reconciling, or waiting for its Secret). The Guardrail waits; its Events are Normal.
@@ -84,7 +86,7 @@ const (
 	// ReasonClassifierMismatch: the Guardrail does not fit the Classifier it references
 	// (a category the classifier does not have, Redact without spans, a CEL rule naming an
 	// unknown question). Fixing either object resolves it.
-	ReasonClassifierMismatch = "ClassifierMismatch"
+	ReasonClassifierMismatch = spec.ReasonClassifierMismatch
 )
 
 // Reasons of the Enforced condition (Guardrail).

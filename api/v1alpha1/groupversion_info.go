@@ -1,9 +1,10 @@
 // Package v1alpha1 contains the guardrail.dev/v1alpha1 API: Classifier (how content is
 // judged) and Guardrail (what is enforced where).
 //
-// The package imports only apimachinery. The guard sidecar does not link it: it decodes
-// policy manifests into its own exact copy of these types (runtime/policy/v1alpha1), and the
-// operator converts with runtime/policy/kube.
+// The package imports only apimachinery and holds the Kubernetes objects: TypeMeta,
+// ObjectMeta, status and conditions. Their specs are defined in package spec
+// (api/v1alpha1/spec), which imports nothing from Kubernetes; this package names them by
+// type aliases. The guard sidecar links only package spec.
 // +kubebuilder:object:generate=true
 // +groupName=guardrail.dev
 package v1alpha1
@@ -12,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
 var (
 	// GroupVersion is the group and version of this API.
-	GroupVersion = schema.GroupVersion{Group: "guardrail.dev", Version: "v1alpha1"}
+	GroupVersion = schema.GroupVersion{Group: spec.Group, Version: spec.Version}
 
 	// SchemeBuilder registers the types of this API with a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
 // The manager's informers decode every stored object into these Go types: a value the
@@ -82,12 +83,14 @@ func TestDescriptionsHaveNoHardLineBreaks(t *testing.T) {
 
 var (
 	durationType      = reflect.TypeFor[metav1.Duration]()
+	specDurationType  = reflect.TypeFor[spec.Duration]()
 	timeType          = reflect.TypeFor[metav1.Time]()
 	metaSelectorType  = reflect.TypeFor[metav1.LabelSelector]()
 	selectorType      = reflect.TypeFor[v1alpha1.LabelSelector]()
 	labelValueType    = reflect.TypeFor[v1alpha1.LabelValue]()
 	selectorReqType   = reflect.TypeFor[v1alpha1.LabelSelectorRequirement]()
 	intOrStringType   = reflect.TypeFor[intstr.IntOrString]()
+	specIntOrString   = reflect.TypeFor[spec.IntOrString]()
 	quantityType      = reflect.TypeFor[resource.Quantity]()
 	rawExtensionTypes = []string{"k8s.io/apimachinery/pkg/runtime.RawExtension", "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSON"}
 )
@@ -103,7 +106,7 @@ func (w *walker) walk(path string, typ reflect.Type, schema map[string]any) {
 		typ = typ.Elem()
 	}
 	switch typ {
-	case durationType:
+	case durationType, specDurationType:
 		w.checked["duration"]++
 		// cel-go's duration() is time.ParseDuration, metav1.Duration's decoder: a rule that
 		// calls it, after a pattern that bounds the value (no overflow error), is the check.
@@ -125,7 +128,7 @@ func (w *walker) walk(path string, typ reflect.Type, schema map[string]any) {
 		t.Errorf("%s is a metav1.LabelSelector, whose schema checks neither operators nor keys nor values: "+
 			"use v1alpha1.LabelSelector", path)
 		return
-	case intOrStringType:
+	case intOrStringType, specIntOrString:
 		w.checked["int-or-string"]++
 		if schema["x-kubernetes-int-or-string"] != true || !hasRule(schema, "type(self) == string", "") {
 			t.Errorf("%s is an IntOrString without a CEL rule for its string and integer forms", path)

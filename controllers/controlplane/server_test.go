@@ -34,7 +34,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	guardv1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -643,7 +642,7 @@ func TestBrokenEditKeepsTheLastGoodGuardrail(t *testing.T) {
 		if status == http.StatusOK {
 			var s cp.Snapshot
 			must(t, json.Unmarshal(body, &s))
-			var words *guardv1.Guardrail
+			var words *policy.GuardrailObject
 			for i := range s.Guardrails {
 				if s.Guardrails[i].Name == "web-words" {
 					words = &s.Guardrails[i]

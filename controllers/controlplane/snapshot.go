@@ -24,7 +24,6 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
-	guardv1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // built is one compiled snapshot, ready to send.
@@ -67,16 +66,16 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 	if err := b.cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing Guardrails: %w", err)
 	}
-	var guardrails []guardv1.Guardrail
+	var guardrails []policy.GuardrailObject
 	for i := range list.Items {
 		g := &list.Items[i]
 		if !g.DeletionTimestamp.IsZero() || !selects(g, podLabels) {
 			continue
 		}
-		guardrails = append(guardrails, strip(g))
+		guardrails = append(guardrails, kube.Guardrail(g))
 	}
 	sort.Slice(guardrails, func(i, j int) bool { return guardrails[i].Name < guardrails[j].Name })
-	classifiers := map[string]guardv1.Classifier{}
+	classifiers := map[string]policy.ClassifierObject{}
 	tokens := map[string]string{}
 	secretVersions := map[string]string{}
 	for _, g := range guardrails {
@@ -92,7 +91,7 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 		if err != nil {
 			return nil, fmt.Errorf("reading Classifier %s: %w", name, err)
 		}
-		stripped := stripClassifier(c)
+		stripped := kube.Classifier(c)
 		if !b.allowLocal && len(policy.LocalBackendURLs(&stripped.Spec)) > 0 {
 			continue // Stalled: its status names the URL
 		}
@@ -139,10 +138,10 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 	src.Tokens = tokens
 	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens}
 	if snap.Classifiers == nil {
-		snap.Classifiers = []guardv1.Classifier{}
+		snap.Classifiers = []policy.ClassifierObject{}
 	}
 	if snap.Guardrails == nil {
-		snap.Guardrails = []guardv1.Guardrail{}
+		snap.Guardrails = []policy.GuardrailObject{}
 	}
 	snap.Version = versionOf(&snap, secretVersions)
 	raw, err := json.Marshal(&snap)
@@ -173,7 +172,7 @@ func compilable(src policy.Sources) (policy.Sources, []string, error) {
 // keepLastGood adds back, from prev, the last good form of each excluded Guardrail that
 // is still selected, with its Classifier and credential when the current ones are gone
 // or were dropped.
-func keepLastGood(src policy.Sources, excluded []string, prev *built, selected []guardv1.Guardrail) (policy.Sources, bool) {
+func keepLastGood(src policy.Sources, excluded []string, prev *built, selected []policy.GuardrailObject) (policy.Sources, bool) {
 	if prev == nil || len(excluded) == 0 {
 		return src, false
 	}
@@ -187,14 +186,14 @@ func keepLastGood(src policy.Sources, excluded []string, prev *built, selected [
 	}
 	added := false
 	for _, name := range excluded {
-		i := slices.IndexFunc(prev.src.Guardrails, func(g guardv1.Guardrail) bool { return g.Name == name })
+		i := slices.IndexFunc(prev.src.Guardrails, func(g policy.GuardrailObject) bool { return g.Name == name })
 		if i < 0 || !stillSelected[name] {
 			continue
 		}
 		g := prev.src.Guardrails[i]
 		ckey := policy.Key(g.Namespace, g.Spec.ClassifierRef.Name)
 		if !hasClassifier(out.Classifiers, ckey) {
-			j := slices.IndexFunc(prev.src.Classifiers, func(c guardv1.Classifier) bool { return policy.Key(c.Namespace, c.Name) == ckey })
+			j := slices.IndexFunc(prev.src.Classifiers, func(c policy.ClassifierObject) bool { return policy.Key(c.Namespace, c.Name) == ckey })
 			if j < 0 {
 				continue
 			}
@@ -252,7 +251,7 @@ func without(src policy.Sources, errs policy.Errors, excluded []string) (policy.
 	return out, excluded
 }
 
-func hasClassifier(cs []guardv1.Classifier, key string) bool {
+func hasClassifier(cs []policy.ClassifierObject, key string) bool {
 	for i := range cs {
 		if policy.Key(cs[i].Namespace, cs[i].Name) == key {
 			return true
@@ -267,30 +266,11 @@ func selects(g *v1alpha1.Guardrail, podLabels labels.Set) bool {
 	if g.Spec.Selector == nil {
 		return true
 	}
-	sel, err := metav1.LabelSelectorAsSelector(g.Spec.Selector.ToMetaV1())
+	sel, err := metav1.LabelSelectorAsSelector(v1alpha1.LabelSelectorToMetaV1(g.Spec.Selector))
 	if err != nil {
 		return false // the schema and the reconciler refuse it; it compiles nowhere
 	}
 	return sel.Matches(podLabels)
-}
-
-// strip keeps what the guard compiles: name, namespace, generation and spec. The result is
-// the guard's copy of the object (kube.Guardrail), whose JSON, sent on the wire, is the
-// API's.
-func strip(g *v1alpha1.Guardrail) guardv1.Guardrail {
-	return kube.Guardrail(&v1alpha1.Guardrail{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Guardrail"},
-		ObjectMeta: metav1.ObjectMeta{Name: g.Name, Namespace: g.Namespace, Generation: g.Generation, UID: g.UID},
-		Spec:       g.Spec,
-	})
-}
-
-func stripClassifier(c *v1alpha1.Classifier) guardv1.Classifier {
-	return kube.Classifier(&v1alpha1.Classifier{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Classifier"},
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Generation: c.Generation, UID: c.UID},
-		Spec:       c.Spec,
-	})
 }
 
 // versionOf hashes the snapshot without its credentials, and the identity and resource
@@ -299,8 +279,8 @@ func stripClassifier(c *v1alpha1.Classifier) guardv1.Classifier {
 func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 	b, err := json.Marshal(struct {
 		N string
-		C []guardv1.Classifier
-		G []guardv1.Guardrail
+		C []policy.ClassifierObject
+		G []policy.GuardrailObject
 		S map[string]string
 	}{s.Namespace, s.Classifiers, s.Guardrails, secretVersions})
 	if err != nil {
@@ -311,7 +291,7 @@ func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 }
 
 // enforcedOf is the annotation value naming the Guardrails of a snapshot.
-func enforcedOf(gs []guardv1.Guardrail) string {
+func enforcedOf(gs []policy.GuardrailObject) string {
 	parts := make([]string, len(gs))
 	for i := range gs {
 		parts[i] = gs[i].Name + "=" + strconv.FormatInt(gs[i].Generation, 10)

@@ -41,7 +41,7 @@ func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) (ctrl.R
 	sel := labels.Everything()
 	if g.Spec.Selector != nil {
 		var err error
-		if sel, err = metav1.LabelSelectorAsSelector(g.Spec.Selector.ToMetaV1()); err != nil {
+		if sel, err = metav1.LabelSelectorAsSelector(v1alpha1.LabelSelectorToMetaV1(g.Spec.Selector)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("selector: %w", err) // compiled already; unreachable
 		}
 	}

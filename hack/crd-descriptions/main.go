@@ -2,7 +2,11 @@
 // copies Go comments with their hard line breaks, which kubectl explain prints as they
 // are, in the middle of its own wrapping ("Redact needs a / classifier that returns
 // spans"). Lines of a paragraph are joined with a space; blank lines (paragraphs) and
-// lines starting a list item ("- ", "* ") are kept. It rewrites the files in place.
+// lines starting a list item ("- ", "* ") are kept. It also gives an int-or-string field of
+// the API's own IntOrString type (api/v1alpha1/spec, which cannot import apimachinery) the
+// anyOf [integer, string] that controller-gen writes for intstr.IntOrString and that no
+// marker can ask for, so the schema is what it was with apimachinery's type. It rewrites
+// the files in place.
 //
 //	go run ./hack/crd-descriptions config/crd/bases/*.yaml
 package main
@@ -50,6 +54,9 @@ func rewrite(path string) error {
 func walk(v any) {
 	switch v := v.(type) {
 	case map[string]any:
+		if v["x-kubernetes-int-or-string"] == true && v["anyOf"] == nil && v["type"] == nil {
+			v["anyOf"] = []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}
+		}
 		for k, c := range v {
 			if s, ok := c.(string); ok && k == "description" {
 				v[k] = Unwrap(s)

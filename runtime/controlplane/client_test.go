@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // fakeOperator answers polls with one snapshot until the guard runs or refused it, and
@@ -55,10 +54,10 @@ func (f *fakeOperator) lastPoll() (SubscribeRequest, int) {
 func snapshot(t *testing.T, version string) []byte {
 	t.Helper()
 	b, err := json.Marshal(Snapshot{Version: version, Namespace: "shop",
-		Classifiers: []v1alpha1.Classifier{{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "words"},
-			Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{
-				Keywords: []v1alpha1.KeywordRule{{Category: "birds", Words: []string{"flamingo"}}}}}}},
-		Guardrails: []v1alpha1.Guardrail{}})
+		Classifiers: []policy.ClassifierObject{{ObjectMeta: policy.ObjectMeta{Namespace: "shop", Name: "words"},
+			Spec: spec.ClassifierSpec{Builtin: &spec.BuiltinBackend{
+				Keywords: []spec.KeywordRule{{Category: "birds", Words: []string{"flamingo"}}}}}}},
+		Guardrails: []policy.GuardrailObject{}})
 	if err != nil {
 		t.Fatal(err)
 	}

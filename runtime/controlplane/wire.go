@@ -1,7 +1,7 @@
 package controlplane
 
 import (
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
 // The subscription protocol (DESIGN.md §6 "Policy distribution") is a long poll over
@@ -43,16 +43,17 @@ type Refusal struct {
 // Snapshot is the policy of one pod: the Guardrails of its namespace whose selector
 // matches its labels, the Classifiers they reference and those Classifiers' credentials.
 // The guard compiles it with policy.Compile, the code the operator validated it with. The
-// objects are the guard's copy of the API's (runtime/policy/v1alpha1), whose JSON is the
-// API's byte for byte: the operator converts its objects with runtime/policy/kube.
+// objects are policy.Objects: apiVersion, kind, name, namespace, uid, generation and the
+// spec (the API's own type, api/v1alpha1/spec), decoded strictly on the spec, so a guard
+// refuses (and reports) a snapshot holding a field it does not know rather than ignore it.
 type Snapshot struct {
 	// Version identifies the content, credentials included (by the resource version of
 	// their Secrets, never by their value): equal versions are equal policies.
 	Version string `json:"version"`
 	// Namespace is the pod's namespace.
-	Namespace   string                `json:"namespace"`
-	Classifiers []v1alpha1.Classifier `json:"classifiers"`
-	Guardrails  []v1alpha1.Guardrail  `json:"guardrails"`
+	Namespace   string                    `json:"namespace"`
+	Classifiers []policy.ClassifierObject `json:"classifiers"`
+	Guardrails  []policy.GuardrailObject  `json:"guardrails"`
 	// Credentials maps a classifier key (namespace/name) to its credential.
 	Credentials map[string]string `json:"credentials,omitempty"`
 }

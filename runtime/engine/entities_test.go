@@ -7,19 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/test/entities"
 )
 
 // detectorEngine compiles the pii and secrets packs and one Enforce guardrail on Stream
 // and Output, as a user writes it: streaming with the given cadence and hold-back (nil:
 // unset, the hold-back follows pending matches).
-func detectorEngine(t testing.TB, action v1alpha1.Action, cadence int32, holdBack *intstr.IntOrString) *engine.Engine {
+func detectorEngine(t testing.TB, action spec.Action, cadence int32, holdBack *spec.IntOrString) *engine.Engine {
 	t.Helper()
-	e, _ := compileDetectors(t, action, cadence, holdBack, v1alpha1.PackPII, v1alpha1.PackSecrets)
+	e, _ := compileDetectors(t, action, cadence, holdBack, spec.PackPII, spec.PackSecrets)
 	return e
 }
 
@@ -33,10 +32,10 @@ func detectorEngine(t testing.TB, action v1alpha1.Action, cadence int32, holdBac
 // password in ten (generic-secret's identifier heuristic; the figure is logged).
 func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 8))
-	unbounded, fixed := intstr.FromString("Unbounded"), intstr.FromInt32(300)
-	holdBacks := []*intstr.IntOrString{nil, nil, &unbounded, &fixed}
+	unbounded, fixed := spec.FromString("Unbounded"), spec.FromInt32(300)
+	holdBacks := []*spec.IntOrString{nil, nil, &unbounded, &fixed}
 	engines := map[string]*engine.Engine{}
-	get := func(action v1alpha1.Action, cadence int32, hb *intstr.IntOrString) *engine.Engine {
+	get := func(action spec.Action, cadence int32, hb *spec.IntOrString) *engine.Engine {
 		key := fmt.Sprint(action, cadence, hb)
 		if engines[key] == nil {
 			engines[key] = detectorEngine(t, action, cadence, hb)
@@ -64,7 +63,7 @@ func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 			name := fmt.Sprintf("%s, delta %d, cadence %d, hold-back %v", kind, size, cadence, hb)
 
 			// What a non-streamed answer gets is the reference.
-			e := get(v1alpha1.ActionRedact, cadence, hb)
+			e := get(spec.ActionRedact, cadence, hb)
 			s := e.NewSession(engine.Options{})
 			res, err := s.Output(context.Background(), []engine.Content{{Channel: content.Channel{Kind: content.Text}, Text: txt.Text}})
 			if err != nil || res.Stop != nil {
@@ -96,7 +95,7 @@ func TestDetectorsNeverReleaseAnEntityInPart(t *testing.T) {
 				t.Fatalf("%s: streamed\n%q\nnot streamed\n%q", name, got, want)
 			}
 
-			got, stop = stream(t, get(v1alpha1.ActionBlock, cadence, hb), entities.Split(txt.Text, size))
+			got, stop = stream(t, get(spec.ActionBlock, cadence, hb), entities.Split(txt.Text, size))
 			if stop == nil && len(txt.Entities) > 0 {
 				t.Fatalf("%s: Block did not block", name)
 			}
@@ -116,7 +115,7 @@ func FuzzDetectorsNeverReleaseAnEntityInPart(f *testing.F) {
 	f.Add(uint64(1), uint8(3), uint8(0))
 	f.Add(uint64(7), uint8(1), uint8(13))
 	f.Add(uint64(42), uint8(31), uint8(5))
-	e := detectorEngine(f, v1alpha1.ActionRedact, 0, nil)
+	e := detectorEngine(f, spec.ActionRedact, 0, nil)
 	f.Fuzz(func(t *testing.T, seed uint64, size, kind uint8) {
 		rng := rand.New(rand.NewPCG(seed, seed>>3))
 		txt := entities.Plant(rng, 5+rng.IntN(30), entities.New(rng, entities.Kinds[int(kind)%len(entities.Kinds)]))

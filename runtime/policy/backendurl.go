@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // LocalBackendURLs refuses the backend URL of a Classifier that names the host the guard
@@ -25,17 +25,17 @@ import (
 // since a guard built with cgo would dial them so. The manager applies the rule unless it
 // is started with --classifier-allow-local-urls (for development, where fake backends
 // listen on 127.0.0.1); the guard does not, trusting what the manager distributed.
-func LocalBackendURLs(s *v1alpha1.ClassifierSpec) field.ErrorList {
-	spec := field.NewPath("spec")
+func LocalBackendURLs(s *spec.ClassifierSpec) field.ErrorList {
+	sp := field.NewPath("spec")
 	var raw string
 	var p *field.Path
 	switch {
 	case s.Moderation != nil:
-		raw, p = s.Moderation.URL, spec.Child("moderation", "url")
+		raw, p = s.Moderation.URL, sp.Child("moderation", "url")
 	case s.LLM != nil:
-		raw, p = s.LLM.URL, spec.Child("llm", "url")
+		raw, p = s.LLM.URL, sp.Child("llm", "url")
 	case s.Webhook != nil:
-		raw, p = s.Webhook.URL, spec.Child("webhook", "url")
+		raw, p = s.Webhook.URL, sp.Child("webhook", "url")
 	default:
 		return nil
 	}

@@ -4,16 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
 func TestLocalBackendURLs(t *testing.T) {
-	webhook := func(u string) *v1alpha1.ClassifierSpec {
-		return &v1alpha1.ClassifierSpec{Webhook: &v1alpha1.WebhookBackend{URL: u}}
+	webhook := func(u string) *spec.ClassifierSpec {
+		return &spec.ClassifierSpec{Webhook: &spec.WebhookBackend{URL: u}}
 	}
 	for _, tc := range []struct {
 		name string
-		spec *v1alpha1.ClassifierSpec
+		spec *spec.ClassifierSpec
 		want string // a part of the refusal; empty: allowed
 	}{
 		{"a loopback IPv4 address is refused", webhook("http://127.0.0.1:8080/classify"), "127.0.0.1 is a loopback address"},
@@ -35,8 +35,8 @@ func TestLocalBackendURLs(t *testing.T) {
 		{"a loopback address as one decimal number is refused", webhook("http://2130706433/"), "127.0.0.1 is a loopback address"},
 		{"a loopback address in hexadecimal is refused", webhook("http://0x7f.0.0.1/"), "127.0.0.1 is a loopback address"},
 		{"a metadata address in octal is refused", webhook("http://0251.0376.0251.0376/"), "169.254.169.254 is a link-local address"},
-		{"the moderation url is checked", &v1alpha1.ClassifierSpec{Moderation: &v1alpha1.ModerationBackend{URL: "http://127.0.0.1/v1/moderations"}}, "spec.moderation.url"},
-		{"the llm url is checked", &v1alpha1.ClassifierSpec{LLM: &v1alpha1.LLMBackend{URL: "http://[::1]/v1/chat/completions"}}, "spec.llm.url"},
+		{"the moderation url is checked", &spec.ClassifierSpec{Moderation: &spec.ModerationBackend{URL: "http://127.0.0.1/v1/moderations"}}, "spec.moderation.url"},
+		{"the llm url is checked", &spec.ClassifierSpec{LLM: &spec.LLMBackend{URL: "http://[::1]/v1/chat/completions"}}, "spec.llm.url"},
 		{"the refusal names the field and the flag", webhook("http://127.0.0.1/"), "spec.webhook.url: Invalid value: \"http://127.0.0.1/\""},
 		{"the refusal names the flag that allows it", webhook("http://127.0.0.1/"), "--classifier-allow-local-urls"},
 
@@ -46,7 +46,7 @@ func TestLocalBackendURLs(t *testing.T) {
 		{"a public endpoint is allowed", webhook("https://api.openai.com/v1/moderations"), ""},
 		{"a name that merely starts with localhost is allowed", webhook("https://localhost-judge.example.com/"), ""},
 		{"a name with a numeric label that is not the last is allowed", webhook("https://127.0.0.1.example.com/"), ""},
-		{"a builtin classifier has no URL", &v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{}}, ""},
+		{"a builtin classifier has no URL", &spec.ClassifierSpec{Builtin: &spec.BuiltinBackend{}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := LocalBackendURLs(tc.spec)

@@ -3,14 +3,14 @@ package policy
 import (
 	"strings"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // compileBuiltin expands packs into detectors, validates the detector configuration by
 // building it, and takes the categories and the hold-back hint from it.
-func compileBuiltin(out *Classifier, b *v1alpha1.BuiltinBackend, p *field.Path) field.ErrorList {
+func compileBuiltin(out *Classifier, b *spec.BuiltinBackend, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	cfg := builtin.Config{}
 	seen := map[string]bool{}
@@ -39,7 +39,7 @@ func compileBuiltin(out *Classifier, b *v1alpha1.BuiltinBackend, p *field.Path) 
 	}
 	for _, kw := range b.Keywords {
 		cfg.Keywords = append(cfg.Keywords, builtin.KeywordSet{Category: kw.Category, Words: kw.Words,
-			CaseSensitive: kw.Match == v1alpha1.KeywordCaseSensitive})
+			CaseSensitive: kw.Match == spec.KeywordCaseSensitive})
 	}
 	if len(cfg.Detectors)+len(cfg.Patterns)+len(cfg.Keywords) == 0 {
 		return append(errs, field.Required(p, "builtin needs at least one of packs, detectors, patterns or keywords"))

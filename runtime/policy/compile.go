@@ -11,17 +11,17 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/validation"
 )
 
 // Sources are the API objects a snapshot is compiled from.
 type Sources struct {
-	Classifiers []v1alpha1.Classifier
-	Guardrails  []v1alpha1.Guardrail
+	Classifiers []ClassifierObject
+	Guardrails  []GuardrailObject
 	// Tokens maps a classifier key (namespace/name) to its resolved credential.
 	Tokens map[string]string
 }
@@ -30,8 +30,8 @@ type Sources struct {
 type Error struct {
 	// Kind and Key (namespace/name) of the object.
 	Kind, Key string
-	// Reason is v1alpha1.ReasonInvalidSpec when the object is wrong on its own, or
-	// v1alpha1.ReasonClassifierMismatch when a Guardrail does not fit its Classifier.
+	// Reason is spec.ReasonInvalidSpec when the object is wrong on its own, or
+	// spec.ReasonClassifierMismatch when a Guardrail does not fit its Classifier.
 	Reason string
 	Errs   field.ErrorList
 }
@@ -68,7 +68,7 @@ func Compile(src Sources) (*Snapshot, error) {
 		c := &src.Classifiers[i]
 		key := Key(c.Namespace, c.Name)
 		if byKey[key] != nil {
-			errs = append(errs, &Error{Kind: "Classifier", Key: key, Reason: v1alpha1.ReasonInvalidSpec,
+			errs = append(errs, &Error{Kind: "Classifier", Key: key, Reason: spec.ReasonInvalidSpec,
 				Errs: field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), c.Name)}})
 			continue
 		}
@@ -78,7 +78,7 @@ func Compile(src Sources) (*Snapshot, error) {
 			continue
 		}
 		if ref := c.Spec.CredentialsSecretRef; ref != nil && cc.Token == "" {
-			errs = append(errs, &Error{Kind: "Classifier", Key: key, Reason: v1alpha1.ReasonSecretNotFound,
+			errs = append(errs, &Error{Kind: "Classifier", Key: key, Reason: spec.ReasonSecretNotFound,
 				Errs: field.ErrorList{field.Required(field.NewPath("spec", "credentialsSecretRef"),
 					fmt.Sprintf("credentials from Secret %s, key %s, are not resolved", ref.Name, ref.Key))}})
 			continue
@@ -91,7 +91,7 @@ func Compile(src Sources) (*Snapshot, error) {
 		g := &src.Guardrails[i]
 		key := Key(g.Namespace, g.Name)
 		if seen[key] {
-			errs = append(errs, &Error{Kind: "Guardrail", Key: key, Reason: v1alpha1.ReasonInvalidSpec,
+			errs = append(errs, &Error{Kind: "Guardrail", Key: key, Reason: spec.ReasonInvalidSpec,
 				Errs: field.ErrorList{field.Duplicate(field.NewPath("metadata", "name"), g.Name)}})
 			continue
 		}
@@ -99,7 +99,7 @@ func Compile(src Sources) (*Snapshot, error) {
 		ref := Key(g.Namespace, g.Spec.ClassifierRef.Name)
 		c := byKey[ref]
 		if c == nil {
-			errs = append(errs, &Error{Kind: "Guardrail", Key: key, Reason: v1alpha1.ReasonClassifierNotFound,
+			errs = append(errs, &Error{Kind: "Guardrail", Key: key, Reason: spec.ReasonClassifierNotFound,
 				Errs: field.ErrorList{field.NotFound(field.NewPath("spec", "classifierRef", "name"), g.Spec.ClassifierRef.Name)}})
 			continue
 		}
@@ -137,8 +137,8 @@ func version(s *Snapshot) string {
 // it has none or it is not resolved yet: Compile, not CompileClassifier, requires it, so
 // that a Guardrail can be checked against a Classifier without reading its Secret).
 // The returned error is an *Error.
-func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error) {
-	spec := field.NewPath("spec")
+func CompileClassifier(c *ClassifierObject, token string) (*Classifier, error) {
+	sp := field.NewPath("spec")
 	s := &c.Spec
 	out := &Classifier{
 		Key: Key(c.Namespace, c.Name), Namespace: c.Namespace, Name: c.Name, Generation: c.Generation,
@@ -153,31 +153,31 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 		}
 	}
 	if backends != 1 {
-		errs = append(errs, field.Invalid(spec, fmt.Sprintf("%d backends", backends),
+		errs = append(errs, field.Invalid(sp, fmt.Sprintf("%d backends", backends),
 			"exactly one backend must be set: builtin, moderation, llm or webhook"))
-		return nil, &Error{Kind: "Classifier", Key: out.Key, Reason: v1alpha1.ReasonInvalidSpec, Errs: errs}
+		return nil, &Error{Kind: "Classifier", Key: out.Key, Reason: spec.ReasonInvalidSpec, Errs: errs}
 	}
 
-	errs = append(errs, compileCategories(out, s.Categories, spec.Child("categories"))...)
-	errs = append(errs, compileQuestions(out, s.Questions, spec.Child("questions"))...)
+	errs = append(errs, compileCategories(out, s.Categories, sp.Child("categories"))...)
+	errs = append(errs, compileQuestions(out, s.Questions, sp.Child("questions"))...)
 
 	switch {
 	case s.Builtin != nil:
 		out.Backend = BackendBuiltin
 		if len(s.Categories) > 0 || len(s.Questions) > 0 {
-			errs = append(errs, field.Forbidden(spec.Child("categories"),
+			errs = append(errs, field.Forbidden(sp.Child("categories"),
 				"a builtin classifier derives its categories from spec.builtin: remove spec.categories and spec.questions"))
 		}
 		if s.CredentialsSecretRef != nil {
-			errs = append(errs, field.Forbidden(spec.Child("credentialsSecretRef"), "the builtin backend takes no credentials"))
+			errs = append(errs, field.Forbidden(sp.Child("credentialsSecretRef"), "the builtin backend takes no credentials"))
 		}
-		errs = append(errs, compileBuiltin(out, s.Builtin, spec.Child("builtin"))...)
+		errs = append(errs, compileBuiltin(out, s.Builtin, sp.Child("builtin"))...)
 	case s.Moderation != nil:
 		out.Backend = BackendModeration
-		p := spec.Child("moderation")
+		p := sp.Child("moderation")
 		errs = append(errs, checkURL(s.Moderation.URL, p.Child("url"))...)
 		if len(s.Categories) == 0 || len(s.Questions) > 0 {
-			errs = append(errs, field.Required(spec.Child("categories"),
+			errs = append(errs, field.Required(sp.Child("categories"),
 				"a moderation classifier needs spec.categories and takes no spec.questions"))
 		}
 		m := &ModerationConfig{URL: s.Moderation.URL, Model: s.Moderation.Model}
@@ -205,7 +205,7 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 		out.Moderation = m
 	case s.LLM != nil:
 		out.Backend = BackendLLM
-		p := spec.Child("llm")
+		p := sp.Child("llm")
 		errs = append(errs, checkURL(s.LLM.URL, p.Child("url"))...)
 		if s.LLM.Model == "" {
 			errs = append(errs, field.Required(p.Child("model"), ""))
@@ -213,12 +213,12 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 		switch JudgeFormat(s.LLM.Format) {
 		case JudgeScores:
 			if (len(s.Categories) > 0) == (len(s.Questions) > 0) {
-				errs = append(errs, field.Required(spec.Child("categories"),
+				errs = append(errs, field.Required(sp.Child("categories"),
 					"format scores needs exactly one of spec.categories or spec.questions"))
 			}
 		case JudgeLlamaGuard:
 			if len(s.Categories) == 0 || len(s.Questions) > 0 {
-				errs = append(errs, field.Required(spec.Child("categories"),
+				errs = append(errs, field.Required(sp.Child("categories"),
 					"format llamaGuard needs spec.categories (numbered S1, S2, ...) and takes no spec.questions"))
 			}
 		default:
@@ -227,9 +227,9 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 		out.LLM = &LLMConfig{URL: s.LLM.URL, Model: s.LLM.Model, Format: JudgeFormat(s.LLM.Format), Instructions: s.LLM.Instructions}
 	case s.Webhook != nil:
 		out.Backend = BackendWebhook
-		errs = append(errs, checkURL(s.Webhook.URL, spec.Child("webhook", "url"))...)
+		errs = append(errs, checkURL(s.Webhook.URL, sp.Child("webhook", "url"))...)
 		if (len(s.Categories) > 0) == (len(s.Questions) > 0) {
-			errs = append(errs, field.Required(spec.Child("categories"),
+			errs = append(errs, field.Required(sp.Child("categories"),
 				"a webhook classifier needs exactly one of spec.categories or spec.questions"))
 		}
 		out.Webhook = &WebhookConfig{URL: s.Webhook.URL, CABundle: slices.Clone(s.Webhook.CABundle)}
@@ -237,36 +237,36 @@ func CompileClassifier(c *v1alpha1.Classifier, token string) (*Classifier, error
 
 	if s.Timeout != nil {
 		if s.Timeout.Duration < 0 {
-			errs = append(errs, field.Invalid(spec.Child("timeout"), s.Timeout.String(), "must not be negative"))
+			errs = append(errs, field.Invalid(sp.Child("timeout"), s.Timeout.String(), "must not be negative"))
 		}
 		out.Timeout = s.Timeout.Duration
 	}
 	out.Retries = int(deref(s.Retries))
 	if out.Retries < 0 || out.Retries > 3 {
-		errs = append(errs, field.Invalid(spec.Child("retries"), out.Retries, "must be between 0 and 3"))
+		errs = append(errs, field.Invalid(sp.Child("retries"), out.Retries, "must be between 0 and 3"))
 	}
 	out.MaxInputChars = int(deref(s.MaxInputChars))
 	out.MaxConcurrency = int(deref(s.MaxConcurrency))
 	var ms field.ErrorList
-	out.Modalities, ms = compileModalities(s.Modalities, spec.Child("modalities"))
+	out.Modalities, ms = compileModalities(s.Modalities, sp.Child("modalities"))
 	errs = append(errs, ms...)
 	if out.Backend == BackendBuiltin && out.Modalities != classify.ModalitySet(0).With(classify.Text) {
-		errs = append(errs, field.Invalid(spec.Child("modalities"), s.Modalities, "the builtin backend inspects text only"))
+		errs = append(errs, field.Invalid(sp.Child("modalities"), s.Modalities, "the builtin backend inspects text only"))
 	}
 	if s.Cache != nil {
 		if s.Cache.TTL.Duration <= 0 || s.Cache.MaxEntries < 1 {
-			errs = append(errs, field.Invalid(spec.Child("cache"), "", "cache needs a positive ttl and maxEntries"))
+			errs = append(errs, field.Invalid(sp.Child("cache"), "", "cache needs a positive ttl and maxEntries"))
 		}
 		out.Cache = &Cache{TTL: s.Cache.TTL.Duration, MaxEntries: int(s.Cache.MaxEntries)}
 	}
 
 	if len(errs) > 0 {
-		return nil, &Error{Kind: "Classifier", Key: out.Key, Reason: v1alpha1.ReasonInvalidSpec, Errs: errs}
+		return nil, &Error{Kind: "Classifier", Key: out.Key, Reason: spec.ReasonInvalidSpec, Errs: errs}
 	}
 	return out, nil
 }
 
-func compileCategories(out *Classifier, cats []v1alpha1.Category, p *field.Path) field.ErrorList {
+func compileCategories(out *Classifier, cats []spec.Category, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, c := range cats {
 		if msgs := validation.IsDNS1123Label(c.ID); len(msgs) > 0 {
@@ -282,7 +282,7 @@ func compileCategories(out *Classifier, cats []v1alpha1.Category, p *field.Path)
 	return errs
 }
 
-func compileQuestions(out *Classifier, qs []v1alpha1.Question, p *field.Path) field.ErrorList {
+func compileQuestions(out *Classifier, qs []spec.Question, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, q := range qs {
 		qp := p.Index(i)
@@ -317,7 +317,7 @@ func compileQuestions(out *Classifier, qs []v1alpha1.Question, p *field.Path) fi
 	return errs
 }
 
-func compileModalities(ms []v1alpha1.Modality, p *field.Path) (classify.ModalitySet, field.ErrorList) {
+func compileModalities(ms []spec.Modality, p *field.Path) (classify.ModalitySet, field.ErrorList) {
 	if len(ms) == 0 {
 		return classify.ModalitySet(0).With(classify.Text), nil
 	}
@@ -325,13 +325,13 @@ func compileModalities(ms []v1alpha1.Modality, p *field.Path) (classify.Modality
 	var errs field.ErrorList
 	for i, m := range ms {
 		switch m {
-		case v1alpha1.ModalityText:
+		case spec.ModalityText:
 			set = set.With(classify.Text)
-		case v1alpha1.ModalityImage:
+		case spec.ModalityImage:
 			set = set.With(classify.Image)
-		case v1alpha1.ModalityAudio:
+		case spec.ModalityAudio:
 			set = set.With(classify.Audio)
-		case v1alpha1.ModalityFile:
+		case spec.ModalityFile:
 			set = set.With(classify.File)
 		default:
 			errs = append(errs, field.NotSupported(p.Index(i), m, []string{"text", "image", "audio", "file"}))
@@ -377,7 +377,7 @@ func validScore(v float64) bool { return !math.IsNaN(v) && v >= 0 && v <= 1 }
 // checkSelector validates a label selector with the rules of the apiserver's own
 // validation (runtime/policy/labels), which names the offending field
 // (spec.selector.matchExpressions[0].values) and value.
-func checkSelector(sel *v1alpha1.LabelSelector, p *field.Path) field.ErrorList {
+func checkSelector(sel *spec.LabelSelector, p *field.Path) field.ErrorList {
 	if sel == nil {
 		return nil
 	}

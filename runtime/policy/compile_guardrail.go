@@ -5,16 +5,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // CompileGuardrail compiles one Guardrail against its compiled Classifier. The returned
 // error is an *Error whose Reason tells a broken spec (InvalidSpec) from a Guardrail that
 // does not fit its Classifier (ClassifierMismatch).
-func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) {
-	spec := field.NewPath("spec")
+func CompileGuardrail(g *GuardrailObject, c *Classifier) (*Guardrail, error) {
+	sp := field.NewPath("spec")
 	s := &g.Spec
 	out := &Guardrail{
 		Key: Key(g.Namespace, g.Name), Namespace: g.Namespace, Name: g.Name, Generation: g.Generation,
@@ -24,151 +23,151 @@ func CompileGuardrail(g *v1alpha1.Guardrail, c *Classifier) (*Guardrail, error) 
 	var invalid, mismatch field.ErrorList
 
 	switch s.Mode {
-	case v1alpha1.ModeEnforce:
+	case spec.ModeEnforce:
 		out.Mode = ModeEnforce
-	case v1alpha1.ModeReport:
+	case spec.ModeReport:
 		out.Mode = ModeReport
 	default:
-		invalid = append(invalid, field.NotSupported(spec.Child("mode"), s.Mode, []string{"Enforce", "Report"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("mode"), s.Mode, []string{"Enforce", "Report"}))
 	}
-	invalid = append(invalid, checkSelector(out.Selector, spec.Child("selector"))...)
+	invalid = append(invalid, checkSelector(out.Selector, sp.Child("selector"))...)
 	if s.Reason == "" {
-		invalid = append(invalid, field.Required(spec.Child("reason"), "the message a blocked caller receives"))
+		invalid = append(invalid, field.Required(sp.Child("reason"), "the message a blocked caller receives"))
 	}
 
 	phases := s.Phases
 	if len(phases) == 0 {
-		phases = []v1alpha1.Phase{v1alpha1.PhaseInput, v1alpha1.PhaseOutput}
+		phases = []spec.Phase{spec.PhaseInput, spec.PhaseOutput}
 	}
 	for i, p := range phases {
 		switch p {
-		case v1alpha1.PhaseInput:
+		case spec.PhaseInput:
 			out.Phases = out.Phases.With(PhaseInput)
-		case v1alpha1.PhaseStream:
+		case spec.PhaseStream:
 			out.Phases = out.Phases.With(PhaseStream)
-		case v1alpha1.PhaseOutput:
+		case spec.PhaseOutput:
 			out.Phases = out.Phases.With(PhaseOutput)
-		case v1alpha1.PhaseToolCalls:
+		case spec.PhaseToolCalls:
 			out.Phases = out.Phases.With(PhaseToolCalls)
-		case v1alpha1.PhaseToolResults:
+		case spec.PhaseToolResults:
 			out.Phases = out.Phases.With(PhaseToolResults)
 		default:
-			invalid = append(invalid, field.NotSupported(spec.Child("phases").Index(i), p, []string{"Input", "Stream", "Output", "ToolCalls", "ToolResults"}))
+			invalid = append(invalid, field.NotSupported(sp.Child("phases").Index(i), p, []string{"Input", "Stream", "Output", "ToolCalls", "ToolResults"}))
 		}
 	}
 	var ms field.ErrorList
-	out.Modalities, ms = compileModalities(s.Modalities, spec.Child("modalities"))
+	out.Modalities, ms = compileModalities(s.Modalities, sp.Child("modalities"))
 	invalid = append(invalid, ms...)
 
-	ci, cm := compileCategoryRules(out, s, c, spec)
+	ci, cm := compileCategoryRules(out, s, c, sp)
 	invalid, mismatch = append(invalid, ci...), append(mismatch, cm...)
-	ri, rm := compileRules(out, s, c, spec.Child("rules"))
+	ri, rm := compileRules(out, s, c, sp.Child("rules"))
 	invalid, mismatch = append(invalid, ri...), append(mismatch, rm...)
 	if len(s.Rules) == 0 && s.Threshold == nil {
-		invalid = append(invalid, field.Required(spec.Child("threshold"),
+		invalid = append(invalid, field.Required(sp.Child("threshold"),
 			"a guardrail needs a rule: set spec.threshold and spec.action (category rules) or spec.rules (CEL rules)"))
 	}
 
 	switch s.Refusal {
-	case "", v1alpha1.RefusalMatch:
+	case "", spec.RefusalMatch:
 		out.RefusalMatches = true
-	case v1alpha1.RefusalIgnore:
+	case spec.RefusalIgnore:
 	default:
-		invalid = append(invalid, field.NotSupported(spec.Child("refusal"), s.Refusal, []string{"Match", "Ignore"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("refusal"), s.Refusal, []string{"Match", "Ignore"}))
 	}
 	switch s.Unsupported {
 	case "":
 		out.Unsupported = UnsupportedFail
-	case v1alpha1.UnsupportedBlock:
+	case spec.UnsupportedBlock:
 		out.Unsupported = UnsupportedBlock
-	case v1alpha1.UnsupportedWarn:
+	case spec.UnsupportedWarn:
 		out.Unsupported = UnsupportedWarn
-	case v1alpha1.UnsupportedAllow:
+	case spec.UnsupportedAllow:
 		out.Unsupported = UnsupportedAllow
 	default:
-		invalid = append(invalid, field.NotSupported(spec.Child("unsupported"), s.Unsupported, []string{"Block", "Warn", "Allow"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("unsupported"), s.Unsupported, []string{"Block", "Warn", "Allow"}))
 	}
 	switch s.FailurePolicy {
-	case "", v1alpha1.FailClosed:
-	case v1alpha1.FailOpen:
+	case "", spec.FailClosed:
+	case spec.FailOpen:
 		out.FailOpen = true
 	default:
-		invalid = append(invalid, field.NotSupported(spec.Child("failurePolicy"), s.FailurePolicy, []string{"Closed", "Open"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("failurePolicy"), s.FailurePolicy, []string{"Closed", "Open"}))
 	}
 	switch s.Messages {
-	case "", v1alpha1.MessagesLast:
-	case v1alpha1.MessagesAll:
+	case "", spec.MessagesLast:
+	case spec.MessagesAll:
 		out.AllMessages = true
 	default:
-		invalid = append(invalid, field.NotSupported(spec.Child("messages"), s.Messages, []string{"Last", "All"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("messages"), s.Messages, []string{"Last", "All"}))
 	}
 	if s.Timeout != nil {
 		if s.Timeout.Duration < 0 {
-			invalid = append(invalid, field.Invalid(spec.Child("timeout"), s.Timeout.String(), "must not be negative"))
+			invalid = append(invalid, field.Invalid(sp.Child("timeout"), s.Timeout.String(), "must not be negative"))
 		}
 		out.Timeout = s.Timeout.Duration
 	}
 	out.MaxInputChars = int(deref(s.MaxInputChars))
-	invalid = append(invalid, compileStreaming(out, s, c, spec.Child("streaming"))...)
+	invalid = append(invalid, compileStreaming(out, s, c, sp.Child("streaming"))...)
 
 	if len(invalid) > 0 {
-		return nil, &Error{Kind: "Guardrail", Key: out.Key, Reason: v1alpha1.ReasonInvalidSpec, Errs: append(invalid, mismatch...)}
+		return nil, &Error{Kind: "Guardrail", Key: out.Key, Reason: spec.ReasonInvalidSpec, Errs: append(invalid, mismatch...)}
 	}
 	if len(mismatch) > 0 {
-		return nil, &Error{Kind: "Guardrail", Key: out.Key, Reason: v1alpha1.ReasonClassifierMismatch, Errs: mismatch}
+		return nil, &Error{Kind: "Guardrail", Key: out.Key, Reason: spec.ReasonClassifierMismatch, Errs: mismatch}
 	}
 	return out, nil
 }
 
 // compileCategoryRules resolves categories, threshold, thresholds and action against the
 // classifier, in the classifier's authored order.
-func compileCategoryRules(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, spec *field.Path) (invalid, mismatch field.ErrorList) {
+func compileCategoryRules(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, sp *field.Path) (invalid, mismatch field.ErrorList) {
 	usesCategories := s.Threshold != nil || len(s.Categories) > 0 || len(s.Thresholds) > 0 || s.Action != ""
 	if !usesCategories {
 		return nil, nil
 	}
 	if s.Threshold == nil {
-		invalid = append(invalid, field.Required(spec.Child("threshold"),
+		invalid = append(invalid, field.Required(sp.Child("threshold"),
 			"spec.threshold is required when category rules are used (spec.categories, spec.thresholds or spec.action is set)"))
 		return invalid, nil
 	}
 	if !validScore(float64(*s.Threshold)) {
-		invalid = append(invalid, field.Invalid(spec.Child("threshold"), float64(*s.Threshold), "must be between 0 and 1"))
+		invalid = append(invalid, field.Invalid(sp.Child("threshold"), float64(*s.Threshold), "must be between 0 and 1"))
 	}
 	switch s.Action {
-	case v1alpha1.ActionBlock:
+	case spec.ActionBlock:
 		out.Action = ActionBlock
-	case v1alpha1.ActionWarn:
+	case spec.ActionWarn:
 		out.Action = ActionWarn
-	case v1alpha1.ActionStrip:
+	case spec.ActionStrip:
 		out.Action = ActionStrip
-	case v1alpha1.ActionRedact:
+	case spec.ActionRedact:
 		out.Action = ActionRedact
 		if !c.Spans {
-			mismatch = append(mismatch, field.Invalid(spec.Child("action"), s.Action,
+			mismatch = append(mismatch, field.Invalid(sp.Child("action"), s.Action,
 				fmt.Sprintf("Redact needs a classifier that returns spans (builtin); classifier %s is a %s classifier", c.Name, c.Backend)))
 		}
 	case "":
-		invalid = append(invalid, field.Required(spec.Child("action"), "spec.action is required with spec.threshold"))
+		invalid = append(invalid, field.Required(sp.Child("action"), "spec.action is required with spec.threshold"))
 	default:
-		invalid = append(invalid, field.NotSupported(spec.Child("action"), s.Action, []string{"Block", "Warn", "Strip", "Redact"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("action"), s.Action, []string{"Block", "Warn", "Strip", "Redact"}))
 	}
 	if len(c.Categories) == 0 {
-		mismatch = append(mismatch, field.Invalid(spec.Child("threshold"), float64(*s.Threshold),
+		mismatch = append(mismatch, field.Invalid(sp.Child("threshold"), float64(*s.Threshold),
 			fmt.Sprintf("classifier %s has questions, not categories: use spec.rules", c.Name)))
 		return invalid, mismatch
 	}
 	subset := map[string]bool{}
 	for i, id := range s.Categories {
 		if c.CategoryIndex(id) < 0 {
-			mismatch = append(mismatch, field.NotFound(spec.Child("categories").Index(i),
+			mismatch = append(mismatch, field.NotFound(sp.Child("categories").Index(i),
 				fmt.Sprintf("%s (classifier %s has %s)", id, c.Name, categoryList(c))))
 		}
 		subset[id] = true
 	}
 	overrides := map[string]float64{}
 	for i, th := range s.Thresholds {
-		p := spec.Child("thresholds").Index(i)
+		p := sp.Child("thresholds").Index(i)
 		switch {
 		case c.CategoryIndex(th.Category) < 0:
 			mismatch = append(mismatch, field.NotFound(p.Child("category"), fmt.Sprintf("%s (classifier %s has %s)", th.Category, c.Name, categoryList(c))))
@@ -202,7 +201,7 @@ func categoryList(c *Classifier) string {
 
 // compileRules compiles and type-checks the CEL rules, and checks the answers and scores
 // they read against the classifier's questions and categories.
-func compileRules(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *field.Path) (invalid, mismatch field.ErrorList) {
+func compileRules(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, p *field.Path) (invalid, mismatch field.ErrorList) {
 	names := map[string]bool{}
 	for _, r := range s.Rules {
 		rp := p.Key(r.Name)
@@ -258,7 +257,7 @@ func compileRules(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *f
 // pending matches of a span-capable classifier and is 0 with any other (DESIGN.md §4.4):
 // remote classifiers release up to a cadence of text before it is judged unless the user
 // opts into a hold-back.
-func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, p *field.Path) field.ErrorList {
+func compileStreaming(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, p *field.Path) field.ErrorList {
 	out.Streaming.HoldBack = 0
 	if c.Spans {
 		out.Streaming.HoldBack = HoldBackPending
@@ -281,8 +280,8 @@ func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, 
 		}
 	}
 	switch st.Segmentation {
-	case "", v1alpha1.SegmentCumulative:
-	case v1alpha1.SegmentSentences:
+	case "", spec.SegmentCumulative:
+	case spec.SegmentSentences:
 		out.Streaming.Sentences = true
 		if out.Streaming.ChunkWindow > 0 {
 			errs = append(errs, field.Invalid(p.Child("chunkWindow"), out.Streaming.ChunkWindow,
@@ -293,9 +292,9 @@ func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, 
 	}
 	if hb := st.HoldBackChars; hb != nil {
 		switch {
-		case hb.Type == intstr.String && hb.StrVal == v1alpha1.HoldBackUnbounded:
+		case hb.Type == spec.String && hb.StrVal == spec.HoldBackUnbounded:
 			out.Streaming.HoldBack = HoldBackUnbounded
-		case hb.Type == intstr.Int && hb.IntVal >= 0:
+		case hb.Type == spec.Int && hb.IntVal >= 0:
 			out.Streaming.HoldBack = int(hb.IntVal)
 		default:
 			errs = append(errs, field.Invalid(p.Child("holdBackChars"), hb.String(), "must be an integer >= 0 or Unbounded"))
@@ -306,13 +305,13 @@ func compileStreaming(out *Guardrail, s *v1alpha1.GuardrailSpec, c *Classifier, 
 
 // cloneSelector copies a selector, so that a compiled Guardrail shares nothing with the
 // object it was compiled from. A nil selector stays nil.
-func cloneSelector(s *v1alpha1.LabelSelector) *v1alpha1.LabelSelector {
+func cloneSelector(s *spec.LabelSelector) *spec.LabelSelector {
 	if s == nil {
 		return nil
 	}
-	out := &v1alpha1.LabelSelector{}
+	out := &spec.LabelSelector{}
 	if s.MatchLabels != nil {
-		out.MatchLabels = make(map[string]v1alpha1.LabelValue, len(s.MatchLabels))
+		out.MatchLabels = make(map[string]spec.LabelValue, len(s.MatchLabels))
 		for k, v := range s.MatchLabels {
 			out.MatchLabels[k] = v
 		}

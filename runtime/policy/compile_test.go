@@ -6,18 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/intstr"
-	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // Fixtures built with functional options.
 
-func classifierObj(name string, opts ...func(*v1alpha1.Classifier)) v1alpha1.Classifier {
-	c := v1alpha1.Classifier{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
-		Spec:       v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII}}},
+func classifierObj(name string, opts ...func(*ClassifierObject)) ClassifierObject {
+	c := ClassifierObject{
+		ObjectMeta: ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+		Spec:       spec.ClassifierSpec{Builtin: &spec.BuiltinBackend{Packs: []spec.BuiltinPack{spec.PackPII}}},
 	}
 	for _, o := range opts {
 		o(&c)
@@ -25,32 +23,32 @@ func classifierObj(name string, opts ...func(*v1alpha1.Classifier)) v1alpha1.Cla
 	return c
 }
 
-func judge(cats []string, questions ...v1alpha1.Question) func(*v1alpha1.Classifier) {
-	return func(c *v1alpha1.Classifier) {
+func judge(cats []string, questions ...spec.Question) func(*ClassifierObject) {
+	return func(c *ClassifierObject) {
 		c.Spec.Builtin = nil
-		c.Spec.Webhook = &v1alpha1.WebhookBackend{URL: "https://judge.example.com/v1"}
+		c.Spec.Webhook = &spec.WebhookBackend{URL: "https://judge.example.com/v1"}
 		for _, id := range cats {
-			c.Spec.Categories = append(c.Spec.Categories, v1alpha1.Category{ID: id, Description: "about " + id})
+			c.Spec.Categories = append(c.Spec.Categories, spec.Category{ID: id, Description: "about " + id})
 		}
 		c.Spec.Questions = questions
 	}
 }
 
-func question(id string, t v1alpha1.QuestionType, values ...string) v1alpha1.Question {
-	q := v1alpha1.Question{ID: id, Type: t}
+func question(id string, t spec.QuestionType, values ...string) spec.Question {
+	q := spec.Question{ID: id, Type: t}
 	for _, v := range values {
-		q.Criteria = append(q.Criteria, v1alpha1.Criterion{Value: v, Description: v})
+		q.Criteria = append(q.Criteria, spec.Criterion{Value: v, Description: v})
 	}
 	return q
 }
 
-func guardrailObj(name, classifier string, opts ...func(*v1alpha1.Guardrail)) v1alpha1.Guardrail {
-	t := v1alpha1.Score(0.8)
-	g := v1alpha1.Guardrail{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 3},
-		Spec: v1alpha1.GuardrailSpec{
-			Mode: v1alpha1.ModeEnforce, ClassifierRef: v1alpha1.LocalObjectReference{Name: classifier},
-			Threshold: &t, Action: v1alpha1.ActionBlock, Reason: "Refused by policy",
+func guardrailObj(name, classifier string, opts ...func(*GuardrailObject)) GuardrailObject {
+	t := spec.Score(0.8)
+	g := GuardrailObject{
+		ObjectMeta: ObjectMeta{Namespace: "ns", Name: name, Generation: 3},
+		Spec: spec.GuardrailSpec{
+			Mode: spec.ModeEnforce, ClassifierRef: spec.LocalObjectReference{Name: classifier},
+			Threshold: &t, Action: spec.ActionBlock, Reason: "Refused by policy",
 		},
 	}
 	for _, o := range opts {
@@ -59,14 +57,14 @@ func guardrailObj(name, classifier string, opts ...func(*v1alpha1.Guardrail)) v1
 	return g
 }
 
-func rule(name, expr string, action v1alpha1.RuleAction) func(*v1alpha1.Guardrail) {
-	return func(g *v1alpha1.Guardrail) {
+func rule(name, expr string, action spec.RuleAction) func(*GuardrailObject) {
+	return func(g *GuardrailObject) {
 		g.Spec.Threshold, g.Spec.Action = nil, ""
-		g.Spec.Rules = append(g.Spec.Rules, v1alpha1.Rule{Name: name, Expression: expr, Action: action})
+		g.Spec.Rules = append(g.Spec.Rules, spec.Rule{Name: name, Expression: expr, Action: action})
 	}
 }
 
-func mustClassifier(t *testing.T, c v1alpha1.Classifier) *Classifier {
+func mustClassifier(t *testing.T, c ClassifierObject) *Classifier {
 	t.Helper()
 	cc, err := CompileClassifier(&c, "")
 	if err != nil {
@@ -77,9 +75,9 @@ func mustClassifier(t *testing.T, c v1alpha1.Classifier) *Classifier {
 
 func TestCompileClassifier(t *testing.T) {
 	t.Run("a builtin classifier expands its packs into categories and reports spans and a hint", func(t *testing.T) {
-		c := mustClassifier(t, classifierObj("pii", func(c *v1alpha1.Classifier) {
-			c.Spec.Builtin.Detectors = []v1alpha1.Detector{"jwt", "email"}
-			c.Spec.Builtin.Patterns = []v1alpha1.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}
+		c := mustClassifier(t, classifierObj("pii", func(c *ClassifierObject) {
+			c.Spec.Builtin.Detectors = []spec.Detector{"jwt", "email"}
+			c.Spec.Builtin.Patterns = []spec.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}
 		}))
 		ids := categoryList(c)
 		if !strings.HasPrefix(ids, "email, phone, credit-card") || !strings.HasSuffix(ids, "jwt, employee-id") {
@@ -90,8 +88,8 @@ func TestCompileClassifier(t *testing.T) {
 		}
 	})
 	t.Run("an invalid custom pattern names the pattern", func(t *testing.T) {
-		c := classifierObj("bad", func(c *v1alpha1.Classifier) {
-			c.Spec.Builtin.Patterns = []v1alpha1.PatternRule{{Category: "x", Regex: `(`}}
+		c := classifierObj("bad", func(c *ClassifierObject) {
+			c.Spec.Builtin.Patterns = []spec.PatternRule{{Category: "x", Regex: `(`}}
 		})
 		_, err := CompileClassifier(&c, "")
 		if err == nil || !strings.Contains(err.Error(), "spec.builtin") || !strings.Contains(err.Error(), "patterns[0]") {
@@ -99,22 +97,22 @@ func TestCompileClassifier(t *testing.T) {
 		}
 	})
 	t.Run("a moderation categoryMap resolves endpoint names in category order", func(t *testing.T) {
-		c := mustClassifier(t, classifierObj("mod", func(c *v1alpha1.Classifier) {
+		c := mustClassifier(t, classifierObj("mod", func(c *ClassifierObject) {
 			c.Spec.Builtin = nil
-			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
-				CategoryMap: []v1alpha1.CategoryMapping{{Name: "self-harm/intent", Category: "self-harm-intent"}}}
-			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}, {ID: "self-harm-intent"}}
+			c.Spec.Moderation = &spec.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []spec.CategoryMapping{{Name: "self-harm/intent", Category: "self-harm-intent"}}}
+			c.Spec.Categories = []spec.Category{{ID: "violence"}, {ID: "self-harm-intent"}}
 		}))
 		if got := strings.Join(c.Moderation.CategoryNames, ","); got != "violence,self-harm/intent" {
 			t.Errorf("CategoryNames = %s", got)
 		}
 	})
 	t.Run("a categoryMap entry pointing at no category is an error naming the entry", func(t *testing.T) {
-		c := classifierObj("mod", func(c *v1alpha1.Classifier) {
+		c := classifierObj("mod", func(c *ClassifierObject) {
 			c.Spec.Builtin = nil
-			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
-				CategoryMap: []v1alpha1.CategoryMapping{{Name: "hate", Category: "hatred"}}}
-			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}}
+			c.Spec.Moderation = &spec.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []spec.CategoryMapping{{Name: "hate", Category: "hatred"}}}
+			c.Spec.Categories = []spec.Category{{ID: "violence"}}
 		})
 		_, err := CompileClassifier(&c, "")
 		if err == nil || !strings.Contains(err.Error(), "spec.moderation.categoryMap[0].category") {
@@ -122,20 +120,20 @@ func TestCompileClassifier(t *testing.T) {
 		}
 	})
 	t.Run("a builtin with one detector and one pattern, or one keyword set, compiles", func(t *testing.T) {
-		for name, b := range map[string]*v1alpha1.BuiltinBackend{
-			"pattern": {Detectors: []v1alpha1.Detector{"email"}, Patterns: []v1alpha1.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}},
-			"keyword": {Detectors: []v1alpha1.Detector{"email"}, Keywords: []v1alpha1.KeywordRule{{Category: "codenames", Words: []string{"bluebird"}}}},
+		for name, b := range map[string]*spec.BuiltinBackend{
+			"pattern": {Detectors: []spec.Detector{"email"}, Patterns: []spec.PatternRule{{Category: "employee-id", Regex: `EMP-[0-9]{6}`}}},
+			"keyword": {Detectors: []spec.Detector{"email"}, Keywords: []spec.KeywordRule{{Category: "codenames", Words: []string{"bluebird"}}}},
 		} {
-			c := classifierObj("c", func(c *v1alpha1.Classifier) { c.Spec.Builtin = b })
+			c := classifierObj("c", func(c *ClassifierObject) { c.Spec.Builtin = b })
 			if _, err := CompileClassifier(&c, ""); err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
 		}
 	})
 	t.Run("a keyword set's match mode is kept: CaseSensitive or not", func(t *testing.T) {
-		c := mustClassifier(t, classifierObj("kw", func(c *v1alpha1.Classifier) {
-			c.Spec.Builtin = &v1alpha1.BuiltinBackend{Keywords: []v1alpha1.KeywordRule{
-				{Category: "exact", Words: []string{"Bluebird"}, Match: v1alpha1.KeywordCaseSensitive},
+		c := mustClassifier(t, classifierObj("kw", func(c *ClassifierObject) {
+			c.Spec.Builtin = &spec.BuiltinBackend{Keywords: []spec.KeywordRule{
+				{Category: "exact", Words: []string{"Bluebird"}, Match: spec.KeywordCaseSensitive},
 				{Category: "loose", Words: []string{"robin"}},
 			}}
 		}))
@@ -144,11 +142,11 @@ func TestCompileClassifier(t *testing.T) {
 		assertEq(t, c.Builtin.Keywords[1].CaseSensitive, false)
 	})
 	t.Run("a categoryMap entry may rename the first category", func(t *testing.T) {
-		c := mustClassifier(t, classifierObj("mod", func(c *v1alpha1.Classifier) {
+		c := mustClassifier(t, classifierObj("mod", func(c *ClassifierObject) {
 			c.Spec.Builtin = nil
-			c.Spec.Moderation = &v1alpha1.ModerationBackend{URL: "https://api.example.com/v1/moderations",
-				CategoryMap: []v1alpha1.CategoryMapping{{Name: "violence/graphic", Category: "violence"}}}
-			c.Spec.Categories = []v1alpha1.Category{{ID: "violence"}, {ID: "hate"}}
+			c.Spec.Moderation = &spec.ModerationBackend{URL: "https://api.example.com/v1/moderations",
+				CategoryMap: []spec.CategoryMapping{{Name: "violence/graphic", Category: "violence"}}}
+			c.Spec.Categories = []spec.Category{{ID: "violence"}, {ID: "hate"}}
 		}))
 		if got := strings.Join(c.Moderation.CategoryNames, ","); got != "violence/graphic,hate" {
 			t.Errorf("CategoryNames = %s", got)
@@ -159,7 +157,7 @@ func TestCompileClassifier(t *testing.T) {
 		ok      bool
 	}{{-1, false}, {0, true}, {3, true}, {4, false}} {
 		t.Run(fmt.Sprintf("retries %d is accepted: %v (0 to 3)", tc.retries, tc.ok), func(t *testing.T) {
-			c := classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Retries = ptr(tc.retries) })
+			c := classifierObj("judge", judge([]string{"violence"}), func(c *ClassifierObject) { c.Spec.Retries = ptr(tc.retries) })
 			cc, err := CompileClassifier(&c, "")
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
@@ -172,10 +170,10 @@ func TestCompileClassifier(t *testing.T) {
 		})
 	}
 	t.Run("a repeated category or question id is a duplicate, the first one too", func(t *testing.T) {
-		for name, c := range map[string]v1alpha1.Classifier{
+		for name, c := range map[string]ClassifierObject{
 			"spec.categories[1].id": classifierObj("dup", judge([]string{"violence", "violence"})),
-			"spec.questions[1].id": classifierObj("dup", judge(nil, question("topic", v1alpha1.QuestionChoice, "a", "b"),
-				question("topic", v1alpha1.QuestionChoice, "a", "b"))),
+			"spec.questions[1].id": classifierObj("dup", judge(nil, question("topic", spec.QuestionChoice, "a", "b"),
+				question("topic", spec.QuestionChoice, "a", "b"))),
 		} {
 			_, err := CompileClassifier(&c, "")
 			if err == nil || !strings.Contains(err.Error(), name+": Duplicate value") {
@@ -184,12 +182,12 @@ func TestCompileClassifier(t *testing.T) {
 		}
 	})
 	t.Run("only the builtin backend is limited to text", func(t *testing.T) {
-		media := []v1alpha1.Modality{v1alpha1.ModalityText, v1alpha1.ModalityImage}
-		remote := classifierObj("remote", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Modalities = media })
+		media := []spec.Modality{spec.ModalityText, spec.ModalityImage}
+		remote := classifierObj("remote", judge([]string{"violence"}), func(c *ClassifierObject) { c.Spec.Modalities = media })
 		if _, err := CompileClassifier(&remote, ""); err != nil {
 			t.Errorf("a webhook classifier with images: %v", err)
 		}
-		local := classifierObj("local", func(c *v1alpha1.Classifier) { c.Spec.Modalities = media })
+		local := classifierObj("local", func(c *ClassifierObject) { c.Spec.Modalities = media })
 		if _, err := CompileClassifier(&local, ""); err == nil || !strings.Contains(err.Error(), "spec.modalities") {
 			t.Errorf("a builtin classifier with images: err = %v, want one naming spec.modalities", err)
 		}
@@ -199,7 +197,7 @@ func TestCompileClassifier(t *testing.T) {
 		ok  bool
 	}{{"http://judge.svc:8080/v1", true}, {"https://judge.example.com/v1", true}, {"ftp://judge.example.com/v1", false}, {"/v1/judge", false}} {
 		t.Run(fmt.Sprintf("a webhook URL %s is accepted: %v (absolute http or https)", tc.url, tc.ok), func(t *testing.T) {
-			c := classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) { c.Spec.Webhook.URL = tc.url })
+			c := classifierObj("judge", judge([]string{"violence"}), func(c *ClassifierObject) { c.Spec.Webhook.URL = tc.url })
 			_, err := CompileClassifier(&c, "")
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
@@ -211,7 +209,7 @@ func TestCompileClassifier(t *testing.T) {
 	}
 	t.Run("a classifier with two backends is rejected even without the apiserver", func(t *testing.T) {
 		c := classifierObj("two", judge([]string{"x"}))
-		c.Spec.Builtin = &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{"pii"}}
+		c.Spec.Builtin = &spec.BuiltinBackend{Packs: []spec.BuiltinPack{"pii"}}
 		if _, err := CompileClassifier(&c, ""); err == nil || !strings.Contains(err.Error(), "exactly one backend") {
 			t.Fatalf("err = %v", err)
 		}
@@ -220,12 +218,12 @@ func TestCompileClassifier(t *testing.T) {
 
 func TestCompileGuardrail(t *testing.T) {
 	pii := mustClassifier(t, classifierObj("pii"))
-	topic := mustClassifier(t, classifierObj("topic", judge(nil, question("topic", v1alpha1.QuestionChoice, "billing", "other"))))
+	topic := mustClassifier(t, classifierObj("topic", judge(nil, question("topic", spec.QuestionChoice, "billing", "other"))))
 	scored := mustClassifier(t, classifierObj("scored", judge([]string{"violence", "hate", "self-harm"})))
 
 	tests := []struct {
 		name       string
-		g          v1alpha1.Guardrail
+		g          GuardrailObject
 		c          *Classifier
 		wantReason string // empty: compiles
 		wantText   string
@@ -233,8 +231,8 @@ func TestCompileGuardrail(t *testing.T) {
 	}{
 		{
 			name: "thresholds override the threshold per category, in the classifier's order",
-			g: guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
-				g.Spec.Thresholds = []v1alpha1.CategoryThreshold{{Category: "self-harm", Threshold: 0.5}, {Category: "violence", Threshold: 0.9}}
+			g: guardrailObj("g", "scored", func(g *GuardrailObject) {
+				g.Spec.Thresholds = []spec.CategoryThreshold{{Category: "self-harm", Threshold: 0.5}, {Category: "violence", Threshold: 0.9}}
 			}),
 			c: scored,
 			check: func(t *testing.T, g *Guardrail) {
@@ -246,7 +244,7 @@ func TestCompileGuardrail(t *testing.T) {
 		},
 		{
 			name: "a category subset keeps only the listed categories",
-			g:    guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"hate"} }),
+			g:    guardrailObj("g", "scored", func(g *GuardrailObject) { g.Spec.Categories = []string{"hate"} }),
 			c:    scored,
 			check: func(t *testing.T, g *Guardrail) {
 				if len(g.Categories) != 1 || g.Categories[0].Index != 1 {
@@ -256,7 +254,7 @@ func TestCompileGuardrail(t *testing.T) {
 		},
 		{
 			name: "a category subset may list the classifier's first category",
-			g:    guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"violence"} }),
+			g:    guardrailObj("g", "scored", func(g *GuardrailObject) { g.Spec.Categories = []string{"violence"} }),
 			c:    scored,
 			check: func(t *testing.T, g *Guardrail) {
 				if len(g.Categories) != 1 || g.Categories[0].ID != "violence" {
@@ -285,38 +283,38 @@ func TestCompileGuardrail(t *testing.T) {
 		},
 		{
 			name: "an unset holdBackChars follows a built-in classifier's pending matches",
-			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
-				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
-				g.Spec.Streaming = &v1alpha1.StreamingSpec{}
+			g: guardrailObj("g", "pii", func(g *GuardrailObject) {
+				g.Spec.Phases = []spec.Phase{"Stream"}
+				g.Spec.Streaming = &spec.StreamingSpec{}
 			}),
 			c:     pii,
 			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, HoldBackPending) },
 		},
 		{
 			name: "an unset holdBackChars is 0 with a remote classifier: a cadence of text may pass unjudged",
-			g: guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
-				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
-				g.Spec.Streaming = &v1alpha1.StreamingSpec{EvaluateEveryChars: ptr(int32(200))}
+			g: guardrailObj("g", "scored", func(g *GuardrailObject) {
+				g.Spec.Phases = []spec.Phase{"Stream"}
+				g.Spec.Streaming = &spec.StreamingSpec{EvaluateEveryChars: ptr(int32(200))}
 			}),
 			c:     scored,
 			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, 0) },
 		},
 		{
 			name: "holdBackChars Unbounded compiles to HoldBackUnbounded",
-			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
-				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
-				hb := intstr.FromString("Unbounded")
-				g.Spec.Streaming = &v1alpha1.StreamingSpec{HoldBackChars: &hb}
+			g: guardrailObj("g", "pii", func(g *GuardrailObject) {
+				g.Spec.Phases = []spec.Phase{"Stream"}
+				hb := spec.FromString("Unbounded")
+				g.Spec.Streaming = &spec.StreamingSpec{HoldBackChars: &hb}
 			}),
 			c:     pii,
 			check: func(t *testing.T, g *Guardrail) { assertEq(t, g.Streaming.HoldBack, HoldBackUnbounded) },
 		},
 		{
 			name: "an integer holdBackChars is taken as is, even 0",
-			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
-				g.Spec.Phases = []v1alpha1.Phase{"Stream"}
-				hb := intstr.FromInt32(0)
-				g.Spec.Streaming = &v1alpha1.StreamingSpec{HoldBackChars: &hb, EvaluateEveryChars: ptr(int32(100))}
+			g: guardrailObj("g", "pii", func(g *GuardrailObject) {
+				g.Spec.Phases = []spec.Phase{"Stream"}
+				hb := spec.FromInt32(0)
+				g.Spec.Streaming = &spec.StreamingSpec{HoldBackChars: &hb, EvaluateEveryChars: ptr(int32(100))}
 			}),
 			c: pii,
 			check: func(t *testing.T, g *Guardrail) {
@@ -326,51 +324,51 @@ func TestCompileGuardrail(t *testing.T) {
 		},
 		{
 			name:       "Redact with a classifier that returns no spans does not fit the classifier",
-			g:          guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Action = v1alpha1.ActionRedact }),
+			g:          guardrailObj("g", "scored", func(g *GuardrailObject) { g.Spec.Action = spec.ActionRedact }),
 			c:          scored,
-			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: "spec.action",
+			wantReason: spec.ReasonClassifierMismatch, wantText: "spec.action",
 		},
 		{
 			name:       "a category the classifier does not have is named with the classifier's categories",
-			g:          guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) { g.Spec.Categories = []string{"aws-access-key"} }),
+			g:          guardrailObj("g", "pii", func(g *GuardrailObject) { g.Spec.Categories = []string{"aws-access-key"} }),
 			c:          pii,
-			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: "spec.categories[0]: Not found: \"aws-access-key (classifier pii has email",
+			wantReason: spec.ReasonClassifierMismatch, wantText: "spec.categories[0]: Not found: \"aws-access-key (classifier pii has email",
 		},
 		{
 			name:       "category rules against a classifier with only questions do not fit",
 			g:          guardrailObj("g", "topic"),
 			c:          topic,
-			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: "has questions, not categories",
+			wantReason: spec.ReasonClassifierMismatch, wantText: "has questions, not categories",
 		},
 		{
 			name:       "a CEL rule that does not parse is an invalid spec naming the rule",
 			g:          guardrailObj("g", "topic", rule("off-topic", "answers.topic.choice ==", "Block")),
 			c:          topic,
-			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "spec.rules[off-topic].expression",
+			wantReason: spec.ReasonInvalidSpec, wantText: "spec.rules[off-topic].expression",
 		},
 		{
 			name:       "a CEL rule reading a field answers do not have fails type-checking",
 			g:          guardrailObj("g", "topic", rule("typo", "answers.topic.chioce == 'other'", "Block")),
 			c:          topic,
-			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "chioce",
+			wantReason: spec.ReasonInvalidSpec, wantText: "chioce",
 		},
 		{
 			name:       "a CEL rule that is not a bool is an invalid spec",
 			g:          guardrailObj("g", "topic", rule("score", "answers.topic.score", "Block")),
 			c:          topic,
-			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "must evaluate to a bool",
+			wantReason: spec.ReasonInvalidSpec, wantText: "must evaluate to a bool",
 		},
 		{
 			name:       "a CEL rule reading an unknown question does not fit the classifier",
 			g:          guardrailObj("g", "topic", rule("r", "answers.unsafe.probability > 0.8", "Block")),
 			c:          topic,
-			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: `classifier topic has no question "unsafe"`,
+			wantReason: spec.ReasonClassifierMismatch, wantText: `classifier topic has no question "unsafe"`,
 		},
 		{
 			name:       "a CEL rule reading an unknown score by index does not fit the classifier",
 			g:          guardrailObj("g", "scored", rule("r", "scores['violenc'] > 0.5", "Block")),
 			c:          scored,
-			wantReason: v1alpha1.ReasonClassifierMismatch, wantText: `has no category "violenc"`,
+			wantReason: spec.ReasonClassifierMismatch, wantText: `has no category "violenc"`,
 		},
 		{
 			name: "a rule without a reason takes the guardrail's",
@@ -384,11 +382,11 @@ func TestCompileGuardrail(t *testing.T) {
 		},
 		{
 			name: "streaming without the Stream phase is invalid even without the apiserver",
-			g: guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
-				g.Spec.Streaming = &v1alpha1.StreamingSpec{}
+			g: guardrailObj("g", "pii", func(g *GuardrailObject) {
+				g.Spec.Streaming = &spec.StreamingSpec{}
 			}),
 			c:          pii,
-			wantReason: v1alpha1.ReasonInvalidSpec, wantText: "spec.streaming",
+			wantReason: spec.ReasonInvalidSpec, wantText: "spec.streaming",
 		},
 	}
 	for _, tt := range tests {
@@ -414,13 +412,13 @@ func TestCompileGuardrail(t *testing.T) {
 
 func TestCompile(t *testing.T) {
 	src := Sources{
-		Classifiers: []v1alpha1.Classifier{
+		Classifiers: []ClassifierObject{
 			classifierObj("pii"),
-			classifierObj("judge", judge([]string{"violence"}), func(c *v1alpha1.Classifier) {
-				c.Spec.CredentialsSecretRef = &v1alpha1.SecretKeyReference{Name: "judge", Key: "apiKey"}
+			classifierObj("judge", judge([]string{"violence"}), func(c *ClassifierObject) {
+				c.Spec.CredentialsSecretRef = &spec.SecretKeyReference{Name: "judge", Key: "apiKey"}
 			}),
 		},
-		Guardrails: []v1alpha1.Guardrail{guardrailObj("b", "judge"), guardrailObj("a", "pii")},
+		Guardrails: []GuardrailObject{guardrailObj("b", "judge"), guardrailObj("a", "pii")},
 		Tokens:     map[string]string{"ns/judge": "tok-123"},
 	}
 	t.Run("a snapshot is sorted and versioned by content", func(t *testing.T) {
@@ -435,7 +433,7 @@ func TestCompile(t *testing.T) {
 		s2, _ := Compile(src)
 		assertEq(t, s1.Version, s2.Version)
 		src2 := src
-		src2.Guardrails = []v1alpha1.Guardrail{guardrailObj("b", "judge"), guardrailObj("a", "pii", func(g *v1alpha1.Guardrail) { g.Spec.Reason = "x" })}
+		src2.Guardrails = []GuardrailObject{guardrailObj("b", "judge"), guardrailObj("a", "pii", func(g *GuardrailObject) { g.Spec.Reason = "x" })}
 		s3, _ := Compile(src2)
 		if s3.Version == s1.Version {
 			t.Error("a changed policy kept its version")
@@ -505,19 +503,19 @@ func TestUnjudged(t *testing.T) {
 func TestCompileBounds(t *testing.T) {
 	scored := mustClassifier(t, classifierObj("scored", judge([]string{"violence"})))
 	for _, tc := range []struct {
-		threshold v1alpha1.Score
+		threshold spec.Score
 		ok        bool
 	}{{-0.01, false}, {0, true}, {1, true}, {1.01, false}} {
 		t.Run(fmt.Sprintf("threshold %v is accepted: %v", tc.threshold, tc.ok), func(t *testing.T) {
-			g := guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) { g.Spec.Threshold = ptr(tc.threshold) })
+			g := guardrailObj("g", "scored", func(g *GuardrailObject) { g.Spec.Threshold = ptr(tc.threshold) })
 			_, err := CompileGuardrail(&g, scored)
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want accepted %v", err, tc.ok)
 			}
 		})
 		t.Run(fmt.Sprintf("a per-category threshold %v is accepted: %v", tc.threshold, tc.ok), func(t *testing.T) {
-			g := guardrailObj("g", "scored", func(g *v1alpha1.Guardrail) {
-				g.Spec.Thresholds = []v1alpha1.CategoryThreshold{{Category: "violence", Threshold: tc.threshold}}
+			g := guardrailObj("g", "scored", func(g *GuardrailObject) {
+				g.Spec.Thresholds = []spec.CategoryThreshold{{Category: "violence", Threshold: tc.threshold}}
 			})
 			_, err := CompileGuardrail(&g, scored)
 			if (err == nil) != tc.ok {
@@ -527,7 +525,7 @@ func TestCompileBounds(t *testing.T) {
 	}
 	for _, n := range []int{63, 64} {
 		t.Run(fmt.Sprintf("a question id of %d characters is accepted: %v", n, n <= 63), func(t *testing.T) {
-			c := classifierObj("judge", judge(nil, question("q"+strings.Repeat("x", n-1), v1alpha1.QuestionBoolean, "true", "false")))
+			c := classifierObj("judge", judge(nil, question("q"+strings.Repeat("x", n-1), spec.QuestionBoolean, "true", "false")))
 			_, err := CompileClassifier(&c, "")
 			if (err == nil) != (n <= 63) {
 				t.Fatalf("err = %v", err)

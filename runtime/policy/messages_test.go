@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
 // A condition message names the offending field with its full path and says what is
@@ -19,8 +19,8 @@ func TestCompileErrorMessages(t *testing.T) {
 		{
 			name: "an invalid regular expression is named by its full field path",
 			compile: func() error {
-				_, err := CompileClassifier(ptr(classifierObj("c", func(c *v1alpha1.Classifier) {
-					c.Spec.Builtin = &v1alpha1.BuiltinBackend{Patterns: []v1alpha1.PatternRule{
+				_, err := CompileClassifier(ptr(classifierObj("c", func(c *ClassifierObject) {
+					c.Spec.Builtin = &spec.BuiltinBackend{Patterns: []spec.PatternRule{
 						{Category: "ok", Regex: "EMP-[0-9]{6}"}, {Category: "employee-id", Regex: "EMP-[0-9"},
 					}}
 				})), "")
@@ -32,8 +32,8 @@ func TestCompileErrorMessages(t *testing.T) {
 		{
 			name: "a blank keyword is named by its full field path",
 			compile: func() error {
-				_, err := CompileClassifier(ptr(classifierObj("c", func(c *v1alpha1.Classifier) {
-					c.Spec.Builtin = &v1alpha1.BuiltinBackend{Keywords: []v1alpha1.KeywordRule{
+				_, err := CompileClassifier(ptr(classifierObj("c", func(c *ClassifierObject) {
+					c.Spec.Builtin = &spec.BuiltinBackend{Keywords: []spec.KeywordRule{
 						{Category: "codenames", Words: []string{"bluebird", " "}},
 					}}
 				})), "")
@@ -45,9 +45,9 @@ func TestCompileErrorMessages(t *testing.T) {
 			name: "a selector error names the requirement and prints no Go struct",
 			compile: func() error {
 				c := mustClassifier(t, classifierObj("pii"))
-				_, err := CompileGuardrail(ptr(guardrailObj("g", "pii", func(g *v1alpha1.Guardrail) {
-					g.Spec.Selector = &v1alpha1.LabelSelector{MatchExpressions: []v1alpha1.LabelSelectorRequirement{
-						{Key: "tier", Operator: v1alpha1.LabelSelectorOpIn},
+				_, err := CompileGuardrail(ptr(guardrailObj("g", "pii", func(g *GuardrailObject) {
+					g.Spec.Selector = &spec.LabelSelector{MatchExpressions: []spec.LabelSelectorRequirement{
+						{Key: "tier", Operator: spec.LabelSelectorOpIn},
 					}}
 				})), c)
 				return err

@@ -2,10 +2,10 @@
 // Classifiers and Guardrails with every default resolved, every reference checked and every
 // CEL rule compiled — and Compile, the one function that turns API objects into it. The
 // controller compiles to validate and to publish; the guard compiles policy files and
-// decodes published snapshots. No k8s.io imports: the guard links this package, so the API
-// objects it compiles are the guard's exact copy of them (runtime/policy/v1alpha1), its
-// field errors and label rules are its own (runtime/policy/field, labels, validation),
-// and the operator converts its objects with runtime/policy/kube.
+// decodes published snapshots. No k8s.io imports: the guard links this package, so it
+// reads the API's specs from their Kubernetes-free home (api/v1alpha1/spec) inside its own
+// envelope (Object), its field errors and label rules are its own (runtime/policy/field,
+// labels, validation), and the operator wraps its objects with runtime/policy/kube.
 package policy
 
 import (
@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // Snapshot is a compiled, versioned policy.
@@ -346,7 +346,7 @@ type Guardrail struct {
 	// Classifier is the key of the classifier it uses.
 	Classifier string `json:"classifier"`
 	// Selector selects pods; nil selects every injected pod of the namespace.
-	Selector *v1alpha1.LabelSelector `json:"selector,omitempty"`
+	Selector *spec.LabelSelector `json:"selector,omitempty"`
 
 	Mode       Mode                 `json:"mode"`
 	Phases     PhaseSet             `json:"phases"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // streams returns YAML streams at the edges of the splitting rules, and random ones
@@ -139,8 +141,10 @@ func referenceDecode(b []byte) (cs []api.Classifier, gs []api.Guardrail, _ error
 	}
 }
 
-// A policy file decodes into the objects, or fails with the error, of the decoder built
-// on apimachinery: the same documents, the same strictness, the same messages.
+// A policy file decodes into what the guard reads of the objects of the decoder built on
+// apimachinery (kubectl's YAML conversion and the API types), or fails at the same
+// document: the same documents, the same strictness on spec. Metadata the guard does not
+// read and status are not decoded, so an error there no longer refuses the file.
 func TestDecodeMatchesApimachinery(t *testing.T) {
 	// A Guardrail as `kubectl get -o yaml` prints it: metadata and status the guard ignores.
 	const dumped = `apiVersion: guardrail.dev/v1alpha1
@@ -210,16 +214,52 @@ status:
 		strings.Replace(goodPolicy, "    url: https://judge.example.com/v1", "    url: https://judge.example.com/v1\n    caBundle: '%%%'", 1),
 		"{\"apiVersion\": \"guardrail.dev/v1alpha1\", \"kind\": \"Classifier\", \"metadata\": {\"name\": \"j\"}, \"spec\": {\"builtin\": {\"packs\": [\"pii\"]}}}",
 	}
+	// The guard reads only the metadata it uses and skips status: these files, refused
+	// when the whole object was decoded strictly, are accepted.
+	relaxed := []string{"clusterName: x", "bogus: 1", "creationTimestamp: yesterday"}
 	for i, f := range files {
 		src, oerr := Decode([]byte(f))
 		cs, gs, terr := referenceDecode([]byte(f))
-		if fmt.Sprint(oerr) != fmt.Sprint(terr) {
-			t.Errorf("file %d: errors differ:\n ours   %v\n theirs %v", i, oerr, terr)
-			continue
+		if oerr != nil || terr != nil {
+			docOf := func(err error) string {
+				s, _, _ := strings.Cut(fmt.Sprint(err), ":")
+				s, _, _ = strings.Cut(s, " (")
+				return s
+			}
+			switch {
+			case oerr == nil && slices.ContainsFunc(relaxed, func(r string) bool { return strings.Contains(f, r) }):
+			case terr == nil && strings.Contains(f, "mode: 5"):
+				// sigs.k8s.io/yaml turned the number into the string "5" for the Go field;
+				// the guard, like the apiserver, refuses a number where a string belongs.
+			case oerr == nil || terr == nil || docOf(oerr) != docOf(terr):
+				t.Errorf("file %d: errors differ:\n ours   %v\n theirs %v", i, oerr, terr)
+			}
+			if oerr != nil {
+				continue
+			}
 		}
-		ours, _ := json.Marshal([]any{src.Classifiers, src.Guardrails})
-		theirs, _ := json.Marshal([]any{cs, gs})
-		if !bytes.Equal(ours, theirs) {
+		// What the guard reads of the reference objects: metadata it uses and spec.
+		var want []any
+		for i := range cs {
+			o := kube.Classifier(&cs[i])
+			o.APIVersion, o.Kind, o.Annotations = cs[i].APIVersion, cs[i].Kind, cs[i].Annotations
+			want = append(want, o)
+		}
+		for i := range gs {
+			o := kube.Guardrail(&gs[i])
+			o.APIVersion, o.Kind, o.Annotations = gs[i].APIVersion, gs[i].Kind, gs[i].Annotations
+			want = append(want, o)
+		}
+		var got []any
+		for _, c := range src.Classifiers {
+			got = append(got, c)
+		}
+		for _, g := range src.Guardrails {
+			got = append(got, g)
+		}
+		ours, _ := json.Marshal(got)
+		theirs, _ := json.Marshal(want)
+		if terr == nil && !bytes.Equal(ours, theirs) {
 			t.Errorf("file %d: objects differ:\n ours   %s\n theirs %s", i, ours, theirs)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,11 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	metav1 "github.com/guardrail-dev/guardrail-operator/runtime/policy/meta/v1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // CredentialsEnvAnnotation is the annotation, on a Classifier of a policy file, that names
@@ -143,8 +141,10 @@ func (f *File) compile(b []byte) (*policy.Snapshot, error) {
 }
 
 // Decode reads a YAML (or JSON) stream of manifests into Classifiers and Guardrails.
-// Documents of other kinds (a Namespace, a Secret) are skipped; unknown fields of our
-// kinds are errors, as the apiserver would refuse them.
+// Documents of other kinds (a Namespace, a Secret) are skipped. Our kinds decode as
+// policy.Object does: an unknown field of a spec is an error, as the apiserver would refuse
+// it; metadata the guard does not read and status are ignored, so a file of objects
+// `kubectl get -o yaml` printed is accepted.
 func Decode(b []byte) (policy.Sources, error) {
 	var src policy.Sources
 	reader := &documents{rest: b}
@@ -159,20 +159,29 @@ func Decode(b []byte) (policy.Sources, error) {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
+		js, err := yamlToJSON(doc)
+		if err != nil {
 			return src, fmt.Errorf("document %d: %w", i, err)
 		}
-		if !strings.HasPrefix(tm.APIVersion, v1alpha1.GroupName+"/") {
+		// Any document may be in the stream: its apiVersion and kind are read leniently,
+		// and one that is not a string is not ours.
+		var head map[string]any
+		if err := json.Unmarshal(js, &head); err != nil {
+			return src, fmt.Errorf("document %d: %w", i, err)
+		}
+		tm := struct{ APIVersion, Kind string }{}
+		tm.APIVersion, _ = head["apiVersion"].(string)
+		tm.Kind, _ = head["kind"].(string)
+		if !strings.HasPrefix(tm.APIVersion, spec.Group+"/") {
 			continue
 		}
-		if tm.APIVersion != v1alpha1.APIVersion {
-			return src, fmt.Errorf("document %d: apiVersion %s is not served; use %s", i, tm.APIVersion, v1alpha1.APIVersion)
+		if tm.APIVersion != spec.APIVersion {
+			return src, fmt.Errorf("document %d: apiVersion %s is not served; use %s", i, tm.APIVersion, spec.APIVersion)
 		}
 		switch tm.Kind {
 		case "Classifier":
-			var c v1alpha1.Classifier
-			if err := yaml.UnmarshalStrict(doc, &c); err != nil {
+			var c policy.ClassifierObject
+			if err := json.Unmarshal(js, &c); err != nil {
 				return src, fmt.Errorf("document %d (Classifier): %w", i, err)
 			}
 			if c.Namespace == "" {
@@ -180,8 +189,8 @@ func Decode(b []byte) (policy.Sources, error) {
 			}
 			src.Classifiers = append(src.Classifiers, c)
 		case "Guardrail":
-			var g v1alpha1.Guardrail
-			if err := yaml.UnmarshalStrict(doc, &g); err != nil {
+			var g policy.GuardrailObject
+			if err := json.Unmarshal(js, &g); err != nil {
 				return src, fmt.Errorf("document %d (Guardrail): %w", i, err)
 			}
 			if g.Namespace == "" {

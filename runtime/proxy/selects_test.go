@@ -3,16 +3,16 @@ package proxy
 import (
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // A guard enforces the Guardrails of its namespace whose selector matches its pod's
 // labels; without --pod-labels, all of them.
 func TestSelects(t *testing.T) {
-	sel := func(ml map[string]v1alpha1.LabelValue, es ...v1alpha1.LabelSelectorRequirement) *v1alpha1.LabelSelector {
-		return &v1alpha1.LabelSelector{MatchLabels: ml, MatchExpressions: es}
+	sel := func(ml map[string]spec.LabelValue, es ...spec.LabelSelectorRequirement) *spec.LabelSelector {
+		return &spec.LabelSelector{MatchLabels: ml, MatchExpressions: es}
 	}
 	web := labels.Set{"tier": "web", "app": "shop"}
 	tests := []struct {
@@ -23,14 +23,14 @@ func TestSelects(t *testing.T) {
 	}{
 		{"no selector", web, policy.Guardrail{Namespace: "ns"}, true},
 		{"an empty selector", web, policy.Guardrail{Namespace: "ns", Selector: sel(nil)}, true},
-		{"matching labels", web, policy.Guardrail{Namespace: "ns", Selector: sel(map[string]v1alpha1.LabelValue{"tier": "web"})}, true},
-		{"other labels", web, policy.Guardrail{Namespace: "ns", Selector: sel(map[string]v1alpha1.LabelValue{"tier": "db"})}, false},
+		{"matching labels", web, policy.Guardrail{Namespace: "ns", Selector: sel(map[string]spec.LabelValue{"tier": "web"})}, true},
+		{"other labels", web, policy.Guardrail{Namespace: "ns", Selector: sel(map[string]spec.LabelValue{"tier": "db"})}, false},
 		{"NotIn", web, policy.Guardrail{Namespace: "ns", Selector: sel(nil,
-			v1alpha1.LabelSelectorRequirement{Key: "tier", Operator: "NotIn", Values: []v1alpha1.LabelValue{"db"}})}, true},
+			spec.LabelSelectorRequirement{Key: "tier", Operator: "NotIn", Values: []spec.LabelValue{"db"}})}, true},
 		{"Exists of a missing label", web, policy.Guardrail{Namespace: "ns", Selector: sel(nil,
-			v1alpha1.LabelSelectorRequirement{Key: "env", Operator: "Exists"})}, false},
+			spec.LabelSelectorRequirement{Key: "env", Operator: "Exists"})}, false},
 		{"another namespace", web, policy.Guardrail{Namespace: "other"}, false},
-		{"no pod labels given", nil, policy.Guardrail{Namespace: "ns", Selector: sel(map[string]v1alpha1.LabelValue{"tier": "db"})}, true},
+		{"no pod labels given", nil, policy.Guardrail{Namespace: "ns", Selector: sel(map[string]spec.LabelValue{"tier": "db"})}, true},
 	}
 	for _, tt := range tests {
 		p := &Proxy{cfg: Config{Namespace: "ns", PodLabels: tt.podLabels}}

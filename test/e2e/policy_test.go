@@ -6,10 +6,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
 // Policy files are built from the API types with small options and written as the YAML
@@ -39,7 +39,7 @@ func webhookClassifier(name, url, credentialsEnv string, categories ...string) *
 	c := &v1alpha1.Classifier{TypeMeta: typeMeta("Classifier"), ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.ClassifierSpec{
 			Webhook: &v1alpha1.WebhookBackend{URL: url},
-			Timeout: &metav1.Duration{Duration: 2 * time.Second},
+			Timeout: &spec.Duration{Duration: 2 * time.Second},
 			Retries: ptr[int32](0),
 		}}
 	for _, id := range categories {
@@ -85,14 +85,14 @@ func streaming(every, holdBack int) guardrailOpt {
 	return func(g *v1alpha1.Guardrail) {
 		g.Spec.Streaming = &v1alpha1.StreamingSpec{
 			EvaluateEveryChars: ptr(int32(every)),
-			HoldBackChars:      ptr(intstr.FromInt32(int32(holdBack))),
+			HoldBackChars:      ptr(spec.FromInt32(int32(holdBack))),
 		}
 	}
 }
 
 // timeout bounds each evaluation of the guardrail.
 func timeout(d time.Duration) guardrailOpt {
-	return func(g *v1alpha1.Guardrail) { g.Spec.Timeout = &metav1.Duration{Duration: d} }
+	return func(g *v1alpha1.Guardrail) { g.Spec.Timeout = &spec.Duration{Duration: d} }
 }
 
 // policyFile writes objects as a multi-document YAML stream.

@@ -14,8 +14,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/validation"
 )
 
@@ -52,7 +52,7 @@ func ParseSet(s string) (Set, error) {
 // Validate checks a selector as metav1validation.ValidateLabelSelector does with default
 // options: label keys and values, operators, and the values each operator takes. p is the
 // selector's path. A nil selector is valid.
-func Validate(sel *v1alpha1.LabelSelector, p *field.Path) field.ErrorList {
+func Validate(sel *spec.LabelSelector, p *field.Path) field.ErrorList {
 	if sel == nil {
 		return nil
 	}
@@ -66,11 +66,11 @@ func Validate(sel *v1alpha1.LabelSelector, p *field.Path) field.ErrorList {
 	for i, e := range sel.MatchExpressions {
 		ep := p.Child("matchExpressions").Index(i)
 		switch e.Operator {
-		case v1alpha1.LabelSelectorOpIn, v1alpha1.LabelSelectorOpNotIn:
+		case spec.LabelSelectorOpIn, spec.LabelSelectorOpNotIn:
 			if len(e.Values) == 0 {
 				errs = append(errs, field.Required(ep.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"))
 			}
-		case v1alpha1.LabelSelectorOpExists, v1alpha1.LabelSelectorOpDoesNotExist:
+		case spec.LabelSelectorOpExists, spec.LabelSelectorOpDoesNotExist:
 			if len(e.Values) > 0 {
 				errs = append(errs, field.Forbidden(ep.Child("values"), "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
 			}
@@ -94,7 +94,7 @@ func invalidEach(p *field.Path, value string, msgs []string) field.ErrorList {
 	return errs
 }
 
-func sortedKeys(m map[string]v1alpha1.LabelValue) []string {
+func sortedKeys(m map[string]spec.LabelValue) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -112,28 +112,28 @@ type Selector struct {
 
 type requirement struct {
 	key    string
-	op     v1alpha1.LabelSelectorOperator // matchLabels entries are In with one value
+	op     spec.LabelSelectorOperator // matchLabels entries are In with one value
 	values []string
 }
 
 // SelectorFrom parses a selector as metav1.LabelSelectorAsSelector does: nil matches
 // nothing, an empty selector everything. What Validate accepts always parses; the errors
 // are apimachinery's, for a selector that was not validated.
-func SelectorFrom(sel *v1alpha1.LabelSelector) (Selector, error) {
+func SelectorFrom(sel *spec.LabelSelector) (Selector, error) {
 	if sel == nil {
 		return Selector{nothing: true}, nil
 	}
 	var s Selector
 	for _, k := range sortedKeys(sel.MatchLabels) {
 		v := string(sel.MatchLabels[k])
-		if err := checkRequirement(k, v1alpha1.LabelSelectorOpIn, []string{v}, true); err != nil {
+		if err := checkRequirement(k, spec.LabelSelectorOpIn, []string{v}, true); err != nil {
 			return Selector{}, err
 		}
-		s.reqs = append(s.reqs, requirement{key: k, op: v1alpha1.LabelSelectorOpIn, values: []string{v}})
+		s.reqs = append(s.reqs, requirement{key: k, op: spec.LabelSelectorOpIn, values: []string{v}})
 	}
 	for _, e := range sel.MatchExpressions {
 		switch e.Operator {
-		case v1alpha1.LabelSelectorOpIn, v1alpha1.LabelSelectorOpNotIn, v1alpha1.LabelSelectorOpExists, v1alpha1.LabelSelectorOpDoesNotExist:
+		case spec.LabelSelectorOpIn, spec.LabelSelectorOpNotIn, spec.LabelSelectorOpExists, spec.LabelSelectorOpDoesNotExist:
 		default:
 			return Selector{}, fmt.Errorf("%q is not a valid label selector operator", e.Operator)
 		}
@@ -154,7 +154,7 @@ func SelectorFrom(sel *v1alpha1.LabelSelector) (Selector, error) {
 
 // checkRequirement validates one requirement as labels.NewRequirement does (its paths
 // are relative: key, values[i][key]).
-func checkRequirement(key string, op v1alpha1.LabelSelectorOperator, values []string, equals bool) error {
+func checkRequirement(key string, op spec.LabelSelectorOperator, values []string, equals bool) error {
 	var errs field.ErrorList
 	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(field.NewPath("key"), key, strings.Join(msgs, "; ")))
@@ -163,7 +163,7 @@ func checkRequirement(key string, op v1alpha1.LabelSelectorOperator, values []st
 	switch {
 	case equals:
 		// matchLabels: always one value.
-	case op == v1alpha1.LabelSelectorOpIn || op == v1alpha1.LabelSelectorOpNotIn:
+	case op == spec.LabelSelectorOpIn || op == spec.LabelSelectorOpNotIn:
 		if len(values) == 0 {
 			errs = append(errs, field.Invalid(vp, values, "for 'in', 'notin' operators, values set can't be empty"))
 		}
@@ -188,19 +188,19 @@ func (s Selector) Matches(labels Set) bool {
 	for _, r := range s.reqs {
 		v, has := labels[r.key]
 		switch r.op {
-		case v1alpha1.LabelSelectorOpIn:
+		case spec.LabelSelectorOpIn:
 			if !has || !slices.Contains(r.values, v) {
 				return false
 			}
-		case v1alpha1.LabelSelectorOpNotIn:
+		case spec.LabelSelectorOpNotIn:
 			if has && slices.Contains(r.values, v) {
 				return false
 			}
-		case v1alpha1.LabelSelectorOpExists:
+		case spec.LabelSelectorOpExists:
 			if !has {
 				return false
 			}
-		case v1alpha1.LabelSelectorOpDoesNotExist:
+		case spec.LabelSelectorOpDoesNotExist:
 			if has {
 				return false
 			}

@@ -12,12 +12,12 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	k8sfield "k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/v1alpha1"
 )
 
 // toMeta is the selector as apimachinery's type (what api/v1alpha1's ToMetaV1 does).
-func toMeta(s *v1alpha1.LabelSelector) *metav1.LabelSelector {
+func toMeta(s *spec.LabelSelector) *metav1.LabelSelector {
 	if s == nil {
 		return nil
 	}
@@ -40,39 +40,39 @@ func toMeta(s *v1alpha1.LabelSelector) *metav1.LabelSelector {
 
 var (
 	keys   = []string{"tier", "app.kubernetes.io/name", "Bad Key", "", "a/b/c", "-x", "example.com/", "x/" + strings.Repeat("a", 64)}
-	values = []v1alpha1.LabelValue{"web", "", "db", "bad value", "-v", "v.v_v-v"}
-	ops    = []v1alpha1.LabelSelectorOperator{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "in", ""}
+	values = []spec.LabelValue{"web", "", "db", "bad value", "-v", "v.v_v-v"}
+	ops    = []spec.LabelSelectorOperator{"In", "NotIn", "Exists", "DoesNotExist", "Gt", "in", ""}
 )
 
 // selectors returns hand-written selectors and random ones drawn from the pools above.
-func selectors() []*v1alpha1.LabelSelector {
-	req := func(k string, op v1alpha1.LabelSelectorOperator, vs ...v1alpha1.LabelValue) v1alpha1.LabelSelectorRequirement {
-		return v1alpha1.LabelSelectorRequirement{Key: k, Operator: op, Values: vs}
+func selectors() []*spec.LabelSelector {
+	req := func(k string, op spec.LabelSelectorOperator, vs ...spec.LabelValue) spec.LabelSelectorRequirement {
+		return spec.LabelSelectorRequirement{Key: k, Operator: op, Values: vs}
 	}
-	sels := []*v1alpha1.LabelSelector{
-		nil, {}, {MatchLabels: map[string]v1alpha1.LabelValue{}},
-		{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "web"}},
-		{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "web", "app.kubernetes.io/name": "shop"}},
-		{MatchLabels: map[string]v1alpha1.LabelValue{"Bad Key": "web"}},
-		{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "bad value"}},
-		{MatchLabels: map[string]v1alpha1.LabelValue{"Bad Key": "bad value"}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "In")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "In", "web", "db")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "NotIn", "web")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "Exists")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "Exists", "web")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "DoesNotExist")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "Gt", "1")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("Bad Key", "In", "bad value", "-v")}},
-		{MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("", "Exists"), req("a/b/c", "NotIn")}},
-		{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "web"},
-			MatchExpressions: []v1alpha1.LabelSelectorRequirement{req("tier", "NotIn", "db"), req("env", "DoesNotExist")}},
+	sels := []*spec.LabelSelector{
+		nil, {}, {MatchLabels: map[string]spec.LabelValue{}},
+		{MatchLabels: map[string]spec.LabelValue{"tier": "web"}},
+		{MatchLabels: map[string]spec.LabelValue{"tier": "web", "app.kubernetes.io/name": "shop"}},
+		{MatchLabels: map[string]spec.LabelValue{"Bad Key": "web"}},
+		{MatchLabels: map[string]spec.LabelValue{"tier": "bad value"}},
+		{MatchLabels: map[string]spec.LabelValue{"Bad Key": "bad value"}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "In")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "In", "web", "db")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "NotIn", "web")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "Exists")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "Exists", "web")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "DoesNotExist")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "Gt", "1")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("Bad Key", "In", "bad value", "-v")}},
+		{MatchExpressions: []spec.LabelSelectorRequirement{req("", "Exists"), req("a/b/c", "NotIn")}},
+		{MatchLabels: map[string]spec.LabelValue{"tier": "web"},
+			MatchExpressions: []spec.LabelSelectorRequirement{req("tier", "NotIn", "db"), req("env", "DoesNotExist")}},
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
-		s := &v1alpha1.LabelSelector{}
+		s := &spec.LabelSelector{}
 		if r.IntN(2) == 0 {
-			s.MatchLabels = map[string]v1alpha1.LabelValue{}
+			s.MatchLabels = map[string]spec.LabelValue{}
 			// At most one entry, so that apimachinery's map order does not matter.
 			if r.IntN(3) > 0 {
 				s.MatchLabels[keys[r.IntN(len(keys))]] = values[r.IntN(len(values))]
@@ -149,7 +149,7 @@ func TestSelectorsMatchApimachinery(t *testing.T) {
 
 // With several invalid matchLabels entries, the errors are apimachinery's, in key order.
 func TestSeveralInvalidMatchLabels(t *testing.T) {
-	sel := &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"Bad Key": "web", "tier": "bad value", "-x": "-v"}}
+	sel := &spec.LabelSelector{MatchLabels: map[string]spec.LabelValue{"Bad Key": "web", "tier": "bad value", "-x": "-v"}}
 	ours := Validate(sel, field.NewPath("spec", "selector"))
 	theirs := metav1validation.ValidateLabelSelector(toMeta(sel), metav1validation.LabelSelectorValidationOptions{}, k8sfield.NewPath("spec", "selector"))
 	if !reflect.DeepEqual(messages(ours), messages(theirs)) {

@@ -1,6 +1,4 @@
-package v1alpha1
-
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+package spec
 
 // Modality is a kind of content part.
 // +kubebuilder:validation:Enum=text;image;audio;file
@@ -88,26 +86,3 @@ type LabelSelectorRequirement struct {
 // +kubebuilder:validation:MaxLength=63
 // +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="must be a label value: empty, or at most 63 letters, digits, -, _ or ., starting and ending with a letter or digit"
 type LabelValue string
-
-// ToMetaV1 returns the selector as a metav1.LabelSelector, for the label parser of
-// apimachinery. A nil selector stays nil.
-func (s *LabelSelector) ToMetaV1() *metav1.LabelSelector {
-	if s == nil {
-		return nil
-	}
-	out := &metav1.LabelSelector{}
-	if s.MatchLabels != nil {
-		out.MatchLabels = make(map[string]string, len(s.MatchLabels))
-		for k, v := range s.MatchLabels {
-			out.MatchLabels[k] = string(v)
-		}
-	}
-	for _, e := range s.MatchExpressions {
-		r := metav1.LabelSelectorRequirement{Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator)}
-		for _, v := range e.Values {
-			r.Values = append(r.Values, string(v))
-		}
-		out.MatchExpressions = append(out.MatchExpressions, r)
-	}
-	return out
-}
