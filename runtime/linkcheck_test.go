@@ -1,0 +1,80 @@
+// Package runtime_test holds the checks on what the guard binary links. The guard runs as
+// a sidecar in every injected pod, so each package it links costs resident memory many
+// times over; it must not link Kubernetes client libraries (DESIGN.md §2).
+package runtime_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/guardrail-dev/guardrail-operator/"
+
+// forbidden are the import path prefixes the guard may not link: Kubernetes modules
+// (apimachinery, client-go, controller-runtime, sigs.k8s.io/yaml, …) and the client
+// libraries only the operator needs.
+var forbidden = []string{
+	"k8s.io/",
+	"sigs.k8s.io/",
+	"github.com/prometheus/client_golang/",
+	"google.golang.org/grpc",
+	module + "api/v1alpha1", // the Kubernetes objects; api/v1alpha1/spec is checked below
+	module + "controllers/",
+	module + "runtime/policy/kube",
+}
+
+// allowed are exceptions to forbidden: the API's specs, which import nothing from
+// Kubernetes (their home exists for this check).
+var allowed = []string{module + "api/v1alpha1/spec"}
+
+// linked returns the forbidden packages pkg links.
+func linked(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", pkg).Output() //nolint:gosec // pkg is one of this file's constants
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			msg = string(ee.Stderr)
+		}
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, msg)
+	}
+	var bad []string
+	for _, dep := range strings.Fields(string(out)) {
+		if hasPrefix(dep, allowed) {
+			continue
+		}
+		if hasPrefix(dep, forbidden) {
+			bad = append(bad, dep)
+		}
+	}
+	return bad
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTheGuardLinksNoKubernetesPackage(t *testing.T) {
+	if bad := linked(t, module+"runtime/cmd/guard"); len(bad) > 0 {
+		t.Errorf("the guard links %d packages it must not (each costs memory in every pod): %s\n"+
+			"keep Kubernetes types on the operator's side (api/v1alpha1, runtime/policy/kube) "+
+			"and give the guard what it needs from api/v1alpha1/spec",
+			len(bad), strings.Join(bad, " "))
+	}
+}
+
+// The check sees a forbidden package when one is linked: the operator's adapter links
+// apimachinery through api/v1alpha1.
+func TestTheCheckFindsKubernetesPackages(t *testing.T) {
+	bad := linked(t, module+"runtime/policy/kube")
+	if !slices.ContainsFunc(bad, func(dep string) bool { return strings.HasPrefix(dep, "k8s.io/apimachinery/") }) {
+		t.Errorf("runtime/policy/kube links apimachinery, but the check found only %v", bad)
+	}
+}
