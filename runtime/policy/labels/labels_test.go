@@ -12,31 +12,13 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	k8sfield "k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
 )
 
-// toMeta is the selector as apimachinery's type (what api/v1alpha1's ToMetaV1 does).
-func toMeta(s *spec.LabelSelector) *metav1.LabelSelector {
-	if s == nil {
-		return nil
-	}
-	out := &metav1.LabelSelector{}
-	if s.MatchLabels != nil {
-		out.MatchLabels = map[string]string{}
-		for k, v := range s.MatchLabels {
-			out.MatchLabels[k] = string(v)
-		}
-	}
-	for _, e := range s.MatchExpressions {
-		r := metav1.LabelSelectorRequirement{Key: e.Key, Operator: metav1.LabelSelectorOperator(e.Operator)}
-		for _, v := range e.Values {
-			r.Values = append(r.Values, string(v))
-		}
-		out.MatchExpressions = append(out.MatchExpressions, r)
-	}
-	return out
-}
+// toMeta is the selector as apimachinery's type, as the operator converts it.
+var toMeta = v1alpha1.LabelSelectorToMetaV1
 
 var (
 	keys   = []string{"tier", "app.kubernetes.io/name", "Bad Key", "", "a/b/c", "-x", "example.com/", "x/" + strings.Repeat("a", 64)}
