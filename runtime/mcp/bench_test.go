@@ -70,7 +70,7 @@ func BenchmarkToolCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			px := proxy.New(proxy.Config{Telemetry: tel})
+			px := proxy.New(proxy.Config{Telemetry: tel, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err := px.Apply(snap); err != nil {
 				b.Fatal(err)
 			}

@@ -65,7 +65,7 @@ func engineGuard(t *testing.T, up *upstream, mode string) (string, *telemetry.Te
 		t.Fatal(err)
 	}
 	tel := telemetry.New(nil)
-	px := proxy.New(proxy.Config{Telemetry: tel})
+	px := proxy.New(proxy.Config{Telemetry: tel, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := px.Apply(snap); err != nil {
 		t.Fatal(err)
 	}
