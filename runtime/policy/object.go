@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
@@ -82,7 +83,7 @@ func strict(b []byte, v any) error {
 		return err
 	}
 	if dec.More() {
-		return fmt.Errorf("unexpected data after the JSON value")
+		return errors.New("unexpected data after the JSON value")
 	}
 	return nil
 }
