@@ -266,7 +266,6 @@ func (x *exchange) call(j Judge, m *object) (json.RawMessage, bool, error) {
 		return nil, false, nil
 	}
 	id := m.get("id")
-	var err error
 	params, ok := m.obj("params")
 	if !ok {
 		// Nothing the guard can read is not forwarded: the server would read it otherwise.
@@ -278,12 +277,10 @@ func (x *exchange) call(j Judge, m *object) (json.RawMessage, bool, error) {
 		x.outcome = "refused"
 		return errorResponse(id, codeInvalidRequest, "the tools/call name is not a string", dataInvalidRequest, ""), true, nil
 	}
-	args := "{}"
-	if a := params.get("arguments"); len(a) > 0 {
-		if args, err = judgedJSON(a); err != nil {
-			x.outcome = "refused"
-			return errorResponse(id, codeInvalidRequest, "the guardrail sidecar could not read the tools/call arguments: "+err.Error(), dataInvalidRequest, ""), true, nil
-		}
+	args, why := callArguments(params)
+	if why != "" {
+		x.outcome = "refused"
+		return errorResponse(id, codeInvalidRequest, "the guardrail sidecar could not read the tools/call arguments: "+why, dataInvalidRequest, ""), true, nil
 	}
 	jd, err := j.Call(x.r.Context(), tool, args)
 	if err != nil {
@@ -297,6 +294,20 @@ func (x *exchange) call(j Judge, m *object) (json.RawMessage, bool, error) {
 		return blockedToolResult(id, s.Reason), true, nil
 	}
 	return nil, false, nil
+}
+
+// callArguments returns the judged form of a call's arguments ("{}" when there are
+// none), or why they cannot be read.
+func callArguments(params *object) (string, string) {
+	a := params.get("arguments")
+	if len(a) == 0 {
+		return "{}", ""
+	}
+	args, err := judgedJSON(a)
+	if err != nil {
+		return "", err.Error()
+	}
+	return args, ""
 }
 
 // get opens the server's stream of messages. Its headers reach the client as soon as the
@@ -382,15 +393,15 @@ func (x *exchange) send(method string, body []byte) (*http.Response, bool) {
 		}
 		x.h.cfg.Log.Warn("MCP server unreachable", "server", x.server, "error", err.Error())
 		x.outcome = "upstream_error"
-		x.answerPending(http.StatusBadGateway, "the guardrail sidecar could not reach the MCP server "+x.server)
+		x.answerPending("the guardrail sidecar could not reach the MCP server " + x.server)
 		return nil, false
 	}
 	return resp, true
 }
 
 // answerPending answers the forwarded requests with an upstream error (or one error
-// without id when there are none), as JSON with status.
-func (x *exchange) answerPending(status int, msg string) {
+// without id when there are none), as JSON with status 502.
+func (x *exchange) answerPending(msg string) {
 	var out []json.RawMessage
 	for _, id := range x.pending {
 		out = append(out, errorResponse(id, codeUpstream, msg, dataUpstreamUnreachable, ""))
@@ -398,11 +409,11 @@ func (x *exchange) answerPending(status int, msg string) {
 	clear(x.pending)
 	switch len(out) {
 	case 0:
-		x.writeJSON(status, errorResponse(nil, codeUpstream, msg, dataUpstreamUnreachable, ""))
+		x.writeJSON(http.StatusBadGateway, errorResponse(nil, codeUpstream, msg, dataUpstreamUnreachable, ""))
 	case 1:
-		x.writeJSON(status, out[0])
+		x.writeJSON(http.StatusBadGateway, out[0])
 	default:
-		x.writeJSON(status, marshalArray(out))
+		x.writeJSON(http.StatusBadGateway, marshalArray(out))
 	}
 }
 
@@ -428,18 +439,18 @@ func (x *exchange) answer(resp *http.Response, j Judge, local []json.RawMessage,
 		return
 	case err != nil:
 		x.outcome = "upstream_error"
-		x.answerPending(http.StatusBadGateway, "the connection to the MCP server "+x.server+" broke before its answer was complete")
+		x.answerPending("the connection to the MCP server " + x.server + " broke before its answer was complete")
 		return
 	case len(body) > x.h.cfg.MaxMessageBytes:
 		x.outcome = "failed"
-		x.answerPending(http.StatusBadGateway, "the answer of the MCP server "+x.server+" is larger than the guardrail sidecar judges")
+		x.answerPending("the answer of the MCP server " + x.server + " is larger than the guardrail sidecar judges")
 		return
 	}
 	start := time.Now()
 	out, changed, err := x.judgeData(j, body)
 	if err != nil {
 		x.unreadable(err)
-		x.answerPending(http.StatusBadGateway, "the guardrail sidecar could not read the answer of the MCP server "+x.server)
+		x.answerPending("the guardrail sidecar could not read the answer of the MCP server " + x.server)
 		return
 	}
 	if len(local) > 0 {
@@ -511,7 +522,7 @@ func (x *exchange) arm() { _ = x.rc.SetWriteDeadline(time.Now().Add(x.h.cfg.Writ
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(body) //nolint:gosec // JSON-RPC, served as application/json to the MCP client that asked (no HTML context)
 }
 
 func isEventStream(resp *http.Response) bool {

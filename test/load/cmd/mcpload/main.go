@@ -96,7 +96,8 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("building the guard: %v\n%s", err, out)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func run(ctx context.Context, o options) error {
 	}
 	d, g := all["direct"], all["guarded"]
 	fmt.Printf("\ntools/call, %d B argument and result, %d sessions, %d rounds of %s\n", o.textBytes, o.concurrency, o.rounds, o.duration) //nolint:forbidigo // the report
-	fmt.Printf("%-8s %8s %10s %10s %10s\n", "", "calls", "p50", "p90", "p99")                                                            //nolint:forbidigo // the report
+	fmt.Printf("%-8s %8s %10s %10s %10s\n", "", "calls", "p50", "p90", "p99")                                                              //nolint:forbidigo // the report
 	for _, row := range []struct {
 		name string
 		lat  []time.Duration
@@ -199,7 +200,7 @@ func startGuard(ctx context.Context, bin, dir, upstream string) (string, func(),
 	if err := os.WriteFile(policyPath, []byte(policy), 0o600); err != nil {
 		return "", nil, err
 	}
-	proxyPort, adminPort, err := freePort(), freePort(), error(nil)
+	proxyPort, adminPort, err := freePort(ctx), freePort(ctx), error(nil)
 	cmd := exec.CommandContext(ctx, bin, "--policy-file", policyPath, //nolint:gosec // the binary under test
 		"--listen", fmt.Sprintf("127.0.0.1:%d", proxyPort), "--admin-listen", fmt.Sprintf("127.0.0.1:%d", adminPort),
 		"--mcp-upstream", "workspace="+upstream, "--log-level", "warn")
@@ -209,7 +210,8 @@ func startGuard(ctx context.Context, bin, dir, upstream string) (string, func(),
 	}
 	stop := func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", adminPort))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", adminPort), nil)
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -225,8 +227,9 @@ func startGuard(ctx context.Context, bin, dir, upstream string) (string, func(),
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp/workspace", proxyPort), stop, nil
 }
 
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ctx context.Context) int {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0
 	}
