@@ -91,6 +91,9 @@ type IDs struct {
 	TraceID   string `json:"traceId,omitempty"`
 	SpanID    string `json:"spanId,omitempty"`
 	Model     string `json:"model,omitempty"`
+	// MCPServer is the name of the MCP upstream (--mcp-upstream) whose traffic was judged;
+	// empty for model traffic.
+	MCPServer string `json:"mcpServer,omitempty"`
 }
 
 // Location says what an evaluation judged, without its content: an input message part, a

@@ -34,7 +34,7 @@ func (e *EngineJudges) Begin(r *http.Request, server string) (Judge, bool) {
 	rec := e.Telemetry.Begin()
 	trace, span := traceIDs(r.Header)
 	return &engineJudge{e: eng, rec: rec, opts: engine.Options{
-		IDs: engine.IDs{Pod: e.Pod, RequestID: r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span},
+		IDs: engine.IDs{Pod: e.Pod, RequestID: r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, MCPServer: server},
 		Record: func(record engine.Record) {
 			rec.Record(record)
 			e.Telemetry.MCPDecision(server, record)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
@@ -54,7 +55,7 @@ spec:
 
 // engineGuard serves the MCP handler judging with a real engine under policy (MODE
 // replaced by mode), in front of up.
-func engineGuard(t *testing.T, up *upstream, mode string) (string, *telemetry.Telemetry) {
+func engineGuard(t *testing.T, up *upstream, mode string, decisionLog ...io.Writer) (string, *telemetry.Telemetry) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(path, []byte(strings.Replace(enginePolicy, "MODE", mode, 1)), 0o600); err != nil {
@@ -64,7 +65,11 @@ func engineGuard(t *testing.T, up *upstream, mode string) (string, *telemetry.Te
 	if err != nil {
 		t.Fatal(err)
 	}
-	tel := telemetry.New(nil)
+	var log io.Writer
+	if len(decisionLog) > 0 {
+		log = decisionLog[0]
+	}
+	tel := telemetry.New(log)
 	px := proxy.New(proxy.Config{Telemetry: tel, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := px.Apply(snap); err != nil {
 		t.Fatal(err)
@@ -133,4 +138,36 @@ func TestInReportModeACallThePolicyWouldBlockIsForwarded(t *testing.T) {
 	if got := metric(t, tel, `guard_mcp_decisions_total{outcome="wouldBlock",phase="ToolCalls",server="tools"}`); got != "1" {
 		t.Fatalf("wouldBlock counted %q", got)
 	}
+}
+
+// TestDecisionRecordsNameTheMCPServer: a decision on MCP traffic says which server's, and
+// holds none of the traffic.
+func TestDecisionRecordsNameTheMCPServer(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		writeJSON(w, http.StatusOK, []byte(toolResult(7, "the key is tok_abcd1234")))
+	})
+	var log lockedBuffer
+	url, _ := engineGuard(t, up, "Enforce", &log)
+	readBody(t, post(t, url, callSearch))
+	out := log.String()
+	if !strings.Contains(out, `"mcpServer":"tools"`) || strings.Contains(out, "tok_abcd1234") {
+		t.Errorf("decision log: %s", out)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
