@@ -77,7 +77,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	}
 	var meta chartMeta
 	if err := yaml.Unmarshal(b, &meta); err != nil {
-		return nil, fmt.Errorf("Chart.yaml: %w", err)
+		return nil, fmt.Errorf("reading the chart's Chart.yaml: %w", err)
 	}
 	out, err := filepath.Abs(o.out)
 	if err != nil {
