@@ -272,7 +272,8 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 		if out, err := u.run("kubectl", "get", "mutatingwebhookconfiguration", "guardrail-pod-injector"); err == nil {
 			t.Errorf("the webhook configuration is left: new pods would still be sent to a webhook that is gone:\n%s", out)
 		}
-		// crds/ is never deleted by helm (README: CRDs): the policies users wrote survive.
+		// The CRDs carry helm.sh/resource-policy: keep (crds.keep, the chart's README): the
+		// policies users wrote survive an uninstall.
 		u.kubectl("get", "crd", "guardrails.guardrail.dev", "classifiers.guardrail.dev")
 		u.kubectl("-n", "demo", "get", "guardrail", "redact-pii-secrets")
 	})
