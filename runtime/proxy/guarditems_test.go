@@ -83,7 +83,7 @@ func TestAConversationSurvivesABlock(t *testing.T) {
 				ours := strings.HasPrefix(guard.ID, "msg_guardrail")
 				idJSON, _ := json.Marshal(guard.ID)
 				turns := map[string]string{
-					"store on: item_reference": `{"type":"item_reference","id":` + string(idJSON) + `}`,
+					"store on: item_reference":               `{"type":"item_reference","id":` + string(idJSON) + `}`,
 					"store on: a reference without its type": `{"id":` + string(idJSON) + `}`,
 					"store off: the item inline with its id": `{"type":"message","role":"assistant","id":` + string(idJSON) +
 						`,"status":"incomplete","content":[{"type":"output_text","text":` + mustQuote(guard.Content[0].Text) + `}]}`,
@@ -99,9 +99,9 @@ func TestAConversationSurvivesABlock(t *testing.T) {
 					sent, _ := h.p.LastRequest()
 					var req struct {
 						Input []struct {
-							ID      string `json:"id"`
-							Type    string `json:"type"`
-							Role    string `json:"role"`
+							ID      string          `json:"id"`
+							Type    string          `json:"type"`
+							Role    string          `json:"role"`
 							Content json.RawMessage `json:"content"`
 						} `json:"input"`
 					}

@@ -17,9 +17,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	client    *http.Client
-	now       func() time.Time
-	backoff   time.Duration
+	client  *http.Client
+	now     func() time.Time
+	backoff time.Duration
 	// breakerNow is the breaker's clock: the real one but in tests.
 	breakerNow func() time.Time
 }
