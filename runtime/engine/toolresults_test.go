@@ -107,7 +107,9 @@ func TestToolResultsPhase(t *testing.T) {
 		f := words("nothing")
 		w.guardrail("g", w.classifier("c", f, withCategories("bad")), threshold(0.5, policy.ActionBlock, nil), phases(policy.PhaseInput))
 		s, rec := w.session()
-		s.Input(context.Background(), agentLoop())
+		if _, err := s.Input(context.Background(), agentLoop()); err != nil {
+			t.Fatal(err)
+		}
 		if !slices.Equal(outcomes(rec), []string{"team/g:Input:allowed"}) {
 			t.Errorf("records %v", outcomes(rec))
 		}
