@@ -11,7 +11,7 @@ import (
 // names below are aliases of those types and constants (not copies: v1alpha1.Mode is
 // spec.Mode), so that the operator's code reads the API as one package.
 
-// Spec types, defined in package spec.
+// Spec types, defined in package spec and documented there.
 type (
 	Modality                 = spec.Modality
 	Score                    = spec.Score

@@ -17,7 +17,7 @@ type Duration struct {
 
 // MarshalJSON writes the duration string.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(d.Duration.String())
+	return json.Marshal(d.String())
 }
 
 // UnmarshalJSON reads a duration string, as time.ParseDuration parses it.
