@@ -1,0 +1,115 @@
+package injection
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// goldenDecision is what a user gets from the injector for one pod: refused, left alone,
+// or changed, with the warnings that become admission warnings and Events.
+type goldenDecision struct {
+	Skip     string            `json:"skip,omitempty"`
+	Deny     string            `json:"deny,omitempty"`
+	Warnings []goldenWarning   `json:"warnings,omitempty"`
+	Pod      *corev1.Pod       `json:"pod,omitempty"`
+	Labels   map[string]string `json:"namespaceLabels,omitempty"`
+}
+
+type goldenWarning struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// TestGoldenDecisions renders the injector's decision for every documented annotation and
+// label, both pod shapes, required and enabled namespaces, existing env and containers,
+// and bad values, into testdata/decisions/, so that every change to what users get shows
+// in review. Regenerate with go test ./controllers/injection -run TestGoldenDecisions -update.
+func TestGoldenDecisions(t *testing.T) {
+	type tc struct {
+		pod      *corev1.Pod
+		ns       string
+		nsLabels map[string]string
+		legacy   bool
+	}
+	enabled := func(opts ...podOption) tc { return tc{pod: newPod(opts...), ns: "apps", nsLabels: enabledNS} }
+	required := func(opts ...podOption) tc { return tc{pod: newPod(opts...), ns: "apps", nsLabels: requiredNS} }
+	withContainer := func(name string) podOption {
+		return func(p *corev1.Pod) {
+			c := p.Spec.Containers[0]
+			c.Name = name
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}
+	}
+	legacy := func(c tc) tc { c.legacy = true; return c }
+	cases := map[string]tc{
+		"enabled":                             enabled(),
+		"enabled-legacy":                      legacy(enabled()),
+		"required":                            required(),
+		"required-legacy":                     legacy(required()),
+		"enabled-inject-false":                enabled(withLabel(controlplane.LabelInject, "false")),
+		"required-inject-false":               required(withLabel(controlplane.LabelInject, "false")),
+		"unlabelled-namespace-inject-true":    {pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "apps"},
+		"unlabelled-namespace":                {pod: newPod(), ns: "apps"},
+		"system-namespace":                    {pod: newPod(), ns: "kube-system", nsLabels: requiredNS},
+		"operator-namespace":                  {pod: newPod(), ns: "guardrail-system", nsLabels: requiredNS},
+		"enabled-already-injected-label":      enabled(withLabel(controlplane.LabelInjected, "true")),
+		"required-already-injected-label":     required(withLabel(controlplane.LabelInjected, "true")),
+		"enabled-hand-written-guard":          enabled(withContainer(ContainerName)),
+		"required-hand-written-guard":         required(withContainer(ContainerName)),
+		"resources":                           enabled(withAnnotation(AnnotationCPU, "250m"), withAnnotation(AnnotationMemory, "96Mi"), withAnnotation(AnnotationCPULimit, "1"), withAnnotation(AnnotationMemoryLimit, "256Mi")),
+		"resources-bad":                       enabled(withAnnotation(AnnotationCPU, "lots"), withAnnotation(AnnotationMemoryLimit, "-1Gi")),
+		"resources-bad-required":              required(withAnnotation(AnnotationCPU, "lots")),
+		"upstreams":                           enabled(withAnnotation(AnnotationOpenAIUpstream, "https://llm.example.com/openai"), withAnnotation(AnnotationAnthropicUpstream, "https://llm.example.com/anthropic")),
+		"upstreams-bad":                       enabled(withAnnotation(AnnotationOpenAIUpstream, "ftp://x"), withAnnotation(AnnotationAnthropicUpstream, "not a url")),
+		"mcp-upstreams":                       enabled(withAnnotation(AnnotationMCPUpstreams, "docs=http://docs.tools.svc:8080/mcp,search-1=https://search.example.com/mcp")),
+		"mcp-upstreams-bad":                   enabled(withAnnotation(AnnotationMCPUpstreams, "Docs=http://x,docs=http://y,docs=http://z")),
+		"mcp-upstreams-bad-required":          required(withAnnotation(AnnotationMCPUpstreams, "docs=file:///etc/passwd")),
+		"existing-base-urls":                  enabled(withEnv("OPENAI_BASE_URL", "https://proxy.internal/v1"), withEnv("ANTHROPIC_BASE_URL", "https://proxy.internal")),
+		"existing-env":                        enabled(withEnv("LOG_LEVEL", "info")),
+		"init-container":                      enabled(withInitContainer("migrate")),
+		"init-container-legacy":               legacy(enabled(withInitContainer("migrate"))),
+		"two-app-containers":                  enabled(withContainer("worker")),
+		"host-network":                        enabled(withHostNetwork()),
+		"host-network-required":               required(withHostNetwork()),
+		"port-of-the-guard":                   enabled(withPort(15080)),
+		"injector-version-annotation-ignored": enabled(withAnnotation(AnnotationInjectorVersion, "v0.0.0-forged")),
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.NativeSidecars = !c.legacy
+			d := decide(c.pod, c.ns, c.nsLabels, cfg, []byte(testCA))
+			g := goldenDecision{Skip: d.skip, Deny: d.deny, Pod: d.pod, Labels: c.nsLabels}
+			for _, f := range d.findings {
+				g.Warnings = append(g.Warnings, goldenWarning{Reason: f.reason, Message: f.message})
+			}
+			got, err := yaml.Marshal(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", "decisions", name+".golden.yaml")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path) //nolint:gosec // a file of this package
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Fatalf("the injector's decision changed (-want +got); run with -update if intended:\n%s", diff)
+			}
+		})
+	}
+}
