@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
@@ -32,7 +31,7 @@ func (e *EngineJudges) Begin(r *http.Request, server string) (Judge, bool) {
 		return nil, false
 	}
 	rec := e.Telemetry.Begin()
-	trace, span := traceIDs(r.Header)
+	trace, span := telemetry.TraceIDs(r.Header)
 	return &engineJudge{e: eng, rec: rec, opts: engine.Options{
 		IDs: engine.IDs{Pod: e.Pod, RequestID: r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, MCPServer: server},
 		Record: func(record engine.Record) {
@@ -87,13 +86,4 @@ func stopOf(v *engine.Verdict) *Stop {
 		return nil
 	}
 	return &Stop{Failed: v.Kind == engine.Failed, Reason: v.Reason, Guardrail: v.Guardrail}
-}
-
-// traceIDs reads the W3C traceparent header: version-traceid-spanid-flags.
-func traceIDs(h http.Header) (trace, span string) {
-	parts := strings.Split(h.Get("Traceparent"), "-")
-	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
-		return "", ""
-	}
-	return parts[1], parts[2]
 }

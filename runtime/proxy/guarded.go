@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
@@ -116,7 +117,7 @@ func (x *exchange) outcome(o string) { x.p.cfg.Telemetry.Request(x.family, o) }
 
 // begin starts the engine's session of the exchange.
 func (x *exchange) begin(record func(engine.Record)) {
-	trace, span := traceIDs(x.r.Header)
+	trace, span := telemetry.TraceIDs(x.r.Header)
 	x.session = x.st.engine.NewSession(engine.Options{
 		IDs:    engine.IDs{Pod: x.p.cfg.Pod, RequestID: x.r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, Model: x.req.Model},
 		Record: record,

@@ -386,15 +386,6 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// traceIDs reads the W3C traceparent header: version-traceid-spanid-flags.
-func traceIDs(h http.Header) (trace, span string) {
-	parts := strings.Split(h.Get("Traceparent"), "-")
-	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
-		return "", ""
-	}
-	return parts[1], parts[2]
-}
-
 func writeError(w http.ResponseWriter, f wire.Family, e wire.APIError) {
 	_ = wire.WriteError(w, f, e)
 }
