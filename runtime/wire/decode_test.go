@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // decodeSeeds are bodies of every family, and the corners of JSON decoding: names that
@@ -43,7 +45,7 @@ var decodeSeeds = []string{
 
 var decodeFamilies = []Family{FamilyChat, FamilyResponses, FamilyEmbeddings, FamilyMessages}
 
-// FuzzDecodeJSON runs every request parser and response decoder with decodeJSON and with
+// FuzzDecodeJSON runs every request parser and response decoder with jsonx.Decode and with
 // the decoder it replaced (encoding/json's Unmarshal and the spelling check), and requires
 // the same result: the same error or not, and, without an error, equal requests and
 // responses.
@@ -53,21 +55,21 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, fam := range decodeFamilies {
-			got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return ParseRequest(fam, body) })
-			want, wantErr := withDecoder(referenceUnmarshal, referenceUnmarshalRequest, func() (any, error) { return ParseRequest(fam, body) })
+			got, gotErr := withDecoder(jsonx.Decode, jsonx.DecodeRequest, func() (any, error) { return ParseRequest(fam, body) })
+			want, wantErr := withDecoder(jsonx.ReferenceDecode, jsonx.ReferenceDecodeRequest, func() (any, error) { return ParseRequest(fam, body) })
 			compareDecoded(t, "ParseRequest("+fam.String()+")", got, gotErr, want, wantErr)
 			if fam == FamilyEmbeddings {
 				continue
 			}
 			if fam == FamilyResponses {
-				got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return StoredRequest(fam, body) })
-				want, wantErr := withDecoder(referenceUnmarshal, referenceUnmarshalRequest, func() (any, error) { return StoredRequest(fam, body) })
+				got, gotErr := withDecoder(jsonx.Decode, jsonx.DecodeRequest, func() (any, error) { return StoredRequest(fam, body) })
+				want, wantErr := withDecoder(jsonx.ReferenceDecode, jsonx.ReferenceDecodeRequest, func() (any, error) { return StoredRequest(fam, body) })
 				compareDecoded(t, "StoredRequest", got, gotErr, want, wantErr)
 			}
 			for _, object := range []bool{false, true} {
 				req := &Request{Family: fam, Object: object}
-				got, gotErr := withDecoder(decodeJSON, decodeRequestJSON, func() (any, error) { return DecodeResponse(fam, req, body) })
-				want, wantErr := withDecoder(referenceUnmarshal, referenceUnmarshalRequest, func() (any, error) { return DecodeResponse(fam, req, body) })
+				got, gotErr := withDecoder(jsonx.Decode, jsonx.DecodeRequest, func() (any, error) { return DecodeResponse(fam, req, body) })
+				want, wantErr := withDecoder(jsonx.ReferenceDecode, jsonx.ReferenceDecodeRequest, func() (any, error) { return DecodeResponse(fam, req, body) })
 				compareDecoded(t, "DecodeResponse("+fam.String()+")", got, gotErr, want, wantErr)
 			}
 		}
@@ -101,7 +103,7 @@ func TestDecodeJSONRepeatedMembersMergeAsEncodingJSONMergesThem(t *testing.T) {
 	// it over the first and reads "first"; a parser keeping the last member reads no
 	// content.
 	var r chatRequest
-	if err := decodeJSON([]byte(`{"messages":[{"role":"user","content":"first"}],"messages":[{"role":"assistant"}]}`), &r); err != nil {
+	if err := jsonx.Decode([]byte(`{"messages":[{"role":"user","content":"first"}],"messages":[{"role":"assistant"}]}`), &r); err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Messages) != 1 || r.Messages[0].Role != "assistant" || string(r.Messages[0].Content) != `"first"` {
@@ -110,7 +112,7 @@ func TestDecodeJSONRepeatedMembersMergeAsEncodingJSONMergesThem(t *testing.T) {
 	// A shorter array cuts the slice; a longer one after it brings back the earlier
 	// elements beneath the new ones, as encoding/json does.
 	r = chatRequest{}
-	if err := decodeJSON([]byte(`{"messages":[{"content":"a"},{"content":"b"},{"content":"c"}],"messages":[{"role":"user"}],"messages":[{},{"role":"user"},{}]}`), &r); err != nil {
+	if err := jsonx.Decode([]byte(`{"messages":[{"content":"a"},{"content":"b"},{"content":"c"}],"messages":[{"role":"user"}],"messages":[{},{"role":"user"},{}]}`), &r); err != nil {
 		t.Fatal(err)
 	}
 	var texts []string
@@ -122,7 +124,7 @@ func TestDecodeJSONRepeatedMembersMergeAsEncodingJSONMergesThem(t *testing.T) {
 	}
 	// The last of two scalars wins, as everywhere; null leaves the earlier one.
 	r = chatRequest{}
-	if err := decodeJSON([]byte(`{"model":"a","messages":[],"model":"b","model":null}`), &r); err != nil || r.Model != "b" {
+	if err := jsonx.Decode([]byte(`{"model":"a","messages":[],"model":"b","model":null}`), &r); err != nil || r.Model != "b" {
 		t.Fatalf("model = %q (%v), want b", r.Model, err)
 	}
 	// A response's repeated member is read as that merge.

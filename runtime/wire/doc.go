@@ -24,7 +24,7 @@
 // classify.Modality), system instructions flagged, tool calls of the history, declared
 // tools, and the flags that shape the response: Stream, N, Object (JSON output format),
 // IncludeUsage and Background. Request bodies are read as encoding/json reads them, but a
-// field the guard reads may be named only once (ambiguous.go). A response is made of
+// field the guard reads may be named only once (package jsonx, ambiguous.go). A response is made of
 // content.Channels — per choice, the answer text,
 // reasoning text, each tool call's arguments, or the object — the same channels the engine
 // judges. A stream is decoded into Items: deltas, tool call starts, channel ends,

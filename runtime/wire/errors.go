@@ -3,6 +3,8 @@ package wire
 import (
 	"net/http"
 	"strconv"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // Error codes the guard's own errors carry (DESIGN.md §5).
@@ -78,14 +80,14 @@ func anthropicType(status int) string {
 // {"message","type","param":null,"code","guardrail"}.
 func appendOpenAIError(dst []byte, e *APIError) []byte {
 	dst = append(dst, `{"message":`...)
-	dst = appendString(dst, e.Message)
+	dst = jsonx.AppendString(dst, e.Message)
 	dst = append(dst, `,"type":`...)
-	dst = appendString(dst, e.Type)
+	dst = jsonx.AppendString(dst, e.Type)
 	dst = append(dst, `,"param":null,"code":`...)
 	dst = appendOptString(dst, e.Code)
 	if e.Guardrail != "" {
 		dst = append(dst, `,"guardrail":`...)
-		dst = appendString(dst, e.Guardrail)
+		dst = jsonx.AppendString(dst, e.Guardrail)
 	}
 	return append(dst, '}')
 }
@@ -95,17 +97,17 @@ func appendOpenAIError(dst []byte, e *APIError) []byte {
 // Anthropic's SDKs expose details.error_code as the error's code.
 func appendAnthropicError(dst []byte, e *APIError) []byte {
 	dst = append(dst, `{"type":"error","error":{"type":`...)
-	dst = appendString(dst, anthropicType(e.Status))
+	dst = jsonx.AppendString(dst, anthropicType(e.Status))
 	dst = append(dst, `,"message":`...)
-	dst = appendString(dst, e.Message)
+	dst = jsonx.AppendString(dst, e.Message)
 	if e.Code != "" {
 		dst = append(dst, `,"details":{"error_code":`...)
-		dst = appendString(dst, e.Code)
+		dst = jsonx.AppendString(dst, e.Code)
 		dst = append(dst, '}')
 	}
 	if e.Guardrail != "" {
 		dst = append(dst, `,"guardrail":`...)
-		dst = appendString(dst, e.Guardrail)
+		dst = jsonx.AppendString(dst, e.Guardrail)
 	}
 	return append(dst, '}', '}')
 }
@@ -114,7 +116,7 @@ func appendOptString(dst []byte, s string) []byte {
 	if s == "" {
 		return append(dst, "null"...)
 	}
-	return appendString(dst, s)
+	return jsonx.AppendString(dst, s)
 }
 
 // AppendErrorBody appends the JSON body of e in f's shape: OpenAI's

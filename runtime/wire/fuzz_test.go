@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -174,7 +175,7 @@ func TestChatTextChunksTakeTheShapePath(t *testing.T) {
 	head := `{"id":"chatcmpl-D0q8CZXN1uEzngZGkU7FuV92lnXWq","object":"chat.completion.chunk","created":1769092764,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_29330a9688","choices":[{"index":0,"delta":{"content":`
 	var evs []string
 	for i, w := range []string{"Hello", ",", " World", "!", ` "quoted"`, " café"} {
-		evs = append(evs, head+string(jsonString(w))+`},"logprobs":null,"finish_reason":null}],"obfuscation":"`+strings.Repeat("x", i*3)+`"}`)
+		evs = append(evs, head+string(jsonx.Quote(w))+`},"logprobs":null,"finish_reason":null}],"obfuscation":"`+strings.Repeat("x", i*3)+`"}`)
 	}
 	st := NewStream(chatReq)
 	var items []Item

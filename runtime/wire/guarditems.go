@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // The guard makes one kind of Responses output item itself: the assistant message that
@@ -55,15 +57,15 @@ func ResolveGuardItems(body []byte) ([]byte, error) {
 	if !bytes.Contains(body, []byte(guardItemPrefix)) {
 		return body, nil
 	}
-	o, err := parseObject(body)
+	o, err := jsonx.ParseObject(body)
 	if err != nil {
 		return nil, malformed(FamilyResponses, "request: %v", err)
 	}
-	raw := o.get("input")
+	raw := o.Get("input")
 	if len(raw) == 0 || raw[0] != '[' {
 		return body, nil
 	}
-	items, err := o.arr("input")
+	items, err := o.Arr("input")
 	if err != nil {
 		return nil, malformed(FamilyResponses, "input: %v", err)
 	}
@@ -72,11 +74,11 @@ func ResolveGuardItems(body []byte) ([]byte, error) {
 		if !bytes.Contains(it, []byte(guardItemPrefix)) || len(it) == 0 || it[0] != '{' {
 			continue
 		}
-		item, err := parseObject(it)
+		item, err := jsonx.ParseObject(it)
 		if err != nil {
 			return nil, malformed(FamilyResponses, "input item %d: %v", i, err)
 		}
-		id := item.str("id")
+		id := item.Str("id")
 		if !strings.HasPrefix(id, guardItemPrefix) {
 			continue
 		}
@@ -86,24 +88,24 @@ func ResolveGuardItems(body []byte) ([]byte, error) {
 		}
 		// A reference may leave out its type (openai-go sends {"id":…}): an item that
 		// has nothing but its id is one.
-		if typ := item.str("type"); typ == "item_reference" || typ == "" && len(item.keys) == 1 {
+		if typ := item.Str("type"); typ == "item_reference" || typ == "" && item.Len() == 1 {
 			items[i] = guardMessage(text)
 		} else {
-			item.del("id")
-			items[i] = item.bytes()
+			item.Del("id")
+			items[i] = item.Bytes()
 		}
 		changed = true
 	}
 	if !changed {
 		return body, nil
 	}
-	o.set("input", marshalArray(items))
-	return o.bytes(), nil
+	o.Set("input", jsonx.MarshalArray(items))
+	return o.Bytes(), nil
 }
 
 // guardMessage is the input item that stands for a guard-made message: an assistant
 // message with its text as output text, the shape the provider accepts inline.
 func guardMessage(text string) json.RawMessage {
-	b := append([]byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":`), jsonString(text)...)
+	b := append([]byte(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":`), jsonx.Quote(text)...)
 	return append(b, "}]}"...)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // FuzzGuardItemIDCarriesItsText: whatever text a block's message has, its id gives it back,
@@ -19,7 +21,7 @@ func FuzzGuardItemIDCarriesItsText(f *testing.F) {
 		if !ok || got != text {
 			t.Fatalf("id of %q gives %q, %v", text, got, ok)
 		}
-		body := []byte(`{"input":[{"type":"item_reference","id":` + string(jsonString(guardItemID(text))) + `}]}`)
+		body := []byte(`{"input":[{"type":"item_reference","id":` + string(jsonx.Quote(guardItemID(text))) + `}]}`)
 		out, err := ResolveGuardItems(body)
 		if err != nil {
 			t.Fatal(err)

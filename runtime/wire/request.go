@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // ErrMalformed is matched (errors.Is) by every error of ParseRequest, DecodeResponse and
@@ -60,7 +61,7 @@ func countParts(msgs []Message) int {
 }
 
 // unmarshal decodes a request's JSON, turning errors into malformed errors. A field the
-// guard reads may be named once only (decodeRequestJSON).
+// guard reads may be named once only (jsonx.DecodeRequest).
 func unmarshal(f Family, what string, raw []byte, v any) error {
 	if err := decodeRequest(raw, v); err != nil {
 		return malformed(f, "%s: %v", what, err)
@@ -122,10 +123,10 @@ func parseEmbeddings(req *Request, body []byte) error {
 		return err
 	}
 	req.Model = r.Model
-	if isNull(r.Input) {
+	if jsonx.IsNull(r.Input) {
 		return nil
 	}
-	if s, ok := rawString(r.Input); ok {
+	if s, ok := jsonx.RawString(r.Input); ok {
 		at := loc{}.key(kInput).mark()
 		req.Messages = []Message{{Role: "user", Parts: []Part{textPart(s).at(at)}, loc: at}}
 		return nil
@@ -138,7 +139,7 @@ func parseEmbeddings(req *Request, body []byte) error {
 	for i, it := range items {
 		switch {
 		case len(it) > 0 && it[0] == '"':
-			s, _ := rawString(it)
+			s, _ := jsonx.RawString(it)
 			at := loc{}.key(kInput).idx(i).mark()
 			req.Messages = append(req.Messages, Message{Role: "user", Parts: []Part{textPart(s).at(at)}, loc: at})
 		case len(it) > 0 && (it[0] == '[' || it[0] == '-' || (it[0] >= '0' && it[0] <= '9')):
@@ -152,3 +153,24 @@ func parseEmbeddings(req *Request, body []byte) error {
 	}
 	return nil
 }
+
+// intField parses an index member that defaults to 0 when absent; ok is false when it is
+// present but not an integer in [0, MaxParts).
+func intField(v []byte) (int, bool) {
+	if jsonx.IsNullValue(v) {
+		return 0, true
+	}
+	n, ok := jsonx.IntOf(v)
+	if !ok || n < 0 || n >= MaxParts {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// decode and decodeRequest are the decoders the response decoders and the request
+// parsers call: jsonx.Decode and jsonx.DecodeRequest, but for FuzzDecodeJSON, which runs every
+// parser with the reference decoders in their place and compares what they read.
+var (
+	decode        = jsonx.Decode
+	decodeRequest = jsonx.DecodeRequest
+)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 type chatRequest struct {
@@ -143,10 +144,10 @@ func chatMessageOf(cm *chatMessage, at loc) (Message, error) {
 // chatContent reads a chat message's content (at in the body): null, a string, or an
 // array of parts.
 func chatContent(raw json.RawMessage, at loc) ([]Part, error) {
-	if isNull(raw) {
+	if jsonx.IsNull(raw) {
 		return nil, nil
 	}
-	if s, ok := rawString(raw); ok {
+	if s, ok := jsonx.RawString(raw); ok {
 		return []Part{textPart(s).at(at)}, nil
 	}
 	var cps []chatPart

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 type messagesRequest struct {
@@ -67,7 +68,7 @@ func parseMessages(req *Request, body []byte) error {
 		}
 		req.Tools = append(req.Tools, Tool{Type: typ, Name: t.Name, Description: t.Description})
 	}
-	if !isNull(r.System) {
+	if !jsonx.IsNull(r.System) {
 		at := loc{}.key(kSystem).mark()
 		parts, _, err := messagesContent(r.System, 0, at)
 		if err != nil {
@@ -93,10 +94,10 @@ const maxNesting = 4
 // uses of the history are returned as calls; tool results, search results and text
 // documents as text parts.
 func messagesContent(raw json.RawMessage, depth int, at loc) ([]Part, []ToolCall, error) {
-	if isNull(raw) {
+	if jsonx.IsNull(raw) {
 		return nil, nil, nil
 	}
-	if s, ok := rawString(raw); ok {
+	if s, ok := jsonx.RawString(raw); ok {
 		return []Part{textPart(s).at(at)}, nil, nil
 	}
 	if depth > maxNesting {
@@ -122,7 +123,7 @@ func messagesContent(raw json.RawMessage, depth int, at loc) ([]Part, []ToolCall
 			parts = append(parts, ps...)
 		case "tool_use", "server_tool_use":
 			input := string(b.Input)
-			if isNull(b.Input) {
+			if jsonx.IsNull(b.Input) {
 				input = "{}"
 			}
 			calls = append(calls, ToolCall{ID: b.ID, Name: b.Name, Arguments: input})

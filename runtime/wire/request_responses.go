@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 type responsesRequest struct {
@@ -63,18 +64,18 @@ func parseResponses(req *Request, body []byte) error {
 	for _, t := range r.Tools {
 		req.Tools = append(req.Tools, Tool{Type: t.Type, Name: t.Name, Description: t.Description})
 	}
-	if !isNull(r.Instructions) {
-		s, ok := rawString(r.Instructions)
+	if !jsonx.IsNull(r.Instructions) {
+		s, ok := jsonx.RawString(r.Instructions)
 		if !ok {
 			return malformed(FamilyResponses, "instructions is not a string")
 		}
 		at := loc{}.key(kInstructions).mark()
 		req.Messages = append(req.Messages, Message{Role: "developer", System: true, Parts: []Part{textPart(s).at(at)}, loc: at})
 	}
-	if isNull(r.Input) {
+	if jsonx.IsNull(r.Input) {
 		return nil
 	}
-	if s, ok := rawString(r.Input); ok {
+	if s, ok := jsonx.RawString(r.Input); ok {
 		at := loc{}.key(kInput).mark()
 		req.Messages = append(req.Messages, Message{Role: "user", Parts: []Part{textPart(s).at(at)}, loc: at})
 		return nil
@@ -150,10 +151,10 @@ func responsesMessageOf(it *responsesItem, at loc) (Message, bool, error) {
 // responsesContent reads message content or a tool output (at in the body): a string or
 // a list of parts.
 func responsesContent(raw json.RawMessage, at loc) ([]Part, error) {
-	if isNull(raw) {
+	if jsonx.IsNull(raw) {
 		return nil, nil
 	}
-	if s, ok := rawString(raw); ok {
+	if s, ok := jsonx.RawString(raw); ok {
 		return []Part{textPart(s).at(at)}, nil
 	}
 	var rps []responsesPart

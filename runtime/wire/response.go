@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // Finish reasons the guard writes.
@@ -39,7 +40,7 @@ func DecodeResponse(f Family, req *Request, body []byte) (Response, error) {
 // or incomplete with that reason when finish is content_filter). Contents are matched by
 // channel; channels not given are left as they are, as is every other field.
 func RewriteResponse(f Family, body []byte, contents []Content, finish string) ([]byte, error) {
-	o, err := parseObject(body)
+	o, err := jsonx.ParseObject(body)
 	if err != nil {
 		return nil, malformed(f, "response: %v", err)
 	}
@@ -60,7 +61,7 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 	if err != nil {
 		return nil, malformed(f, "response: %v", err)
 	}
-	return o.bytes(), nil
+	return o.Bytes(), nil
 }
 
 // BlockResponse returns body (a non-streamed response, HTTP 200) with its content
@@ -75,7 +76,7 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 // of tool calls that followed text the policy allowed: streamed, the client would have
 // received that text before the block). Most blocks keep nothing (nil).
 func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([]byte, error) {
-	o, err := parseObject(body)
+	o, err := jsonx.ParseObject(body)
 	if err != nil {
 		return nil, malformed(f, "response: %v", err)
 	}
@@ -85,11 +86,11 @@ func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([
 		}
 		return reason
 	}
-	textOf := func(choice int) []byte { return jsonString(rawTextOf(choice)) }
+	textOf := func(choice int) []byte { return jsonx.Quote(rawTextOf(choice)) }
 	text := textOf(0)
 	switch f {
 	case FamilyChat:
-		choices, err := o.arr("choices")
+		choices, err := o.Arr("choices")
 		if err != nil {
 			return nil, malformed(f, "choices: %v", err)
 		}
@@ -97,178 +98,35 @@ func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([
 			choices = []json.RawMessage{json.RawMessage(`{"index":0}`)}
 		}
 		for i, raw := range choices {
-			c, err := parseObject(raw)
+			c, err := jsonx.ParseObject(raw)
 			if err != nil {
 				return nil, malformed(f, "choice: %v", err)
 			}
 			index := i
-			if n, ok := jsonInt(c.get("index")); ok {
+			if n, ok := jsonx.Int(c.Get("index")); ok {
 				index = n
 			}
 			msg := append([]byte(`{"role":"assistant","content":`), textOf(index)...)
-			c.set("message", append(msg, `,"refusal":null}`...))
-			c.set("logprobs", []byte("null"))
-			c.set("finish_reason", []byte(`"`+FinishContentFilter+`"`))
-			choices[i] = c.bytes()
+			c.Set("message", append(msg, `,"refusal":null}`...))
+			c.Set("logprobs", []byte("null"))
+			c.Set("finish_reason", []byte(`"`+FinishContentFilter+`"`))
+			choices[i] = c.Bytes()
 		}
-		o.set("choices", marshalArray(choices))
+		o.Set("choices", jsonx.MarshalArray(choices))
 	case FamilyResponses:
 		part := append([]byte(`{"type":"output_text","annotations":[],"logprobs":[],"text":`), text...)
-		item := append(append([]byte(`{"id":`), jsonString(guardItemID(rawTextOf(0)))...), `,"type":"message","status":"incomplete","content":[`...)
+		item := append(append([]byte(`{"id":`), jsonx.Quote(guardItemID(rawTextOf(0)))...), `,"type":"message","status":"incomplete","content":[`...)
 		item = append(item, part...)
-		o.set("output", append(append([]byte("["), item...), "}],\"role\":\"assistant\"}]"...))
-		o.set("status", []byte(`"incomplete"`))
-		o.set("incomplete_details", []byte(`{"reason":"`+FinishContentFilter+`"}`))
+		o.Set("output", append(append([]byte("["), item...), "}],\"role\":\"assistant\"}]"...))
+		o.Set("status", []byte(`"incomplete"`))
+		o.Set("incomplete_details", []byte(`{"reason":"`+FinishContentFilter+`"}`))
 	case FamilyMessages:
-		o.set("content", append(append([]byte(`[{"type":"text","text":`), text...), "}]"...))
-		o.set("stop_reason", []byte(`"`+StopRefusal+`"`))
-		o.set("stop_sequence", []byte("null"))
-		o.set("stop_details", appendRefusalDetails(nil, reason))
+		o.Set("content", append(append([]byte(`[{"type":"text","text":`), text...), "}]"...))
+		o.Set("stop_reason", []byte(`"`+StopRefusal+`"`))
+		o.Set("stop_sequence", []byte("null"))
+		o.Set("stop_details", appendRefusalDetails(nil, reason))
 	default:
 		return nil, fmt.Errorf("wire: family %s has no response content", f)
 	}
-	return o.bytes(), nil
-}
-
-type chatResponse struct {
-	Choices []struct {
-		Index   int `json:"index"`
-		Message struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-	} `json:"usage"`
-}
-
-func decodeChatResponse(body []byte, object bool) (Response, error) {
-	var r chatResponse
-	if err := decode(body, &r); err != nil {
-		return Response{}, malformed(FamilyChat, "response: %v", err)
-	}
-	var resp Response
-	text := content.Text
-	if object {
-		text = content.Object
-	}
-	for _, c := range r.Choices {
-		if c.Index < 0 || c.Index >= MaxChoices {
-			return Response{}, malformed(FamilyChat, "choice index %d", c.Index)
-		}
-		m := &c.Message
-		if m.Content != nil && *m.Content != "" {
-			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Choice: c.Index, Kind: text}, Text: *m.Content})
-		}
-		if r, _ := reasoningOf(m.ReasoningContent, m.Reasoning); r != "" {
-			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Choice: c.Index, Kind: content.Reasoning}, Text: r})
-		}
-		for j, tc := range m.ToolCalls {
-			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Choice: c.Index, Kind: content.ToolCall, Index: j},
-				Text: tc.Function.Arguments, ID: tc.ID, Name: tc.Function.Name})
-		}
-		for len(resp.Finish) <= c.Index {
-			resp.Finish = append(resp.Finish, "")
-		}
-		resp.Finish[c.Index] = c.FinishReason
-	}
-	if r.Usage != nil {
-		resp.Usage = Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
-	}
-	return resp, nil
-}
-
-func rewriteChatResponse(o *object, byChannel map[content.Channel]*Content, finish string) error {
-	choices, err := o.arr("choices")
-	if err != nil {
-		return err
-	}
-	for i, raw := range choices {
-		c, err := parseObject(raw)
-		if err != nil {
-			return err
-		}
-		var idx int
-		if err := json.Unmarshal(c.get("index"), &idx); err != nil {
-			idx = i
-		}
-		m, err := c.obj("message")
-		if err != nil {
-			return err
-		}
-		for _, kind := range []content.Kind{content.Text, content.Object} {
-			if ct := byChannel[content.Channel{Choice: idx, Kind: kind}]; ct != nil {
-				if ct.Dropped {
-					m.set("content", []byte("null"))
-				} else {
-					m.set("content", jsonString(ct.Text))
-				}
-			}
-		}
-		if ct := byChannel[content.Channel{Choice: idx, Kind: content.Reasoning}]; ct != nil {
-			key := "reasoning_content"
-			if m.get(key) == nil && m.get("reasoning") != nil {
-				key = "reasoning"
-			}
-			if ct.Dropped {
-				m.del(key)
-			} else {
-				m.set(key, jsonString(ct.Text))
-			}
-		}
-		if err := rewriteChatToolCalls(m, idx, byChannel); err != nil {
-			return err
-		}
-		c.set("message", m.bytes())
-		if finish != "" {
-			c.set("finish_reason", jsonString(finish))
-		}
-		choices[i] = c.bytes()
-	}
-	o.set("choices", marshalArray(choices))
-	return nil
-}
-
-func rewriteChatToolCalls(m *object, choice int, byChannel map[content.Channel]*Content) error {
-	calls, err := m.arr("tool_calls")
-	if err != nil || len(calls) == 0 {
-		return err
-	}
-	kept := make([]json.RawMessage, 0, len(calls))
-	for j, raw := range calls {
-		ct := byChannel[content.Channel{Choice: choice, Kind: content.ToolCall, Index: j}]
-		switch {
-		case ct == nil:
-			kept = append(kept, raw)
-		case !ct.Dropped:
-			tc, err := parseObject(raw)
-			if err != nil {
-				return err
-			}
-			fn, err := tc.obj("function")
-			if err != nil {
-				return err
-			}
-			fn.set("arguments", jsonString(ct.Text))
-			tc.set("function", fn.bytes())
-			kept = append(kept, tc.bytes())
-		}
-	}
-	if len(kept) == 0 {
-		m.del("tool_calls")
-		return nil
-	}
-	m.set("tool_calls", marshalArray(kept))
-	return nil
+	return o.Bytes(), nil
 }

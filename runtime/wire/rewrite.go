@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // Member names a location can step through, encoded as negative path steps.
@@ -144,28 +145,28 @@ func comparePaths(a, b []int32) int {
 // every other value keeps its bytes.
 func apply(v json.RawMessage, path []int32, s *step) (json.RawMessage, error) {
 	if len(path) == 0 {
-		if _, ok := rawString(v); !ok {
+		if _, ok := jsonx.RawString(v); !ok {
 			return nil, errors.New("edited content is not a string")
 		}
-		return jsonString(s.value), nil
+		return jsonx.Quote(s.value), nil
 	}
 	last := len(path) == 1 && s.drop
 	if p := path[0]; p < 0 {
 		name := keyNames[-p-1]
-		obj, err := parseObject(v)
-		if err != nil || obj.get(name) == nil {
+		obj, err := jsonx.ParseObject(v)
+		if err != nil || obj.Get(name) == nil {
 			return nil, fmt.Errorf("no member %q", name)
 		}
 		if last {
-			obj.del(name)
-			return obj.bytes(), nil
+			obj.Del(name)
+			return obj.Bytes(), nil
 		}
-		nv, err := apply(obj.get(name), path[1:], s)
+		nv, err := apply(obj.Get(name), path[1:], s)
 		if err != nil {
 			return nil, err
 		}
-		obj.set(name, nv)
-		return obj.bytes(), nil
+		obj.Set(name, nv)
+		return obj.Bytes(), nil
 	}
 	var arr []json.RawMessage
 	if err := json.Unmarshal(v, &arr); err != nil || int(path[0]) >= len(arr) {
@@ -173,12 +174,12 @@ func apply(v json.RawMessage, path []int32, s *step) (json.RawMessage, error) {
 	}
 	i := int(path[0])
 	if last {
-		return marshalArray(slices.Delete(arr, i, i+1)), nil
+		return jsonx.MarshalArray(slices.Delete(arr, i, i+1)), nil
 	}
 	nv, err := apply(arr[i], path[1:], s)
 	if err != nil {
 		return nil, err
 	}
 	arr[i] = nv
-	return marshalArray(arr), nil
+	return jsonx.MarshalArray(arr), nil
 }

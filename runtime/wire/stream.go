@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -113,7 +114,7 @@ type Stream struct {
 	req Request
 	c   codec
 	// tab skips through the event being decoded.
-	tab skipTable
+	tab jsonx.SkipTable
 	// noShapes turns the chat codec's shape path off (tests compare it with the walk).
 	noShapes bool
 
@@ -177,7 +178,7 @@ func (s *Stream) Decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	}
 	n := len(dst)
 	dst, err := s.c.decode(dst, ev)
-	s.tab.release() // the reader reuses the event's buffer
+	s.tab.Release() // the reader reuses the event's buffer
 	if err != nil {
 		return dst[:n], err
 	}
@@ -321,7 +322,7 @@ func (s *Stream) see(ch content.Channel, text []byte) {
 
 // keepUsage records the upstream's usage object (a copy), unless it is null.
 func (s *Stream) keepUsage(raw []byte) {
-	if !isNullJSON(raw) {
+	if !jsonx.IsNullValue(raw) {
 		s.usage = append(s.usage[:0], raw...)
 	}
 }

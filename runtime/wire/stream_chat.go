@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -122,7 +123,7 @@ func (c *chatCodec) decodeShaped(dst []Item, data []byte) ([]Item, bool) {
 		if pos >= len(data) || data[pos] != '"' {
 			return dst, false
 		}
-		end, ok := validString(data, pos)
+		end, ok := jsonx.ValidString(data, pos)
 		if !ok {
 			return dst, false
 		}
@@ -134,7 +135,7 @@ func (c *chatCodec) decodeShaped(dst []Item, data []byte) ([]Item, bool) {
 	if string(data[pos:]) != string(sh.text[prev:]) {
 		return dst, false
 	}
-	t, ok := strOf(text, &c.scratch)
+	t, ok := jsonx.StringOf(text, &c.scratch)
 	if !ok || t == "" {
 		return dst, false // no delta: decodeChunk says what it is
 	}
@@ -155,7 +156,7 @@ func (c *chatCodec) keepShape(items []Item, data []byte) {
 	sh := &c.shape
 	sh.holes = sh.holes[:0]
 	for _, v := range append(c.free, c.contentVal) {
-		off, ok := offsetIn(data, v)
+		off, ok := jsonx.OffsetIn(data, v)
 		if !ok {
 			return // not a slice of data: no shape
 		}
@@ -173,25 +174,25 @@ func (c *chatCodec) keepShape(items []Item, data []byte) {
 
 // decodeChunk decodes a chunk by validating and walking it.
 func (c *chatCodec) decodeChunk(dst []Item, data []byte) ([]Item, error) {
-	var kb keyBuf
+	var kb jsonx.KeyBuf
 	c.roles, c.finishes, c.curUsage, c.bare = c.roles[:0], c.finishes[:0], false, false
 	if bytes.Equal(bytes.TrimSpace(data), doneData) {
 		return append(dst, Item{Kind: ItemTerminator}), nil
 	}
-	if !c.s.tab.validate(data) {
+	if !c.s.tab.Validate(data) {
 		return dst, malformed(FamilyChat, "chunk is not JSON")
 	}
-	root, ok := c.s.tab.iterOf(data, '{')
+	root, ok := c.s.tab.IterOf(data, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "chunk is not a JSON object")
 	}
 	var choices, usage, errv []byte
 	for {
-		k, v, ok := root.member()
+		k, v, ok := root.Member()
 		if !ok {
 			break
 		}
-		switch string(keyName(k, &kb)) {
+		switch string(jsonx.KeyName(k, &kb)) {
 		case "choices":
 			choices = v
 		case "usage":
@@ -214,18 +215,18 @@ func (c *chatCodec) decodeChunk(dst []Item, data []byte) ([]Item, error) {
 			}
 		}
 	}
-	if !isNullJSON(errv) {
+	if !jsonx.IsNullValue(errv) {
 		return append(dst, Item{Kind: ItemError, Text: c.errorMessage(errv)}), nil
 	}
 	n := len(dst)
 	var err error
-	it, isArray := c.s.tab.iterOf(choices, '[')
+	it, isArray := c.s.tab.IterOf(choices, '[')
 	// bare: once the judged members are taken out, rest has nothing left to send. The
 	// choices keep it so; a usage member, or choices that are not an array (which rest
 	// reports), do not.
-	c.bare = (isArray || isNullJSON(choices)) && isNullJSON(usage)
+	c.bare = (isArray || jsonx.IsNullValue(choices)) && jsonx.IsNullValue(usage)
 	for {
-		choice, ok := it.elem()
+		choice, ok := it.Elem()
 		if !ok {
 			break
 		}
@@ -233,21 +234,21 @@ func (c *chatCodec) decodeChunk(dst []Item, data []byte) ([]Item, error) {
 			return dst, err
 		}
 	}
-	if !isNullJSON(usage) {
+	if !jsonx.IsNullValue(usage) {
 		c.s.keepUsage(usage)
 		c.curUsage = true
 		var u Usage
-		ui, _ := c.s.tab.iterOf(usage, '{')
+		ui, _ := c.s.tab.IterOf(usage, '{')
 		for {
-			k, v, ok := ui.member()
+			k, v, ok := ui.Member()
 			if !ok {
 				break
 			}
-			switch string(keyName(k, &kb)) {
+			switch string(jsonx.KeyName(k, &kb)) {
 			case "prompt_tokens":
-				u.InputTokens, _ = intOf(v)
+				u.InputTokens, _ = jsonx.IntOf(v)
 			case "completion_tokens":
-				u.OutputTokens, _ = intOf(v)
+				u.OutputTokens, _ = jsonx.IntOf(v)
 			}
 		}
 		dst = append(dst, Item{Kind: ItemUsage, Usage: u})
@@ -260,35 +261,35 @@ func (c *chatCodec) decodeChunk(dst []Item, data []byte) ([]Item, error) {
 
 // errorMessage returns the message of an error value: an object's "message", or a string.
 func (c *chatCodec) errorMessage(v []byte) string {
-	if s, ok := strOf(v, &c.scratch); ok {
+	if s, ok := jsonx.StringOf(v, &c.scratch); ok {
 		return s
 	}
-	it, _ := c.s.tab.iterOf(v, '{')
+	it, _ := c.s.tab.IterOf(v, '{')
 	msg := ""
 	for {
-		k, mv, ok := it.member()
+		k, mv, ok := it.Member()
 		if !ok {
 			return msg
 		}
-		if keyIs(k, "message") {
-			msg, _ = strOf(mv, &c.scratch)
+		if jsonx.KeyIs(k, "message") {
+			msg, _ = jsonx.StringOf(mv, &c.scratch)
 		}
 	}
 }
 
 // keepRaw keeps a template value, copying it only when it changed.
 func keepRaw(dst *[]byte, v []byte) {
-	if !isNullJSON(v) && !bytes.Equal(*dst, v) {
+	if !jsonx.IsNullValue(v) && !bytes.Equal(*dst, v) {
 		*dst = append((*dst)[:0], v...)
 	}
 }
 
 // optStr reads a judged string member: a string or null; anything else is malformed.
 func (c *chatCodec) optStr(v []byte, what string) (string, error) {
-	if isNullJSON(v) {
+	if jsonx.IsNullValue(v) {
 		return "", nil
 	}
-	s, ok := strOf(v, &c.scratch)
+	s, ok := jsonx.StringOf(v, &c.scratch)
 	if !ok {
 		return "", malformed(FamilyChat, "%s is not a string", what)
 	}
@@ -297,18 +298,18 @@ func (c *chatCodec) optStr(v []byte, what string) (string, error) {
 
 // decodeChoice decodes one element of a chunk's choices.
 func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
-	var kb keyBuf
-	ci, ok := c.s.tab.iterOf(choice, '{')
+	var kb jsonx.KeyBuf
+	ci, ok := c.s.tab.IterOf(choice, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "choice is not an object")
 	}
 	var index, delta, finish []byte
 	for {
-		k, v, ok := ci.member()
+		k, v, ok := ci.Member()
 		if !ok {
 			break
 		}
-		switch string(keyName(k, &kb)) {
+		switch string(jsonx.KeyName(k, &kb)) {
 		case "index":
 			index = v
 		case "delta":
@@ -317,10 +318,10 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 			finish = v
 		}
 	}
-	if !isNullJSON(finish) {
+	if !jsonx.IsNullValue(finish) {
 		c.bare = false
 	}
-	idx, ok := intOf(index)
+	idx, ok := jsonx.IntOf(index)
 	if len(index) == 0 {
 		idx, ok = 0, true
 	}
@@ -332,13 +333,13 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 	var role, text, reasoning, reasoningContent string
 	var calls []byte
 	var err error
-	di, _ := c.s.tab.iterOf(delta, '{')
+	di, _ := c.s.tab.IterOf(delta, '{')
 	for {
-		k, v, ok := di.member()
+		k, v, ok := di.Member()
 		if !ok {
 			break
 		}
-		switch string(keyName(k, &kb)) {
+		switch string(jsonx.KeyName(k, &kb)) {
 		case "role":
 			role, err = c.optStr(v, "role")
 		case "content":
@@ -352,7 +353,7 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		case "tool_calls":
 			calls = v
 		default:
-			if !isNullJSON(v) {
+			if !jsonx.IsNullValue(v) {
 				c.bare = false // role, refusal, annotations, …: rest sends them
 			}
 		}
@@ -378,9 +379,9 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 		st.opens(ch)
 		dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: r})
 	}
-	ti, _ := c.s.tab.iterOf(calls, '[')
+	ti, _ := c.s.tab.IterOf(calls, '[')
 	for {
-		call, ok := ti.elem()
+		call, ok := ti.Elem()
 		if !ok {
 			break
 		}
@@ -408,19 +409,19 @@ func (c *chatCodec) decodeChoice(dst []Item, choice []byte) ([]Item, error) {
 
 // decodeToolCall decodes one element of a delta's tool_calls.
 func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw []byte) ([]Item, error) {
-	var kb keyBuf
+	var kb jsonx.KeyBuf
 	c.s.cur.withhold = true
-	ti, ok := c.s.tab.iterOf(raw, '{')
+	ti, ok := c.s.tab.IterOf(raw, '{')
 	if !ok {
 		return dst, malformed(FamilyChat, "tool call is not an object")
 	}
 	var index, id, fn []byte
 	for {
-		k, v, ok := ti.member()
+		k, v, ok := ti.Member()
 		if !ok {
 			break
 		}
-		switch string(keyName(k, &kb)) {
+		switch string(jsonx.KeyName(k, &kb)) {
 		case "index":
 			index = v
 		case "id":
@@ -429,7 +430,7 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 			fn = v
 		}
 	}
-	idx, ok := intOf(index)
+	idx, ok := jsonx.IntOf(index)
 	if len(index) == 0 {
 		idx, ok = 0, true
 	}
@@ -438,13 +439,13 @@ func (c *chatCodec) decodeToolCall(dst []Item, st *chatChoice, choice int, raw [
 	}
 	var name, args string
 	var err error
-	fi, _ := c.s.tab.iterOf(fn, '{')
+	fi, _ := c.s.tab.IterOf(fn, '{')
 	for {
-		k, v, ok := fi.member()
+		k, v, ok := fi.Member()
 		if !ok {
 			break
 		}
-		switch string(keyName(k, &kb)) {
+		switch string(jsonx.KeyName(k, &kb)) {
 		case "name":
 			name, err = c.optStr(v, "function name")
 		case "arguments":
@@ -490,216 +491,4 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// sent marks the roles and finishes of the current event as received by the client.
-func (c *chatCodec) sent() {
-	for _, i := range c.roles {
-		c.choice(i).roleSent = true
-	}
-	for _, i := range c.finishes {
-		c.choice(i).finishedSent = true
-	}
-}
-
-// chatJudgedKeys are the delta members whose content the releases replace.
-var chatJudgedKeys = []string{"content", "reasoning_content", "reasoning", "tool_calls"}
-
-func (c *chatCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, error) {
-	defer c.sent()
-	if stripped && c.bare {
-		// Only judged content, which the releases carry: the common event costs no parse.
-		return dst, nil
-	}
-	c.rewrite = c.rewrite[:0]
-	if !stripped {
-		c.usageSent = c.usageSent || c.curUsage
-		return append(dst, ev.Raw...), nil
-	}
-	// decode validated the event, and nothing here writes into it: walk it in place.
-	o, err := walkObject(ev.Data)
-	if err != nil {
-		return dst, malformed(FamilyChat, "chunk: %v", err)
-	}
-	choices, err := o.arr("choices")
-	if err != nil {
-		return dst, malformed(FamilyChat, "choices: %v", err)
-	}
-	kept := choices[:0]
-	for _, raw := range choices {
-		co, err := walkObject(raw) // a value of o: valid, and o's own copy
-		if err != nil {
-			return dst, malformed(FamilyChat, "choice: %v", err)
-		}
-		d, err := co.obj("delta")
-		if err != nil {
-			d = &object{}
-		}
-		for _, k := range chatJudgedKeys {
-			d.del(k)
-		}
-		if idx, ok := jsonInt(co.get("index")); ok && c.choice(idx).roleSent {
-			// The releases written before carried the role already.
-			d.del("role")
-		}
-		// Logprobs describe the replaced content's tokens.
-		if co.get("logprobs") != nil {
-			co.set("logprobs", []byte("null"))
-		}
-		nonNull := false
-		for _, v := range d.vals {
-			nonNull = nonNull || !isNull(v)
-		}
-		if !nonNull && !co.has("finish_reason") {
-			continue
-		}
-		// The rewritten parts go into one scratch buffer: appending never moves what an
-		// earlier slice of it holds, and nothing of it outlives this call.
-		start := len(c.rewrite)
-		c.rewrite = d.appendTo(c.rewrite)
-		co.set("delta", c.rewrite[start:])
-		start = len(c.rewrite)
-		c.rewrite = co.appendTo(c.rewrite)
-		kept = append(kept, c.rewrite[start:])
-	}
-	if len(kept) == 0 && !o.has("usage") {
-		return dst, nil
-	}
-	c.usageSent = c.usageSent || c.curUsage
-	start := len(c.rewrite)
-	c.rewrite = appendArray(c.rewrite, kept)
-	o.set("choices", c.rewrite[start:])
-	start = len(c.rewrite)
-	c.rewrite = o.appendTo(c.rewrite)
-	return sse.AppendJSONEvent(dst, "", c.rewrite[start:]), nil
-}
-
-// appendHead appends the start of a chunk built on the template, up to "choices":.
-func (c *chatCodec) appendHead(dst []byte) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = appendRawOr(dst, c.id, `"chatcmpl-guardrail"`)
-	dst = append(dst, `,"object":"chat.completion.chunk","created":`...)
-	dst = appendRawOr(dst, c.created, "0")
-	dst = append(dst, `,"model":`...)
-	if len(c.model) > 0 {
-		dst = append(dst, c.model...)
-	} else {
-		dst = appendString(dst, c.s.req.Model)
-	}
-	if len(c.tier) > 0 {
-		dst = append(dst, `,"service_tier":`...)
-		dst = append(dst, c.tier...)
-	}
-	if len(c.fingerprint) > 0 {
-		dst = append(dst, `,"system_fingerprint":`...)
-		dst = append(dst, c.fingerprint...)
-	}
-	return append(dst, `,"choices":`...)
-}
-
-// appendTail appends the end of a chunk after the choice's delta.
-func (c *chatCodec) appendTail(dst []byte, finish string) []byte {
-	dst = append(dst, `},"logprobs":null,"finish_reason":`...)
-	dst = appendOptString(dst, finish)
-	dst = append(dst, "}]"...)
-	if c.s.req.IncludeUsage {
-		dst = append(dst, `,"usage":null`...)
-	}
-	return append(dst, "}\n\n"...)
-}
-
-func appendRawOr(dst, raw []byte, def string) []byte {
-	if len(raw) == 0 {
-		return append(dst, def...)
-	}
-	return append(dst, raw...)
-}
-
-// appendChoiceStart appends "data: " and the chunk up to the delta's first member,
-// with the role when the client has not received one for the choice.
-func (c *chatCodec) appendChoiceStart(dst []byte, choice int) []byte {
-	dst = append(dst, "data: "...)
-	dst = c.appendHead(dst)
-	dst = append(dst, `[{"index":`...)
-	dst = appendInt(dst, choice)
-	dst = append(dst, `,"delta":{`...)
-	if st := c.choice(choice); !st.roleSent {
-		st.roleSent = true
-		dst = append(dst, `"role":"assistant",`...)
-	}
-	return dst
-}
-
-func (c *chatCodec) appendDelta(dst []byte, ch content.Channel, text []byte) []byte {
-	dst = c.appendChoiceStart(dst, ch.Choice)
-	key := "content"
-	if ch.Kind == content.Reasoning {
-		key = c.reasoningKey
-	}
-	dst = appendString(dst, key)
-	dst = append(dst, ':')
-	dst = appendString(dst, text)
-	return c.appendTail(dst, "")
-}
-
-func (c *chatCodec) appendToolCall(dst []byte, call *toolCall, args []byte) []byte {
-	dst = c.appendChoiceStart(dst, call.ch.Choice)
-	dst = append(dst, `"tool_calls":[{"index":`...)
-	dst = appendInt(dst, call.ch.Index)
-	dst = append(dst, `,"id":`...)
-	dst = appendString(dst, call.id)
-	dst = append(dst, `,"type":"function","function":{"name":`...)
-	dst = appendString(dst, call.name)
-	dst = append(dst, `,"arguments":`...)
-	dst = appendString(dst, args)
-	dst = append(dst, "}}]"...)
-	return c.appendTail(dst, "")
-}
-
-// appendBlock ends every choice the client has not seen finish: a chunk with the reason
-// as content, then a chunk with an empty delta and finish_reason content_filter, as the
-// API sends its own finish. A finish in a chunk of its own lets the Node SDK's stream
-// helpers (ChatCompletionStream, runTools) take in the reason before they throw
-// ContentFilterFinishReasonError at the finish.
-func (c *chatCodec) appendBlock(dst []byte, reason string, _ *qentry) []byte {
-	for i := range max(c.s.req.N, c.maxChoice+1) {
-		if c.choice(i).finishedSent {
-			continue
-		}
-		dst = c.appendChoiceStart(dst, i)
-		dst = append(dst, `"content":`...)
-		dst = appendString(dst, c.s.reasonText(i, reason, nil))
-		dst = c.appendTail(dst, "")
-		dst = c.appendChoiceStart(dst, i)
-		dst = c.appendTail(dst, FinishContentFilter)
-		c.choice(i).finishedSent = true
-	}
-	return dst
-}
-
-// awaitsUsage: the client asked for a usage chunk, which has neither arrived nor gone out.
-func (c *chatCodec) awaitsUsage() bool {
-	return c.s.req.IncludeUsage && c.s.usage == nil && !c.usageSent
-}
-
-// appendBlockEnd appends the usage chunk the client asked for, with the upstream's
-// usage, when it is known and was not sent yet; then [DONE].
-func (c *chatCodec) appendBlockEnd(dst []byte) []byte {
-	if c.s.req.IncludeUsage && c.s.usage != nil && !c.usageSent {
-		dst = append(dst, "data: "...)
-		dst = c.appendHead(dst)
-		dst = append(dst, `[],"usage":`...)
-		dst = append(dst, c.s.usage...)
-		dst = append(dst, "}\n\n"...)
-		c.usageSent = true
-	}
-	return append(dst, "data: [DONE]\n\n"...)
-}
-
-// appendFailure appends data: {"error":{...}}, which openai-go's stream surfaces as an
-// *ssestream.StreamError (and the Python and Node SDKs as an APIError).
-func (c *chatCodec) appendFailure(dst []byte, e *APIError) []byte {
-	dst = append(dst, `data: {"error":`...)
-	dst = appendOpenAIError(dst, e)
-	return append(dst, "}\n\n"...)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 const chatHead = `{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8",`
@@ -34,7 +35,7 @@ func chatDelta(index int, delta, finish string) string {
 func chatTextStream(parts ...string) string {
 	evs := []string{chatChunkJSON(chatDelta(0, `{"role":"assistant","content":"","refusal":null}`, ""), "")}
 	for _, p := range parts {
-		evs = append(evs, chatChunkJSON(chatDelta(0, `{"content":`+string(jsonString(p))+`}`, ""), ""))
+		evs = append(evs, chatChunkJSON(chatDelta(0, `{"content":`+string(jsonx.Quote(p))+`}`, ""), ""))
 	}
 	evs = append(evs,
 		chatChunkJSON(chatDelta(0, `{}`, "stop"), ""),

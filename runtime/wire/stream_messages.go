@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -60,10 +61,10 @@ func newMessagesCodec(s *Stream) *messagesCodec {
 
 func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	var f [7][]byte
-	if !c.s.tab.validate(ev.Data) || !c.s.tab.scanFields(ev.Data, msgEventFields, f[:]) {
+	if !c.s.tab.Validate(ev.Data) || !c.s.tab.ScanFields(ev.Data, msgEventFields, f[:]) {
 		return dst, malformed(FamilyMessages, "event is not a JSON object")
 	}
-	typ, ok := bytesOf(f[0], &c.scratch)
+	typ, ok := jsonx.BytesOf(f[0], &c.scratch)
 	if !ok {
 		typ = ev.Type
 	}
@@ -96,17 +97,17 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	case msgDelta:
 		n := len(dst)
 		var d [5][]byte
-		if c.s.tab.scanFields(f[4], msgDeltaFields, d[:]) && !isNullJSON(d[4]) {
-			reason, ok := strOf(d[4], &c.scratch)
+		if c.s.tab.ScanFields(f[4], msgDeltaFields, d[:]) && !jsonx.IsNullValue(d[4]) {
+			reason, ok := jsonx.StringOf(d[4], &c.scratch)
 			if !ok {
 				return dst, malformed(FamilyMessages, "stop_reason is not a string")
 			}
 			dst = append(dst, Item{Kind: ItemFinish, Text: reason, Final: true})
 		}
 		var u [2][]byte
-		if c.s.tab.scanFields(f[5], msgUsageFields, u[:]) {
-			in, _ := intOf(u[0])
-			out, _ := intOf(u[1])
+		if c.s.tab.ScanFields(f[5], msgUsageFields, u[:]) {
+			in, _ := jsonx.IntOf(u[0])
+			out, _ := jsonx.IntOf(u[1])
 			dst = append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in, OutputTokens: out}})
 			c.output = out
 			c.s.keepUsage(f[5])
@@ -119,8 +120,8 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	case msgError:
 		it := Item{Kind: ItemError}
 		var e [1][]byte
-		if c.s.tab.scanFields(f[6], []string{"message"}, e[:]) {
-			it.Text, _ = strOf(e[0], &c.scratch)
+		if c.s.tab.ScanFields(f[6], []string{"message"}, e[:]) {
+			it.Text, _ = jsonx.StringOf(e[0], &c.scratch)
 		}
 		return append(dst, it), nil
 	}
@@ -132,18 +133,18 @@ func (c *messagesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 // SDKs' accumulators would hand to the app unjudged) is malformed.
 func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) {
 	var m [4][]byte
-	if !c.s.tab.scanFields(message, msgStartFields, m[:]) {
+	if !c.s.tab.ScanFields(message, msgStartFields, m[:]) {
 		return append(dst, Item{Kind: ItemPass}), nil
 	}
 	if blocks := bytes.TrimSpace(m[3]); len(blocks) > 0 && !emptyArray(blocks) {
 		return dst, malformed(FamilyMessages, "message_start carries content outside content blocks")
 	}
-	c.messageID, _ = strOf(m[0], &c.scratch)
-	c.model, _ = strOf(m[1], &c.scratch)
+	c.messageID, _ = jsonx.StringOf(m[0], &c.scratch)
+	c.model, _ = jsonx.StringOf(m[1], &c.scratch)
 	var u [2][]byte
-	if c.s.tab.scanFields(m[2], msgUsageFields, u[:]) {
-		c.output, _ = intOf(u[1])
-		if in, _ := intOf(u[0]); in > 0 {
+	if c.s.tab.ScanFields(m[2], msgUsageFields, u[:]) {
+		c.output, _ = jsonx.IntOf(u[1])
+		if in, _ := jsonx.IntOf(u[0]); in > 0 {
 			return append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in}}), nil
 		}
 	}
@@ -154,10 +155,10 @@ func (c *messagesCodec) decodeStart(dst []Item, message []byte) ([]Item, error) 
 // tool_use blocks start a tool call.
 func (c *messagesCodec) decodeBlockStart(dst []Item, ch content.Channel, block []byte) ([]Item, error) {
 	var b [5][]byte
-	if !c.s.tab.scanFields(block, msgBlockFields, b[:]) {
+	if !c.s.tab.ScanFields(block, msgBlockFields, b[:]) {
 		return dst, malformed(FamilyMessages, "content_block_start without content_block")
 	}
-	typ, _ := bytesOf(b[0], &c.scratch)
+	typ, _ := jsonx.BytesOf(b[0], &c.scratch)
 	switch string(typ) {
 	case "text":
 		ch.Kind = content.Text
@@ -165,7 +166,7 @@ func (c *messagesCodec) decodeBlockStart(dst []Item, ch content.Channel, block [
 			ch.Kind = content.Object
 		}
 		c.kinds[ch.Index] = ch.Kind
-		if text, _ := strOf(b[3], &c.scratch); text != "" {
+		if text, _ := jsonx.StringOf(b[3], &c.scratch); text != "" {
 			return append(dst, Item{Kind: ItemDelta, Channel: ch, Text: text}), nil
 		}
 	case "thinking":
@@ -175,11 +176,11 @@ func (c *messagesCodec) decodeBlockStart(dst []Item, ch content.Channel, block [
 		ch.Kind = content.ToolCall
 		c.kinds[ch.Index] = ch.Kind
 		call := c.s.call(ch)
-		call.id, _ = strOf(b[1], &c.scratch)
-		call.name, _ = strOf(b[2], &c.scratch)
+		call.id, _ = jsonx.StringOf(b[1], &c.scratch)
+		call.name, _ = jsonx.StringOf(b[2], &c.scratch)
 		c.s.startCall(call)
 		dst = append(dst, Item{Kind: ItemToolCallStart, Channel: ch, ID: call.id, Name: call.name})
-		if in := b[4]; !isNullJSON(in) && !emptyObject(in) {
+		if in := b[4]; !jsonx.IsNullValue(in) && !emptyObject(in) {
 			dst = append(dst, Item{Kind: ItemDelta, Channel: ch, Text: string(in)})
 		}
 		return dst, nil
@@ -189,11 +190,11 @@ func (c *messagesCodec) decodeBlockStart(dst []Item, ch content.Channel, block [
 
 // emptyObject reports whether v is {} (with any spacing).
 func emptyObject(v []byte) bool {
-	it, ok := iterOf(v, '{')
+	it, ok := jsonx.IterOf(v, '{')
 	if !ok {
 		return false
 	}
-	_, _, more := it.member()
+	_, _, more := it.Member()
 	return !more
 }
 
@@ -201,11 +202,11 @@ func emptyObject(v []byte) bool {
 func (c *messagesCodec) decodeBlockDelta(dst []Item, ch content.Channel, delta []byte) ([]Item, error) {
 	kind, judged := c.kinds[ch.Index]
 	var d [5][]byte
-	if !judged || !c.s.tab.scanFields(delta, msgDeltaFields, d[:]) {
+	if !judged || !c.s.tab.ScanFields(delta, msgDeltaFields, d[:]) {
 		return append(dst, Item{Kind: ItemPass}), nil
 	}
 	ch.Kind = kind
-	typ, _ := bytesOf(d[0], &c.scratch)
+	typ, _ := jsonx.BytesOf(d[0], &c.scratch)
 	var v []byte
 	switch {
 	case string(typ) == "text_delta" && (kind == content.Text || kind == content.Object):
@@ -218,8 +219,8 @@ func (c *messagesCodec) decodeBlockDelta(dst []Item, ch content.Channel, delta [
 	default:
 		return append(dst, Item{Kind: ItemPass}), nil
 	}
-	text, ok := strOf(v, &c.scratch)
-	if !ok && !isNullJSON(v) {
+	text, ok := jsonx.StringOf(v, &c.scratch)
+	if !ok && !jsonx.IsNullValue(v) {
 		return dst, malformed(FamilyMessages, "%s delta is not a string", typ)
 	}
 	if text == "" {
@@ -240,18 +241,18 @@ func (c *messagesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte, 
 		return append(dst, ev.Raw...), nil
 	case c.evType == msgBlockStart:
 		// A start that carried text: the start without it.
-		o, err := parseObject(ev.Data)
+		o, err := jsonx.ParseObject(ev.Data)
 		if err != nil {
 			return dst, malformed(FamilyMessages, "event: %v", err)
 		}
-		b, err := o.obj("content_block")
+		b, err := o.Obj("content_block")
 		if err != nil {
 			return dst, malformed(FamilyMessages, "content_block: %v", err)
 		}
-		b.set("text", []byte(`""`))
-		o.set("content_block", b.bytes())
+		b.Set("text", []byte(`""`))
+		o.Set("content_block", b.Bytes())
 		c.sent(c.evType, c.evIndex)
-		return sse.AppendJSONEvent(dst, "content_block_start", o.bytes()), nil
+		return sse.AppendJSONEvent(dst, "content_block_start", o.Bytes()), nil
 	}
 	// A delta event: its content went out as the releases.
 	return dst, nil
@@ -282,20 +283,20 @@ func (c *messagesCodec) appendEvent(dst []byte, typ string, data []byte) []byte 
 func (c *messagesCodec) appendBlockDelta(dst []byte, index int, deltaType, field string, text []byte) []byte {
 	dst = append(dst, "event: content_block_delta\ndata: "...)
 	dst = append(dst, `{"type":"content_block_delta","index":`...)
-	dst = appendInt(dst, index)
+	dst = jsonx.AppendInt(dst, index)
 	dst = append(dst, `,"delta":{"type":"`...)
 	dst = append(dst, deltaType...)
 	dst = append(dst, `","`...)
 	dst = append(dst, field...)
 	dst = append(dst, `":`...)
-	dst = appendString(dst, text)
+	dst = jsonx.AppendString(dst, text)
 	return append(dst, "}}\n\n"...)
 }
 
 func (c *messagesCodec) appendStop(dst []byte, index int) []byte {
 	dst = append(dst, "event: content_block_stop\ndata: "...)
 	dst = append(dst, `{"type":"content_block_stop","index":`...)
-	dst = appendInt(dst, index)
+	dst = jsonx.AppendInt(dst, index)
 	return append(dst, "}\n\n"...)
 }
 
@@ -312,11 +313,11 @@ func (c *messagesCodec) appendToolCall(dst []byte, call *toolCall, args []byte) 
 	i := call.ch.Index
 	dst = append(dst, "event: content_block_start\ndata: "...)
 	dst = append(dst, `{"type":"content_block_start","index":`...)
-	dst = appendInt(dst, i)
+	dst = jsonx.AppendInt(dst, i)
 	dst = append(dst, `,"content_block":{"type":"tool_use","id":`...)
-	dst = appendString(dst, call.id)
+	dst = jsonx.AppendString(dst, call.id)
 	dst = append(dst, `,"name":`...)
-	dst = appendString(dst, call.name)
+	dst = jsonx.AppendString(dst, call.name)
 	dst = append(dst, `,"input":{}}}`+"\n\n"...)
 	if len(args) > 0 {
 		dst = c.appendBlockDelta(dst, i, "input_json_delta", "partial_json", args)
@@ -346,7 +347,7 @@ func (c *messagesCodec) appendBlock(dst []byte, reason string, hole *qentry) []b
 		open = next
 		dst = append(dst, "event: content_block_start\ndata: "...)
 		dst = append(dst, `{"type":"content_block_start","index":`...)
-		dst = appendInt(dst, open)
+		dst = jsonx.AppendInt(dst, open)
 		dst = append(dst, `,"content_block":{"type":"text","text":""}}`+"\n\n"...)
 	}
 	dst = c.appendBlockDelta(dst, open, "text_delta", "text", c.s.reasonText(0, reason, hole))
@@ -368,7 +369,7 @@ func (c *messagesCodec) appendBlockEnd(dst []byte) []byte {
 		dst = append(dst, c.s.usage...)
 	} else {
 		dst = append(dst, `{"output_tokens":`...)
-		dst = appendInt(dst, int(c.output))
+		dst = jsonx.AppendInt(dst, int(c.output))
 		dst = append(dst, '}')
 	}
 	dst = append(dst, "}\n\n"...)
@@ -379,16 +380,16 @@ func (c *messagesCodec) appendBlockEnd(dst []byte) []byte {
 // explanation: {"type":"refusal","category":null,"explanation":reason}.
 func appendRefusalDetails(dst []byte, reason string) []byte {
 	dst = append(dst, `{"type":"refusal","category":null,"explanation":`...)
-	dst = appendString(dst, reason)
+	dst = jsonx.AppendString(dst, reason)
 	return append(dst, '}')
 }
 
 // synthStart builds a message_start for a stream blocked before the upstream's.
 func (c *messagesCodec) synthStart() []byte {
 	b := append([]byte(nil), `{"type":"message_start","message":{"id":`...)
-	b = appendString(b, cmpOr(c.messageID, "msg_guardrail"))
+	b = jsonx.AppendString(b, cmpOr(c.messageID, "msg_guardrail"))
 	b = append(b, `,"type":"message","role":"assistant","content":[],"model":`...)
-	b = appendString(b, cmpOr(c.model, c.s.req.Model))
+	b = jsonx.AppendString(b, cmpOr(c.model, c.s.req.Model))
 	return append(b, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}`...)
 }
 

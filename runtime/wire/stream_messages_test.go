@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 const msgStartEvent = `message_start|{"type":"message_start","message":{"id":"msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5-20250929","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`
@@ -14,7 +15,7 @@ func msgText(index int, parts ...string) []string {
 	i := string(rune('0' + index))
 	evs := []string{`content_block_start|{"type":"content_block_start","index":` + i + `,"content_block":{"type":"text","text":""}}`}
 	for _, p := range parts {
-		evs = append(evs, `content_block_delta|{"type":"content_block_delta","index":`+i+`,"delta":{"type":"text_delta","text":`+string(jsonString(p))+`}}`)
+		evs = append(evs, `content_block_delta|{"type":"content_block_delta","index":`+i+`,"delta":{"type":"text_delta","text":`+string(jsonx.Quote(p))+`}}`)
 	}
 	return append(evs, `content_block_stop|{"type":"content_block_stop","index":`+i+`}`)
 }

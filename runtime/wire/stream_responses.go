@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -132,18 +133,18 @@ func (c *responsesCodec) textKind() content.Kind {
 
 // str decodes a string value; non-strings are "".
 func (c *responsesCodec) str(v []byte) string {
-	s, _ := strOf(v, &c.scratch)
+	s, _ := jsonx.StringOf(v, &c.scratch)
 	return s
 }
 
 func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	var f [12][]byte
-	if !c.s.tab.validate(ev.Data) || !c.s.tab.scanFields(ev.Data, responsesEventFields, f[:]) {
+	if !c.s.tab.Validate(ev.Data) || !c.s.tab.ScanFields(ev.Data, responsesEventFields, f[:]) {
 		return dst, malformed(FamilyResponses, "event is not a JSON object")
 	}
 	e := &c.ev
 	*e = responsesEvent{itemID: f[5], delta: f[6], item: f[7], part: f[8], response: f[9], message: f[10], err: f[11]}
-	e.name, _ = bytesOf(f[0], &c.scratch)
+	e.name, _ = jsonx.BytesOf(f[0], &c.scratch)
 	e.name = append(c.name[:0], e.name...)
 	c.name = e.name
 	e.typ = responsesTypes[string(e.name)]
@@ -154,27 +155,27 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 	if !ok1 || !ok2 || !ok3 {
 		return dst, malformed(FamilyResponses, "index out of range")
 	}
-	if seq, ok := intOf(f[1]); ok {
+	if seq, ok := jsonx.IntOf(f[1]); ok {
 		c.seq = seq
 	}
 	var pf [1][]byte
-	if c.s.tab.scanFields(e.part, typeField, pf[:]) {
-		e.partType, _ = bytesOf(pf[0], &c.scratch)
+	if c.s.tab.ScanFields(e.part, typeField, pf[:]) {
+		e.partType, _ = jsonx.BytesOf(pf[0], &c.scratch)
 		e.partType = append(c.partType[:0], e.partType...)
 		c.partType = e.partType
 	}
 	out := e.outputIndex
 	switch e.typ {
 	case rsCreated:
-		if !isNullJSON(e.response) {
+		if !jsonx.IsNullValue(e.response) {
 			c.template = append(c.template[:0], e.response...)
 		}
 	case rsItemAdded:
 		var it [4][]byte
-		if !c.s.tab.scanFields(e.item, itemFields, it[:]) {
+		if !c.s.tab.ScanFields(e.item, itemFields, it[:]) {
 			return dst, malformed(FamilyResponses, "output item is not an object")
 		}
-		typ, _ := bytesOf(it[0], &c.scratch)
+		typ, _ := jsonx.BytesOf(it[0], &c.scratch)
 		if id := c.str(it[1]); id != "" {
 			c.itemIDs[out] = id
 		}
@@ -227,7 +228,7 @@ func (c *responsesCodec) decode(dst []Item, ev *sse.Event) ([]Item, error) {
 		msg := c.str(e.message)
 		if msg == "" {
 			var m [1][]byte
-			if c.s.tab.scanFields(e.err, messageField, m[:]) {
+			if c.s.tab.ScanFields(e.err, messageField, m[:]) {
 				msg = c.str(m[0])
 			}
 		}
@@ -247,8 +248,8 @@ var (
 
 // appendDeltaItem appends the delta of a string value; an empty delta passes.
 func (c *responsesCodec) appendDeltaItem(dst []Item, ch content.Channel, v []byte) ([]Item, error) {
-	text, ok := strOf(v, &c.scratch)
-	if !ok && !isNullJSON(v) {
+	text, ok := jsonx.StringOf(v, &c.scratch)
+	if !ok && !jsonx.IsNullValue(v) {
 		return dst, malformed(FamilyResponses, "delta is not a string")
 	}
 	if text == "" {
@@ -279,19 +280,19 @@ func (c *responsesCodec) end(dst []Item, p *respPart) []Item {
 // finish decodes response.completed and its incomplete and failed variants.
 func (c *responsesCodec) finish(dst []Item) ([]Item, error) {
 	var r [3][]byte
-	if !c.s.tab.scanFields(c.ev.response, finalFields, r[:]) {
+	if !c.s.tab.ScanFields(c.ev.response, finalFields, r[:]) {
 		return dst, malformed(FamilyResponses, "final event without a response object")
 	}
 	c.s.keepUsage(r[2])
 	var u [2][]byte
-	if c.s.tab.scanFields(r[2], usageFields, u[:]) {
-		in, _ := intOf(u[0])
-		out, _ := intOf(u[1])
+	if c.s.tab.ScanFields(r[2], usageFields, u[:]) {
+		in, _ := jsonx.IntOf(u[0])
+		out, _ := jsonx.IntOf(u[1])
 		dst = append(dst, Item{Kind: ItemUsage, Usage: Usage{InputTokens: in, OutputTokens: out}})
 	}
 	reason := c.str(r[0])
 	var d [1][]byte
-	if c.s.tab.scanFields(r[1], reasonField, d[:]) {
+	if c.s.tab.ScanFields(r[1], reasonField, d[:]) {
 		reason = cmpOr(c.str(d[0]), reason)
 	}
 	dst = append(dst, Item{Kind: ItemFinish, Text: reason, Final: true})

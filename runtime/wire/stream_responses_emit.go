@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 	"github.com/guardrail-dev/guardrail-operator/runtime/sse"
 )
 
@@ -20,7 +21,7 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 		return dst, nil
 	}
 	out := e.outputIndex
-	var o *object
+	var o *jsonx.Object
 	var err error
 	switch e.typ {
 	case rsItemAdded:
@@ -54,9 +55,9 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 		item, changed := c.rewriteItem(e.item, out)
 		c.done = append(c.done, bytes.Clone(item))
 		if changed {
-			o, err = parseObject(ev.Data)
+			o, err = jsonx.ParseObject(ev.Data)
 			if o != nil {
-				o.set("item", item)
+				o.Set("item", item)
 			}
 		}
 	case rsFinal:
@@ -66,7 +67,7 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 		return dst, malformed(FamilyResponses, "event: %v", err)
 	}
 	if o != nil {
-		return sse.AppendJSONEvent(dst, string(e.name), o.bytes()), nil
+		return sse.AppendJSONEvent(dst, string(e.name), o.Bytes()), nil
 	}
 	return append(dst, ev.Raw...), nil
 }
@@ -76,8 +77,8 @@ func (c *responsesCodec) rest(dst []byte, ev *sse.Event, stripped bool) ([]byte,
 // repeat content; they are checked on every stream, so that text the upstream never
 // streamed as deltas (and the engine therefore never judged) is not handed to the client
 // there: a part the stream never opened (p nil) repeats nothing.
-func (c *responsesCodec) rewriteField(data []byte, field string, p *respPart) (*object, error) {
-	o, err := parseObject(data)
+func (c *responsesCodec) rewriteField(data []byte, field string, p *respPart) (*jsonx.Object, error) {
+	o, err := jsonx.ParseObject(data)
 	if err != nil {
 		return nil, err
 	}
@@ -85,31 +86,31 @@ func (c *responsesCodec) rewriteField(data []byte, field string, p *respPart) (*
 	if p != nil {
 		vis = c.s.visibleText(p.ch)
 	}
-	if s, _ := rawString(o.get(field)); s == string(vis) {
+	if s, _ := jsonx.RawString(o.Get(field)); s == string(vis) {
 		return nil, nil
 	}
-	o.set(field, appendString(nil, vis))
+	o.Set(field, jsonx.AppendString(nil, vis))
 	return o, nil
 }
 
 // rewritePart rewrites the "part" of a part-done event.
-func (c *responsesCodec) rewritePart(data []byte, p *respPart) (*object, error) {
-	o, err := parseObject(data)
-	if err != nil || o.get("part") == nil {
+func (c *responsesCodec) rewritePart(data []byte, p *respPart) (*jsonx.Object, error) {
+	o, err := jsonx.ParseObject(data)
+	if err != nil || o.Get("part") == nil {
 		return nil, err
 	}
-	part, err := c.rewriteField(o.get("part"), "text", p)
+	part, err := c.rewriteField(o.Get("part"), "text", p)
 	if part == nil || err != nil {
 		return nil, err
 	}
-	o.set("part", part.bytes())
+	o.Set("part", part.Bytes())
 	return o, nil
 }
 
 // rewriteItem returns the output item at output index out with the text of each of its
 // parts set to what the client received, and whether anything changed.
 func (c *responsesCodec) rewriteItem(raw json.RawMessage, out int) (json.RawMessage, bool) {
-	o, err := parseObject(raw)
+	o, err := jsonx.ParseObject(raw)
 	if err != nil {
 		return raw, false
 	}
@@ -118,10 +119,10 @@ func (c *responsesCodec) rewriteItem(raw json.RawMessage, out int) (json.RawMess
 		key string
 		sub byte
 	}{{"content", subContent}, {"summary", subSummary}, {"content", subReasoning}} {
-		if f.sub == subContent && o.str("type") != "message" || f.sub != subContent && o.str("type") != "reasoning" {
+		if f.sub == subContent && o.Str("type") != "message" || f.sub != subContent && o.Str("type") != "reasoning" {
 			continue
 		}
-		parts, err := o.arr(f.key)
+		parts, err := o.Arr(f.key)
 		if err != nil {
 			continue
 		}
@@ -129,31 +130,31 @@ func (c *responsesCodec) rewriteItem(raw json.RawMessage, out int) (json.RawMess
 		for i, pr := range parts {
 			p := c.parts[partKey{out, f.sub, i}]
 			if np, _ := c.rewriteField(pr, "text", p); np != nil {
-				parts[i], partChanged = np.bytes(), true
+				parts[i], partChanged = np.Bytes(), true
 			}
 		}
 		if partChanged {
-			o.set(f.key, marshalArray(parts))
+			o.Set(f.key, jsonx.MarshalArray(parts))
 			changed = true
 		}
 	}
 	if !changed {
 		return raw, false
 	}
-	return o.bytes(), true
+	return o.Bytes(), true
 }
 
 // rewriteResponse rewrites the output of a final response event.
-func (c *responsesCodec) rewriteResponse(data []byte) (*object, error) {
-	o, err := parseObject(data)
+func (c *responsesCodec) rewriteResponse(data []byte) (*jsonx.Object, error) {
+	o, err := jsonx.ParseObject(data)
 	if err != nil {
 		return nil, err
 	}
-	r, err := o.obj("response")
+	r, err := o.Obj("response")
 	if err != nil {
 		return nil, err
 	}
-	items, err := r.arr("output")
+	items, err := r.Arr("output")
 	if err != nil {
 		return nil, err
 	}
@@ -166,8 +167,8 @@ func (c *responsesCodec) rewriteResponse(data []byte) (*object, error) {
 	if !changed {
 		return nil, nil
 	}
-	r.set("output", marshalArray(items))
-	o.set("response", r.bytes())
+	r.Set("output", jsonx.MarshalArray(items))
+	o.Set("response", r.Bytes())
 	return o, nil
 }
 
@@ -178,15 +179,15 @@ func (c *responsesCodec) appendEventHead(dst []byte, typ string, seq int64) []by
 	dst = append(dst, "\ndata: {\"type\":\""...)
 	dst = append(dst, typ...)
 	dst = append(dst, `","sequence_number":`...)
-	return appendInt(dst, int(seq))
+	return jsonx.AppendInt(dst, int(seq))
 }
 
 // appendItemRef appends ,"item_id":…,"output_index":….
 func appendItemRef(dst []byte, itemID string, out int) []byte {
 	dst = append(dst, `,"item_id":`...)
-	dst = appendString(dst, itemID)
+	dst = jsonx.AppendString(dst, itemID)
 	dst = append(dst, `,"output_index":`...)
-	return appendInt(dst, out)
+	return jsonx.AppendInt(dst, out)
 }
 
 func (c *responsesCodec) appendDelta(dst []byte, ch content.Channel, text []byte) []byte {
@@ -208,9 +209,9 @@ func (c *responsesCodec) appendPartDelta(dst []byte, p *respPart, text []byte, s
 	dst = c.appendEventHead(dst, typ, seq)
 	dst = appendItemRef(dst, p.itemID, p.out)
 	dst = append(dst, idxKey...)
-	dst = appendInt(dst, p.part)
+	dst = jsonx.AppendInt(dst, p.part)
 	dst = append(dst, `,"delta":`...)
-	dst = appendString(dst, text)
+	dst = jsonx.AppendString(dst, text)
 	if p.sub == subContent {
 		dst = append(dst, `,"logprobs":[]`...)
 	}
@@ -220,46 +221,46 @@ func (c *responsesCodec) appendPartDelta(dst []byte, p *respPart, text []byte, s
 // appendToolCall appends output_item.added, the arguments delta and done events, and
 // output_item.done of a released tool call.
 func (c *responsesCodec) appendToolCall(dst []byte, call *toolCall, args []byte) []byte {
-	item, err := parseObject(call.item)
+	item, err := jsonx.ParseObject(call.item)
 	if err != nil {
-		item = &object{}
-		item.set("type", []byte(`"function_call"`))
-		item.set("id", appendString(nil, c.itemIDs[call.at]))
-		item.set("call_id", appendString(nil, call.id))
-		item.set("name", appendString(nil, call.name))
+		item = &jsonx.Object{}
+		item.Set("type", []byte(`"function_call"`))
+		item.Set("id", jsonx.AppendString(nil, c.itemIDs[call.at]))
+		item.Set("call_id", jsonx.AppendString(nil, call.id))
+		item.Set("name", jsonx.AppendString(nil, call.name))
 	}
-	custom := item.str("type") == "custom_tool_call"
+	custom := item.Str("type") == "custom_tool_call"
 	argKey, prefix := "arguments", "response.function_call_arguments"
 	if custom {
 		argKey, prefix = "input", "response.custom_tool_call_input"
 	}
-	id := item.str("id")
-	item.set(argKey, []byte(`""`))
-	item.set("status", []byte(`"in_progress"`))
+	id := item.Str("id")
+	item.Set(argKey, []byte(`""`))
+	item.Set("status", []byte(`"in_progress"`))
 	dst = c.appendEventHead(dst, "response.output_item.added", c.seq)
 	dst = append(dst, `,"output_index":`...)
-	dst = appendInt(dst, call.at)
+	dst = jsonx.AppendInt(dst, call.at)
 	dst = append(dst, `,"item":`...)
-	dst = item.appendTo(dst)
+	dst = item.AppendTo(dst)
 	dst = append(dst, "}\n\n"...)
 	if len(args) > 0 {
 		dst = c.appendEventHead(dst, prefix+".delta", c.seq)
 		dst = appendItemRef(dst, id, call.at)
 		dst = append(dst, `,"delta":`...)
-		dst = appendString(dst, args)
+		dst = jsonx.AppendString(dst, args)
 		dst = append(dst, "}\n\n"...)
 	}
 	dst = c.appendEventHead(dst, prefix+".done", c.seq)
 	dst = appendItemRef(dst, id, call.at)
 	dst = append(dst, `,"`+argKey+`":`...)
-	dst = appendString(dst, args)
+	dst = jsonx.AppendString(dst, args)
 	dst = append(dst, "}\n\n"...)
-	item.set(argKey, appendString(nil, args))
-	item.set("status", []byte(`"completed"`))
-	done := item.bytes()
+	item.Set(argKey, jsonx.AppendString(nil, args))
+	item.Set("status", []byte(`"completed"`))
+	done := item.Bytes()
 	dst = c.appendEventHead(dst, "response.output_item.done", c.seq)
 	dst = append(dst, `,"output_index":`...)
-	dst = appendInt(dst, call.at)
+	dst = jsonx.AppendInt(dst, call.at)
 	dst = append(dst, `,"item":`...)
 	dst = append(dst, done...)
 	dst = append(dst, "}\n\n"...)
@@ -288,9 +289,9 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 		p = &respPart{partKey: partKey{out: out, sub: subContent}, itemID: guardItemID(string(delta))}
 		dst = c.appendEventHead(dst, "response.output_item.added", next())
 		dst = append(dst, `,"output_index":`...)
-		dst = appendInt(dst, out)
+		dst = jsonx.AppendInt(dst, out)
 		dst = append(dst, `,"item":{"id":`...)
-		dst = appendString(dst, p.itemID)
+		dst = jsonx.AppendString(dst, p.itemID)
 		dst = append(dst, `,"type":"message","status":"in_progress","content":[],"role":"assistant"}}`+"\n\n"...)
 		dst = c.appendEventHead(dst, "response.content_part.added", next())
 		dst = appendItemRef(dst, p.itemID, out)
@@ -300,26 +301,26 @@ func (c *responsesCodec) appendBlock(dst []byte, reason string, hole *qentry) []
 	dst = c.appendEventHead(dst, "response.output_text.done", next())
 	dst = appendItemRef(dst, p.itemID, out)
 	dst = append(dst, `,"content_index":`...)
-	dst = appendInt(dst, p.part)
+	dst = jsonx.AppendInt(dst, p.part)
 	dst = append(dst, `,"text":`...)
-	dst = appendString(dst, text)
+	dst = jsonx.AppendString(dst, text)
 	dst = append(dst, `,"logprobs":[]}`+"\n\n"...)
-	part := append([]byte(`{"type":"output_text","annotations":[],"logprobs":[],"text":`), appendString(nil, text)...)
+	part := append([]byte(`{"type":"output_text","annotations":[],"logprobs":[],"text":`), jsonx.AppendString(nil, text)...)
 	part = append(part, '}')
 	dst = c.appendEventHead(dst, "response.content_part.done", next())
 	dst = appendItemRef(dst, p.itemID, out)
 	dst = append(dst, `,"content_index":`...)
-	dst = appendInt(dst, p.part)
+	dst = jsonx.AppendInt(dst, p.part)
 	dst = append(dst, `,"part":`...)
 	dst = append(dst, part...)
 	dst = append(dst, "}\n\n"...)
-	item := append([]byte(`{"id":`), appendString(nil, p.itemID)...)
+	item := append([]byte(`{"id":`), jsonx.AppendString(nil, p.itemID)...)
 	item = append(item, `,"type":"message","status":"incomplete","content":[`...)
 	item = append(item, part...)
 	item = append(item, `],"role":"assistant"}`...)
 	dst = c.appendEventHead(dst, "response.output_item.done", next())
 	dst = append(dst, `,"output_index":`...)
-	dst = appendInt(dst, out)
+	dst = jsonx.AppendInt(dst, out)
 	dst = append(dst, `,"item":`...)
 	dst = append(dst, item...)
 	dst = append(dst, "}\n\n"...)
@@ -334,22 +335,22 @@ func (c *responsesCodec) awaitsUsage() bool { return c.s.usage == nil }
 // content_filter, the block's output, and the upstream's usage when it arrived (else the
 // usage of response.created, normally null).
 func (c *responsesCodec) appendBlockEnd(dst []byte) []byte {
-	r, err := parseObject(c.template)
+	r, err := jsonx.ParseObject(c.template)
 	if err != nil {
-		r = &object{}
-		r.set("id", []byte(`"resp_guardrail"`))
-		r.set("object", []byte(`"response"`))
-		r.set("model", appendString(nil, c.s.req.Model))
+		r = &jsonx.Object{}
+		r.Set("id", []byte(`"resp_guardrail"`))
+		r.Set("object", []byte(`"response"`))
+		r.Set("model", jsonx.AppendString(nil, c.s.req.Model))
 	}
-	r.set("status", []byte(`"incomplete"`))
-	r.set("incomplete_details", []byte(`{"reason":"content_filter"}`))
-	r.set("output", marshalArray(c.blockOutput))
+	r.Set("status", []byte(`"incomplete"`))
+	r.Set("incomplete_details", []byte(`{"reason":"content_filter"}`))
+	r.Set("output", jsonx.MarshalArray(c.blockOutput))
 	if c.s.usage != nil {
-		r.set("usage", c.s.usage)
+		r.Set("usage", c.s.usage)
 	}
 	dst = c.appendEventHead(dst, "response.incomplete", c.blockSeq+1)
 	dst = append(dst, `,"response":`...)
-	dst = r.appendTo(dst)
+	dst = r.AppendTo(dst)
 	return append(dst, "}\n\n"...)
 }
 
@@ -362,7 +363,7 @@ func (c *responsesCodec) appendFailure(dst []byte, e *APIError) []byte {
 	dst = append(dst, `,"code":`...)
 	dst = appendOptString(dst, e.Code)
 	dst = append(dst, `,"message":`...)
-	dst = appendString(dst, e.Message)
+	dst = jsonx.AppendString(dst, e.Message)
 	dst = append(dst, `,"param":null,"error":`...)
 	dst = appendOpenAIError(dst, e)
 	return append(dst, "}\n\n"...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 const respObj = `{"id":"resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654","object":"response","created_at":1741290958,"status":"%s","error":null,"incomplete_details":null,"instructions":null,"max_output_tokens":null,"model":"gpt-4.1-2025-04-14","output":[%s],"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},"store":true,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1.0,"truncation":"disabled","usage":%s,"user":null,"metadata":{}}`
@@ -38,9 +39,9 @@ func (r *respStream) message(out int, parts ...string) *respStream {
 	r.add("response.output_item.added", fmt.Sprintf(`"output_index":%d,"item":{"id":"%s","type":"message","status":"in_progress","content":[],"role":"assistant"}`, out, msgItemID))
 	r.add("response.content_part.added", ref+`,"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}`)
 	for _, p := range parts {
-		r.add("response.output_text.delta", ref+`,"delta":`+string(jsonString(p))+`,"logprobs":[],"obfuscation":"x1"`)
+		r.add("response.output_text.delta", ref+`,"delta":`+string(jsonx.Quote(p))+`,"logprobs":[],"obfuscation":"x1"`)
 	}
-	text := string(jsonString(strings.Join(parts, "")))
+	text := string(jsonx.Quote(strings.Join(parts, "")))
 	part := `{"type":"output_text","annotations":[],"logprobs":[],"text":` + text + `}`
 	item := fmt.Sprintf(`{"id":"%s","type":"message","status":"completed","content":[%s],"role":"assistant"}`, msgItemID, part)
 	r.add("response.output_text.done", ref+`,"text":`+text+`,"logprobs":[]`)
@@ -53,9 +54,9 @@ func (r *respStream) message(out int, parts ...string) *respStream {
 func (r *respStream) call(out int, args ...string) *respStream {
 	r.add("response.output_item.added", fmt.Sprintf(`"output_index":%d,"item":{"id":"fc_12345xyz","type":"function_call","status":"in_progress","arguments":"","call_id":"call_12345xyz","name":"get_weather"}`, out))
 	for _, a := range args {
-		r.add("response.function_call_arguments.delta", fmt.Sprintf(`"item_id":"fc_12345xyz","output_index":%d,"delta":%s`, out, jsonString(a)))
+		r.add("response.function_call_arguments.delta", fmt.Sprintf(`"item_id":"fc_12345xyz","output_index":%d,"delta":%s`, out, jsonx.Quote(a)))
 	}
-	full := string(jsonString(strings.Join(args, "")))
+	full := string(jsonx.Quote(strings.Join(args, "")))
 	r.add("response.function_call_arguments.done", fmt.Sprintf(`"item_id":"fc_12345xyz","output_index":%d,"arguments":%s`, out, full))
 	item := `{"id":"fc_12345xyz","type":"function_call","status":"completed","arguments":` + full + `,"call_id":"call_12345xyz","name":"get_weather"}`
 	r.add("response.output_item.done", fmt.Sprintf(`"output_index":%d,"item":%s`, out, item))

@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"unicode/utf8"
 )
 
-// decodeJSON decodes the JSON document raw into v (a pointer to one of this package's
-// request or response types). It is what encoding/json's Unmarshal followed by a walk
-// refusing ambiguous spellings did, in one pass over bytes validJSON has checked, without
+// Decode decodes the JSON document raw into v (a pointer to one of package wire's
+// request or response types, or a type made of the same kinds). It is what encoding/json's Unmarshal followed by a walk
+// refusing ambiguous spellings did, in one pass over bytes Valid has checked, without
 // encoding/json's byte-at-a-time state machine (that pass and the decoding were most of
 // the cost of judging a request):
 //
@@ -24,39 +24,31 @@ import (
 //   - a member repeated under one exact name is decoded into what the earlier one left,
 //     as encoding/json does: scalars are replaced, objects merged, arrays decoded
 //     element by element over the earlier elements. That is how responses are read; a
-//     request is read by decodeRequestJSON, which refuses the repetition instead (see
+//     request is read by DecodeRequest, which refuses the repetition instead (see
 //     ambiguous.go);
 //   - null leaves a string, number, bool or struct as it is and makes a pointer or slice
 //     nil (a json.RawMessage keeps the literal null);
 //   - a value of the wrong JSON type, or a number that does not fit, is an error;
 //   - strings are unescaped as encoding/json unescapes them (invalid UTF-8 and lone
 //     surrogates become U+FFFD).
-func decodeJSON(raw []byte, v any) error { return decodeWith(decoder{}, raw, v) }
+func Decode(raw []byte, v any) error { return decodeWith(decoder{}, raw, v) }
 
-// decodeRequestJSON is decodeJSON for requests: a field the guard reads that is named
+// DecodeRequest is Decode for requests: a field the guard reads that is named
 // twice, even under one exact name, is refused (see ambiguous.go).
-func decodeRequestJSON(raw []byte, v any) error {
+func DecodeRequest(raw []byte, v any) error {
 	return decodeWith(decoder{refuseRepeats: true}, raw, v)
 }
 
 func decodeWith(d decoder, raw []byte, v any) error {
-	if !validJSON(raw) {
+	if !Valid(raw) {
 		return errInvalidJSON(raw)
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("wire: decodeJSON needs a non-nil pointer, not %T", v)
 	}
-	return d.value(raw[skipWS(raw, 0):], rv.Elem(), planOf(rv.Elem().Type()))
+	return d.value(raw[SkipWS(raw, 0):], rv.Elem(), planOf(rv.Elem().Type()))
 }
-
-// decode and decodeRequest are the decoders the response decoders and the request
-// parsers call: decodeJSON and decodeRequestJSON, but for FuzzDecodeJSON, which runs every
-// parser with the reference decoders in their place and compares what they read.
-var (
-	decode        = decodeJSON
-	decodeRequest = decodeRequestJSON
-)
 
 // A plan is how values of one Go type are decoded, built once per type.
 type plan struct {
@@ -85,7 +77,7 @@ func planOf(t reflect.Type) *plan {
 	return p
 }
 
-// buildPlan fills p. A kind the request and response types do not use panics: the
+// buildPlan fills p. A kind the wire request and response types do not use panics: the
 // tests decode every type.
 func buildPlan(p *plan) {
 	t := p.typ
@@ -99,7 +91,7 @@ func buildPlan(p *plan) {
 		p.bits = t.Bits()
 	case reflect.Pointer, reflect.Slice:
 		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 {
-			panic("wire: decodeJSON does not decode base64 byte slices: " + t.String())
+			panic("jsonx: Decode does not decode base64 byte slices: " + t.String())
 		}
 		p.elem = planOfLazy(t.Elem())
 	case reflect.Struct:
@@ -109,7 +101,7 @@ func buildPlan(p *plan) {
 			p.field[i] = planOfLazy(f.typ)
 		}
 	default:
-		panic("wire: decodeJSON does not decode " + t.String())
+		panic("jsonx: Decode does not decode " + t.String())
 	}
 }
 
@@ -145,7 +137,7 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 	}
 	switch p.kind {
 	case reflect.String:
-		s, ok := strOf(b, &d.scratch)
+		s, ok := StringOf(b, &d.scratch)
 		if !ok {
 			return typeError(b, p.typ)
 		}
@@ -191,16 +183,16 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 }
 
 // slice decodes an array over the slice's earlier elements, as encoding/json does (see
-// decodeJSON): element i is decoded into element i, the slice grown or cut to the array's
+// Decode): element i is decoded into element i, the slice grown or cut to the array's
 // length.
 func (d *decoder) slice(b []byte, v reflect.Value, p *plan) error {
-	it, ok := iterOf(b, '[')
+	it, ok := IterOf(b, '[')
 	if !ok {
 		return typeError(b, p.typ)
 	}
 	i := 0
 	for ; ; i++ {
-		e, ok := it.elem()
+		e, ok := it.Elem()
 		if !ok {
 			break
 		}
@@ -224,7 +216,7 @@ func (d *decoder) slice(b []byte, v reflect.Value, p *plan) error {
 }
 
 func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
-	it, ok := iterOf(b, '{')
+	it, ok := IterOf(b, '{')
 	if !ok {
 		return typeError(b, p.typ)
 	}
@@ -237,7 +229,7 @@ func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
 	seen = seen[:len(fs.fields)]
 	named := uint64(0) // the types have fewer than 64 fields (fieldsOf checks)
 	for {
-		k, val, ok := it.member()
+		k, val, ok := it.Member()
 		if !ok {
 			return nil
 		}
@@ -249,7 +241,7 @@ func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
 				key = fs.spelling(i, k)
 			}
 		} else {
-			u, _ := unescape(d.scratch[:0], k)
+			u, _ := Unescape(d.scratch[:0], k)
 			d.scratch = u
 			key = string(u)
 			i, ok = fs.match(key)

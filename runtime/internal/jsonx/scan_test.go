@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"encoding/json"
@@ -21,10 +21,10 @@ func TestScanner(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var f [1][]byte
 			var scratch []byte
-			if !scanFields([]byte(tc.doc), []string{tc.key}, f[:]) {
+			if !ScanFields([]byte(tc.doc), []string{tc.key}, f[:]) {
 				t.Fatal("not an object")
 			}
-			got, _ := strOf(f[0], &scratch)
+			got, _ := StringOf(f[0], &scratch)
 			if got != tc.want {
 				t.Fatalf("got %q, want %q", got, tc.want)
 			}
@@ -40,17 +40,17 @@ func FuzzScanner(f *testing.F) {
 	f.Add([]byte(`{"\u0061":"\ud800x","b":null}`))
 	f.Add([]byte(`{"a":"unterminated`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		it, ok := iterOf(doc, '{')
+		it, ok := IterOf(doc, '{')
 		got := map[string]string{}
 		var scratch []byte
 		for ok {
-			k, v, more := it.member()
+			k, v, more := it.Member()
 			if !more {
 				break
 			}
 			var kb [64]byte
-			key, _ := unescape(kb[:0], k)
-			if s, isStr := strOf(v, &scratch); isStr {
+			key, _ := Unescape(kb[:0], k)
+			if s, isStr := StringOf(v, &scratch); isStr {
 				got[string(key)] = s
 			} else {
 				delete(got, string(key))
@@ -71,7 +71,7 @@ func FuzzScanner(f *testing.F) {
 	})
 }
 
-// stringEnd's word-at-a-time start must find the closing quote wherever it falls, and
+// StringEnd's word-at-a-time start must find the closing quote wherever it falls, and
 // count the backslashes before a quote as the general loop does.
 func TestStringEndAtEveryOffset(t *testing.T) {
 	naive := func(b []byte, i int) int {
@@ -91,7 +91,7 @@ func TestStringEndAtEveryOffset(t *testing.T) {
 				inner := []byte(strings.Repeat("a", n))
 				s := append(append(append([]byte(`"`), inner[:at]...), special...), inner[at:]...)
 				s = append(s, `" , "next"`...)
-				if got, want := stringEnd(s, 0), naive(s, 0); got != want {
+				if got, want := StringEnd(s, 0), naive(s, 0); got != want {
 					t.Fatalf("stringEnd(%q) = %d, want %d", s, got, want)
 				}
 			}

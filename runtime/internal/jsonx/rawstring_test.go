@@ -1,11 +1,11 @@
-package wire
+package jsonx
 
 import (
 	"encoding/json"
 	"testing"
 )
 
-// FuzzRawString: the fast path of rawString reads every JSON string literal exactly as
+// FuzzRawString: the fast path of RawString reads every JSON string literal exactly as
 // encoding/json does.
 func FuzzRawString(f *testing.F) {
 	for _, s := range []string{`"plain prose"`, `"tab\tescaped"`, `"quote \" inside"`, `"é ünïcode 日本"`, "\"bad \xff utf8\"", `"\u00e9"`, `""`, `"a\\b"`} {
@@ -14,9 +14,9 @@ func FuzzRawString(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var want string
 		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &want) != nil {
-			return // rawString reads validated JSON values, which start at their first byte
+			return // RawString reads validated JSON values, which start at their first byte
 		}
-		got, ok := rawString(raw)
+		got, ok := RawString(raw)
 		if !ok || got != want {
 			t.Fatalf("rawString(%q) = %q, %v; encoding/json reads %q", raw, got, ok, want)
 		}

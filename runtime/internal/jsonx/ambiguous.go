@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"fmt"
@@ -9,16 +9,16 @@ import (
 	"unicode/utf8"
 )
 
-// Requests are read as encoding/json reads them (decodeJSON): a member names a field by its
+// Requests are read as encoding/json reads them (Decode): a member names a field by its
 // exact name or, failing that, case-insensitively (with Unicode folding: "meſſages" with a
 // long s is "messages"), so that the guard judges what a server decoding with encoding/json
 // reads. Most model servers read members by their exact names. A request with both
 // "messages" and "Messages" would therefore be judged on one and answered on the other:
-// the guard would inspect the harmless copy while the provider reads the other. decodeJSON
+// the guard would inspect the harmless copy while the provider reads the other. Decode
 // refuses such a request before it is judged: every field the guard reads must be named by
 // exactly one spelling in its object.
 //
-// A request naming a field twice under the same name is refused too (decodeRequestJSON):
+// A request naming a field twice under the same name is refused too (DecodeRequest):
 // encoding/json decodes the second copy over the first, other parsers keep the last copy
 // whole, and some keep the first, so {"messages":[prompt],"messages":[harmless]} would be
 // judged on what one reads and answered on what another reads. This holds for every

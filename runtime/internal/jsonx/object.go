@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"bytes"
@@ -8,37 +8,50 @@ import (
 	"unicode/utf8"
 )
 
-// object is a JSON object that keeps its members in order with their raw values, so that a
+// Object is a JSON object that keeps its members in order with their raw values, so that a
 // rewritten response or event keeps every field the guard does not touch as it was.
-type object struct {
+type Object struct {
 	keys []string
 	vals []json.RawMessage
 }
 
+// Len returns how many members o has, repeated names included.
+func (o *Object) Len() int { return len(o.keys) }
+
+// AllNull reports whether every member of o is null (true when o has none).
+func (o *Object) AllNull() bool {
+	for _, v := range o.vals {
+		if !IsNull(v) {
+			return false
+		}
+	}
+	return true
+}
+
 var errNotObject = errors.New("not a JSON object")
 
-// parseObject parses a JSON object: validated once (validJSON does not allocate), then
+// ParseObject parses a JSON object: validated once (Valid does not allocate), then
 // walked with the scanner, its values slices of one copy of b (the caller's buffer may be
 // reused). Members keep their order, duplicates included, as encoding/json's Token walk
 // kept them; this runs for every event the guard rewrites, where the Token walk cost about
 // half the guard's CPU on a judged stream.
-func parseObject(b []byte) (*object, error) {
-	if !validJSON(b) {
+func ParseObject(b []byte) (*Object, error) {
+	if !Valid(b) {
 		return nil, errInvalidJSON(b)
 	}
-	return walkObject(bytes.Clone(b))
+	return WalkObject(bytes.Clone(b))
 }
 
-// walkObject parses b, valid JSON (a value of an object parseObject made), without
+// WalkObject parses b, valid JSON (a value of an object ParseObject made), without
 // validating or copying it again.
-func walkObject(b []byte) (*object, error) {
-	it, ok := iterOf(b, '{')
+func WalkObject(b []byte) (*Object, error) {
+	it, ok := IterOf(b, '{')
 	if !ok {
 		return nil, errNotObject
 	}
-	o := &object{keys: make([]string, 0, 8), vals: make([]json.RawMessage, 0, 8)}
+	o := &Object{keys: make([]string, 0, 8), vals: make([]json.RawMessage, 0, 8)}
 	for {
-		k, v, ok := it.member()
+		k, v, ok := it.Member()
 		if !ok {
 			break
 		}
@@ -47,7 +60,7 @@ func walkObject(b []byte) (*object, error) {
 			key = string(k)
 		}
 		if bytes.IndexByte(k, '\\') >= 0 {
-			u, ok := unescape(nil, k)
+			u, ok := Unescape(nil, k)
 			if !ok {
 				return nil, errNotObject
 			}
@@ -85,8 +98,8 @@ func errInvalidJSON(b []byte) error {
 	return errNotObject
 }
 
-// get returns the raw value of key, nil when absent.
-func (o *object) get(key string) json.RawMessage {
+// Get returns the raw value of key, nil when absent.
+func (o *Object) Get(key string) json.RawMessage {
 	for i, k := range o.keys {
 		if k == key {
 			return o.vals[i]
@@ -95,14 +108,14 @@ func (o *object) get(key string) json.RawMessage {
 	return nil
 }
 
-// has reports whether key is present with a value other than null.
-func (o *object) has(key string) bool {
-	v := o.get(key)
+// Has reports whether key is present with a value other than null.
+func (o *Object) Has(key string) bool {
+	v := o.Get(key)
 	return len(v) > 0 && string(v) != "null"
 }
 
-// set replaces the value of key, or appends the member.
-func (o *object) set(key string, v []byte) {
+// Set replaces the value of key, or appends the member.
+func (o *Object) Set(key string, v []byte) {
 	for i, k := range o.keys {
 		if k == key {
 			o.vals[i] = v
@@ -112,8 +125,8 @@ func (o *object) set(key string, v []byte) {
 	o.keys, o.vals = append(o.keys, key), append(o.vals, v)
 }
 
-// del removes key.
-func (o *object) del(key string) {
+// Del removes key.
+func (o *Object) Del(key string) {
 	for i, k := range o.keys {
 		if k == key {
 			o.keys = append(o.keys[:i], o.keys[i+1:]...)
@@ -123,33 +136,33 @@ func (o *object) del(key string) {
 	}
 }
 
-// str returns the string value of key ("" when absent or not a string).
-func (o *object) str(key string) string {
+// Str returns the string value of key ("" when absent or not a string).
+func (o *Object) Str(key string) string {
 	var s string
-	if v := o.get(key); len(v) > 0 && v[0] == '"' {
+	if v := o.Get(key); len(v) > 0 && v[0] == '"' {
 		_ = json.Unmarshal(v, &s)
 	}
 	return s
 }
 
-// obj parses the object value of key.
-func (o *object) obj(key string) (*object, error) { return walkObject(o.get(key)) }
+// Obj parses the object value of key.
+func (o *Object) Obj(key string) (*Object, error) { return WalkObject(o.Get(key)) }
 
-// arr parses the array value of key; a missing or null value is an empty array. The
+// Arr parses the array value of key; a missing or null value is an empty array. The
 // elements are slices of the object's (valid) JSON.
-func (o *object) arr(key string) ([]json.RawMessage, error) {
-	v := o.get(key)
+func (o *Object) Arr(key string) ([]json.RawMessage, error) {
+	v := o.Get(key)
 	if len(v) == 0 || string(v) == "null" {
 		return nil, nil
 	}
-	it, ok := iterOf(v, '[')
+	it, ok := IterOf(v, '[')
 	if !ok {
 		var a []json.RawMessage
 		return nil, json.Unmarshal(v, &a) // the error encoding/json gives for a non-array
 	}
 	var a []json.RawMessage
 	for {
-		e, ok := it.elem()
+		e, ok := it.Elem()
 		if !ok {
 			return a, nil
 		}
@@ -157,28 +170,28 @@ func (o *object) arr(key string) ([]json.RawMessage, error) {
 	}
 }
 
-// appendTo appends the object's JSON.
-func (o *object) appendTo(dst []byte) []byte {
+// AppendTo appends the object's JSON.
+func (o *Object) AppendTo(dst []byte) []byte {
 	dst = append(dst, '{')
 	for i, k := range o.keys {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		dst = append(dst, o.vals[i]...)
 	}
 	return append(dst, '}')
 }
 
-// bytes returns the object's JSON.
-func (o *object) bytes() []byte { return o.appendTo(nil) }
+// Bytes returns the object's JSON.
+func (o *Object) Bytes() []byte { return o.AppendTo(nil) }
 
-// marshalArray returns a JSON array of raw values.
-func marshalArray(vals []json.RawMessage) []byte { return appendArray(nil, vals) }
+// MarshalArray returns a JSON array of raw values.
+func MarshalArray(vals []json.RawMessage) []byte { return AppendArray(nil, vals) }
 
-// appendArray appends a JSON array of raw values.
-func appendArray(dst []byte, vals []json.RawMessage) []byte {
+// AppendArray appends a JSON array of raw values.
+func AppendArray(dst []byte, vals []json.RawMessage) []byte {
 	dst = append(dst, '[')
 	for i, v := range vals {
 		if i > 0 {
@@ -189,8 +202,8 @@ func appendArray(dst []byte, vals []json.RawMessage) []byte {
 	return append(dst, ']')
 }
 
-// jsonInt reads a JSON integer (an index) without reflection; ok is false for anything else.
-func jsonInt(v []byte) (n int, ok bool) {
+// Int reads a JSON integer (an index) without reflection; ok is false for anything else.
+func Int(v []byte) (n int, ok bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 || len(v) > 9 {
 		return 0, false
@@ -204,15 +217,15 @@ func jsonInt(v []byte) (n int, ok bool) {
 	return n, true
 }
 
-// jsonString returns s as a JSON string.
-func jsonString(s string) []byte { return appendString(nil, s) }
+// Quote returns s as a JSON string.
+func Quote(s string) []byte { return AppendString(nil, s) }
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string without allocating: quotes, backslashes,
+// AppendString appends s as a JSON string without allocating: quotes, backslashes,
 // control characters, U+2028 and U+2029 are escaped (not <, > and &, which JSON does not
 // require) and invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func appendString[T string | []byte](dst []byte, s T) []byte {
+func AppendString[T string | []byte](dst []byte, s T) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -260,17 +273,17 @@ func appendString[T string | []byte](dst []byte, s T) []byte {
 	return append(dst, '"')
 }
 
-// appendInt appends a JSON number.
-func appendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
+// AppendInt appends a JSON number.
+func AppendInt(dst []byte, n int) []byte { return strconv.AppendInt(dst, int64(n), 10) }
 
-// rawString decodes a JSON string value; ok is false when raw is not a string.
-func rawString(raw json.RawMessage) (string, bool) {
+// RawString decodes a JSON string value; ok is false when raw is not a string.
+func RawString(raw json.RawMessage) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
 	// Fast path: a valid JSON string without escapes is its own contents. (Prompts are
 	// mostly such strings; decoding them again was the guard's largest cost per request.)
-	if n := len(raw); n >= 2 && raw[n-1] == '"' && plainJSONString(raw[1:n-1]) {
+	if n := len(raw); n >= 2 && raw[n-1] == '"' && PlainString(raw[1:n-1]) {
 		return string(raw[1 : n-1]), true
 	}
 	var s string
@@ -280,13 +293,13 @@ func rawString(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// plainJSONString reports whether b, the inside of a JSON string literal, needs no
+// PlainString reports whether b, the inside of a JSON string literal, needs no
 // decoding: no escapes, no quote or control character, valid UTF-8 (encoding/json would
 // replace invalid bytes with U+FFFD).
-func plainJSONString(b []byte) bool { return plainRun(b, 0) == len(b) && utf8.Valid(b) }
+func PlainString(b []byte) bool { return plainRun(b, 0) == len(b) && utf8.Valid(b) }
 
-// isNull reports whether raw is absent or JSON null.
-func isNull(raw json.RawMessage) bool {
+// IsNull reports whether raw is absent or JSON null.
+func IsNull(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) == 0 || string(raw) == "null"
 }

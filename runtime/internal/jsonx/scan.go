@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"bytes"
@@ -9,24 +9,24 @@ import (
 )
 
 // The stream decoders read events with this scanner instead of encoding/json's reflection:
-// events are validated once with validJSON (which does not allocate), then walked
+// events are validated once with Valid (which does not allocate), then walked
 // without allocating. Keys match exactly after unescaping and the last of duplicate keys
 // wins — what the clients' JSON parsers do — so that the guard reads what the client
 // will read (encoding/json would also match keys case-insensitively).
 
-// jsonIter walks the members of an object or the elements of an array of valid JSON
-// (callers check validJSON first; on anything else it stops early but never panics).
-type jsonIter struct {
+// Iter walks the members of an object or the elements of an array of valid JSON
+// (callers check Valid first; on anything else it stops early but never panics).
+type Iter struct {
 	b []byte
 	i int
-	// ends, when set, is a skipTable's ends for b, whose first byte is at base in the
+	// ends, when set, is a SkipTable's ends for b, whose first byte is at base in the
 	// table's text: the walk skips strings, objects and arrays without scanning them.
 	ends []uint16
 	base int
 }
 
-// skip returns the index after the value (or member name) starting at i.
-func (it *jsonIter) skip(i int) int {
+// Skip returns the index after the value (or member name) starting at i.
+func (it *Iter) Skip(i int) int {
 	if it.ends != nil && i < len(it.b) {
 		c := it.b[i]
 		if closer := closerOf(c); closer != 0 {
@@ -35,7 +35,7 @@ func (it *jsonIter) skip(i int) int {
 			}
 		}
 	}
-	return valueEnd(it.b, i)
+	return ValueEnd(it.b, i)
 }
 
 // closerOf returns the byte that ends a string, object or array starting with c, 0 for
@@ -52,65 +52,65 @@ func closerOf(c byte) byte {
 	return 0
 }
 
-func skipWS(b []byte, i int) int {
+func SkipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-// iterOf starts walking v when it is an object (open '{') or an array ('[').
-func iterOf(v []byte, open byte) (jsonIter, bool) {
-	i := skipWS(v, 0)
+// IterOf starts walking v when it is an object (open '{') or an array ('[').
+func IterOf(v []byte, open byte) (Iter, bool) {
+	i := SkipWS(v, 0)
 	if i >= len(v) || v[i] != open {
-		return jsonIter{}, false
+		return Iter{}, false
 	}
-	return jsonIter{b: v, i: i + 1}, true
+	return Iter{b: v, i: i + 1}, true
 }
 
-// member returns the next member of an object: its key (raw, between the quotes) and
+// Member returns the next member of an object: its key (raw, between the quotes) and
 // value.
-func (it *jsonIter) member() (key, val []byte, ok bool) {
-	it.i = skipWS(it.b, it.i)
+func (it *Iter) Member() (key, val []byte, ok bool) {
+	it.i = SkipWS(it.b, it.i)
 	if it.i < len(it.b) && it.b[it.i] == ',' {
-		it.i = skipWS(it.b, it.i+1)
+		it.i = SkipWS(it.b, it.i+1)
 	}
 	if it.i >= len(it.b) || it.b[it.i] != '"' {
 		return nil, nil, false
 	}
-	end := it.skip(it.i)
+	end := it.Skip(it.i)
 	if end-1 <= it.i || it.b[end-1] != '"' {
 		// Unterminated: only valid JSON is walked, but never panic.
 		return nil, nil, false
 	}
 	key = it.b[it.i+1 : end-1]
-	it.i = skipWS(it.b, end)
+	it.i = SkipWS(it.b, end)
 	if it.i >= len(it.b) || it.b[it.i] != ':' {
 		return nil, nil, false
 	}
-	start := skipWS(it.b, it.i+1)
-	it.i = it.skip(start)
+	start := SkipWS(it.b, it.i+1)
+	it.i = it.Skip(start)
 	return key, it.b[start:it.i], true
 }
 
-// elem returns the next element of an array.
-func (it *jsonIter) elem() ([]byte, bool) {
-	it.i = skipWS(it.b, it.i)
+// Elem returns the next element of an array.
+func (it *Iter) Elem() ([]byte, bool) {
+	it.i = SkipWS(it.b, it.i)
 	if it.i < len(it.b) && it.b[it.i] == ',' {
-		it.i = skipWS(it.b, it.i+1)
+		it.i = SkipWS(it.b, it.i+1)
 	}
 	if it.i >= len(it.b) || it.b[it.i] == ']' {
 		return nil, false
 	}
 	start := it.i
-	it.i = it.skip(start)
+	it.i = it.Skip(start)
 	return it.b[start:it.i], true
 }
 
-// stringEnd returns the index after the closing quote of the string starting at i: the
+// StringEnd returns the index after the closing quote of the string starting at i: the
 // first quote not escaped by an odd run of backslashes (found with IndexByte, which runs
 // a word or a vector at a time over prompt-sized strings).
-func stringEnd(b []byte, i int) int {
+func StringEnd(b []byte, i int) int {
 	// Most strings of an event are short (keys, ids, a delta's few words): find the first
 	// quote or backslash of their first words without a call, eight bytes at a time.
 	for j, words := i+1, 0; j+8 <= len(b) && words < 4; j, words = j+8, words+1 {
@@ -142,20 +142,20 @@ func stringEnd(b []byte, i int) int {
 	return len(b)
 }
 
-// valueEnd returns the index after the value starting at i.
-func valueEnd(b []byte, i int) int {
+// ValueEnd returns the index after the value starting at i.
+func ValueEnd(b []byte, i int) int {
 	if i >= len(b) {
 		return i
 	}
 	switch b[i] {
 	case '"':
-		return stringEnd(b, i)
+		return StringEnd(b, i)
 	case '{', '[':
 		depth := 0
 		for ; i < len(b); i++ {
 			switch b[i] {
 			case '"':
-				i = stringEnd(b, i) - 1
+				i = StringEnd(b, i) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -173,49 +173,49 @@ func valueEnd(b []byte, i int) int {
 	return i
 }
 
-// keyBuf holds an unescaped member name for keyName.
-type keyBuf [64]byte
+// KeyBuf holds an unescaped member name for KeyName.
+type KeyBuf [64]byte
 
-// keyName returns a raw member name unescaped, for a switch on the names a decoder
+// KeyName returns a raw member name unescaped, for a switch on the names a decoder
 // reads: the key itself when it has no escape (almost always), else its unescaped form
 // in buf (or a new slice when longer). A key that does not unescape names nothing.
-func keyName(key []byte, buf *keyBuf) []byte {
+func KeyName(key []byte, buf *KeyBuf) []byte {
 	if bytes.IndexByte(key, '\\') < 0 {
 		return key
 	}
-	u, ok := unescape(buf[:0], key)
+	u, ok := Unescape(buf[:0], key)
 	if !ok {
 		return nil
 	}
 	return u
 }
 
-// keyIs reports whether a raw key equals name once unescaped.
-func keyIs(key []byte, name string) bool {
+// KeyIs reports whether a raw key equals name once unescaped.
+func KeyIs(key []byte, name string) bool {
 	if bytes.IndexByte(key, '\\') < 0 {
 		return string(key) == name
 	}
 	var buf [64]byte
-	u, ok := unescape(buf[:0], key)
+	u, ok := Unescape(buf[:0], key)
 	return ok && string(u) == name
 }
 
-// isNullJSON reports whether v is null (or absent).
-func isNullJSON(v []byte) bool { return len(v) == 0 || string(v) == "null" }
+// IsNullValue reports whether v is null (or absent).
+func IsNullValue(v []byte) bool { return len(v) == 0 || string(v) == "null" }
 
-// strOf returns the string value of v, allocating only the result; ok is false when v is
+// StringOf returns the string value of v, allocating only the result; ok is false when v is
 // not a string.
-func strOf(v []byte, scratch *[]byte) (string, bool) {
-	b, ok := bytesOf(v, scratch)
+func StringOf(v []byte, scratch *[]byte) (string, bool) {
+	b, ok := BytesOf(v, scratch)
 	if !ok {
 		return "", false
 	}
 	return string(b), true
 }
 
-// bytesOf returns the unescaped bytes of the string value v, aliasing v when it has no
+// BytesOf returns the unescaped bytes of the string value v, aliasing v when it has no
 // escapes and *scratch otherwise (valid until the next use of scratch).
-func bytesOf(v []byte, scratch *[]byte) ([]byte, bool) {
+func BytesOf(v []byte, scratch *[]byte) ([]byte, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return nil, false
 	}
@@ -223,13 +223,13 @@ func bytesOf(v []byte, scratch *[]byte) ([]byte, bool) {
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return inner, true
 	}
-	u, ok := unescape((*scratch)[:0], inner)
+	u, ok := Unescape((*scratch)[:0], inner)
 	*scratch = u
 	return u, ok
 }
 
-// unescape appends the unescaped form of a JSON string's contents.
-func unescape(dst, s []byte) ([]byte, bool) {
+// Unescape appends the unescaped form of a JSON string's contents.
+func Unescape(dst, s []byte) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= utf8.RuneSelf {
@@ -311,8 +311,8 @@ func hex4(s []byte, i int) (rune, bool) {
 	return r, true
 }
 
-// intOf parses an integer value (no fraction or exponent) up to 1e15.
-func intOf(v []byte) (int64, bool) {
+// IntOf parses an integer value (no fraction or exponent) up to 1e15.
+func IntOf(v []byte) (int64, bool) {
 	neg := len(v) > 0 && v[0] == '-'
 	if neg {
 		v = v[1:]
@@ -333,44 +333,31 @@ func intOf(v []byte) (int64, bool) {
 	return n, true
 }
 
-// scanFields sets vals[i] to the raw value of the member names[i] of the object v (the
+// ScanFields sets vals[i] to the raw value of the member names[i] of the object v (the
 // last of duplicates), nil when absent. It reports whether v is an object.
-func scanFields(v []byte, names []string, vals [][]byte) bool {
-	var t skipTable
-	return t.scanFields(v, names, vals)
+func ScanFields(v []byte, names []string, vals [][]byte) bool {
+	var t SkipTable
+	return t.ScanFields(v, names, vals)
 }
 
-// scanFields is scanFields for v, a value of the text last validated, walked with the
+// ScanFields is the function ScanFields for v, a value of the text last validated, walked with the
 // table.
-func (t *skipTable) scanFields(v []byte, names []string, vals [][]byte) bool {
+func (t *SkipTable) ScanFields(v []byte, names []string, vals [][]byte) bool {
 	clear(vals)
-	it, ok := t.iterOf(v, '{')
+	it, ok := t.IterOf(v, '{')
 	if !ok {
 		return false
 	}
 	for {
-		k, val, ok := it.member()
+		k, val, ok := it.Member()
 		if !ok {
 			return true
 		}
 		for i, n := range names {
-			if keyIs(k, n) {
+			if KeyIs(k, n) {
 				vals[i] = val
 				break
 			}
 		}
 	}
-}
-
-// intField parses an index member that defaults to 0 when absent; ok is false when it is
-// present but not an integer in [0, MaxParts).
-func intField(v []byte) (int, bool) {
-	if isNullJSON(v) {
-		return 0, true
-	}
-	n, ok := intOf(v)
-	if !ok || n < 0 || n >= MaxParts {
-		return 0, false
-	}
-	return int(n), true
 }

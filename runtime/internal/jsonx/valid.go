@@ -1,15 +1,15 @@
-package wire
+package jsonx
 
 import "encoding/binary"
 
-// validJSON reports whether data is a single valid JSON value, exactly as json.Valid does
+// Valid reports whether data is a single valid JSON value, exactly as json.Valid does
 // (FuzzValidJSON compares them): RFC 8259 syntax, nesting at most 10,000 deep, bytes of
 // strings not checked as UTF-8. Every streamed event is validated before it is walked, and
 // json.Valid's byte-at-a-time state machine was the largest cost of decoding one; this
 // one skips the plain bytes of a string, most of an event, with a table lookup each.
-func validJSON(data []byte) bool {
-	i, ok := validValue(data, skipWS(data, 0), 0, nil)
-	return ok && skipWS(data, i) == len(data)
+func Valid(data []byte) bool {
+	i, ok := validValue(data, SkipWS(data, 0), 0, nil)
+	return ok && SkipWS(data, i) == len(data)
 }
 
 // maxValidDepth is encoding/json's nesting limit.
@@ -25,7 +25,7 @@ var plainInString = func() (t [256]bool) {
 
 // validValue checks the value starting at i and returns the index after it. When ends is
 // not nil (it is then as long as b), it records there the end of every string (member
-// names included), object and array at the index of its first byte, for a skipTable.
+// names included), object and array at the index of its first byte, for a SkipTable.
 func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 	if i >= len(b) {
 		return i, false
@@ -35,7 +35,7 @@ func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 		if depth >= maxValidDepth {
 			return i, false
 		}
-		i = skipWS(b, i+1)
+		i = SkipWS(b, i+1)
 		if i < len(b) && b[i] == '}' {
 			i++
 			if ends != nil {
@@ -49,26 +49,26 @@ func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 			}
 			key := i
 			var ok bool
-			if i, ok = validString(b, i); !ok {
+			if i, ok = ValidString(b, i); !ok {
 				return i, false
 			}
 			if ends != nil {
 				ends[key] = uint16(i)
 			}
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if i >= len(b) || b[i] != ':' {
 				return i, false
 			}
-			if i, ok = validValue(b, skipWS(b, i+1), depth+1, ends); !ok {
+			if i, ok = validValue(b, SkipWS(b, i+1), depth+1, ends); !ok {
 				return i, false
 			}
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if i >= len(b) {
 				return i, false
 			}
 			switch b[i] {
 			case ',':
-				i = skipWS(b, i+1)
+				i = SkipWS(b, i+1)
 			case '}':
 				i++
 				if ends != nil {
@@ -83,7 +83,7 @@ func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 		if depth >= maxValidDepth {
 			return i, false
 		}
-		i = skipWS(b, i+1)
+		i = SkipWS(b, i+1)
 		if i < len(b) && b[i] == ']' {
 			i++
 			if ends != nil {
@@ -96,13 +96,13 @@ func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 			if i, ok = validValue(b, i, depth+1, ends); !ok {
 				return i, false
 			}
-			i = skipWS(b, i)
+			i = SkipWS(b, i)
 			if i >= len(b) {
 				return i, false
 			}
 			switch b[i] {
 			case ',':
-				i = skipWS(b, i+1)
+				i = SkipWS(b, i+1)
 			case ']':
 				i++
 				if ends != nil {
@@ -114,7 +114,7 @@ func validValue(b []byte, i, depth int, ends []uint16) (int, bool) {
 			}
 		}
 	case c == '"':
-		i, ok := validString(b, i)
+		i, ok := ValidString(b, i)
 		if ok && ends != nil {
 			ends[start] = uint16(i)
 		}
@@ -138,8 +138,8 @@ func validLiteral(b []byte, i int, lit string) (int, bool) {
 	return i + len(lit), true
 }
 
-// validString checks the string whose opening quote is at i.
-func validString(b []byte, i int) (int, bool) {
+// ValidString checks the string whose opening quote is at i.
+func ValidString(b []byte, i int) (int, bool) {
 	for i++; i < len(b); {
 		i = plainRun(b, i)
 		if i >= len(b) {

@@ -2,9 +2,9 @@ package wire
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
 // responsesOutputItem is an output item of a Responses API response.
@@ -96,8 +96,8 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 	return resp, nil
 }
 
-func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content, finish string) error {
-	items, err := o.arr("output")
+func rewriteResponsesResponse(o *jsonx.Object, byChannel map[content.Channel]*Content, finish string) error {
+	items, err := o.Arr("output")
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content,
 		if err := decode(raw, &it); err != nil {
 			return err
 		}
-		io, err := parseObject(raw)
+		io, err := jsonx.ParseObject(raw)
 		if err != nil {
 			return err
 		}
@@ -130,12 +130,12 @@ func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content,
 				if it.Type == "custom_tool_call" {
 					argKey = "input"
 				}
-				io.set(argKey, jsonString(ct.Text))
+				io.Set(argKey, jsonx.Quote(ct.Text))
 				dropItem = ct.Dropped
 				return
 			}
 			if arrays[key] == nil {
-				if arrays[key], werr = io.arr(key); werr != nil {
+				if arrays[key], werr = io.Arr(key); werr != nil {
 					return
 				}
 			}
@@ -146,15 +146,15 @@ func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content,
 				drop[key][i] = true
 				return
 			}
-			var po *object
-			if po, werr = parseObject(arrays[key][i]); werr == nil {
-				po.set("text", jsonString(ct.Text))
+			var po *jsonx.Object
+			if po, werr = jsonx.ParseObject(arrays[key][i]); werr == nil {
+				po.Set("text", jsonx.Quote(ct.Text))
 				// Logprobs repeat the replaced text token by token (include
 				// message.output_text.logprobs), as a chat answer's do.
-				if po.get("logprobs") != nil {
-					po.set("logprobs", []byte("[]"))
+				if po.Get("logprobs") != nil {
+					po.Set("logprobs", []byte("[]"))
 				}
-				arrays[key][i] = po.bytes()
+				arrays[key][i] = po.Bytes()
 			}
 		})
 		if werr != nil {
@@ -170,112 +170,18 @@ func rewriteResponsesResponse(o *object, byChannel map[content.Channel]*Content,
 					out = append(out, p)
 				}
 			}
-			io.set(key, marshalArray(out))
+			io.Set(key, jsonx.MarshalArray(out))
 		}
-		kept = append(kept, io.bytes())
+		kept = append(kept, io.Bytes())
 	}
-	o.set("output", marshalArray(kept))
+	o.Set("output", jsonx.MarshalArray(kept))
 	switch finish {
 	case "":
 	case FinishContentFilter:
-		o.set("status", []byte(`"incomplete"`))
-		o.set("incomplete_details", []byte(`{"reason":"`+FinishContentFilter+`"}`))
+		o.Set("status", []byte(`"incomplete"`))
+		o.Set("incomplete_details", []byte(`{"reason":"`+FinishContentFilter+`"}`))
 	default:
-		o.set("status", jsonString(finish))
-	}
-	return nil
-}
-
-type messagesResponse struct {
-	Content []struct {
-		Type     string          `json:"type"`
-		Text     string          `json:"text"`
-		Thinking string          `json:"thinking"`
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Input    json.RawMessage `json:"input"`
-	} `json:"content"`
-	StopReason string `json:"stop_reason"`
-	Usage      *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-	} `json:"usage"`
-}
-
-func decodeMessagesResponse(body []byte, object bool) (Response, error) {
-	var r messagesResponse
-	if err := decode(body, &r); err != nil {
-		return Response{}, malformed(FamilyMessages, "response: %v", err)
-	}
-	var resp Response
-	text := content.Text
-	if object {
-		text = content.Object
-	}
-	for i, b := range r.Content {
-		switch b.Type {
-		case "text":
-			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Kind: text, Index: i}, Text: b.Text})
-		case "thinking":
-			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Kind: content.Reasoning, Index: i}, Text: b.Thinking})
-		case "tool_use":
-			in := string(b.Input)
-			if isNull(b.Input) {
-				in = "{}"
-			}
-			resp.Contents = append(resp.Contents, Content{Channel: content.Channel{Kind: content.ToolCall, Index: i}, Text: in, ID: b.ID, Name: b.Name})
-		}
-	}
-	resp.Finish = []string{r.StopReason}
-	if r.Usage != nil {
-		resp.Usage = Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}
-	}
-	return resp, nil
-}
-
-var errToolInput = errors.New("tool_use input is not a JSON object")
-
-func rewriteMessagesResponse(o *object, byChannel map[content.Channel]*Content, finish string) error {
-	blocks, err := o.arr("content")
-	if err != nil {
-		return err
-	}
-	kept := blocks[:0]
-	for i, raw := range blocks {
-		b, err := parseObject(raw)
-		if err != nil {
-			return err
-		}
-		var ct *Content
-		for _, kind := range []content.Kind{content.Text, content.Object, content.Reasoning, content.ToolCall} {
-			if c := byChannel[content.Channel{Kind: kind, Index: i}]; c != nil {
-				ct = c
-			}
-		}
-		switch {
-		case ct == nil:
-			kept = append(kept, raw)
-			continue
-		case ct.Dropped:
-			continue
-		}
-		switch b.str("type") {
-		case "text":
-			b.set("text", jsonString(ct.Text))
-		case "thinking":
-			b.set("thinking", jsonString(ct.Text))
-		case "tool_use":
-			in := json.RawMessage(ct.Text)
-			if _, err := parseObject(in); err != nil {
-				return errToolInput
-			}
-			b.set("input", in)
-		}
-		kept = append(kept, b.bytes())
-	}
-	o.set("content", marshalArray(kept))
-	if finish != "" {
-		o.set("stop_reason", jsonString(finish))
+		o.Set("status", jsonx.Quote(finish))
 	}
 	return nil
 }

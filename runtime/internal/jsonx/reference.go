@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The decoder before decodeJSON, kept as the oracle of FuzzDecodeJSON: encoding/json's
+// The decoder before Decode, kept as the oracle of FuzzDecodeJSON: encoding/json's
 // Unmarshal, then a walk refusing two spellings of one field.
 
 // checkUnambiguous reports a member of raw (valid JSON) that names, in a spelling other
@@ -19,7 +19,7 @@ func checkUnambiguous(raw []byte, t reflect.Type, refuseRepeats bool) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		it, ok := iterOf(raw, '{')
+		it, ok := IterOf(raw, '{')
 		if !ok {
 			return nil // not an object: encoding/json reports the type error
 		}
@@ -32,13 +32,13 @@ func checkUnambiguous(raw []byte, t reflect.Type, refuseRepeats bool) error {
 		seen = seen[:len(fs.fields)]
 		named := uint64(0) // fields named so far (the request types have fewer than 64)
 		for {
-			k, v, ok := it.member()
+			k, v, ok := it.Member()
 			if !ok {
 				return nil
 			}
 			key := string(k)
 			if strings.IndexByte(key, '\\') >= 0 {
-				u, ok := unescape(nil, k)
+				u, ok := Unescape(nil, k)
 				if !ok {
 					return nil
 				}
@@ -60,12 +60,12 @@ func checkUnambiguous(raw []byte, t reflect.Type, refuseRepeats bool) error {
 		if t.Elem().Kind() == reflect.Uint8 { // []byte, json.RawMessage: read later, checked then
 			return nil
 		}
-		it, ok := iterOf(raw, '[')
+		it, ok := IterOf(raw, '[')
 		if !ok {
 			return nil
 		}
 		for {
-			e, ok := it.elem()
+			e, ok := it.Elem()
 			if !ok {
 				return nil
 			}
@@ -77,18 +77,18 @@ func checkUnambiguous(raw []byte, t reflect.Type, refuseRepeats bool) error {
 	return nil
 }
 
-// referenceUnmarshal is json.Unmarshal, then checkUnambiguous on what it accepted (the
-// walk needs valid JSON, which Unmarshal has just checked): the reference of decodeJSON.
-func referenceUnmarshal(raw []byte, v any) error {
+// ReferenceDecode is json.Unmarshal, then checkUnambiguous on what it accepted (the
+// walk needs valid JSON, which Unmarshal has just checked): the reference of Decode.
+func ReferenceDecode(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}
 	return checkUnambiguous(raw, reflect.TypeOf(v), false)
 }
 
-// referenceUnmarshalRequest is the reference of decodeRequestJSON: a repeated field is
+// ReferenceDecodeRequest is the reference of DecodeRequest: a repeated field is
 // refused too.
-func referenceUnmarshalRequest(raw []byte, v any) error {
+func ReferenceDecodeRequest(raw []byte, v any) error {
 	if err := json.Unmarshal(raw, v); err != nil {
 		return err
 	}

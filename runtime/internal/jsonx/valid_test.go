@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// validJSON must say exactly what json.Valid says: the walk after it relies on valid
+// Valid must say exactly what json.Valid says: the walk after it relies on valid
 // JSON, and the client's parser decides what is valid.
 func FuzzValidJSON(f *testing.F) {
 	for _, s := range []string{
@@ -20,7 +20,7 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
+		if got, want := Valid(b), json.Valid(b); got != want {
 			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
 		}
 	})
@@ -30,7 +30,7 @@ func BenchmarkValidJSONEvent(b *testing.B) {
 	ev := []byte(`{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"content":" garden, and a rota for watering"},"logprobs":null,"finish_reason":null}]}`)
 	b.Run("validJSON", func(b *testing.B) {
 		for b.Loop() {
-			validJSON(ev)
+			Valid(ev)
 		}
 	})
 	b.Run("json.Valid", func(b *testing.B) {
@@ -52,7 +52,7 @@ func TestValidJSONFindsEverySpecialByteInLongStrings(t *testing.T) {
 					append(append([]byte{'"'}, inner...), '"'),
 					append(append([]byte(`{"k":"`), inner...), `"}`...),
 				} {
-					if got, want := validJSON(doc), json.Valid(doc); got != want {
+					if got, want := Valid(doc), json.Valid(doc); got != want {
 						t.Fatalf("validJSON(%q) = %v, json.Valid says %v", doc, got, want)
 					}
 				}

@@ -1,4 +1,4 @@
-package wire
+package jsonx
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 // render writes what a walk of v finds, nested: member names, elements, scalars. With a
 // table that holds v's text, the walk skips by the table; with an empty one, it scans.
-func render(t *skipTable, v []byte, out *bytes.Buffer) {
+func render(t *SkipTable, v []byte, out *bytes.Buffer) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
 		out.WriteString("<empty>")
@@ -17,10 +17,10 @@ func render(t *skipTable, v []byte, out *bytes.Buffer) {
 	}
 	switch v[0] {
 	case '{':
-		it, _ := t.iterOf(v, '{')
+		it, _ := t.IterOf(v, '{')
 		out.WriteByte('{')
 		for {
-			k, val, ok := it.member()
+			k, val, ok := it.Member()
 			if !ok {
 				break
 			}
@@ -31,10 +31,10 @@ func render(t *skipTable, v []byte, out *bytes.Buffer) {
 		}
 		out.WriteString("}@" + strconv.Itoa(it.i))
 	case '[':
-		it, _ := t.iterOf(v, '[')
+		it, _ := t.IterOf(v, '[')
 		out.WriteByte('[')
 		for {
-			e, ok := it.elem()
+			e, ok := it.Elem()
 			if !ok {
 				break
 			}
@@ -47,14 +47,14 @@ func render(t *skipTable, v []byte, out *bytes.Buffer) {
 	}
 }
 
-func walkWith(t *skipTable, v []byte) string {
+func walkWith(t *SkipTable, v []byte) string {
 	var out bytes.Buffer
 	render(t, v, &out)
 	return out.String()
 }
 
 // A walk that skips by the table must find exactly what a walk that scans finds, and the
-// table must validate exactly as validJSON does.
+// table must validate exactly as Valid does.
 func FuzzSkipTable(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, `{"a":1}`, `{"a":"b\"}","c":[1,{"d":"]"}]}`, `{"a\\":"\\","b":"\\\""}`,
@@ -66,14 +66,14 @@ func FuzzSkipTable(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var tab skipTable
-		if got, want := tab.validate(b), validJSON(b); got != want {
+		var tab SkipTable
+		if got, want := tab.Validate(b), Valid(b); got != want {
 			t.Fatalf("validate(%q) = %v, validJSON says %v", b, got, want)
 		}
 		if tab.data == nil {
 			return
 		}
-		if got, want := walkWith(&tab, b), walkWith(&skipTable{}, b); got != want {
+		if got, want := walkWith(&tab, b), walkWith(&SkipTable{}, b); got != want {
 			t.Fatalf("walk of %q with the table:\n%s\nscanning:\n%s", b, got, want)
 		}
 	})
@@ -89,10 +89,10 @@ func TestSkipTableOnlyServesTheTextItWasBuiltFor(t *testing.T) {
 	if len(text) != len(other) {
 		t.Fatal("test texts must be as long")
 	}
-	want := walkWith(&skipTable{}, other)
+	want := walkWith(&SkipTable{}, other)
 
-	var tab skipTable
-	if !tab.validate(text) {
+	var tab SkipTable
+	if !tab.Validate(text) {
 		t.Fatal("not valid")
 	}
 	edited := make([]byte, len(text)) // as long and as large as text
@@ -101,7 +101,7 @@ func TestSkipTableOnlyServesTheTextItWasBuiltFor(t *testing.T) {
 		t.Errorf("a copy walked with the table of the original:\n%s\nwant\n%s", got, want)
 	}
 
-	tab.release()
+	tab.Release()
 	copy(text, other)
 	if got := walkWith(&tab, text); got != want {
 		t.Errorf("a reused buffer walked after release:\n%s\nwant\n%s", got, want)
@@ -111,14 +111,14 @@ func TestSkipTableOnlyServesTheTextItWasBuiltFor(t *testing.T) {
 // Texts longer than the table serves are validated and walked by scanning.
 func TestSkipTableLongText(t *testing.T) {
 	long := []byte(`{"a":"` + strings.Repeat("x", maxSkipTable) + `","b":[{"c":"\"}"}]}`)
-	var tab skipTable
-	if !tab.validate(long) {
+	var tab SkipTable
+	if !tab.Validate(long) {
 		t.Fatal("a long valid text is refused")
 	}
-	if tab.validate(long[:len(long)-1]) {
+	if tab.Validate(long[:len(long)-1]) {
 		t.Fatal("a long invalid text is accepted")
 	}
-	if got, want := walkWith(&tab, long), walkWith(&skipTable{}, long); got != want {
+	if got, want := walkWith(&tab, long), walkWith(&SkipTable{}, long); got != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
 }
