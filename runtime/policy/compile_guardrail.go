@@ -147,10 +147,20 @@ func compileCategoryRules(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, 
 			mismatch = append(mismatch, field.Invalid(sp.Child("action"), s.Action,
 				fmt.Sprintf("Redact needs a classifier that returns spans (builtin); classifier %s is a %s classifier", c.Name, c.Backend)))
 		}
+	case spec.ActionPseudonymize:
+		out.Action = ActionPseudonymize
+		invalid = append(invalid, pseudonymizePhases(s, sp)...)
+		if !c.Spans {
+			mismatch = append(mismatch, field.Invalid(sp.Child("action"), s.Action,
+				fmt.Sprintf("Pseudonymize needs a classifier that returns spans (builtin); classifier %s is a %s classifier", c.Name, c.Backend)))
+		}
+		// The provider sees every message of the request, earlier turns included: a
+		// value left in one of them would reach it however the last one was masked.
+		out.AllMessages = true
 	case "":
 		invalid = append(invalid, field.Required(sp.Child("action"), "spec.action is required with spec.threshold"))
 	default:
-		invalid = append(invalid, field.NotSupported(sp.Child("action"), s.Action, []string{"Block", "Warn", "Strip", "Redact"}))
+		invalid = append(invalid, field.NotSupported(sp.Child("action"), s.Action, []string{"Block", "Warn", "Strip", "Redact", "Pseudonymize"}))
 	}
 	if len(c.Categories) == 0 {
 		mismatch = append(mismatch, field.Invalid(sp.Child("threshold"), float64(*s.Threshold),
@@ -321,4 +331,21 @@ func cloneSelector(s *spec.LabelSelector) *spec.LabelSelector {
 		out.MatchExpressions = append(out.MatchExpressions, e)
 	}
 	return out
+}
+
+// pseudonymizePhases refuses Pseudonymize on a phase other than Input and ToolResults: it
+// masks what the provider receives and restores the answer, so an answer phase (Stream,
+// Output, ToolCalls) has nothing it could mask. Unset phases default to [Input, Output].
+func pseudonymizePhases(s *spec.GuardrailSpec, sp *field.Path) field.ErrorList {
+	const msg = "action Pseudonymize applies to the Input and ToolResults phases only: set spec.phases to [Input], [ToolResults] or both (the answer is restored, not judged, by it)"
+	if len(s.Phases) == 0 {
+		return field.ErrorList{field.Invalid(sp.Child("phases"), "[Input Output] (the default)", msg)}
+	}
+	var errs field.ErrorList
+	for i, p := range s.Phases {
+		if p != spec.PhaseInput && p != spec.PhaseToolResults {
+			errs = append(errs, field.Invalid(sp.Child("phases").Index(i), p, msg))
+		}
+	}
+	return errs
 }

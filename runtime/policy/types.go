@@ -244,18 +244,44 @@ func (s PhaseSet) Has(p Phase) bool { return s&(1<<p) != 0 }
 // With returns the set with p added.
 func (s PhaseSet) With(p Phase) PhaseSet { return s | 1<<p }
 
-// Action is what a match does. The zero value is no action (allow). Larger is stronger:
-// Block > Strip > Redact > Warn > allow (DESIGN.md §4.5).
+// Action is what a match does. The zero value is no action (allow). Strength is
+// Block > Strip > Redact > Pseudonymize > Warn > allow (DESIGN.md §4.5); compare with
+// Stronger. The numbers are the snapshot's encoding, so a new action takes the next free
+// one whatever its strength: a guard reading a snapshot persisted by an older one must not
+// read one action as another.
 type Action uint8
 
-// Actions, weakest first.
+// Actions, weakest first but for Pseudonymize (see Action).
 const (
 	ActionAllow Action = iota
 	ActionWarn
 	ActionRedact
 	ActionStrip
 	ActionBlock
+	// ActionPseudonymize replaces matched spans with placeholders that the answer's text
+	// gets back as the original values (Input and ToolResults phases).
+	ActionPseudonymize
 )
+
+// rank orders actions by strength.
+func (a Action) rank() int {
+	switch a {
+	case ActionWarn:
+		return 1
+	case ActionPseudonymize:
+		return 2
+	case ActionRedact:
+		return 3
+	case ActionStrip:
+		return 4
+	case ActionBlock:
+		return 5
+	}
+	return 0
+}
+
+// Stronger reports whether a wins over b when both match (DESIGN.md §4.5).
+func (a Action) Stronger(b Action) bool { return a.rank() > b.rank() }
 
 // String returns the API spelling of the action.
 func (a Action) String() string {
@@ -270,6 +296,8 @@ func (a Action) String() string {
 		return "Strip"
 	case ActionBlock:
 		return "Block"
+	case ActionPseudonymize:
+		return "Pseudonymize"
 	}
 	return fmt.Sprintf("Action(%d)", uint8(a))
 }
@@ -372,10 +400,10 @@ type Guardrail struct {
 	Priority      int32         `json:"priority"`
 }
 
-// Sanitizer reports whether the guardrail can rewrite content (a Strip or Redact action);
-// sanitizers run first, sequentially (DESIGN.md §4.8).
+// Sanitizer reports whether the guardrail can rewrite content (a Strip, Redact or
+// Pseudonymize action); sanitizers run first, sequentially (DESIGN.md §4.8).
 func (g *Guardrail) Sanitizer() bool {
-	if g.Action == ActionStrip || g.Action == ActionRedact {
+	if g.Action == ActionStrip || g.Action == ActionRedact || g.Action == ActionPseudonymize {
 		return true
 	}
 	for _, r := range g.Rules {

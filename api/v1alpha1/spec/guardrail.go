@@ -37,7 +37,7 @@ const (
 )
 
 // Action is what happens to content that matches.
-// +kubebuilder:validation:Enum=Block;Warn;Strip;Redact
+// +kubebuilder:validation:Enum=Block;Warn;Strip;Redact;Pseudonymize
 type Action string
 
 // Actions, strongest first.
@@ -50,6 +50,12 @@ const (
 	// ActionRedact replaces matched spans with [REDACTED:<category>]; needs a classifier
 	// that returns spans (builtin).
 	ActionRedact Action = "Redact"
+	// ActionPseudonymize replaces each matched span with a placeholder naming its category
+	// and a number (<EMAIL_1>), the same value with the same placeholder throughout the
+	// request, and restores the values in the answer before the client receives it. The
+	// mapping stays in the guard's memory for that one request. Input and ToolResults
+	// phases only; needs a classifier that returns spans (builtin).
+	ActionPseudonymize Action = "Pseudonymize"
 	// ActionWarn passes the content, records a warning and names the guardrail in the
 	// x-guardrail-warnings response header.
 	ActionWarn Action = "Warn"
@@ -128,6 +134,7 @@ const HoldBackUnbounded = "Unbounded"
 // +kubebuilder:validation:XValidation:rule="has(self.threshold) == has(self.action)",message="spec.action is required with spec.threshold: it says what a category match does",fieldPath=.action
 // +kubebuilder:validation:XValidation:rule="!has(self.categories) || !has(self.thresholds) || self.thresholds.all(t, t.category in self.categories)",message="every category of spec.thresholds must be listed in spec.categories",fieldPath=.thresholds
 // +kubebuilder:validation:XValidation:rule="!has(self.streaming) || 'Stream' in self.phases",message="spec.streaming applies to the Stream phase: add Stream to spec.phases or remove spec.streaming",fieldPath=.streaming
+// +kubebuilder:validation:XValidation:rule="!has(self.action) || self.action != 'Pseudonymize' || (has(self.phases) && self.phases.all(p, p in ['Input', 'ToolResults']))",message="action Pseudonymize applies to the Input and ToolResults phases only: set spec.phases to [Input], [ToolResults] or both (the answer is restored, not judged, by it)",fieldPath=.phases
 type GuardrailSpec struct {
 	// mode is Enforce (act on decisions) or Report (record what would have happened and
 	// leave content untouched). Roll a new policy out in Report, then switch to Enforce.
@@ -192,8 +199,10 @@ type GuardrailSpec struct {
 	// +kubebuilder:default=Match
 	Refusal RefusalPolicy `json:"refusal,omitempty"`
 
-	// action taken when a category matches: Block, Warn, Strip or Redact. Redact needs a
-	// classifier that returns spans (builtin).
+	// action taken when a category matches: Block, Warn, Strip, Redact or Pseudonymize.
+	// Redact and Pseudonymize need a classifier that returns spans (builtin); Pseudonymize
+	// applies to the Input and ToolResults phases only and judges every message whatever
+	// spec.messages says.
 	// +optional
 	Action Action `json:"action,omitempty"`
 
