@@ -79,6 +79,8 @@ type Engine struct {
 	// headChars is how many leading characters of a streamed channel the Output phase
 	// judges at its end: 0 when no guard has Output, -1 when one judges it whole.
 	headChars int
+	// pseudonymizes is set when a guardrail's action is Pseudonymize.
+	pseudonymizes bool
 }
 
 // New prepares an engine. A guardrail whose classifier or backend cannot be found is kept:
@@ -115,6 +117,7 @@ func New(cfg Config) *Engine {
 		return cmp.Compare(a.g.Key, b.g.Key)
 	})
 	for _, gd := range e.guards {
+		e.pseudonymizes = e.pseudonymizes || gd.g.Action == policy.ActionPseudonymize
 		if gd.has(policy.PhaseOutput) {
 			e.headChars = maxHead(e.headChars, gd.maxChars)
 		}
@@ -202,6 +205,33 @@ type Session struct {
 	// release and scratch back the current step's chunks; reset by every call.
 	release []Chunk
 	scratch []byte
+	// vault maps the values Pseudonymize guardrails replaced to their placeholders, for
+	// this request only; nil when nothing was pseudonymized (pseudonym.go).
+	vault *vault
+}
+
+// End drops what the session holds of the request: the pseudonymization mapping, whose
+// values must not outlive it. The proxy calls it when the request is over; a session is
+// not used after End.
+func (s *Session) End() {
+	s.vault.drop()
+	s.vault = nil
+}
+
+// reservePlaceholders records the placeholders the request already spells, so that none
+// is given to a value (see vault.reserve).
+func (s *Session) reservePlaceholders(items []*item) {
+	if !s.e.pseudonymizes {
+		return
+	}
+	if s.vault == nil {
+		s.vault = &vault{}
+	}
+	for _, it := range items {
+		if it.doc != nil {
+			s.vault.reserve(string(it.doc.buf))
+		}
+	}
 }
 
 // Warnings returns the keys of the Enforce guardrails that warned so far, sorted: the

@@ -153,6 +153,9 @@ func (s *Session) decide(gd *guard, phase policy.Phase, where Location, ev *eval
 		return policy.ActionAllow, &Verdict{Kind: Failed, Guardrail: g.Key, Reason: FailureMessage, Code: ev.code, Phase: phase}
 	}
 	a, escalated := effectOf(&ev.j, t)
+	if a == policy.ActionPseudonymize {
+		pseudonymCounts(&ev.j, gd.c.Categories)
+	}
 	rec.Outcome, rec.Findings, rec.Escalated = outcomeOf(a, g.Mode), ev.j.findings, escalated
 	if rec.Outcome == OutcomeAllowed && len(ev.j.findings) > 0 && ev.j.findings[0].Kind == FindingNotInspected {
 		rec.Outcome = OutcomeNotInspected

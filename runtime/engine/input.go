@@ -34,6 +34,7 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 		return InputResult{Messages: msgs}, nil
 	}
 	items := inputItems(msgs)
+	s.reservePlaceholders(items)
 	var v *Verdict
 	var err error
 	if results {
@@ -50,6 +51,9 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 		}
 		v, err = s.judgeItems(ctx, policy.PhaseInput, items, selects, required)
 	}
+	if v == nil && err == nil {
+		s.maskEverywhere(items)
+	}
 	return s.inputResult(msgs, items, v, err)
 }
 
@@ -65,7 +69,11 @@ func (s *Session) ToolResults(ctx context.Context, msgs []Message) (InputResult,
 		return InputResult{Messages: msgs}, nil
 	}
 	items := inputItems(msgs)
+	s.reservePlaceholders(items)
 	v, err := s.judgeItems(ctx, policy.PhaseToolResults, items, always, isToolResult)
+	if v == nil && err == nil {
+		s.maskEverywhere(items)
+	}
 	return s.inputResult(msgs, items, v, err)
 }
 

@@ -163,6 +163,8 @@ func (s *Session) judgeItems(ctx context.Context, phase policy.Phase, items []*i
 				case v != nil:
 				case a == policy.ActionRedact:
 					r.it.doc.redact(&r.w, r.ev.j.spans, gd.c.Categories, r.it.floor)
+				case a == policy.ActionPseudonymize:
+					s.pseudonymize(r.it, &r.w, r.ev.j.spans, gd.c.Categories)
 				case a == policy.ActionStrip && r.it.held:
 					r.it.doc.strip(r.it.floor, r.it.doc.total)
 				case a == policy.ActionStrip:

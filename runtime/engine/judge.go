@@ -11,7 +11,8 @@ import (
 // judgment is what one valid classifier result decides under one guardrail, before the
 // phase and the mode say what the decision does (see effectOf).
 type judgment struct {
-	// action is the strongest matched action: Block > Strip > Redact > Warn > allow.
+	// action is the strongest matched action: Block > Strip > Redact > Pseudonymize > Warn
+	// > allow.
 	action policy.Action
 	// reason is the authored reason of the first finding with the strongest action.
 	reason   string
@@ -23,7 +24,7 @@ type judgment struct {
 }
 
 func (j *judgment) raise(a policy.Action, reason string) {
-	if a > j.action {
+	if a.Stronger(j.action) {
 		j.action, j.reason = a, reason
 	}
 }
@@ -154,7 +155,7 @@ type target struct {
 // to Block. The returned action is what Enforce does and what Report would have done.
 func effectOf(j *judgment, t target) (policy.Action, bool) {
 	switch a := j.action; {
-	case a == policy.ActionRedact && (t.tool || j.unspanned):
+	case (a == policy.ActionRedact || a == policy.ActionPseudonymize) && (t.tool || j.unspanned):
 		return policy.ActionBlock, true
 	case a == policy.ActionStrip && (t.tool || t.required):
 		return policy.ActionBlock, true

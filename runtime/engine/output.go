@@ -28,7 +28,8 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 	for i, c := range contents {
 		it := &item{where: channelLocation(c.Channel), dropped: c.Dropped}
 		if c.Channel.Kind == content.ToolCall {
-			it.doc, it.tool = newTextBuf(toolCallText(c.Name, c.Text)), true
+			// ToolCalls guardrails judge the call as the tool will receive it: restored.
+			it.doc, it.tool = newTextBuf(toolCallText(c.Name, s.vault.restore(c.Text, true))), true
 			calls = append(calls, it)
 			// The Output phase judges the arguments as the Stream phase saw them streamed.
 			outputs = append(outputs, &item{where: it.where, doc: newTextBuf(c.Text), tool: true})
@@ -58,6 +59,9 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 		c.Dropped = items[i].dropped
 		if c.Channel.Kind != content.ToolCall && len(items[i].doc.edits) > 0 {
 			c.Text = items[i].doc.String()
+		}
+		if !c.Dropped {
+			c.Text = s.vault.restore(c.Text, restoresJSON(c.Channel.Kind))
 		}
 		out[i] = c
 	}

@@ -29,6 +29,10 @@ const (
 	OutcomeWouldStrip   Outcome = "wouldStrip"
 	OutcomeWouldRedact  Outcome = "wouldRedact"
 	OutcomeWouldBlock   Outcome = "wouldBlock"
+	// OutcomePseudonymized: values were replaced by placeholders that the answer gets
+	// back restored; the findings count them per category.
+	OutcomePseudonymized     Outcome = "pseudonymized"
+	OutcomeWouldPseudonymize Outcome = "wouldPseudonymize"
 )
 
 // outcomeOf maps an applied action to its outcome in the guardrail's mode.
@@ -43,6 +47,8 @@ func outcomeOf(a policy.Action, mode policy.Mode) Outcome {
 			return OutcomeWouldStrip
 		case policy.ActionBlock:
 			return OutcomeWouldBlock
+		case policy.ActionPseudonymize:
+			return OutcomeWouldPseudonymize
 		}
 		return OutcomeAllowed
 	}
@@ -55,6 +61,8 @@ func outcomeOf(a policy.Action, mode policy.Mode) Outcome {
 		return OutcomeStripped
 	case policy.ActionBlock:
 		return OutcomeBlocked
+	case policy.ActionPseudonymize:
+		return OutcomePseudonymized
 	}
 	return OutcomeAllowed
 }
@@ -82,6 +90,9 @@ type Finding struct {
 	Threshold float64 `json:"threshold,omitempty"`
 	// Refused is set when the judge refused to score the category and refusals match.
 	Refused bool `json:"refused,omitempty"`
+	// Count is, for a Pseudonymize decision, how many values of the category it replaced
+	// by placeholders (or would have, in Report mode): a number, never the values.
+	Count int `json:"count,omitempty"`
 }
 
 // IDs are the identifiers the proxy passes in for decision records.

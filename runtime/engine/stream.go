@@ -303,15 +303,20 @@ func minPos(a, b pos) pos {
 	return a
 }
 
-// releaseTo releases c's text up to p.
+// releaseTo releases c's text up to p, with the answer's placeholders restored: a
+// placeholder still arriving at p is withheld until it is whole (restoreRelease).
 func (s *Session) releaseTo(c *channel, p pos) {
 	if p.b <= c.released.b {
 		return
 	}
+	var rs []restoration
+	if p, rs = s.restoreRelease(c, p); p.b <= c.released.b {
+		return
+	}
 	var text []byte
-	if c.t.edited(c.released.b, p.b) {
+	if len(rs) > 0 || c.t.edited(c.released.b, p.b) {
 		n := len(s.scratch)
-		s.scratch = c.t.render(s.scratch, c.released.b, p.b)
+		s.scratch = c.t.renderRestored(s.scratch, c.released.b, p.b, rs)
 		text = s.scratch[n:]
 	} else {
 		text = c.t.bytes(c.released.b, p.b)
@@ -360,7 +365,8 @@ func (s *Session) endToolCall(ctx context.Context, c *channel, name string) (*Ve
 	if v, err := s.judgeItems(ctx, policy.PhaseOutput, []*item{args}, always, never); v != nil || err != nil {
 		return v, err
 	}
-	c.call = toolCallText(name, c.t.String())
+	// ToolCalls guardrails judge the call as the tool will receive it: restored.
+	c.call = toolCallText(name, s.vault.restore(c.t.String(), true))
 	it := &item{where: channelLocation(c.id), doc: newTextBuf(c.call), tool: true}
 	return s.judgeItems(ctx, policy.PhaseToolCalls, []*item{it}, always, never)
 }
