@@ -84,6 +84,7 @@ const (
 	ActionStrip                 = spec.ActionStrip
 	ActionRedact                = spec.ActionRedact
 	ActionWarn                  = spec.ActionWarn
+	ActionPseudonymize          = spec.ActionPseudonymize
 	RefusalMatch                = spec.RefusalMatch
 	RefusalIgnore               = spec.RefusalIgnore
 	UnsupportedBlock            = spec.UnsupportedBlock

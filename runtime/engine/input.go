@@ -61,6 +61,11 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 // result or tool list, DESIGN.md §9.3): the ToolResults phase judges every part of msgs,
 // whatever messages says, since the caller passes only what is new. Redact rewrites a
 // part; Strip escalates to Block. The result is as Input's.
+//
+// Pseudonymize guardrails do not judge here: what an MCP server returns goes to the app,
+// not to a provider, and no answer of this exchange could restore it. When the app hands
+// the result to a model, that request's ToolResults phase masks it and its answer is
+// restored.
 func (s *Session) ToolResults(ctx context.Context, msgs []Message) (InputResult, error) {
 	if s.stop != nil {
 		return InputResult{Stop: s.stop}, nil
@@ -69,11 +74,8 @@ func (s *Session) ToolResults(ctx context.Context, msgs []Message) (InputResult,
 		return InputResult{Messages: msgs}, nil
 	}
 	items := inputItems(msgs)
-	s.reservePlaceholders(items)
-	v, err := s.judgeItems(ctx, policy.PhaseToolResults, items, always, isToolResult)
-	if v == nil && err == nil {
-		s.maskEverywhere(items)
-	}
+	masks := func(gd *guard, _ *item) bool { return gd.g.Action != policy.ActionPseudonymize }
+	v, err := s.judgeItems(ctx, policy.PhaseToolResults, items, masks, isToolResult)
 	return s.inputResult(msgs, items, v, err)
 }
 

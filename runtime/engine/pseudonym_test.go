@@ -166,6 +166,13 @@ func TestPseudonymizeInput(t *testing.T) {
 			t.Fatalf("sent %q", got)
 		}
 	})
+	t.Run("an MCP tool result, which no answer of its exchange restores, is not masked", func(t *testing.T) {
+		s, rec := pseudoWorld().session()
+		res, err := s.ToolResults(ctx, []Message{{Role: "tool", Parts: []Part{{Modality: classify.Text, Text: "owner " + jo, ToolResult: true}}}})
+		if err != nil || res.Stop != nil || sentTexts(res)[0] != "owner "+jo || len(rec.records) != 0 {
+			t.Fatalf("%v %+v %q %+v", err, res.Stop, sentTexts(res), rec.records)
+		}
+	})
 	t.Run("End drops the mapping", func(t *testing.T) {
 		s, _ := pseudoWorld().session()
 		_, _ = s.Input(ctx, []Message{user("mail " + jo)})

@@ -105,6 +105,8 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	rec := p.cfg.Telemetry.Begin()
 	defer rec.Done()
 	x.begin(rec.Record)
+	// The pseudonymization mapping lives as long as the request, not longer.
+	defer x.session.End()
 
 	if !x.input() {
 		return

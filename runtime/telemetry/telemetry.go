@@ -23,6 +23,7 @@ type Telemetry struct {
 	requests       *prom.CounterVec
 	decisions      *prom.CounterVec
 	findings       *prom.CounterVec
+	pseudonymized  *prom.CounterVec
 	classifierTime *prom.HistogramVec
 	addedLatency   *prom.HistogramVec
 	heldBack       *prom.Gauge
@@ -73,6 +74,10 @@ func New(decisionLog io.Writer) *Telemetry {
 			Name: "guard_findings_total",
 			Help: "Matched categories and rules, by guardrail and category or rule name.",
 		}, "guardrail", "category"),
+		pseudonymized: reg.NewCounterVec(prom.Opts{
+			Name: "guard_pseudonymized_values_total",
+			Help: "Values replaced by placeholders (outcome pseudonymized) or that would have been (wouldPseudonymize, Report mode), by guardrail and category. Never the values.",
+		}, "guardrail", "category", "outcome"),
 		classifierTime: reg.NewHistogramVec(prom.HistogramOpts{
 			Name:    "guard_classifier_duration_seconds",
 			Help:    "Duration of classifier evaluations, by classifier.",
@@ -127,6 +132,9 @@ func (t *Telemetry) Record(r engine.Record) {
 	t.decision(r).Inc()
 	for _, f := range r.Findings {
 		t.findings.WithLabelValues(r.Guardrail, f.Name).Inc()
+		if f.Count > 0 {
+			t.pseudonymized.WithLabelValues(r.Guardrail, f.Name, string(r.Outcome)).Add(uint64(f.Count))
+		}
 	}
 	if r.Duration > 0 {
 		t.classifierTime.WithLabelValues(r.Classifier).Observe(r.Duration.Seconds())

@@ -114,6 +114,9 @@ func (c *responsesCodec) rewriteItem(raw json.RawMessage, out int) (json.RawMess
 	if err != nil {
 		return raw, false
 	}
+	if typ := o.Str("type"); typ == "function_call" || typ == "custom_tool_call" {
+		return c.rewriteCall(o, raw)
+	}
 	changed := false
 	for _, f := range []struct {
 		key string
@@ -142,6 +145,30 @@ func (c *responsesCodec) rewriteItem(raw json.RawMessage, out int) (json.RawMess
 		return raw, false
 	}
 	return o.Bytes(), true
+}
+
+// rewriteCall returns a tool call item of a final response with the arguments the client
+// received when its call was released (appendToolCall), which differ from the upstream's
+// when the guard restored pseudonymized values in them; a call never released keeps its
+// item as it is.
+func (c *responsesCodec) rewriteCall(o *jsonx.Object, raw json.RawMessage) (json.RawMessage, bool) {
+	argKey := "arguments"
+	if o.Str("type") == "custom_tool_call" {
+		argKey = "input"
+	}
+	id := o.Str("id")
+	for _, d := range c.done {
+		sent, err := jsonx.ParseObject(d)
+		if err != nil || id == "" || sent.Str("id") != id {
+			continue
+		}
+		if args := sent.Get(argKey); args != nil && !bytes.Equal(args, o.Get(argKey)) {
+			o.Set(argKey, args)
+			return o.Bytes(), true
+		}
+		return raw, false
+	}
+	return raw, false
 }
 
 // rewriteResponse rewrites the output of a final response event.
