@@ -30,6 +30,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers"
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 )
 
@@ -67,7 +68,7 @@ func main() {
 		"control plane; empty uses --webhook-cert-dir (one serving certificate for both). Served once they exist.")
 	flag.DurationVar(&controlPlane.DecisionInterval, "decision-interval", 10*time.Second, "How often decisions counted by a "+
 		"replica are written into Guardrail status, with their Events (at most once per Guardrail per interval).")
-	flag.DurationVar(&controlPlane.LeaseDuration, "guard-lease-duration", controlplane.DefaultLeaseDuration, "How long a "+
+	flag.DurationVar(&controlPlane.LeaseDuration, "guard-lease-duration", guards.DefaultLeaseDuration, "How long a "+
 		"guard counts as answering after its last poll (its Lease in the operator's namespace); a live guard polls every "+
 		"30s. A guard that stops polling drops out of Guardrail status.enforcement within this bound.")
 	flag.BoolVar(&classifier.AllowLocalURLs, "classifier-allow-local-urls", false, "Let Classifier backend URLs name loopback, "+

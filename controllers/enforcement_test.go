@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
@@ -55,7 +55,7 @@ var _ = Describe("A Guardrail's enforcement", func() {
 		Expect(k8sClient.Create(ctx, g)).To(Succeed())
 		createRunning(ctx, newPod(ns, "forged", withLabel(cp.LabelInjected, "true"),
 			withAnnotation(cp.AnnotationEnforced, "web=1"), withAnnotation(cp.AnnotationPolicyVersion, "0123456789abcdef"),
-			withAnnotation(controlplane.AnnotationGuardVerification, "verified")))
+			withAnnotation(guards.AnnotationGuardVerification, "verified")))
 
 		Eventually(enforcement(g)).Should(And(HavePrefix("0/1 "+v1alpha1.ReasonPodsWithoutGuard+": "), ContainSubstring("forged")))
 		Consistently(enforcement(g), 2*time.Second).Should(HavePrefix("0/1 " + v1alpha1.ReasonPodsWithoutGuard))
@@ -120,7 +120,7 @@ var _ = Describe("The manager's pod cache", func() {
 		big := strings.Repeat("x", 200<<10)
 		tenant := createRunning(ctx, newPod(ns, "tenant", withLabel(cp.LabelInjected, "true"),
 			withAnnotation("example.com/blob", big),
-			withAnnotation(controlplane.AnnotationGuardVerification, "verified"),
+			withAnnotation(guards.AnnotationGuardVerification, "verified"),
 			withAnnotation(cp.AnnotationEnforced, "web=1"),
 			withAnnotation(injection.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu")))
 		guarded := createRunning(ctx, newPod(ns, "guarded", withGuard()))
@@ -133,7 +133,7 @@ var _ = Describe("The manager's pod cache", func() {
 		}).Should(Succeed())
 		Expect(cached.Annotations).To(HaveLen(2))
 		Expect(cached.Annotations).To(HaveKeyWithValue(injection.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu"))
-		Expect(controlplane.GuardVerification(cached)).To(MatchError(ContainSubstring("no container named " + injection.ContainerName)))
+		Expect(guards.GuardVerification(cached)).To(MatchError(ContainSubstring("no container named " + injection.ContainerName)))
 		Expect(cached.Spec.Containers).To(BeEmpty())
 
 		meta := &metav1.PartialObjectMetadata{}
@@ -142,7 +142,7 @@ var _ = Describe("The manager's pod cache", func() {
 		Expect(meta.Annotations).To(Equal(map[string]string{injection.AnnotationInjectionWarnings: "GuardResourcesRefused: cpu"}))
 
 		Eventually(func() error { return managerCache.Get(ctx, client.ObjectKeyFromObject(guarded), cached) }).Should(Succeed())
-		Expect(controlplane.GuardVerification(cached)).To(Succeed())
+		Expect(guards.GuardVerification(cached)).To(Succeed())
 	})
 
 	It("holds the guards' Leases of the operator's namespace only", func() {
@@ -155,7 +155,7 @@ var _ = Describe("The manager's pod cache", func() {
 		Expect(k8sClient.Create(ctx, guardLease(p, "web=1", time.Now(), 60))).To(Succeed())
 		var list coordinationv1.LeaseList
 		Eventually(func(g Gomega) {
-			g.Expect(managerCache.List(ctx, &list, client.MatchingLabels{controlplane.LabelLeasePodNamespace: ns})).To(Succeed())
+			g.Expect(managerCache.List(ctx, &list, client.MatchingLabels{guards.LabelLeasePodNamespace: ns})).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(1))
 		}).Should(Succeed())
 		Expect(list.Items[0].Namespace).To(Equal(leaseNS))

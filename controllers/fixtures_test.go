@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
@@ -187,9 +187,9 @@ func withGuard() podOpt {
 func guardLease(p *corev1.Pod, enforced string, renew time.Time, duration int32) *coordinationv1.Lease {
 	t := metav1.NewMicroTime(renew)
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: controlplane.LeaseName(p.UID),
-			Labels: map[string]string{controlplane.LabelLeasePodNamespace: p.Namespace},
-			Annotations: map[string]string{controlplane.AnnotationLeasePod: p.Name, controlplane.AnnotationLeasePodUID: string(p.UID),
+		ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: guards.LeaseName(p.UID),
+			Labels: map[string]string{guards.LabelLeasePodNamespace: p.Namespace},
+			Annotations: map[string]string{guards.AnnotationLeasePod: p.Name, guards.AnnotationLeasePodUID: string(p.UID),
 				cp.AnnotationEnforced: enforced}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.Namespace + "/" + p.Name), LeaseDurationSeconds: &duration, RenewTime: &t},
 	}

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guardrail"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
@@ -44,7 +44,7 @@ type Options struct {
 	// (comma separated); empty watches the whole cluster.
 	WatchNamespaces string
 	// OperatorNamespace is the operator's own namespace, where the control-plane server
-	// keeps one Lease per guard (controlplane.LeaseName); the cache watches Leases there
+	// keeps one Lease per guard (guards.LeaseName); the cache watches Leases there
 	// only. Empty means DefaultOperatorNamespace.
 	OperatorNamespace string
 	// GuardImage and GuardCommand are the guard as the injector renders it: the cache
@@ -70,7 +70,7 @@ func (o Options) Cache() cache.Options {
 	if err != nil {
 		panic(err) // constant arguments
 	}
-	guardLease, err := labels.NewRequirement(controlplane.LabelLeasePodNamespace, selection.Exists, nil)
+	guardLease, err := labels.NewRequirement(guards.LabelLeasePodNamespace, selection.Exists, nil)
 	if err != nil {
 		panic(err) // constant arguments
 	}
@@ -100,7 +100,7 @@ func CacheOptions(namespaces string) cache.Options {
 
 // trimPod keeps of a cached pod what the manager reads: its metadata without the
 // annotations it does not read, its phase, and whether its spec carries the guard
-// (controlplane.AnnotationGuardVerification). A pod's spec is most of its size, and its
+// (guards.AnnotationGuardVerification). A pod's spec is most of its size, and its
 // annotations are the tenant's to fill: a thousand injected pods should cost a few MiB
 // whatever they carry. Pods cached by metadata only (PartialObjectMetadata) are trimmed
 // the same way, without the verification. The transform is idempotent, as client-go asks:
@@ -110,11 +110,11 @@ func trimPod(image string, command []string) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch p := obj.(type) {
 		case *corev1.Pod:
-			if _, ok := p.Annotations[controlplane.AnnotationGuardVerification]; ok && len(p.Spec.Containers) == 0 {
+			if _, ok := p.Annotations[guards.AnnotationGuardVerification]; ok && len(p.Spec.Containers) == 0 {
 				return p, nil
 			}
 			trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta), Status: corev1.PodStatus{Phase: p.Status.Phase}}
-			controlplane.SetGuardVerification(trimmed, injection.VerifyGuard(p, image, command))
+			guards.SetGuardVerification(trimmed, injection.VerifyGuard(p, image, command))
 			return trimmed, nil
 		case *metav1.PartialObjectMetadata:
 			return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta)}, nil
@@ -165,7 +165,7 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&controlplane.LeaseCollector{
+	if err := (&guards.LeaseCollector{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Namespace: o.operatorNamespace(),

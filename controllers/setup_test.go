@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 )
 
@@ -19,8 +19,8 @@ func TestTrimPodIsIdempotent(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Annotations: map[string]string{
 			"example.com/blob": strings.Repeat("x", 1<<20), injection.AnnotationInjectorVersion: "v1",
-			injection.AnnotationInjectionWarnings:    strings.Repeat("w", maxKeptAnnotation+1),
-			controlplane.AnnotationGuardVerification: "verified",
+			injection.AnnotationInjectionWarnings: strings.Repeat("w", maxKeptAnnotation+1),
+			guards.AnnotationGuardVerification:    "verified",
 		}},
 		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
 			{Name: injection.ContainerName, Image: "registry.test/guardrail/operator:v0", Command: []string{"/guard"},
@@ -40,7 +40,7 @@ func TestTrimPodIsIdempotent(t *testing.T) {
 	}
 	for i, obj := range []any{once, twice} {
 		p := obj.(*corev1.Pod)
-		if err := controlplane.GuardVerification(p); err != nil {
+		if err := guards.GuardVerification(p); err != nil {
 			t.Errorf("transform %d: a pod that carries the guard is not verified: %v", i+1, err)
 		}
 		if len(p.Annotations) != 2 || p.Annotations[injection.AnnotationInjectorVersion] != "v1" {
@@ -53,7 +53,7 @@ func TestTrimPodIsIdempotent(t *testing.T) {
 	forged := pod.DeepCopy()
 	forged.Spec.Containers = forged.Spec.Containers[1:]
 	out, _ := trim(forged)
-	if controlplane.GuardVerification(out.(*corev1.Pod)) == nil {
+	if guards.GuardVerification(out.(*corev1.Pod)) == nil {
 		t.Error("a pod whose spec lacks the guard is verified because it says so in an annotation")
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -257,7 +257,7 @@ func (r *Reconciler) guards(ctx context.Context, ns string, users []string) (int
 	if len(users) == 0 {
 		return 0, nil
 	}
-	acks, err := controlplane.ListAcks(ctx, r.Client, r.LeaseNamespace, ns, time.Now())
+	acks, err := guards.ListAcks(ctx, r.Client, r.LeaseNamespace, ns, time.Now())
 	if err != nil {
 		return 0, fmt.Errorf("listing the guards' Leases: %w", err)
 	}
@@ -331,7 +331,7 @@ var enforcedChanged = predicate.Funcs{
 // classifiersForLease enqueues every Classifier of the namespace of a guard's pod: there
 // are few, and a guard that stopped enforcing a Guardrail no longer names it.
 func (r *Reconciler) classifiersForLease(ctx context.Context, o client.Object) []reconcile.Request {
-	ns := o.GetLabels()[controlplane.LabelLeasePodNamespace]
+	ns := o.GetLabels()[guards.LabelLeasePodNamespace]
 	if ns == "" {
 		return nil
 	}

@@ -33,6 +33,11 @@ type refusal struct {
 
 func (r *refusal) Error() string { return r.msg }
 
+// HTTPStatus and MetricReason make a refusal an intake.Refusal: a batch whose token is
+// refused is refused alike.
+func (r *refusal) HTTPStatus() int      { return r.status }
+func (r *refusal) MetricReason() string { return r.reason }
+
 const (
 	// maxTokenCache bounds the cache of reviewed tokens.
 	maxTokenCache = 100_000

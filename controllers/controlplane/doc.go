@@ -3,20 +3,16 @@
 // replica, that authenticates each guard by its pod-bound service-account token
 // (TokenReview, cached), accepts only pods whose spec carries the guard as the injector
 // renders it (injection.VerifyGuard; the manager's cache records the verdict of each
-// injected pod, guard.go), compiles the snapshot of the guard's pod — the Guardrails of its
-// namespace whose selector matches its labels, their Classifiers and credentials — once
-// per distinct (namespace, label set), pushes it within the debounce of a change, and
-// records each guard's acknowledgement and heartbeat on the guard's Lease in the
-// operator's namespace (lease.go), where the Guardrail reconciler counts them into
+// injected pod, package guards), compiles the snapshot of the guard's pod — the
+// Guardrails of its namespace whose selector matches its labels, their Classifiers and
+// credentials — once per distinct (namespace, label set), pushes it within the debounce
+// of a change, and records each guard's acknowledgement and heartbeat on the guard's
+// Lease in the operator's namespace (lease.go; package guards holds the Lease's contract
+// and reads it for the reconcilers), where the Guardrail reconciler counts them into
 // status.enforcement. A guard whose Lease was not renewed within its duration no longer
 // counts. Nothing is written on pods: the manager cannot write them, and what a tenant
 // writes on its pods proves nothing.
 //
-// It also takes the guards' decisions (DESIGN.md §6 "Decisions", POST /v1/decisions):
-// cumulative counts per guard incarnation, of which each replica claims the part not yet
-// counted by recording the new cumulative on the guard's Lease under a resourceVersion
-// precondition (claim.go), buffers it per Guardrail and writes status.decisions at most
-// once per Guardrail per interval, with aggregated Events and metrics (intake.go).
-//
-// LeaseCollector (collect.go), on the leader, deletes the Leases of pods that are gone.
+// The same listener serves the guards' decisions (POST /v1/decisions), authenticated
+// alike and taken by package intake.
 package controlplane

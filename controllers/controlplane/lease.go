@@ -3,10 +3,9 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,124 +16,6 @@ import (
 
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
-
-// A guard's state lives in one coordination.k8s.io/v1 Lease per guard pod, in the
-// operator's own namespace — the heartbeat pattern of kube-node-lease. Tenants write their
-// pods, never the operator's namespace: an acknowledgement, a heartbeat or a decisions
-// claim is only ever written by the control-plane server, after TokenReview bound the
-// request to the pod and the pod's spec proved it carries the guard (VerifyGuard).
-//
-//   - name: LeaseName(pod UID), so that a pod re-created under the same name starts afresh;
-//   - label LabelLeasePodNamespace: the pod's namespace, so that the Guardrail reconciler
-//     lists a namespace's Leases from its cache;
-//   - annotations AnnotationLeasePod and AnnotationLeasePodUID: which pod it is, for the
-//     collector; cp.AnnotationPolicyVersion, cp.AnnotationEnforced and cp.AnnotationRefused:
-//     the acknowledgement; cp.AnnotationDecisions: the decisions claim (claim.go);
-//   - spec.holderIdentity "<namespace>/<pod>", spec.leaseDurationSeconds (Options.
-//     LeaseDuration) and spec.renewTime: renewed by a poll when renewTime is older than a
-//     third of the duration or the acknowledgement changed. A live guard polls at least
-//     every Options.Wait, so it renews about once per poll (twice a minute by default); a
-//     guard counts as answering while renewTime + leaseDurationSeconds has not passed.
-//
-// Leases of pods that no longer exist are deleted by LeaseCollector (a Lease cannot be
-// owned by a pod of another namespace).
-
-const (
-	// LabelLeasePodNamespace is the namespace of a guard Lease's pod.
-	LabelLeasePodNamespace = "guardrail.dev/pod-namespace"
-	// AnnotationLeasePod is the name of a guard Lease's pod.
-	AnnotationLeasePod = "guardrail.dev/pod"
-	// AnnotationLeasePodUID is the uid of a guard Lease's pod.
-	AnnotationLeasePodUID = "guardrail.dev/pod-uid"
-	// DefaultLeaseDuration is how long a guard counts as answering after its last renewal:
-	// two long polls (Options.Wait).
-	DefaultLeaseDuration = 60 * time.Second
-	// leasePrefix tells guards' Leases from the leader election's in the namespace.
-	leasePrefix = "guard-"
-	// maxRefusalChars bounds a guard's refusal once it is in a Lease, a condition or an Event.
-	maxRefusalChars = 256
-)
-
-// LeaseName is the name of the Lease of the guard of the pod with uid.
-func LeaseName(uid types.UID) string { return leasePrefix + string(uid) }
-
-// Ack is what a guard's Lease says at a given time.
-type Ack struct {
-	// Pod and UID are the guard's pod, in the namespace LabelLeasePodNamespace names.
-	Pod string
-	UID types.UID
-	// Live is true while the guard answers: its last renewal is within the Lease's duration.
-	Live bool
-	// Expires is when Live turns (or turned) false; zero for a Lease never renewed.
-	Expires time.Time
-	// Enforced maps each Guardrail of the policy the guard runs to its generation.
-	Enforced map[string]int64
-	// Refused is the version the guard refused and why, printable and bounded: free text
-	// of the guard, safe for a condition message.
-	Refused string
-}
-
-// ReadAck reads a guard's Lease as of now.
-func ReadAck(l *coordinationv1.Lease, now time.Time) Ack {
-	a := Ack{
-		Pod:      l.Annotations[AnnotationLeasePod],
-		UID:      types.UID(l.Annotations[AnnotationLeasePodUID]),
-		Enforced: ParseEnforced(l.Annotations[cp.AnnotationEnforced]),
-		Refused:  Printable(l.Annotations[cp.AnnotationRefused], maxRefusalChars),
-	}
-	if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {
-		a.Expires = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-		a.Live = now.Before(a.Expires)
-	}
-	return a
-}
-
-// ListAcks reads the Leases of the guards of pods of namespace ns, kept in leaseNS, as of
-// now: from a cache that holds the Leases of leaseNS (controllers.Options.Cache).
-func ListAcks(ctx context.Context, r client.Reader, leaseNS, ns string, now time.Time) ([]Ack, error) {
-	var leases coordinationv1.LeaseList
-	if err := r.List(ctx, &leases, client.InNamespace(leaseNS), client.MatchingLabels{LabelLeasePodNamespace: ns}); err != nil {
-		return nil, err
-	}
-	acks := make([]Ack, len(leases.Items))
-	for i := range leases.Items {
-		acks[i] = ReadAck(&leases.Items[i], now)
-	}
-	return acks, nil
-}
-
-// Printable returns s with every rune that is not printable (controls, format characters,
-// invalid UTF-8) dropped, spaces for line breaks and tabs, cut to at most limit bytes on a
-// rune boundary: free text a guard sends, made fit for a condition message or an Event.
-func Printable(s string, limit int) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			r = ' '
-		case r == utf8.RuneError || !unicode.IsPrint(r):
-			continue
-		}
-		if b.Len()+utf8.RuneLen(r) > limit {
-			break
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// renewDue reports whether a poll at now renews l: its last renewal is a third of its
-// duration old (or it has none), or it was written with another duration or holder.
-func renewDue(l *coordinationv1.Lease, holder string, now time.Time, d time.Duration) bool {
-	s := l.Spec
-	return s.RenewTime == nil || s.LeaseDurationSeconds == nil || *s.LeaseDurationSeconds != leaseSeconds(d) ||
-		s.HolderIdentity == nil || *s.HolderIdentity != holder || now.Sub(s.RenewTime.Time) >= d/3
-}
-
-// leaseSeconds is d in whole seconds, rounded up (a Lease's duration is in seconds).
-func leaseSeconds(d time.Duration) int32 {
-	return int32((d + time.Second - 1) / time.Second)
-}
 
 // ackAnnotations returns what a poll changes of the acknowledgement annotations cur: a
 // value to set, or nil to remove. enforced is the Guardrails of req.Running if this
@@ -165,7 +46,7 @@ func ackAnnotations(cur map[string]string, req *cp.SubscribeRequest, enforced st
 	}
 	refused := ""
 	if req.Refused != nil {
-		refused = Printable(req.Refused.Version+": "+req.Refused.Error, maxRefusalChars)
+		refused = guards.Printable(req.Refused.Version+": "+req.Refused.Error, guards.MaxRefusalChars)
 	}
 	set(cp.AnnotationRefused, refused)
 	return want
@@ -176,13 +57,13 @@ func (s *Server) guardLease(pod *metav1.PartialObjectMetadata, now time.Time) *c
 	t := metav1.NewMicroTime(now)
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: s.opts.LeaseNamespace, Name: LeaseName(pod.UID),
-			Labels:      map[string]string{LabelLeasePodNamespace: pod.Namespace},
-			Annotations: map[string]string{AnnotationLeasePod: pod.Name, AnnotationLeasePodUID: string(pod.UID)},
+			Namespace: s.opts.LeaseNamespace, Name: guards.LeaseName(pod.UID),
+			Labels:      map[string]string{guards.LabelLeasePodNamespace: pod.Namespace},
+			Annotations: map[string]string{guards.AnnotationLeasePod: pod.Name, guards.AnnotationLeasePodUID: string(pod.UID)},
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(pod.Namespace + "/" + pod.Name),
-			LeaseDurationSeconds: ptr.To(leaseSeconds(s.opts.LeaseDuration)),
+			LeaseDurationSeconds: ptr.To(guards.LeaseSeconds(s.opts.LeaseDuration)),
 			AcquireTime:          &t,
 			RenewTime:            &t,
 		},
@@ -195,7 +76,7 @@ func (s *Server) guardLease(pod *metav1.PartialObjectMetadata, now time.Time) *c
 func (s *Server) recordAck(ctx context.Context, pod *metav1.PartialObjectMetadata, req *cp.SubscribeRequest) {
 	now := time.Now()
 	lease := &coordinationv1.Lease{}
-	key := types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: LeaseName(pod.UID)}
+	key := types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: guards.LeaseName(pod.UID)}
 	err := s.leases.Get(ctx, key, lease)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -212,7 +93,7 @@ func (s *Server) recordAck(ctx context.Context, pod *metav1.PartialObjectMetadat
 	enforced, known := s.hub.enforcedOf(req.Running)
 	want := ackAnnotations(cur, req, enforced, known)
 	holder := pod.Namespace + "/" + pod.Name
-	if lease != nil && len(want) == 0 && !renewDue(lease, holder, now, s.opts.LeaseDuration) {
+	if lease != nil && len(want) == 0 && !guards.RenewDue(lease, holder, now, s.opts.LeaseDuration) {
 		return
 	}
 	write := "renewed"
@@ -271,10 +152,23 @@ func (s *Server) renew(ctx context.Context, pod *metav1.PartialObjectMetadata, w
 	return s.writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 }
 
-// claimLease returns the guard's Lease for the decisions claim: from the cache, else the
-// apiserver, else created (a guard may report before its first poll reached a replica).
+// guardLeaseFor returns the guard's Lease for the decisions claim (intake.Options.Lease):
+// from the cache unless fresh, else the apiserver, else created (a guard may report before
+// its first poll reached a replica).
+func (s *Server) guardLeaseFor(ctx context.Context, pod *metav1.PartialObjectMetadata, fresh bool) (*coordinationv1.Lease, error) {
+	if fresh {
+		lease := &coordinationv1.Lease{}
+		err := s.api.Get(ctx, types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: guards.LeaseName(pod.UID)}, lease)
+		if !apierrors.IsNotFound(err) {
+			return lease, err
+		}
+	}
+	return s.claimLease(ctx, pod)
+}
+
+// claimLease returns the guard's Lease: from the cache, else the apiserver, else created.
 func (s *Server) claimLease(ctx context.Context, pod *metav1.PartialObjectMetadata) (*coordinationv1.Lease, error) {
-	key := types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: LeaseName(pod.UID)}
+	key := types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: guards.LeaseName(pod.UID)}
 	lease := &coordinationv1.Lease{}
 	err := s.leases.Get(ctx, key, lease)
 	if apierrors.IsNotFound(err) {

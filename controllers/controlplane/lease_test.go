@@ -28,6 +28,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -40,7 +41,7 @@ import (
 func leaseOf(t *testing.T, p *corev1.Pod) (*coordinationv1.Lease, error) {
 	t.Helper()
 	l := &coordinationv1.Lease{}
-	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: leaseNS, Name: controlplane.LeaseName(p.UID)}, l)
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: leaseNS, Name: guards.LeaseName(p.UID)}, l)
 	return l, err
 }
 
@@ -80,7 +81,7 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 	}{{
 		name: "an app mounting its own token of the guard's audience, labelled injected and claiming an ack",
 		pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Labels: injected,
-			Annotations: map[string]string{cp.AnnotationEnforced: "web-words=1", controlplane.AnnotationGuardVerification: "verified"}},
+			Annotations: map[string]string{cp.AnnotationEnforced: "web-words=1", guards.AnnotationGuardVerification: "verified"}},
 			Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{mountsToken("mine")},
 				Volumes: []corev1.Volume{tokenVolume("mine")}}},
 	}, {
@@ -142,8 +143,8 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 		}
 		l, err := leaseOf(t, p)
 		must(t, err)
-		if l.Labels[controlplane.LabelLeasePodNamespace] != ns || l.Annotations[controlplane.AnnotationLeasePod] != "web-1" ||
-			l.Annotations[controlplane.AnnotationLeasePodUID] != string(p.UID) || ptr.Deref(l.Spec.HolderIdentity, "") != ns+"/web-1" ||
+		if l.Labels[guards.LabelLeasePodNamespace] != ns || l.Annotations[guards.AnnotationLeasePod] != "web-1" ||
+			l.Annotations[guards.AnnotationLeasePodUID] != string(p.UID) || ptr.Deref(l.Spec.HolderIdentity, "") != ns+"/web-1" ||
 			ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != int32(leaseDuration/time.Second) || l.Spec.RenewTime == nil {
 			t.Errorf("Lease %+v %+v", l.ObjectMeta, l.Spec)
 		}
@@ -263,12 +264,12 @@ func TestTheLeaseOfADeletedPodIsCollected(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, k8s.Delete(ctx, p, client.GracePeriodSeconds(0)))
-	waitLeaseGone(t, controlplane.LeaseName(p.UID))
+	waitLeaseGone(t, guards.LeaseName(p.UID))
 
 	// A Lease whose pod went while no manager watched: collected when the manager sees it.
-	orphan := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: controlplane.LeaseName("0f0f0f0f-dead"),
-		Labels:      map[string]string{controlplane.LabelLeasePodNamespace: ns},
-		Annotations: map[string]string{controlplane.AnnotationLeasePod: "gone", controlplane.AnnotationLeasePodUID: "0f0f0f0f-dead"}}}
+	orphan := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: guards.LeaseName("0f0f0f0f-dead"),
+		Labels:      map[string]string{guards.LabelLeasePodNamespace: ns},
+		Annotations: map[string]string{guards.AnnotationLeasePod: "gone", guards.AnnotationLeasePodUID: "0f0f0f0f-dead"}}}
 	must(t, k8s.Create(ctx, orphan))
 	waitLeaseGone(t, orphan.Name)
 }

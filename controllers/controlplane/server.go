@@ -12,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane/intake"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -82,16 +84,13 @@ type Server struct {
 	log    logr.Logger
 	hub    *hub
 	auth   *authenticator
-	pods   client.Reader // injected pods, cached (metadata, phase and guard verification: controllers.Options.Cache)
-	leases client.Reader // guards' Leases, cached (the operator's namespace)
-	api    client.Reader // the apiserver, for pods and Leases not (yet) in the cache
-	writer client.Client // guards' Leases
-	intake *intake       // decisions counted here, until written into status
-	// inflight tracks decisions batches being taken, so that the last flush at shutdown
-	// comes after them.
-	inflight sync.WaitGroup
-	ready    chan struct{}
-	addr     net.Addr
+	pods   client.Reader  // injected pods, cached (metadata, phase and guard verification: controllers.Options.Cache)
+	leases client.Reader  // guards' Leases, cached (the operator's namespace)
+	api    client.Reader  // the apiserver, for pods and Leases not (yet) in the cache
+	writer client.Client  // guards' Leases
+	intake *intake.Intake // POST /v1/decisions, on the same listener
+	ready  chan struct{}
+	addr   net.Addr
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -121,7 +120,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 		opts.QPS, opts.Burst = 200, 400
 	}
 	if opts.LeaseDuration <= 0 {
-		opts.LeaseDuration = DefaultLeaseDuration
+		opts.LeaseDuration = guards.DefaultLeaseDuration
 	}
 	switch {
 	case opts.LeaseNamespace == "":
@@ -149,9 +148,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 		pods: mgr.GetClient(), leases: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
 	}
-	s.intake = &intake{interval: opts.DecisionInterval, cache: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
-		recorder: mgr.GetEventRecorder("guardrail-decisions"), log: log.WithName("decisions"),
-		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{}}
+	s.intake = intake.New(intake.Options{Interval: opts.DecisionInterval, Cache: mgr.GetClient(), API: mgr.GetAPIReader(),
+		Writer: writer, Recorder: mgr.GetEventRecorder("guardrail-decisions"), Log: log.WithName("decisions"),
+		Lease: s.guardLeaseFor, HandlerSlack: handlerSlack})
 	if err := s.watch(ctx, mgr); err != nil {
 		return nil, err
 	}
@@ -280,7 +279,7 @@ func (s *Server) Start(ctx context.Context) error {
 	close(s.ready)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+cp.SubscribePath, s.subscribe)
-	mux.HandleFunc("POST "+cp.DecisionsPath, s.decisions)
+	mux.HandleFunc("POST "+cp.DecisionsPath, s.intake.Handler(s.authorize))
 	// A slow client cannot hold a connection: its request is read within ReadTimeout, and
 	// an answer is written within WriteTimeout, which a long poll (Wait) stays under;
 	// each handler re-arms the read deadline once it has the body (bodyRead).
@@ -299,32 +298,18 @@ func (s *Server) Start(ctx context.Context) error {
 	s.log.Info("Serving the policy subscription and decisions intake", "address", s.addr.String())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
-	go s.intake.run(ctx)
+	go s.intake.Run(ctx)
 	select {
 	case err := <-errc:
-		s.flushDecisions()
+		s.intake.Shutdown()
 		return err
 	case <-ctx.Done():
 	}
 	s.hub.stop()
 	// Long polls end at once: their guards reconnect to another replica.
 	_ = srv.Close()
-	s.flushDecisions()
+	s.intake.Shutdown()
 	return nil
-}
-
-// flushDecisions writes what this replica counted and has not written yet, once the
-// batches being taken are done: a rolling restart loses nothing it had claimed.
-func (s *Server) flushDecisions() {
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s.intake.flush(ctx)
 }
 
 func waitForFiles(ctx context.Context, log logr.Logger, files ...string) error {
@@ -356,13 +341,7 @@ func waitForFiles(ctx context.Context, log logr.Logger, files ...string) error {
 // with the pod's snapshot as soon as it differs from what the guard runs.
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	id, err := s.auth.authenticate(ctx, strings.TrimSpace(token))
-	if err != nil {
-		s.refuse(w, err)
-		return
-	}
-	pod, err := s.pod(ctx, id)
+	id, pod, err := s.identify(r)
 	if err != nil {
 		s.refuse(w, err)
 		return
@@ -415,6 +394,24 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// identify authenticates the request's bearer token and returns the pod it is bound to
+// (pod), which must carry the guard.
+func (s *Server) identify(r *http.Request) (identity, *metav1.PartialObjectMetadata, error) {
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	id, err := s.auth.authenticate(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		return id, nil, err
+	}
+	pod, err := s.pod(r.Context(), id)
+	return id, pod, err
+}
+
+// authorize is identify for the decisions intake.
+func (s *Server) authorize(r *http.Request) (*metav1.PartialObjectMetadata, error) {
+	_, pod, err := s.identify(r)
+	return pod, err
+}
+
 // pod returns the metadata of the pod the token is bound to; the pod must exist with the
 // token's uid (a token of a deleted pod, or of an earlier pod of the same name, is
 // refused), and its spec must carry the guard as the injector renders it: any container
@@ -423,11 +420,11 @@ func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMet
 	key := types.NamespacedName{Namespace: id.namespace, Name: id.pod}
 	cached := &corev1.Pod{}
 	err := s.pods.Get(ctx, key, cached)
-	verified := errNotVerified
+	verified := guards.ErrNotVerified
 	if err == nil && string(cached.UID) == id.podUID {
-		verified = GuardVerification(cached)
+		verified = guards.GuardVerification(cached)
 	}
-	if errors.Is(verified, errNotVerified) && (err == nil || apierrors.IsNotFound(err)) {
+	if errors.Is(verified, guards.ErrNotVerified) && (err == nil || apierrors.IsNotFound(err)) {
 		// Not in the cache of injected pods (yet), or cached without its verification:
 		// read the whole pod from the apiserver.
 		cached = &corev1.Pod{}

@@ -10,8 +10,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,7 +148,7 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 	if err != nil {
 		return nil, err
 	}
-	return &built{version: snap.Version, raw: raw, enforced: enforcedOf(snap.Guardrails), excluded: excluded, src: src}, nil
+	return &built{version: snap.Version, raw: raw, enforced: guards.FormatEnforced(snap.Guardrails), excluded: excluded, src: src}, nil
 }
 
 // compilable drops the objects that do not compile until the rest does.
@@ -288,29 +288,4 @@ func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
-}
-
-// enforcedOf is the annotation value naming the Guardrails of a snapshot.
-func enforcedOf(gs []policy.GuardrailObject) string {
-	parts := make([]string, len(gs))
-	for i := range gs {
-		parts[i] = gs[i].Name + "=" + strconv.FormatInt(gs[i].Generation, 10)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
-
-// ParseEnforced reads the annotation written by enforcedOf: Guardrail name → generation.
-func ParseEnforced(v string) map[string]int64 {
-	out := map[string]int64{}
-	for _, p := range strings.Split(v, ",") {
-		name, gen, ok := strings.Cut(p, "=")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseInt(gen, 10, 64); err == nil {
-			out[name] = n
-		}
-	}
-	return out
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -33,7 +33,7 @@ const expirySlack = 100 * time.Millisecond
 // apiserver by metadata (pods without a guard are not cached, and they are the ones a
 // user must hear about); what a guard acknowledged is its Lease in the operator's
 // namespace, written by the control-plane server only; whether a pod's spec carries the
-// guard is what the cache found (controlplane.GuardVerification). Labels and annotations
+// guard is what the cache found (guards.GuardVerification). Labels and annotations
 // of pods prove nothing: tenants write them. The next recount is due when the first live
 // guard's Lease expires, so a guard that stops answering drops out without any event.
 func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -56,15 +56,15 @@ func (r *Reconciler) reconcileEnforcement(ctx context.Context, s *scope) (ctrl.R
 		return ctrl.Result{}, fmt.Errorf("listing the selected injected pods: %w", err)
 	}
 	now := r.now()
-	leases, err := controlplane.ListAcks(ctx, r.Client, r.LeaseNamespace, g.Namespace, now)
+	leases, err := guards.ListAcks(ctx, r.Client, r.LeaseNamespace, g.Namespace, now)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the guards' Leases: %w", err)
 	}
 	verified := make(map[types.UID]error, len(cached.Items))
 	for i := range cached.Items {
-		verified[cached.Items[i].UID] = controlplane.GuardVerification(&cached.Items[i])
+		verified[cached.Items[i].UID] = guards.GuardVerification(&cached.Items[i])
 	}
-	acks := make(map[types.UID]controlplane.Ack, len(leases))
+	acks := make(map[types.UID]guards.Ack, len(leases))
 	for _, a := range leases {
 		acks[a.UID] = a
 	}
@@ -105,7 +105,7 @@ type selectedPod struct {
 	cached   bool
 	guardErr error
 	// ack is its guard's Lease, nil when it has none.
-	ack *controlplane.Ack
+	ack *guards.Ack
 }
 
 // enforcement is how the selected pods stand for one generation of a Guardrail.

@@ -13,17 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 func TestEnforcementCountsOnlyWhatGuardsSayInTheirLeases(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	g := &v1alpha1.Guardrail{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: 3}}
-	live := func(enforced map[string]int64, expiresIn time.Duration) *controlplane.Ack {
-		return &controlplane.Ack{Live: true, Expires: now.Add(expiresIn), Enforced: enforced}
+	live := func(enforced map[string]int64, expiresIn time.Duration) *guards.Ack {
+		return &guards.Ack{Live: true, Expires: now.Add(expiresIn), Enforced: enforced}
 	}
-	expired := &controlplane.Ack{Live: false, Expires: now.Add(-time.Second), Enforced: map[string]int64{"web": 3}}
+	expired := &guards.Ack{Live: false, Expires: now.Add(-time.Second), Enforced: map[string]int64{"web": 3}}
 	refused := live(map[string]int64{"web": 2}, time.Minute)
 	refused.Refused = "abc: the guard does not know field x"
 	notAGuard := errors.New("the pod has no container named guardrail-guard")

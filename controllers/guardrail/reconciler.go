@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -223,7 +223,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Guards' Leases (the cache holds those of the operator's namespace): a guard's
 		// acknowledgement, and its return after it stopped answering.
 		Watches(&coordinationv1.Lease{}, r.namespaceEvents(func(o client.Object) string {
-			return o.GetLabels()[controlplane.LabelLeasePodNamespace]
+			return o.GetLabels()[guards.LabelLeasePodNamespace]
 		}), builder.WithPredicates(leaseChanged)).
 		Named("guardrail").
 		Complete(r)
@@ -242,7 +242,7 @@ var podChanged = predicate.Funcs{
 				return true
 			}
 		}
-		k := controlplane.AnnotationGuardVerification
+		k := guards.AnnotationGuardVerification
 		return o.GetAnnotations()[k] != n.GetAnnotations()[k]
 	},
 }
@@ -267,7 +267,7 @@ var leaseChanged = predicate.Funcs{
 			return false
 		}
 		// Expired before this renewal: the guard was counted as not answering.
-		return !controlplane.ReadAck(o, n.Spec.RenewTime.Time).Live
+		return !guards.ReadAck(o, n.Spec.RenewTime.Time).Live
 	},
 }
 

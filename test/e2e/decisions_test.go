@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
@@ -537,7 +537,7 @@ func (c *cluster) claim(t *testing.T, ns, name string) string {
 		return "-"
 	}
 	lease := &coordinationv1.Lease{}
-	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: operatorNS, Name: controlplane.LeaseName(pod.UID)}, lease); err != nil {
+	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: operatorNS, Name: guards.LeaseName(pod.UID)}, lease); err != nil {
 		return "-"
 	}
 	return lease.Annotations[cp.AnnotationDecisions]

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
@@ -272,7 +272,7 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 // their decisions claims record as counted: the exactly-once record, per guard.
 func claims(ctx context.Context, k8s client.Client) (int, int64, error) {
 	list := &coordinationv1.LeaseList{}
-	if err := k8s.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{controlplane.LabelLeasePodNamespace: ns}); err != nil {
+	if err := k8s.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{guards.LabelLeasePodNamespace: ns}); err != nil {
 		return 0, 0, err
 	}
 	var n int64

@@ -1,4 +1,4 @@
-package controlplane
+package guards
 
 import (
 	"errors"
@@ -34,9 +34,9 @@ func SetGuardVerification(o client.Object, err error) {
 	o.SetAnnotations(a)
 }
 
-// errNotVerified: a cached pod without AnnotationGuardVerification (a cache without the
+// ErrNotVerified: a cached pod without AnnotationGuardVerification (a cache without the
 // transform); the caller verifies the pod from the apiserver.
-var errNotVerified = errors.New("the pod's spec was not verified")
+var ErrNotVerified = errors.New("the pod's spec was not verified")
 
 // GuardVerification returns what the cache's transform found of a cached pod's guard: nil
 // when its spec carries the guard, else why not.
@@ -44,7 +44,7 @@ func GuardVerification(p *corev1.Pod) error {
 	v, ok := p.Annotations[AnnotationGuardVerification]
 	switch {
 	case !ok:
-		return errNotVerified
+		return ErrNotVerified
 	case v == guardVerified:
 		return nil
 	}

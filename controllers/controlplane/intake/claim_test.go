@@ -1,4 +1,4 @@
-package controlplane
+package intake
 
 import (
 	"errors"

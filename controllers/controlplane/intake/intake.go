@@ -1,4 +1,4 @@
-package controlplane
+package intake
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,21 +46,74 @@ var eventOrder = []string{"blocked", "failed", "wouldBlock", "warned", "redacted
 // maxPodsKept bounds the pod names a pending delta remembers for its Events.
 const maxPodsKept = 64
 
-// intake buffers the claimed deltas of this replica per Guardrail and writes them into
-// status at most once per Guardrail per interval, with Events. A delta is in memory only
-// between its claim on the pod and its status write: if the replica dies in between, it
-// is lost (at most one interval of this replica's counts; README "Decisions").
-type intake struct {
+// Options configure the intake.
+type Options struct {
+	// Interval is how often counted decisions are written into status (at most one write
+	// per Guardrail and Classifier per interval); 0 means 10s.
+	Interval time.Duration
+	// Cache reads Guardrails and Classifiers (the manager's cache); API reads them from
+	// the apiserver after a conflicting write.
+	Cache, API client.Reader
+	// Writer patches status and the guards' Leases (the claims).
+	Writer client.Client
+	// Recorder emits the aggregated Events on Guardrails.
+	Recorder events.EventRecorder
+	Log      logr.Logger
+	// Lease returns the Lease of the guard of pod, created when it is missing (a guard
+	// may report before its first poll reached a replica); fresh reads it from the
+	// apiserver rather than the cache.
+	Lease func(ctx context.Context, pod *metav1.PartialObjectMetadata, fresh bool) (*coordinationv1.Lease, error)
+	// HandlerSlack is how long a batch may take once its body is read; 0 means 30s.
+	HandlerSlack time.Duration
+}
+
+// Intake takes the guards' decisions batches (Handler), buffers the claimed deltas of
+// this replica per Guardrail and Classifier, and writes them into status at most once
+// per object per interval, with Events (Run, Flush). A delta is in memory only between
+// its claim on the guard's Lease and its status write: if the replica dies in between, it
+// is lost (at most one interval of this replica's counts).
+type Intake struct {
+	opts     Options
 	interval time.Duration
 	cache    client.Reader // Guardrails, cached
 	api      client.Reader // the apiserver, after a conflict
 	writer   client.Client
 	recorder events.EventRecorder
 	log      logr.Logger
+	// inflight tracks batches being taken, so that the last flush comes after them.
+	inflight sync.WaitGroup
 
 	mu      sync.Mutex
 	pending map[types.NamespacedName]*pendingDecisions
 	calls   map[types.NamespacedName]*callDelta
+}
+
+// New returns an intake; Run it, and Shutdown it when the server stops.
+func New(opts Options) *Intake {
+	if opts.Interval <= 0 {
+		opts.Interval = 10 * time.Second
+	}
+	if opts.HandlerSlack <= 0 {
+		opts.HandlerSlack = 30 * time.Second
+	}
+	return &Intake{opts: opts, interval: opts.Interval, cache: opts.Cache, api: opts.API, writer: opts.Writer,
+		recorder: opts.Recorder, log: opts.Log,
+		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{}}
+}
+
+// Shutdown writes what this replica counted and has not written yet, once the batches
+// being taken are done (waiting for them at most 5s): a rolling restart loses nothing
+// it had claimed.
+func (in *Intake) Shutdown() {
+	done := make(chan struct{})
+	go func() { in.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in.flush(ctx)
 }
 
 type pendingDecisions struct {
@@ -71,7 +125,7 @@ type pendingDecisions struct {
 }
 
 // add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns.
-func (in *intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
+func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for name, d := range bd.classifiers {
@@ -109,8 +163,8 @@ func (in *intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 	}
 }
 
-// run flushes every interval until ctx ends; the caller flushes a last time.
-func (in *intake) run(ctx context.Context) {
+// Run flushes every interval until ctx ends; Shutdown flushes a last time.
+func (in *Intake) Run(ctx context.Context) {
 	t := time.NewTicker(in.interval)
 	defer t.Stop()
 	for {
@@ -125,7 +179,7 @@ func (in *intake) run(ctx context.Context) {
 
 // flush writes every pending delta; one that cannot be written now stays for the next
 // interval, merged with what arrives meanwhile.
-func (in *intake) flush(ctx context.Context) {
+func (in *Intake) flush(ctx context.Context) {
 	in.mu.Lock()
 	batch, calls := in.pending, in.calls
 	in.pending, in.calls = map[types.NamespacedName]*pendingDecisions{}, map[types.NamespacedName]*callDelta{}
@@ -170,7 +224,7 @@ func (in *intake) flush(ctx context.Context) {
 
 // write adds p to the Guardrail's status with an optimistic lock: another replica's write
 // in between makes it re-read and add again. A Guardrail that is gone returns nil.
-func (in *intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (*v1alpha1.Guardrail, error) {
+func (in *Intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (*v1alpha1.Guardrail, error) {
 	var err error
 	for attempt := range 8 {
 		g := &v1alpha1.Guardrail{}
@@ -265,7 +319,7 @@ func categoryIndex(cs []v1alpha1.CategoryCount, name string) int {
 }
 
 // emit sends one Event per outcome that deserves one.
-func (in *intake) emit(g *v1alpha1.Guardrail, p *pendingDecisions) {
+func (in *Intake) emit(g *v1alpha1.Guardrail, p *pendingDecisions) {
 	if in.recorder == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package controlplane
+package intake
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,61 +23,87 @@ import (
 // maxClaimAttempts bounds the re-reads after a conflicting write of a guard's claim.
 const maxClaimAttempts = 8
 
-// decisions is the intake of a guard's batch: authenticate and bind to the pod like a
-// subscription (the pod must carry the guard), refuse counts for Guardrails of another
-// namespace, claim on the guard's Lease what was not counted yet, and buffer it for the
-// next status write.
-func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
+// Authorize binds a batch to the pod of the guard that sent it: it authenticates the
+// request as a subscription is authenticated and returns the pod, whose spec must carry
+// the guard. An error that is a Refusal answers with its status; any other is a 503.
+type Authorize func(*http.Request) (*metav1.PartialObjectMetadata, error)
+
+// A Refusal is an error that refuses a batch: the HTTP status, and the reason counted in
+// guardrail_controlplane_decision_batches_refused_total.
+type Refusal interface {
+	error
+	HTTPStatus() int
+	MetricReason() string
+}
+
+// refusal is the intake's own Refusal.
+type refusal struct {
+	status int
+	reason string
+	msg    string
+}
+
+func (r *refusal) Error() string        { return r.msg }
+func (r *refusal) HTTPStatus() int      { return r.status }
+func (r *refusal) MetricReason() string { return r.reason }
+
+// Handler returns the handler of POST /v1/decisions (cp.DecisionsPath): authorize the
+// request, refuse counts for Guardrails of another namespace, claim on the guard's Lease
+// what was not counted yet, and buffer it for the next status write.
+func (in *Intake) Handler(authorize Authorize) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		in.inflight.Add(1)
+		defer in.inflight.Done()
+		pod, err := authorize(r)
+		if err != nil {
+			in.refuse(w, err)
+			return
+		}
+		in.take(w, r, pod)
+	}
+}
+
+// take is the intake of one authorized batch.
+func (in *Intake) take(w http.ResponseWriter, r *http.Request, pod *metav1.PartialObjectMetadata) {
 	ctx := r.Context()
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	id, err := s.auth.authenticate(ctx, strings.TrimSpace(token))
-	if err != nil {
-		s.refuseBatch(w, err)
-		return
-	}
-	pod, err := s.pod(ctx, id)
-	if err != nil {
-		s.refuseBatch(w, err)
-		return
-	}
 	var req cp.DecisionsRequest
 	body, err := io.ReadAll(io.LimitReader(r.Body, cp.MaxDecisionsBytes+1))
 	switch {
 	case err != nil:
 		return // the guard went away; it resends
 	case len(body) > cp.MaxDecisionsBytes:
-		s.refuseBatch(w, &refusal{413, "too_large", "the batch is larger than " + fmt.Sprint(cp.MaxDecisionsBytes) + " bytes"})
+		in.refuse(w, &refusal{413, "too_large", "the batch is larger than " + fmt.Sprint(cp.MaxDecisionsBytes) + " bytes"})
 		return
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		s.refuseBatch(w, &refusal{400, "bad_request", "the body is not a decisions batch"})
+		in.refuse(w, &refusal{400, "bad_request", "the body is not a decisions batch"})
 		return
 	}
-	if err := validateBatch(&req, id.namespace); err != nil {
-		s.refuseBatch(w, err)
+	if err := validateBatch(&req, pod.Namespace); err != nil {
+		in.refuse(w, err)
 		return
 	}
-	bodyRead(w, handlerSlack)
-	lease, err := s.claimLease(ctx, pod)
+	// The body is read: the handler may take its slack to claim and answer (a deadline
+	// passing on HTTP/1.1 would cancel ctx).
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(in.opts.HandlerSlack))
+	lease, err := in.opts.Lease(ctx, pod, false)
 	if err != nil {
-		s.refuseBatch(w, fmt.Errorf("reading the guard's Lease: %w", err))
+		in.refuse(w, fmt.Errorf("reading the guard's Lease: %w", err))
 		return
 	}
 	for attempt := 1; ; attempt++ {
 		prev, perr := parseClaim(lease.Annotations[cp.AnnotationDecisions])
 		if perr != nil {
 			// Not ours (the Lease was edited by hand): counting starts again from this batch.
-			s.log.Info("Ignoring an unreadable decisions claim on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
+			in.opts.Log.Info("Ignoring an unreadable decisions claim on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
 		}
 		deltas, next, err := claim(prev, &req, time.Now())
 		if errors.Is(err, errStaleIncarnation) {
-			s.refuseBatch(w, &refusal{409, "stale_incarnation", err.Error()})
+			in.refuse(w, &refusal{409, "stale_incarnation", err.Error()})
 			return
 		}
 		if errors.Is(err, errImplausible) {
-			s.refuseBatch(w, &refusal{422, "implausible", err.Error()})
+			in.refuse(w, &refusal{422, "implausible", err.Error()})
 			return
 		}
 		if deltas.empty() {
@@ -86,41 +111,31 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		err = s.writeClaim(ctx, lease, next)
+		err = in.writeClaim(ctx, lease, next)
 		if (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxClaimAttempts {
 			// Another replica (or an ack) wrote the Lease since it was read, or the
 			// collector deleted it: read it again and claim only what is left.
 			batches.WithLabelValues("conflict").Inc()
-			if lease, err = s.freshLease(ctx, pod); err != nil {
-				s.refuseBatch(w, fmt.Errorf("reading the guard's Lease: %w", err))
+			if lease, err = in.opts.Lease(ctx, pod, true); err != nil {
+				in.refuse(w, fmt.Errorf("reading the guard's Lease: %w", err))
 				return
 			}
 			continue
 		}
 		if err != nil {
-			s.refuseBatch(w, fmt.Errorf("recording counted decisions on the guard's Lease: %w", err))
+			in.refuse(w, fmt.Errorf("recording counted decisions on the guard's Lease: %w", err))
 			return
 		}
-		s.intake.add(pod.Namespace, pod.Name, deltas, req.Samples)
+		in.add(pod.Namespace, pod.Name, deltas, req.Samples)
 		batches.WithLabelValues("counted").Inc()
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 }
 
-// freshLease reads the guard's Lease from the apiserver, creating it if it is gone.
-func (s *Server) freshLease(ctx context.Context, pod *metav1.PartialObjectMetadata) (*coordinationv1.Lease, error) {
-	lease := &coordinationv1.Lease{}
-	err := s.api.Get(ctx, types.NamespacedName{Namespace: s.opts.LeaseNamespace, Name: LeaseName(pod.UID)}, lease)
-	if apierrors.IsNotFound(err) {
-		return s.claimLease(ctx, pod)
-	}
-	return lease, err
-}
-
 // writeClaim records next on the guard's Lease, on the condition that the Lease is still
 // at the resourceVersion it was read at.
-func (s *Server) writeClaim(ctx context.Context, lease *coordinationv1.Lease, next claimed) error {
+func (in *Intake) writeClaim(ctx context.Context, lease *coordinationv1.Lease, next claimed) error {
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return err
@@ -136,18 +151,19 @@ func (s *Server) writeClaim(ctx context.Context, lease *coordinationv1.Lease, ne
 		return err
 	}
 	target := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: lease.Namespace, Name: lease.Name}}
-	return s.writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
+	return in.opts.Writer.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 }
 
-func (s *Server) refuseBatch(w http.ResponseWriter, err error) {
-	if r, ok := asRefusal(err); ok {
+func (in *Intake) refuse(w http.ResponseWriter, err error) {
+	var r Refusal
+	if errors.As(err, &r) {
 		batches.WithLabelValues("refused").Inc()
-		batchesRefused.WithLabelValues(r.reason).Inc()
-		http.Error(w, r.msg, r.status)
+		batchesRefused.WithLabelValues(r.MetricReason()).Inc()
+		http.Error(w, r.Error(), r.HTTPStatus())
 		return
 	}
 	batches.WithLabelValues("error").Inc()
-	s.log.Error(err, "Taking a decisions batch")
+	in.opts.Log.Error(err, "Taking a decisions batch")
 	http.Error(w, "the control plane cannot take decisions now; retry", http.StatusServiceUnavailable)
 }
 
@@ -177,4 +193,11 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(decisionsCounted, batches, batchesRefused, statusWrites)
+}
+
+// asRefusal unwraps a *refusal of the intake.
+func asRefusal(err error) (*refusal, bool) {
+	var r *refusal
+	ok := errors.As(err, &r)
+	return r, ok
 }

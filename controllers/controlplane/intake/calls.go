@@ -1,4 +1,4 @@
-package controlplane
+package intake
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // flushCalls writes the classifier call figures counted since the last flush into each
 // Classifier's status: cumulative calls and errors by code, and the p50 and p99 latency
 // of this window's calls. Figures that cannot be written now wait for the next interval.
-func (in *intake) flushCalls(ctx context.Context, calls map[types.NamespacedName]*callDelta) {
+func (in *Intake) flushCalls(ctx context.Context, calls map[types.NamespacedName]*callDelta) {
 	keys := make([]types.NamespacedName, 0, len(calls))
 	for k := range calls {
 		keys = append(keys, k)
@@ -44,7 +44,7 @@ func (in *intake) flushCalls(ctx context.Context, calls map[types.NamespacedName
 	}
 }
 
-func (in *intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta) error {
+func (in *Intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta) error {
 	var err error
 	for attempt := range 8 {
 		c := &v1alpha1.Classifier{}

@@ -1,4 +1,4 @@
-package controlplane
+package intake
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 // Counting decisions exactly once (DESIGN.md §6 "Decisions"): a guard sends cumulative
 // counts of its incarnation; what was already counted for (pod, incarnation) is recorded
-// on the guard's Lease in the operator's namespace (lease.go), in cp.AnnotationDecisions,
+// on the guard's Lease in the operator's namespace (package guards), in cp.AnnotationDecisions,
 // by a merge patch that carries the Lease's resourceVersion. Whoever writes the new
 // cumulative there first has claimed the difference and counts it; a replica that loses
 // the race re-reads the Lease and claims only what is left (usually nothing). The pure

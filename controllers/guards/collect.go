@@ -1,4 +1,4 @@
-package controlplane
+package guards
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,7 +110,8 @@ func (c *LeaseCollector) podGone(ctx context.Context, key types.NamespacedName, 
 	if err != nil && !apierrors.IsNotFound(err) {
 		return false, err
 	}
-	pod := podMeta()
+	pod := &metav1.PartialObjectMetadata{}
+	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	err = c.APIReader.Get(ctx, key, pod)
 	switch {
 	case apierrors.IsNotFound(err):

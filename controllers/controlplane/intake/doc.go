@@ -1,0 +1,12 @@
+// Package intake takes the guards' decisions (DESIGN.md §6 "Decisions", POST
+// /v1/decisions on the control-plane server's listener): cumulative counts per guard
+// incarnation, of which each manager replica claims the part not yet counted by recording
+// the new cumulative on the guard's Lease under a resourceVersion precondition (claim.go),
+// refusing counts for objects of another namespace and counts no guard could have made;
+// it buffers what it claimed per Guardrail and Classifier and writes status.decisions and
+// the classifier call figures at most once per object per interval, with aggregated
+// Events and metrics (intake.go, calls.go).
+//
+// The server authenticates a batch as it authenticates a subscription and hands the
+// intake the guard's pod (Authorize); the intake never reads a token.
+package intake
