@@ -254,6 +254,49 @@ func TestRestoreAnswer(t *testing.T) {
 	})
 }
 
+// TestPseudonymizeComposition: guardrails on the answer judge the provider's text
+// (placeholders) on Stream and Output — a remote judge never receives a restored value, and
+// a Redact there does not undo the masking — while ToolCalls judge the call as the tool
+// will receive it (restored). A Block on the restored call gives only its reason.
+func TestPseudonymizeComposition(t *testing.T) {
+	ctx := context.Background()
+	w := pseudoWorld()
+	judge := answering(classify.Result{Scores: []float64{0}})
+	jc := w.classifier("judge", judge, withCategories("harm"))
+	w.guardrail("judge-answers", jc, threshold(0.5, policy.ActionBlock, nil), phases(policy.PhaseStream, policy.PhaseOutput))
+	tools := words("@example.com")
+	tc := w.classifier("destinations", tools, withCategories("external"), withSpans(20))
+	w.guardrail("no-external-mail", tc, threshold(1, policy.ActionBlock, nil), phases(policy.PhaseToolCalls))
+	s, rec := w.session()
+	if _, err := s.Input(ctx, []Message{user("Write to " + jo + ".")}); err != nil {
+		t.Fatal(err)
+	}
+	got, v := stream(t, s, text0, "Writing to <EMAIL_1> now.", 4)
+	if v != nil || got != "Writing to "+jo+" now." {
+		t.Fatalf("text %q %+v", got, v)
+	}
+	sentToJudge := strings.Join(judge.texts(), "\n")
+	if strings.Contains(sentToJudge, jo) || !strings.Contains(sentToJudge, "<EMAIL_1>") {
+		t.Fatalf("the answer's judge was sent %q", sentToJudge)
+	}
+	if _, err := s.Delta(ctx, call0(0), `{"to":"<EMAIL_1>"}`); err != nil {
+		t.Fatal(err)
+	}
+	step, err := s.EndToolCall(ctx, call0(0), "send_mail")
+	if err != nil || step.Stop == nil || step.Stop.Reason != "no-external-mail says no" || len(step.Release) != 0 {
+		t.Fatalf("the restored call was not blocked: %v %+v", err, step)
+	}
+	if texts := tools.texts(); len(texts) != 1 || !strings.Contains(texts[0], jo) {
+		t.Fatalf("the ToolCalls judge was sent %q", texts)
+	}
+	for _, r := range rec.records {
+		b, _ := json.Marshal(r)
+		if strings.Contains(string(b), "example") {
+			t.Fatalf("a record carries a value: %s", b)
+		}
+	}
+}
+
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
