@@ -117,7 +117,7 @@ load: ## Run the guard's load benchmark against a plain reverse proxy, then the 
 	go run ./test/load/cmd/guardload large
 	go run ./test/load/cmd/mcpload
 
-##@ Single-node cluster (root; test/cluster)
+##@ Single-node cluster (root; internal/singlenode, suites in test/cluster and test/incluster)
 
 CLUSTER ?= $(LOCALBIN)/cluster/cluster
 

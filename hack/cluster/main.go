@@ -1,4 +1,4 @@
-// Command cluster runs the project's single-node Kubernetes cluster (test/cluster): every
+// Command cluster runs the project's single-node Kubernetes cluster (internal/singlenode): every
 // component built from the Go module proxy, in namespaces of its own, the apiserver
 // forwarded to a loopback port of the host.
 //
@@ -20,11 +20,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
 func main() {
-	cluster.RunSupervisorIfChild()
+	singlenode.RunSupervisorIfChild()
 	state := flag.String("state", "", "state directory (default bin/cluster of the repository)")
 	port := flag.Int("port", 16443, "host loopback port the apiserver is forwarded to (0: any free port)")
 	flag.Usage = func() {
@@ -36,7 +36,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	l := cluster.DefaultLayout()
+	l := singlenode.DefaultLayout()
 	if *state != "" {
 		l.State = *state
 	}
@@ -50,8 +50,8 @@ func main() {
 		if err = os.MkdirAll(l.State, 0o755); err != nil {
 			break
 		}
-		_, err = cluster.Up(ctx, l, cluster.Options{Port: *port, Log: logf})
-		if errors.Is(err, cluster.ErrAlreadyUp) {
+		_, err = singlenode.Up(ctx, l, singlenode.Options{Port: *port, Log: logf})
+		if errors.Is(err, singlenode.ErrAlreadyUp) {
 			logf("%v", err)
 			err = nil
 			break
@@ -60,30 +60,30 @@ func main() {
 			logf("\nThe cluster is up (%s). From this shell:\n  export KUBECONFIG=%s\n  kubectl get nodes\nReach a Service from the host with kubectl port-forward, e.g.\n  kubectl -n NAMESPACE port-forward svc/NAME 8080:80\nStop it with: make cluster-down", time.Since(start).Round(time.Second/10), l.Kubeconfig())
 		}
 	case "down":
-		if _, running := cluster.Running(l); !running {
+		if _, running := singlenode.Running(l); !running {
 			logf("cluster: not running; removing what a killed run may have left")
 		}
-		if err = cluster.Down(ctx, l); err == nil {
+		if err = singlenode.Down(ctx, l); err == nil {
 			logf("cluster: down in %s; no process, mount or cgroup of it is left", time.Since(start).Round(time.Second/10))
 		}
 	case "purge":
-		if err = cluster.Down(ctx, l); err == nil {
-			err = cluster.Purge(l)
+		if err = singlenode.Down(ctx, l); err == nil {
+			err = singlenode.Purge(l)
 			logf("cluster: down, data deleted (the built components in %s stay)", filepath.Dir(l.Bin("kubelet")))
 		}
 	case "status":
-		if ns, ok := cluster.Running(l); ok {
+		if ns, ok := singlenode.Running(l); ok {
 			fmt.Printf("running: supervisor pid %d, apiserver at https://127.0.0.1:%d, KUBECONFIG=%s, logs in %s\n", ns.Pid, ns.Port, l.Kubeconfig(), l.Logs())
 		} else {
 			fmt.Println("not running")
 			os.Exit(3)
 		}
 	case "images":
-		var c *cluster.Cluster
-		if c, err = cluster.Attach(l); err == nil {
-			err = c.LoadImages(ctx, cluster.OperatorImage)
+		var c *singlenode.Cluster
+		if c, err = singlenode.Attach(l); err == nil {
+			err = c.LoadImages(ctx, singlenode.OperatorImage)
 			if err == nil {
-				ref, _ := cluster.OperatorImageRef(l.Root)
+				ref, _ := singlenode.OperatorImageRef(l.Root)
 				logf("cluster: imported %s in %s", ref, time.Since(start).Round(time.Second/10))
 			}
 		}

@@ -1,5 +1,5 @@
 // Command dev is `make dev`: the whole product on the project's real single-node cluster
-// (test/cluster), the way a user runs it. It brings the cluster up (or uses the one
+// (internal/singlenode), the way a user runs it. It brings the cluster up (or uses the one
 // `make cluster-up` started), builds and imports the images from the working tree,
 // installs the chart with helm, deploys a fake model provider and a demo app in namespace
 // demo (opted in, so the webhook injects the guard and the kubelet starts it), applies
@@ -37,7 +37,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
 const (
@@ -53,8 +53,8 @@ type options struct {
 }
 
 func main() {
-	cluster.RunSupervisorIfChild() // cluster.Up re-executes this program as the cluster's supervisor
-	root := cluster.RepoRoot()
+	singlenode.RunSupervisorIfChild() // singlenode.Up re-executes this program as the cluster's supervisor
+	root := singlenode.RepoRoot()
 	var o options
 	flag.StringVar(&o.helm, "helm", envOr("HELM", "helm"), "helm binary")
 	flag.IntVar(&o.guardPort, "guard-port", 18000, "loopback port forwarded to the demo pod's guard (OPENAI_BASE_URL)")
@@ -90,8 +90,8 @@ func run(ctx context.Context, root string, o options) error {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "dev [%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
-	l := cluster.DefaultLayout()
-	if err := cluster.Preflight(l); err != nil {
+	l := singlenode.DefaultLayout()
+	if err := singlenode.Preflight(l); err != nil {
 		if os.Geteuid() != 0 {
 			return fmt.Errorf("%v.\n\nmake dev runs the product on a real single-node cluster, which needs root here.\n"+
 				"Without root, `make dev-lite` runs the operator on an embedded kube-apiserver and etcd,\n"+
@@ -115,11 +115,11 @@ func run(ctx context.Context, root string, o options) error {
 	}
 	defer func() { _ = os.Remove(pidFile(o.dir)) }()
 
-	var c *cluster.Cluster
+	var c *singlenode.Cluster
 	startedCluster := false
-	if _, up := cluster.Running(l); up {
+	if _, up := singlenode.Running(l); up {
 		var err error
-		if c, err = cluster.Attach(l); err != nil {
+		if c, err = singlenode.Attach(l); err != nil {
 			return err
 		}
 		say("using the running cluster (make cluster-up); its kubeconfig is %s", l.Kubeconfig())
@@ -129,11 +129,11 @@ func run(ctx context.Context, root string, o options) error {
 		if err = os.MkdirAll(l.State, 0o750); err != nil {
 			return err
 		}
-		if c, err = cluster.Up(ctx, l, cluster.Options{Port: 16443}); err != nil {
+		if c, err = singlenode.Up(ctx, l, singlenode.Options{Port: 16443}); err != nil {
 			return err
 		}
 		startedCluster = true
-		say("cluster up: node %s Ready", cluster.NodeName)
+		say("cluster up: node %s Ready", singlenode.NodeName)
 	}
 	k := kube{root: root, kubeconfig: l.Kubeconfig(), helm: o.helm}
 	// Whatever happens from here, stop what this run started, unless asked to keep it.
@@ -146,7 +146,7 @@ func run(ctx context.Context, root string, o options) error {
 		defer cancel()
 		if startedCluster {
 			say("stopping the cluster (its data stays in %s; make dev starts warm next time)", l.State)
-			if err := cluster.Down(stopCtx, l); err != nil {
+			if err := singlenode.Down(stopCtx, l); err != nil {
 				say("cluster down: %v", err)
 			}
 			return
@@ -335,8 +335,8 @@ const buildAnnotation = "guardrail.dev/dev-build"
 
 // loadImages builds the operator's and the fake provider's images from the working tree,
 // imports them, and returns a short id of the operator image's content.
-func loadImages(ctx context.Context, c *cluster.Cluster) (string, error) {
-	op, err := cluster.OperatorImage(ctx, c.Root)
+func loadImages(ctx context.Context, c *singlenode.Cluster) (string, error) {
+	op, err := singlenode.OperatorImage(ctx, c.Root)
 	if err != nil {
 		return "", err
 	}
@@ -347,7 +347,7 @@ func loadImages(ctx context.Context, c *cluster.Cluster) (string, error) {
 	if err := c.Import(ctx, op); err != nil {
 		return "", err
 	}
-	if err := c.LoadImages(ctx, cluster.ProviderImage); err != nil {
+	if err := c.LoadImages(ctx, singlenode.ProviderImage); err != nil {
 		return "", err
 	}
 	return strings.TrimPrefix(id, "sha256:")[:12], nil
@@ -552,7 +552,7 @@ func down(dir string) error {
 	pid, ok := devRunning(dir)
 	if !ok {
 		msg := "make dev is not running"
-		if _, up := cluster.Running(cluster.DefaultLayout()); up {
+		if _, up := singlenode.Running(singlenode.DefaultLayout()); up {
 			msg += "; the single-node cluster is (make cluster-down stops it)"
 		}
 		fmt.Fprintln(os.Stderr, msg)

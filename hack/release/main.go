@@ -11,7 +11,7 @@
 //	                                                    only with -cyclonedx)
 //	SHA256SUMS                                          the files' sums, for `sha256sum -c`
 //
-// The image is built as the cluster suite and `make dev` build it (test/cluster.OperatorImage:
+// The image is built as the cluster suite and `make dev` build it (test/singlenode.OperatorImage:
 // CGO_ENABLED=0, -trimpath, nonroot, one layer, no Docker engine); its manifest digest is
 // printed, for image.digest.
 package main
@@ -36,7 +36,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
 func main() {
@@ -47,7 +47,7 @@ func main() {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	assets, err := release(ctx, cluster.RepoRoot(), o)
+	assets, err := release(ctx, singlenode.RepoRoot(), o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err) //nolint:forbidigo // a command's error
 		os.Exit(1)
@@ -98,7 +98,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	files = append(files, chartFile)
 	lines = append(lines, "chart   "+filepath.Join(out, chartFile))
 
-	img, err := cluster.OperatorImage(ctx, root)
+	img, err := singlenode.OperatorImage(ctx, root)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	if o.cyclonedx != "" {
 		for _, bin := range []struct{ name, main string }{{"manager", "."}, {"guard", "runtime/cmd/guard"}} {
 			sbom := fmt.Sprintf("guardrail-operator-%s.%s.cdx.json", meta.AppVersion, bin.name)
-			// The build constraints of the image's binaries (test/cluster.GoImage).
+			// The build constraints of the image's binaries (test/singlenode.GoImage).
 			env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH}
 			if b, err := command(ctx, root, env, o.cyclonedx, "app", "-json", "-packages", "-std", "-licenses",
 				"-main", bin.main, "-output", filepath.Join(out, sbom), root); err != nil {
@@ -144,12 +144,12 @@ func command(ctx context.Context, dir string, env []string, name string, args ..
 	return cmd.CombinedOutput()
 }
 
-func writeImage(path string, img cluster.Image) error {
+func writeImage(path string, img singlenode.Image) error {
 	f, err := os.Create(path) //nolint:gosec // the release directory
 	if err != nil {
 		return err
 	}
-	if err := cluster.WriteOCI(f, img); err != nil {
+	if err := singlenode.WriteOCI(f, img); err != nil {
 		_ = f.Close()
 		return err
 	}

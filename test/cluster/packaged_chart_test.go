@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/test/chart"
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
 // TestPackagedChartLifecycle is a platform team's life with a release, on the real
@@ -24,17 +24,17 @@ import (
 // a chart whose CRD changed, the Guardrails surviving it; the uninstall, which leaves no
 // webhook configuration or cluster-scoped RBAC and keeps the CRDs and users' objects.
 func TestPackagedChartLifecycle(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv(cluster.RequiredEnv) == "" {
+	if os.Geteuid() != 0 && os.Getenv(singlenode.RequiredEnv) == "" {
 		t.Skip("not root: the single-node cluster creates namespaces, mounts and cgroups")
 	}
 	helmBin := os.Getenv("HELM")
 	if helmBin == "" {
-		helmBin = filepath.Join(cluster.RepoRoot(), "bin", "helm-v3.22.0")
+		helmBin = filepath.Join(singlenode.RepoRoot(), "bin", "helm-v3.22.0")
 	}
 	c := clusterForTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	root := cluster.RepoRoot()
+	root := singlenode.RepoRoot()
 	readme := filepath.Join(root, "charts", "guardrail-operator", "README.md")
 
 	// The release's assets, as make release writes them (no SBOM: that needs a tool
@@ -137,13 +137,13 @@ kubectl -n guardrail-system rollout status deployment/guardrail-operator --timeo
 }
 
 // clusterForTest is make cluster-up's cluster when it runs, else a private one for this test.
-func clusterForTest(t *testing.T) *cluster.Cluster {
+func clusterForTest(t *testing.T) *singlenode.Cluster {
 	t.Helper()
-	if c, err := cluster.Attach(cluster.DefaultLayout()); err == nil {
+	if c, err := singlenode.Attach(singlenode.DefaultLayout()); err == nil {
 		return c
 	}
 	start := time.Now()
-	c, stop, err := cluster.Private(context.Background())
+	c, stop, err := singlenode.Private(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
 func TestMain(m *testing.M) {
-	cluster.RunSupervisorIfChild()
+	singlenode.RunSupervisorIfChild()
 	os.Exit(m.Run())
 }
 
@@ -34,12 +34,12 @@ func TestMain(m *testing.M) {
 // Services by DNS name, logs, exec, port-forward from the host), then brings it down and
 // checks that nothing of it is left on the host.
 func TestSingleNodeCluster(t *testing.T) {
-	if os.Geteuid() != 0 && os.Getenv(cluster.RequiredEnv) == "" {
+	if os.Geteuid() != 0 && os.Getenv(singlenode.RequiredEnv) == "" {
 		t.Skip("not root: the single-node cluster creates namespaces, mounts and cgroups")
 	}
 	before := hostSnapshot(t)
 	start := time.Now()
-	c, stop, err := cluster.Private(context.Background())
+	c, stop, err := singlenode.Private(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestSingleNodeCluster(t *testing.T) {
 		}
 	})
 	t.Run("a Service is reached by its DNS name from another pod", func(t *testing.T) {
-		kubectl(t, "run", "client", "--image="+cluster.BusyboxImage, "--image-pull-policy=Never", "--restart=Never",
+		kubectl(t, "run", "client", "--image="+singlenode.BusyboxImage, "--image-pull-policy=Never", "--restart=Never",
 			"--command", "--", "sh", "-c", "wget -qO- http://web.smoke.svc.cluster.local/ && wget -qO- http://web/")
 		kubectl(t, "wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/client", "--timeout=60s")
 		if out := kubectl(t, "logs", "client"); strings.Count(out, "hello from web") != 2 {
@@ -148,8 +148,8 @@ func TestSingleNodeCluster(t *testing.T) {
 		}
 	})
 	t.Run("a second up says the cluster is already up and leaves it running", func(t *testing.T) {
-		_, err := cluster.Up(ctx, c.Layout, cluster.Options{})
-		if !errors.Is(err, cluster.ErrAlreadyUp) {
+		_, err := singlenode.Up(ctx, c.Layout, singlenode.Options{})
+		if !errors.Is(err, singlenode.ErrAlreadyUp) {
 			t.Fatalf("second up: %v, want ErrAlreadyUp", err)
 		}
 		if _, err := c.Client.CoreV1().Pods("smoke").Get(ctx, "web", metav1.GetOptions{}); err != nil {
@@ -244,7 +244,7 @@ spec:
   terminationGracePeriodSeconds: 1
   initContainers:
   - name: sidecar
-    image: ` + cluster.BusyboxImage + `
+    image: ` + singlenode.BusyboxImage + `
     imagePullPolicy: Never
     restartPolicy: Always
     command: ["sh", "-c", "sleep 2; touch /shared/ready; echo sidecar ready; exec sleep 100000"]
@@ -252,7 +252,7 @@ spec:
     volumeMounts: [{name: shared, mountPath: /shared}]
   containers:
   - name: app
-    image: ` + cluster.BusyboxImage + `
+    image: ` + singlenode.BusyboxImage + `
     imagePullPolicy: Never
     command: ["sh", "-c", "test -f /shared/ready || exit 1; mkdir -p /tmp/www; echo hello from web > /tmp/www/index.html; exec httpd -f -p 8080 -h /tmp/www"]
     readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}

@@ -1,5 +1,5 @@
 // Package incluster runs the product as users do, on the real single-node cluster
-// (test/cluster): the Helm chart from the working tree with the locally built image, pods
+// (internal/singlenode): the Helm chart from the working tree with the locally built image, pods
 // whose guard the webhook injects and the kubelet really starts, policies applied with
 // kubectl, traffic from inside the app's pod.
 package incluster
@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
-func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(singlenode.Main(m)) }
 
 // user runs kubectl and helm against one cluster, as a user at a shell would.
 type user struct {
 	t *testing.T
-	c *cluster.Cluster
+	c *singlenode.Cluster
 }
 
 func (u user) run(name string, args ...string) (string, error) {
@@ -95,12 +95,12 @@ func helmBinary(t *testing.T) string {
 }
 
 // loadImages imports the operator's and the fake provider's images, once per run.
-func loadImages(t *testing.T, c *cluster.Cluster) {
+func loadImages(t *testing.T, c *singlenode.Cluster) {
 	t.Helper()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := c.LoadImages(ctx, cluster.OperatorImage, cluster.ProviderImage); err != nil {
+	if err := c.LoadImages(ctx, singlenode.OperatorImage, singlenode.ProviderImage); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("images built and imported in %s", time.Since(start).Round(time.Millisecond))

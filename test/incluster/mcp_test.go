@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 	"github.com/guardrail-dev/guardrail-operator/test/fakemcp"
 )
 
@@ -15,8 +15,8 @@ import (
 // MCP client (fakemcp client).
 const fakeMCPImageRef = "localhost/guardrail/fakemcp:dev"
 
-func fakeMCPImage(ctx context.Context, root string) (cluster.Image, error) {
-	return cluster.GoImage(ctx, root, fakeMCPImageRef, map[string]string{"fakemcp": "./test/fakemcp/cmd/fakemcp"}, "fakemcp")
+func fakeMCPImage(ctx context.Context, root string) (singlenode.Image, error) {
+	return singlenode.GoImage(ctx, root, fakeMCPImageRef, map[string]string{"fakemcp": "./test/fakemcp/cmd/fakemcp"}, "fakemcp")
 }
 
 // mcpManifests are the MCP server in its own namespace, and an injected agent pod whose
@@ -112,7 +112,7 @@ spec:
 // SDK: a poisoned tool is hidden, a blocked call never reaches the server, a secret in a
 // tool result is redacted, and the decisions are counted in the Guardrails' status.
 func TestAnInjectedPodsMCPTrafficIsGuarded(t *testing.T) {
-	c := cluster.Get(t)
+	c := singlenode.Get(t)
 	u := user{t: t, c: c}
 	loadImages(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

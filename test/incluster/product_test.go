@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -30,7 +30,7 @@ const (
 // manager's pods deleted while traffic flows; an app pod deleted and replaced; helm upgrade
 // with a changed value; the manager's RBAC refusing what it must not do; helm uninstall.
 func TestHelmInstallInjectsAndEnforces(t *testing.T) {
-	c := cluster.Get(t)
+	c := singlenode.Get(t)
 	u := user{t: t, c: c}
 	loadImages(t, c)
 

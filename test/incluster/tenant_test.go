@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/cluster"
+	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
 // tenant is a user of one namespace: kubectl impersonating a ServiceAccount of that
@@ -38,7 +38,7 @@ func (tn tenant) apply(manifest string) (string, error) {
 // Guardrail's status claim enforcement or counts that are not true, or to read a Secret
 // through a Classifier. The chart is installed with its default values.
 func TestAHostileTenantCannotMakeTheStatusLie(t *testing.T) {
-	c := cluster.Get(t)
+	c := singlenode.Get(t)
 	u := user{t: t, c: c}
 	loadImages(t, c)
 	const ns = "tenant"

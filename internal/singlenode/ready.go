@@ -1,4 +1,4 @@
-package cluster
+package singlenode
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package cluster
+package singlenode
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var (
 // when it is running (left running afterwards), otherwise a private one brought up in a
 // temporary state directory for this run and brought down after it. Use it as
 //
-//	func TestMain(m *testing.M) { os.Exit(cluster.Main(m)) }
+//	func TestMain(m *testing.M) { os.Exit(singlenode.Main(m)) }
 func Main(m *testing.M) int {
 	RunSupervisorIfChild()
 	ctx := context.Background()
@@ -53,7 +53,7 @@ func Get(t testing.TB) *Cluster {
 	t.Helper()
 	if shared == nil {
 		if sharedSkip == "" {
-			t.Fatal("cluster.Get needs TestMain to call cluster.Main")
+			t.Fatal("singlenode.Get needs TestMain to call singlenode.Main")
 		}
 		t.Skipf("no single-node cluster on this machine: %s", sharedSkip)
 	}

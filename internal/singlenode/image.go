@@ -1,4 +1,4 @@
-package cluster
+package singlenode
 
 import (
 	"archive/tar"
@@ -217,9 +217,9 @@ func GoImage(ctx context.Context, root, ref string, pkgs map[string]string, firs
 }
 
 // PauseImage is the sandbox image: a static Go program that waits for a signal and reaps
-// children (test/cluster/pause), at the reference containerd is configured with.
+// children (internal/singlenode/pause), at the reference containerd is configured with.
 func pauseImage(ctx context.Context, root string) (Image, error) {
-	img, err := GoImage(ctx, root, PauseImage, map[string]string{"pause": "./test/cluster/pause"}, "pause")
+	img, err := GoImage(ctx, root, PauseImage, map[string]string{"pause": "./internal/singlenode/pause"}, "pause")
 	img.User = "65535:65535"
 	return img, err
 }

@@ -13,7 +13,7 @@
 // to reach a Service.
 //
 // See hack/cluster for the command line (make cluster-up / cluster-down) and Shared for tests.
-package cluster
+package singlenode
 
 import (
 	"os"
