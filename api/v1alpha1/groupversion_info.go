@@ -1,5 +1,6 @@
 // Package v1alpha1 contains the guardrail.dev/v1alpha1 API: Classifier (how content is
-// judged) and Guardrail (what is enforced where).
+// judged) and Guardrail (what is enforced where), and their cluster-scoped forms for
+// platform baselines, ClusterClassifier and ClusterGuardrail (cluster_types.go).
 //
 // The package imports only apimachinery and holds the Kubernetes objects: TypeMeta,
 // ObjectMeta, status and conditions. Their specs are defined in package spec
@@ -32,6 +33,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&Classifier{}, &ClassifierList{},
 		&Guardrail{}, &GuardrailList{},
+		&ClusterClassifier{}, &ClusterClassifierList{},
+		&ClusterGuardrail{}, &ClusterGuardrailList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

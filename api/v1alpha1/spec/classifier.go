@@ -47,8 +47,9 @@ type ClassifierSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	Questions []Question `json:"questions,omitempty"`
 
-	// credentialsSecretRef names a Secret in the same namespace whose key holds the bearer
-	// token sent to the backend. The value never appears in status, events, logs or metrics.
+	// credentialsSecretRef names a Secret in the same namespace (a ClusterClassifier's: in
+	// the operator's namespace) whose key holds the bearer token sent to the backend. The
+	// value never appears in status, events, logs or metrics.
 	// +optional
 	CredentialsSecretRef *SecretKeyReference `json:"credentialsSecretRef,omitempty"`
 

@@ -142,11 +142,13 @@ type GuardrailSpec struct {
 	Mode Mode `json:"mode"`
 
 	// selector selects pods in this namespace by label (matchLabels and matchExpressions,
-	// as in a Deployment). Empty or unset selects every injected pod of the namespace.
+	// as in a Deployment). Empty or unset selects every injected pod of the namespace. (A
+	// ClusterGuardrail's selects pods in the namespaces its namespaceSelector selects.)
 	// +optional
 	Selector *LabelSelector `json:"selector,omitempty"`
 
-	// classifierRef names the Classifier, in this namespace, that judges content.
+	// classifierRef names the Classifier, in this namespace, that judges content. (A
+	// ClusterGuardrail's names a ClusterClassifier.)
 	// +required
 	ClassifierRef LocalObjectReference `json:"classifierRef"`
 
