@@ -90,7 +90,7 @@ var _ = Describe("kubectl explain", func() {
 		Entry(nil, "guardrail.spec.threshold", "a number from 0 to 1"),
 		Entry(nil, "guardrail.spec.thresholds.threshold", "a number from 0 to 1"),
 		Entry(nil, "guardrail.spec.timeout", "a positive duration such as 500ms, 2s or 1m30s"),
-		Entry(nil, "guardrail.spec.action", "Redact and Pseudonymize need a classifier that returns spans (builtin)."),
+		Entry(nil, "guardrail.spec.action", "Redact and Pseudonymize need a classifier that returns spans (builtin)"),
 		Entry(nil, "classifier.spec.cache.ttl", "a positive duration such as 30s, 10m or 1h"),
 		Entry(nil, "classifier.spec.builtin.detectors", "credit-card, iban, us-ssn"),
 	)
