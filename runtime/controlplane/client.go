@@ -139,6 +139,9 @@ func (c *Client) apply(s *Snapshot, apply func(*policy.Snapshot) error) error {
 // wire version.
 func Compile(s *Snapshot) (*policy.Snapshot, error) {
 	for i := range s.Guardrails {
+		if s.Guardrails[i].Kind == policy.KindClusterGuardrail {
+			continue // no namespace: policy.Compile refuses one that has one
+		}
 		if s.Guardrails[i].Namespace != s.Namespace {
 			return nil, fmt.Errorf("guardrail %s/%s is not of namespace %s", s.Guardrails[i].Namespace, s.Guardrails[i].Name, s.Namespace)
 		}

@@ -14,7 +14,8 @@ package controlplane
 // nothing, a lost one is made good by the next, and the guard's memory is bounded by its
 // key space rather than by how long the operator is unreachable. Answers: 204 counted
 // (or nothing new), 400 malformed, 401/403 refused (403 also when a count names a
-// Guardrail of another namespace), 409 an incarnation older than the one counted, 413 too
+// Guardrail of another namespace; "/name", a ClusterGuardrail, is accepted from a guard
+// of any namespace), 409 an incarnation older than the one counted, 413 too
 // many keys, 503 retry later.
 const (
 	// DecisionsPath is the endpoint.
@@ -78,7 +79,10 @@ type ClassifierCalls struct {
 
 // GuardrailDecisions are one guardrail's cumulative counts.
 type GuardrailDecisions struct {
-	// Guardrail is namespace/name.
+	// Guardrail is namespace/name, or "/name" for a ClusterGuardrail (the guardrail's
+	// key, policy.Guardrail.Key): the operator counts a ClusterGuardrail's decisions into
+	// its status, broken down by the guard's namespace. A guard that knows no
+	// ClusterGuardrail never sends such a key, so batches of older guards read as before.
 	Guardrail string `json:"guardrail"`
 	// Last is when its latest decision was made (Unix milliseconds).
 	Last int64 `json:"last,omitempty"`

@@ -41,7 +41,11 @@ type Refusal struct {
 }
 
 // Snapshot is the policy of one pod: the Guardrails of its namespace whose selector
-// matches its labels, the Classifiers they reference and those Classifiers' credentials.
+// matches its labels, the ClusterGuardrails whose namespaceSelector matches its
+// namespace's labels and whose selector matches its labels (kind ClusterGuardrail, no
+// namespace, key "/name"; their spec is the GuardrailSpec without namespaceSelector, which
+// the operator has applied), the Classifiers and ClusterClassifiers they reference and
+// those classifiers' credentials.
 // The guard compiles it with policy.Compile, the code the operator validated it with. The
 // objects are policy.Objects: apiVersion, kind, name, namespace, uid, generation and the
 // spec (the API's own type, api/v1alpha1/spec), decoded strictly on the spec, so a guard

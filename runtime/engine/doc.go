@@ -144,6 +144,14 @@
 // built-in ones on the caller's). Records come in that order: sanitizers in run order, then
 // the others by key. A block wins over a failure; warnings add up.
 //
+// ClusterGuardrails (policy.Guardrail.Cluster) form a tier of their own that runs first
+// (policy.RunOrder, DESIGN.md §9.1): their sanitizers, then their checks, on the content as
+// it arrives; the namespace's guardrails then judge what the cluster tier left. So a
+// tenant's guardrail adds to a cluster one and never weakens it: a tenant's Report or
+// Warn leaves a cluster Block standing, and a tenant's Redact or Strip cannot hide content
+// from a cluster check. (In a stream, text a tenant's Strip dropped before a cluster
+// guardrail's next cadence evaluation is not judged by it; it never reaches the client.)
+//
 // # Failures and modes
 //
 // A classifier error, a deadline (the guardrail's timeout, or the classifier's, per

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"slices"
 	"time"
 
@@ -61,7 +60,8 @@ func (e *Engine) hasPhase(p policy.Phase) bool {
 // Engine enforces a set of guardrails. It is immutable and safe for concurrent use; each
 // request gets its own Session.
 type Engine struct {
-	// guards in run order: sanitizers by priority then name, then the others by key.
+	// guards in run order (policy.RunOrder): the cluster tier, then the namespace tier;
+	// in each, sanitizers by priority then name, then the others by key.
 	guards []*guard
 	// stream are the guards with the Stream phase, in run order.
 	stream []*guard
@@ -104,18 +104,7 @@ func New(cfg Config) *Engine {
 		}
 		e.guards = append(e.guards, gd)
 	}
-	slices.SortStableFunc(e.guards, func(a, b *guard) int {
-		switch {
-		case a.sanitizer != b.sanitizer:
-			if a.sanitizer {
-				return -1
-			}
-			return 1
-		case a.sanitizer:
-			return cmp.Or(cmp.Compare(a.g.Priority, b.g.Priority), cmp.Compare(a.g.Name, b.g.Name), cmp.Compare(a.g.Key, b.g.Key))
-		}
-		return cmp.Compare(a.g.Key, b.g.Key)
-	})
+	slices.SortStableFunc(e.guards, func(a, b *guard) int { return policy.RunOrder(a.g, b.g) })
 	for _, gd := range e.guards {
 		e.pseudonymizes = e.pseudonymizes || gd.g.Action == policy.ActionPseudonymize
 		if gd.has(policy.PhaseOutput) {

@@ -192,14 +192,34 @@ type round interface {
 }
 
 // compose runs one round of evaluations over guards, a run-ordered subset of the engine's
-// (DESIGN.md §4.8): sanitizers one after the other, each judging what the previous ones
-// left, then the others concurrently on the sanitized content. The first sanitizer verdict
+// (DESIGN.md §4.8), tier by tier (§9.1: the ClusterGuardrails, then the namespace's): in a
+// tier, sanitizers one after the other, each judging what the previous ones left, then
+// the others concurrently on the sanitized content; the next tier judges what this one
+// left, so a tenant's sanitizer never hides content from a ClusterGuardrail. The first sanitizer verdict
 // ends the round; among the others, records are applied in key order and a block wins over
 // a failure. When the caller's context ends, the round decides nothing more and returns its
 // error. A round of one guard allocates nothing here.
 func (s *Session) compose(ctx context.Context, guards []*guard, r round) (*Verdict, error) {
-	n := 0
-	for ; n < len(guards) && guards[n].sanitizer; n++ {
+	// Tiers (DESIGN.md §9.1): ClusterGuardrails first, then the namespace's, each tier
+	// judging what the one before left; guards is in run order, so a tier is a run.
+	off := 0
+	for off < len(guards) {
+		end := off + 1
+		for end < len(guards) && guards[end].g.Cluster == guards[off].g.Cluster {
+			end++
+		}
+		if v, err := s.composeTier(ctx, guards, off, end, r); v != nil || err != nil {
+			return v, err
+		}
+		off = end
+	}
+	return nil, nil
+}
+
+// composeTier is compose of one tier, guards[off:end].
+func (s *Session) composeTier(ctx context.Context, guards []*guard, off, end int, r round) (*Verdict, error) {
+	n := off
+	for ; n < end && guards[n].sanitizer; n++ {
 		judged := r.judge(ctx, n, guards[n])
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -210,12 +230,12 @@ func (s *Session) compose(ctx context.Context, guards []*guard, r round) (*Verdi
 			}
 		}
 	}
-	judged := append(s.judged[:0], make([]bool, len(guards)-n)...)
+	judged := append(s.judged[:0], make([]bool, end-n)...)
 	s.judged = judged
 	if len(judged) == 1 {
 		judged[0] = r.judge(ctx, n, guards[n])
-	} else {
-		runAll(guards[n:], func(i int) { judged[i] = r.judge(ctx, n+i, guards[n+i]) })
+	} else if len(judged) > 1 {
+		runAll(guards[n:end], func(i int) { judged[i] = r.judge(ctx, n+i, guards[n+i]) })
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

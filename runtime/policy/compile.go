@@ -61,7 +61,7 @@ func Key(namespace, name string) string { return namespace + "/" + name }
 // fails the whole compilation (the caller keeps its last good snapshot); the returned
 // error is Errors, one entry per broken object.
 func Compile(src Sources) (*Snapshot, error) {
-	var errs Errors
+	errs := scopeErrors(src)
 	snap := &Snapshot{}
 	byKey := map[string]*Classifier{}
 	for i := range src.Classifiers {

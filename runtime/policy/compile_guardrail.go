@@ -18,7 +18,7 @@ func CompileGuardrail(g *GuardrailObject, c *Classifier) (*Guardrail, error) {
 	out := &Guardrail{
 		Key: Key(g.Namespace, g.Name), Namespace: g.Namespace, Name: g.Name, Generation: g.Generation,
 		Classifier: c.Key, Selector: cloneSelector(s.Selector), Reason: s.Reason,
-		Priority: deref(s.Priority),
+		Priority: deref(s.Priority), Cluster: g.Kind == KindClusterGuardrail,
 	}
 	var invalid, mismatch field.ErrorList
 

@@ -371,6 +371,10 @@ type Guardrail struct {
 	Name       string `json:"name"`
 	Generation int64  `json:"generation"`
 
+	// Cluster is set for a ClusterGuardrail (key "/name"): it runs in the cluster tier,
+	// before the namespace's guardrails (RunOrder, DESIGN.md §9.1).
+	Cluster bool `json:"cluster,omitempty"`
+
 	// Classifier is the key of the classifier it uses.
 	Classifier string `json:"classifier"`
 	// Selector selects pods; nil selects every injected pod of the namespace.

@@ -46,3 +46,36 @@ func CompileGuardrail(g *api.Guardrail, c *policy.Classifier) (*policy.Guardrail
 	m := Guardrail(g)
 	return policy.CompileGuardrail(&m, c)
 }
+
+// ClusterClassifier returns c as the compiler reads it: kind ClusterClassifier, no
+// namespace (its key is "/name").
+func ClusterClassifier(c *api.ClusterClassifier) policy.ClassifierObject {
+	return policy.ClassifierObject{
+		APIVersion: spec.APIVersion, Kind: policy.KindClusterClassifier,
+		ObjectMeta: meta(c.Name, "", string(c.UID), c.Generation),
+		Spec:       *c.Spec.DeepCopy(),
+	}
+}
+
+// ClusterGuardrail returns g as the compiler reads it and the snapshot sends it: kind
+// ClusterGuardrail, no namespace, and its GuardrailSpec without namespaceSelector, which
+// the operator applies when it selects the guardrails of a pod.
+func ClusterGuardrail(g *api.ClusterGuardrail) policy.GuardrailObject {
+	return policy.GuardrailObject{
+		APIVersion: spec.APIVersion, Kind: policy.KindClusterGuardrail,
+		ObjectMeta: meta(g.Name, "", string(g.UID), g.Generation),
+		Spec:       *g.Spec.GuardrailSpec.DeepCopy(),
+	}
+}
+
+// CompileClusterClassifier is policy.CompileClassifier of c.
+func CompileClusterClassifier(c *api.ClusterClassifier, token string) (*policy.Classifier, error) {
+	m := ClusterClassifier(c)
+	return policy.CompileClassifier(&m, token)
+}
+
+// CompileClusterGuardrail is policy.CompileGuardrail of g.
+func CompileClusterGuardrail(g *api.ClusterGuardrail, c *policy.Classifier) (*policy.Guardrail, error) {
+	m := ClusterGuardrail(g)
+	return policy.CompileGuardrail(&m, c)
+}
