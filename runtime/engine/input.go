@@ -54,7 +54,9 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 	if v == nil && err == nil {
 		s.maskEverywhere(items)
 	}
-	return s.inputResult(msgs, items, v, err)
+	res, err := s.inputResult(msgs, items, v, err)
+	s.maskCalls(res.Messages)
+	return res, err
 }
 
 // ToolResults judges what tools returned, outside a model request (an MCP server's tool
@@ -133,7 +135,7 @@ func (s *Session) inputResult(msgs []Message, items []*item, v *Verdict, err err
 	out := make([]Message, len(msgs))
 	k := 0
 	for mi, m := range msgs {
-		out[mi] = Message{Role: m.Role, Parts: make([]Part, len(m.Parts))}
+		out[mi] = Message{Role: m.Role, Parts: make([]Part, len(m.Parts)), Calls: m.Calls}
 		dropped := len(m.Parts) > 0
 		for pi, p := range m.Parts {
 			it := items[k]

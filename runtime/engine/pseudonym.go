@@ -182,9 +182,9 @@ func (s *Session) pseudonymize(it *item, w *window, spans []classify.Span, cats 
 
 // maskEverywhere replaces every other occurrence of a pseudonymized value in the request's
 // text parts with its placeholder: a value found in one message (a secret after "token=",
-// say) may stand bare in another, where no detector sees it, and the provider must not
-// receive it there either. An occurrence inside a word (a letter or digit right before or
-// after a value that starts or ends with one) is part of another word and is left.
+// say) may stand bare in another, where no detector sees it, or inside a longer word, and
+// the provider must not receive it there either. Restoring the answer gives the word back
+// whole.
 func (s *Session) maskEverywhere(items []*item) {
 	if !s.vault.active() {
 		return
@@ -205,7 +205,7 @@ func (s *Session) maskEverywhere(items []*item) {
 				}
 				a, b := off+i, off+i+len(p.value)
 				off = b
-				if t.edited(a, b) || wordAt(text, a-1, p.value[0]) || wordAt(text, b, p.value[len(p.value)-1]) {
+				if t.edited(a, b) {
 					continue
 				}
 				t.addEdit(a, b, "", p.placeholder, false)
@@ -214,14 +214,57 @@ func (s *Session) maskEverywhere(items []*item) {
 	}
 }
 
-// wordAt reports whether text[i] continues a word that edge (a value's first or last
-// byte) is part of.
-func wordAt(text string, i int, edge byte) bool {
-	return i >= 0 && i < len(text) && isWordByte(edge) && isWordByte(text[i])
+// maskCalls masks, in the arguments of the history's tool calls (JSON text), the values
+// pseudonymized in the request, as maskEverywhere does in its text: a call the previous
+// answer made with a restored value would otherwise hand the value back to the provider
+// in the next turn. The value is looked for as a JSON string spells it.
+func (s *Session) maskCalls(msgs []Message) {
+	if !s.vault.active() {
+		return
+	}
+	entries := slices.Clone(s.vault.entries)
+	slices.SortStableFunc(entries, func(a, b *pseudonym) int { return len(b.jsonValue) - len(a.jsonValue) })
+	for mi := range msgs {
+		m := &msgs[mi]
+		cloned := false // Calls alias the caller's messages until changed
+		for ci, args := range m.Calls {
+			if masked := maskText(args, entries); masked != args {
+				if !cloned {
+					m.Calls, cloned = slices.Clone(m.Calls), true
+				}
+				m.Calls[ci] = masked
+			}
+		}
+	}
 }
 
-func isWordByte(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b >= 0x80
+// maskText replaces the JSON spellings of the entries' values in text with their
+// placeholders.
+func maskText(text string, entries []*pseudonym) string {
+	for _, p := range entries {
+		v := p.jsonValue
+		if !strings.Contains(text, v) {
+			continue
+		}
+		var b strings.Builder
+		from := 0
+		for off := 0; ; {
+			i := strings.Index(text[off:], v)
+			if i < 0 {
+				break
+			}
+			a, e := off+i, off+i+len(v)
+			off = e
+			b.WriteString(text[from:a])
+			b.WriteString(p.placeholder)
+			from = e
+		}
+		if from > 0 {
+			b.WriteString(text[from:])
+			text = b.String()
+		}
+	}
+	return text
 }
 
 // pseudonymCounts fills in, for a Pseudonymize decision, how many spans of each matched

@@ -146,7 +146,7 @@ func TestPseudonymizeInput(t *testing.T) {
 			t.Fatalf("sent %q", got)
 		}
 	})
-	t.Run("a value bare in a part no detector matched is masked too, but not inside a word", func(t *testing.T) {
+	t.Run("a value bare in a part no detector matched is masked too, inside a word as well", func(t *testing.T) {
 		w := &world{}
 		// Finds the value only after "token=", as an assignment detector does.
 		f := &fake{answer: func(_ context.Context, in classify.Input) (classify.Result, error) {
@@ -162,7 +162,7 @@ func TestPseudonymizeInput(t *testing.T) {
 		s, _ := w.session()
 		res, _ := s.Input(ctx, []Message{user("token=s3cr3tvalue"), user("it was s3cr3tvalue, not s3cr3tvaluex")})
 		got := strings.Join(sentTexts(res), " | ")
-		if got != "token=<SECRET_1> | it was <SECRET_1>, not s3cr3tvaluex" {
+		if got != "token=<SECRET_1> | it was <SECRET_1>, not <SECRET_1>x" {
 			t.Fatalf("sent %q", got)
 		}
 	})
@@ -171,6 +171,25 @@ func TestPseudonymizeInput(t *testing.T) {
 		res, err := s.ToolResults(ctx, []Message{{Role: "tool", Parts: []Part{{Modality: classify.Text, Text: "owner " + jo, ToolResult: true}}}})
 		if err != nil || res.Stop != nil || sentTexts(res)[0] != "owner "+jo || len(rec.records) != 0 {
 			t.Fatalf("%v %+v %q %+v", err, res.Stop, sentTexts(res), rec.records)
+		}
+	})
+	t.Run("the history's tool-call arguments lose the values masked elsewhere, escaped as JSON", func(t *testing.T) {
+		w := &world{}
+		f, cats := lexicon("person", `Jo "JD" Doe`, "email", jo)
+		c := w.classifier("pii", f, withCategories(cats...), withSpans(30))
+		w.guardrail("mask", c, threshold(1, policy.ActionPseudonymize, nil), phases(policy.PhaseInput), allMessages())
+		s, _ := w.session()
+		calls := []string{`{"to":"` + jo + `","name":"Jo \"JD\" Doe","cc":"x` + jo + `"}`}
+		msgs := []Message{user(`Mail Jo "JD" Doe at ` + jo), {Role: "assistant", Calls: calls}}
+		res, err := s.Input(ctx, msgs)
+		if err != nil || res.Stop != nil {
+			t.Fatal(err, res.Stop)
+		}
+		if got := res.Messages[1].Calls[0]; got != `{"to":"<EMAIL_1>","name":"<PERSON_1>","cc":"x<EMAIL_1>"}` {
+			t.Fatalf("arguments %s", got)
+		}
+		if msgs[1].Calls[0] != calls[0] {
+			t.Fatal("the caller's messages were changed")
 		}
 	})
 	t.Run("End drops the mapping", func(t *testing.T) {

@@ -96,6 +96,11 @@ const RoleUser = "user"
 type Message struct {
 	Role  string
 	Parts []Part
+	// Calls are the arguments (JSON text) of the message's tool calls: an assistant
+	// message of the conversation history. No guardrail judges them — they are the
+	// model's own earlier output — but Pseudonymize masks in them the values it masked
+	// elsewhere in the request, which the answer that made them had restored.
+	Calls []string
 	// Dropped is set when every part of the message was dropped.
 	Dropped bool
 }

@@ -22,12 +22,16 @@ func toEngineMessages(msgs []wire.Message) []engine.Message {
 			parts[j].ToolResult = p.ToolCallID != ""
 		}
 		out[i] = engine.Message{Role: m.Role, Parts: parts}
+		for _, c := range m.ToolCalls {
+			out[i].Calls = append(out[i].Calls, c.Arguments)
+		}
 	}
 	return out
 }
 
-// applyInput copies the engine's edits (redacted text, dropped parts and messages) onto
-// the request; it reports whether anything changed.
+// applyInput copies the engine's edits (redacted text, pseudonymized tool-call arguments of
+// the history, dropped parts and messages) onto the request; it reports whether anything
+// changed.
 func applyInput(req *wire.Request, msgs []engine.Message) bool {
 	changed := false
 	for i := range req.Messages {
@@ -49,6 +53,11 @@ func applyInput(req *wire.Request, msgs []engine.Message) bool {
 				p.Dropped, changed = true, true
 			case p.Modality == classify.Text && ep.Text != p.Text:
 				p.Text, changed = ep.Text, true
+			}
+		}
+		for j := range m.ToolCalls {
+			if j < len(msgs[i].Calls) && msgs[i].Calls[j] != m.ToolCalls[j].Arguments {
+				m.ToolCalls[j].Arguments, changed = msgs[i].Calls[j], true
 			}
 		}
 	}

@@ -128,15 +128,18 @@ func chatMessageOf(cm *chatMessage, at loc) (Message, error) {
 			m.Parts[i].ToolCallID = cm.ToolCallID
 		}
 	}
-	for _, tc := range cm.ToolCalls {
+	for k, tc := range cm.ToolCalls {
 		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		args := at.key(kToolCalls).idx(k).key(kFunction).key(kArguments)
 		if call.Name == "" {
 			call.Name, call.Arguments = tc.Custom.Name, tc.Custom.Input
+			args = at.key(kToolCalls).idx(k).key(kCustom).key(kInput)
 		}
-		m.ToolCalls = append(m.ToolCalls, call)
+		m.ToolCalls = append(m.ToolCalls, call.at(args, false))
 	}
 	if cm.FunctionCall != nil {
-		m.ToolCalls = append(m.ToolCalls, ToolCall{Name: cm.FunctionCall.Name, Arguments: cm.FunctionCall.Arguments})
+		call := ToolCall{Name: cm.FunctionCall.Name, Arguments: cm.FunctionCall.Arguments}
+		m.ToolCalls = append(m.ToolCalls, call.at(at.key(kFunctionCall).key(kArguments), false))
 	}
 	return m, nil
 }

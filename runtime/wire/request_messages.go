@@ -126,7 +126,8 @@ func messagesContent(raw json.RawMessage, depth int, at loc) ([]Part, []ToolCall
 			if jsonx.IsNull(b.Input) {
 				input = "{}"
 			}
-			calls = append(calls, ToolCall{ID: b.ID, Name: b.Name, Arguments: input})
+			call := ToolCall{ID: b.ID, Name: b.Name, Arguments: input}
+			calls = append(calls, call.at(el.key(kInput), true))
 		case "tool_result", "search_result":
 			ps, _, err := messagesContent(b.Content, depth+1, el.key(kContent))
 			if err != nil {

@@ -131,11 +131,12 @@ func responsesMessageOf(it *responsesItem, at loc) (Message, bool, error) {
 		parts, err := responsesContent(it.Content, at.key(kContent))
 		return Message{Role: it.Role, System: systemRole(it.Role), Parts: parts, loc: at}, true, err
 	case it.Type == "function_call" || it.Type == "custom_tool_call":
-		args := it.Arguments
+		args, key := it.Arguments, kArguments
 		if it.Type == "custom_tool_call" {
-			args = it.Input
+			args, key = it.Input, kInput
 		}
-		return Message{Role: "assistant", ToolCalls: []ToolCall{{ID: it.CallID, Name: it.Name, Arguments: args}}, loc: at}, true, nil
+		call := ToolCall{ID: it.CallID, Name: it.Name, Arguments: args}
+		return Message{Role: "assistant", ToolCalls: []ToolCall{call.at(at.key(key), false)}, loc: at}, true, nil
 	case strings.HasSuffix(it.Type, "_output"):
 		parts, err := responsesContent(it.Output, at.key(kOutput))
 		for i := range parts {

@@ -168,6 +168,9 @@ func withoutLocations(r Request) Request {
 		for j := range m.Parts {
 			m.Parts[j].loc, m.Parts[j].orig = loc{}, ""
 		}
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].loc, m.ToolCalls[j].orig, m.ToolCalls[j].raw = loc{}, "", false
+		}
 	}
 	return r
 }

@@ -22,9 +22,15 @@ const (
 	kSystem
 	kSource
 	kData
+	kToolCalls
+	kFunction
+	kArguments
+	kCustom
+	kFunctionCall
 )
 
-var keyNames = [...]string{"messages", "content", "text", "refusal", "input", "output", "instructions", "system", "source", "data"}
+var keyNames = [...]string{"messages", "content", "text", "refusal", "input", "output", "instructions", "system", "source", "data",
+	"tool_calls", "function", "arguments", "custom", "function_call"}
 
 const maxPath = 12
 
@@ -69,11 +75,15 @@ type step struct {
 	path  []int32
 	value string
 	drop  bool
+	// raw: value is JSON written as it is (an Anthropic tool_use input object), not a
+	// string.
+	raw bool
 }
 
 // RewriteRequest returns body with the edits made to req, which ParseRequest returned for
-// it: the Text of parts that changed (redactions), and parts and messages marked
-// Dropped removed. A dropped part whose message content is a plain string removes the
+// it: the Text of parts that changed (redactions), the Arguments of tool calls of the
+// history that changed (pseudonymized values), and parts and messages marked Dropped
+// removed. A dropped part whose message content is a plain string removes the
 // message. Without edits it returns body itself; otherwise only the objects and arrays
 // on the way to an edit are re-encoded (members in their order), and every other value
 // keeps its bytes.
@@ -101,6 +111,16 @@ func RewriteRequest(body []byte, req *Request) ([]byte, error) {
 			} else {
 				steps = append(steps, step{path: p.loc.path[:p.loc.n], value: p.Text})
 			}
+		}
+		for j := range m.ToolCalls {
+			c := &m.ToolCalls[j]
+			if c.Arguments == c.orig {
+				continue
+			}
+			if !c.loc.valid() || c.raw && !json.Valid([]byte(c.Arguments)) {
+				return nil, fmt.Errorf("%w: message %d tool call %d", ErrNotRewritable, i, j)
+			}
+			steps = append(steps, step{path: c.loc.path[:c.loc.n], value: c.Arguments, raw: c.raw})
 		}
 	}
 	if len(steps) == 0 {
@@ -145,6 +165,9 @@ func comparePaths(a, b []int32) int {
 // every other value keeps its bytes.
 func apply(v json.RawMessage, path []int32, s *step) (json.RawMessage, error) {
 	if len(path) == 0 {
+		if s.raw {
+			return json.RawMessage(s.value), nil
+		}
 		if _, ok := jsonx.RawString(v); !ok {
 			return nil, errors.New("edited content is not a string")
 		}

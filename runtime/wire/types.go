@@ -109,11 +109,24 @@ type Message struct {
 	loc loc
 }
 
-// ToolCall is a tool call: a function name and its arguments (JSON text).
+// ToolCall is a tool call: a function name and its arguments (JSON text). A changed
+// Arguments of a request's tool call replaces them when RewriteRequest rewrites the body.
 type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string
+
+	loc  loc
+	orig string
+	// raw: the arguments are a JSON value in the body (Anthropic tool_use input), not a
+	// string holding JSON.
+	raw bool
+}
+
+// at returns c with the location of its arguments, remembering them to tell edits apart.
+func (c ToolCall) at(l loc, raw bool) ToolCall {
+	c.loc, c.orig, c.raw = l, c.Arguments, raw
+	return c
 }
 
 // Tool is a tool the request declares.

@@ -242,3 +242,70 @@ func TestPseudonymizationIsNotFooledByPlaceholdersItDidNotGive(t *testing.T) {
 		t.Fatalf("the provider received %q", sent)
 	}
 }
+
+// The sample as users apply it: the guard of a mail assistant's pod masks the address and
+// gives it back; the guard of another pod does not select it.
+func TestPseudonymizeSample(t *testing.T) {
+	p := fakeprovider.New(fakeprovider.WithHandler(fakeprovider.EchoLast(4)))
+	t.Cleanup(p.Close)
+	sample := samplePolicy(t, "pseudonymize-pii.yaml")
+	ctx := context.Background()
+	const prompt = "Write to jo.doe@example.com about the invoice."
+	for _, tc := range []struct {
+		labels, sent string
+	}{
+		{"app.kubernetes.io/part-of=mail-assistant", "Write to <EMAIL_1> about the invoice."},
+		{"app=chat", prompt},
+	} {
+		g := startGuard(t, sample, upstream(p.URL), flags("--pod-labels", tc.labels))
+		m, _, err := messageStream(ctx, anthropicClient(g), messageParams(prompt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := messageText(&m); got != "You said: "+prompt {
+			t.Fatalf("%s: the app got %q", tc.labels, got)
+		}
+		reqs := p.Requests()
+		if sent := bodyStrings(reqs[len(reqs)-1].Body); !strings.Contains(sent, tc.sent) {
+			t.Fatalf("%s: the provider received %q, want %q", tc.labels, sent, tc.sent)
+		}
+		g.stop()
+	}
+}
+
+// The next turn of an agent loop: the history holds the tool call the model made with a
+// placeholder, which the app received with the real address and executed, and the tool's
+// result. The provider receives the address nowhere — not in the user's message, not in
+// the tool result, not in the history's tool-call arguments — in every family.
+func TestPseudonymizedAgentLoopKeepsTheHistoryMasked(t *testing.T) {
+	p := fakeprovider.New(fakeprovider.WithHandler(fakeprovider.EchoLast(5)))
+	t.Cleanup(p.Close)
+	g := startGuard(t, pseudonymizePolicy(t), upstream(p.URL))
+	const addr = "jo.doe@example.com"
+	for _, tc := range []struct {
+		name, path, body string
+	}{
+		{"chat", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"Mail ` + addr + ` the invoice."},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"send_mail","arguments":"{\"to\":\"` + addr + `\"}"}}]},` +
+			`{"role":"tool","tool_call_id":"c1","content":"Sent to ` + addr + `."}]}`},
+		{"responses", "/v1/responses", `{"model":"m","input":[{"role":"user","content":"Mail ` + addr + ` the invoice."},` +
+			`{"type":"function_call","call_id":"c1","name":"send_mail","arguments":"{\"to\":\"` + addr + `\"}"},` +
+			`{"type":"function_call_output","call_id":"c1","output":"Sent to ` + addr + `."}]}`},
+		{"messages", "/v1/messages", `{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"Mail ` + addr + ` the invoice."},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"send_mail","input":{"to":"` + addr + `"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"Sent to ` + addr + `."}]}]}`},
+	} {
+		resp, body := rawPost(t, g.URL+tc.path, tc.body, "anthropic-version", "2023-06-01")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.name, resp.StatusCode, body)
+		}
+		if !strings.Contains(string(body), "Sent to "+addr) {
+			t.Fatalf("%s: the app got %s", tc.name, body)
+		}
+		reqs := p.Requests()
+		sent := string(reqs[len(reqs)-1].Body)
+		if strings.Contains(sent, "jo.doe") || strings.Count(sent, "<EMAIL_1>") != 3 {
+			t.Fatalf("%s: the provider received %s", tc.name, sent)
+		}
+	}
+}

@@ -32,8 +32,8 @@ func EchoLast(size int) func(*Request) Script {
 }
 
 // lastText returns the text of the request's last message (chat messages, Responses
-// input, Anthropic messages; a string or the text parts joined) and whether it declares
-// tools.
+// input — a message's content or a tool output —, Anthropic messages; a string or the
+// text parts joined, tool results included) and whether it declares tools.
 func lastText(r *Request) (string, bool) {
 	var body struct {
 		Messages []struct {
@@ -51,9 +51,13 @@ func lastText(r *Request) (string, bool) {
 		}
 		var items []struct {
 			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"` // a function_call_output item
 		}
 		_ = json.Unmarshal(body.Input, &items)
 		if n := len(items); n > 0 {
+			if len(items[n-1].Content) == 0 {
+				return contentText(items[n-1].Output), tools
+			}
 			return contentText(items[n-1].Content), tools
 		}
 		return "", tools
@@ -71,12 +75,16 @@ func contentText(raw json.RawMessage) string {
 		return s
 	}
 	var parts []struct {
-		Text string `json:"text"`
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"` // an Anthropic tool_result block
 	}
 	_ = json.Unmarshal(raw, &parts)
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(p.Text)
+		if len(p.Content) > 0 {
+			b.WriteString(contentText(p.Content))
+		}
 	}
 	return b.String()
 }
