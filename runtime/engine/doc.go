@@ -128,20 +128,21 @@
 //
 // Category rules (score ≥ threshold, per-category overrides, refusals matching unless
 // refusal: Ignore) and CEL rules give findings in the classifier's authored category order,
-// then rules in authored order; the strongest action wins (Block > Strip > Redact > Warn),
-// with the reason of its first finding. Block stops the content. Strip drops an input part,
+// then rules in authored order; the strongest action wins (Block > Strip > Redact >
+// Pseudonymize > Warn), with the reason of its first finding. Block stops the content. Strip drops an input part,
 // reasoning, or a stream's held text; it escalates to Block on the last user part of a
 // request and on an answer text or object at the Output phase (the whole final output).
 // Redact replaces matched spans with [REDACTED:<category>]; overlapping spans, from one
 // answer or from two guardrails, merge into one marker labelled with the category of the
 // span that starts first, then of the longer one, then of the earlier one; a redaction
-// touching stripped text is dropped with it. Redact without a span for a matched category,
-// and Strip and Redact on tool calls, act as Block. Escalations are recorded.
+// touching stripped text is dropped with it. Redact or Pseudonymize without a span for a
+// matched category, and Strip and Redact on tool calls, act as Block. Escalations are
+// recorded.
 //
-// Sanitizers (guardrails with a Strip or Redact action) run first, one after the other by
-// priority then name, each judging what the previous ones left; the other guardrails then
-// judge the sanitized content concurrently (remote backends on their own goroutines,
-// built-in ones on the caller's). Records come in that order: sanitizers in run order, then
+// Sanitizers (guardrails with a Strip, Redact or Pseudonymize action) run first, one after
+// the other by priority then name, each judging what the previous ones left; the other
+// guardrails then judge the sanitized content concurrently (remote backends on their own
+// goroutines, built-in ones on the caller's). Records come in that order: sanitizers in run order, then
 // the others by key. A block wins over a failure; warnings add up.
 //
 // ClusterGuardrails (policy.Guardrail.Cluster) form a tier of their own that runs first
@@ -151,6 +152,22 @@
 // Warn leaves a cluster Block standing, and a tenant's Redact or Strip cannot hide content
 // from a cluster check. (In a stream, text a tenant's Strip dropped before a cluster
 // guardrail's next cadence evaluation is not judged by it; it never reaches the client.)
+//
+// # Pseudonymization
+//
+// Pseudonymize (Input and ToolResults) is a sanitizer: it replaces each span of a matched
+// category with a placeholder <TAG_N> (the category upper-cased, '-' as '_') from the
+// session's mapping (pseudonym.go) — one per distinct value, numbers skipping the
+// placeholders the request already spells, at most 512 values, then redaction — and,
+// once the phases have run, masks every other occurrence of the values in the request's
+// text and in the history's tool-call arguments (Message.Calls). Answers are restored on
+// release (restore.go): releaseTo withholds, on top of the hold-back, text from a '<'
+// that may still become one of the request's placeholders, and renders the whole ones
+// with their values (escaped for JSON in tool-call arguments and the object channel,
+// where \u003c and \u003e spell the brackets too); a placeholder the request never gave
+// out is left as it is. Stream and Output guardrails judge the upstream text
+// (placeholders); ToolCalls judge the call restored; records count values per category
+// (Finding.Count), never the values. Session.End drops the mapping.
 //
 // # Failures and modes
 //
