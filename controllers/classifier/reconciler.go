@@ -9,7 +9,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -26,15 +24,10 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
-
-// waitInterval is how often a Classifier waiting for its Secret is looked at again, on
-// top of the Secret watch.
-const waitInterval = time.Minute
 
 // AllowLocalURLs is the manager's --classifier-allow-local-urls: backend URLs may name
 // loopback, link-local and unspecified addresses (policy.LocalBackendURLs), for
@@ -145,93 +138,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (released bo
 	return true, nil
 }
 
-// reconcileSpec compiles the spec; what the schema cannot check (regular expressions,
-// category map targets, ...) stalls the Classifier with the offending field named. So
-// does a backend URL on the guard's own host or link (policy.LocalBackendURLs) unless
-// AllowLocalURLs. The backend is reported before compiling, so that a Stalled Classifier
-// still shows it.
+// reconcileSpec compiles the spec (policystatus.CheckSpec): what the schema cannot check
+// stalls the Classifier with the offending field named, and so does a local backend URL
+// unless AllowLocalURLs.
 func (r *Reconciler) reconcileSpec(_ context.Context, s *scope) (ctrl.Result, error) {
-	st := &s.obj.Status
-	st.Backend = backendOf(&s.obj.Spec)
-	compiled, err := kube.CompileClassifier(s.obj, "")
-	if !AllowLocalURLs {
-		spec := kube.Classifier(s.obj).Spec
-		if errs := policy.LocalBackendURLs(&spec); len(errs) > 0 {
-			perr, _ := err.(*policy.Error)
-			if perr == nil {
-				perr = &policy.Error{Kind: "Classifier", Key: policy.Key(s.obj.Namespace, s.obj.Name), Reason: v1alpha1.ReasonInvalidSpec}
-			}
-			perr.Errs = append(perr.Errs, errs...)
-			err = perr
-		}
-	}
-	if err != nil {
-		perr := err.(*policy.Error)
-		status.MarkStalled(s.obj, perr.Reason, perr.Message())
-		return ctrl.Result{}, reconcile.TerminalError(err)
-	}
-	st.Backend = string(compiled.Backend)
-	st.Categories = st.Categories[:0]
-	for _, c := range compiled.Categories {
-		st.Categories = append(st.Categories, c.ID)
-	}
-	if len(st.Categories) == 0 {
-		st.Categories = nil
-	}
-	st.HoldBackHint = int32(compiled.HoldBackHint) //nolint:gosec // bounded by the detectors' longest match
-	return ctrl.Result{}, nil
+	m := kube.Classifier(s.obj)
+	return policystatus.CheckSpec(s.obj, &s.obj.Status, &m, AllowLocalURLs)
 }
 
-// backendOf names the backend the spec sets (the schema allows exactly one).
-func backendOf(s *v1alpha1.ClassifierSpec) string {
-	switch {
-	case s.Builtin != nil:
-		return string(policy.BackendBuiltin)
-	case s.Moderation != nil:
-		return string(policy.BackendModeration)
-	case s.LLM != nil:
-		return string(policy.BackendLLM)
-	case s.Webhook != nil:
-		return string(policy.BackendWebhook)
-	}
-	return ""
-}
-
-// reconcileCredentials checks that the Secret named by credentialsSecretRef holds a
-// non-empty value under its key. The value itself is not kept.
+// reconcileCredentials checks that the Secret named by credentialsSecretRef, in the
+// Classifier's namespace, holds a non-empty value under its key. The value is not kept.
 func (r *Reconciler) reconcileCredentials(ctx context.Context, s *scope) (ctrl.Result, error) {
-	ref := s.obj.Spec.CredentialsSecretRef
-	if ref == nil {
-		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue,
-			v1alpha1.ReasonNoCredentialsRequired, "The backend needs no credentials")
-		return ctrl.Result{}, nil
-	}
-	key := ref.Key
-	if key == "" {
-		key = "apiKey"
-	}
-	secret := &corev1.Secret{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.obj.Namespace, Name: ref.Name}, secret)
-	switch {
-	case apierrors.IsNotFound(err):
-		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound,
-			fmt.Sprintf("Secret %s does not exist in namespace %s", ref.Name, s.obj.Namespace))
-		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretNotFound,
-			fmt.Sprintf("Waiting for Secret %s to be created in namespace %s", ref.Name, s.obj.Namespace))
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", ref.Name, err)
-	}
-	if len(secret.Data[key]) == 0 {
-		status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionFalse, v1alpha1.ReasonSecretKeyNotFound,
-			fmt.Sprintf("Secret %s has no value under key %s", ref.Name, key))
-		status.MarkReconciling(s.obj, v1alpha1.ReasonSecretKeyNotFound,
-			fmt.Sprintf("Waiting for a value under key %s of Secret %s", key, ref.Name))
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
-	}
-	status.Set(s.obj, v1alpha1.ConditionCredentialsResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
-		fmt.Sprintf("Credentials read from Secret %s, key %s", ref.Name, key))
-	return ctrl.Result{}, nil
+	return policystatus.Credentials(ctx, r.APIReader, s.obj, s.obj.Spec.CredentialsSecretRef, s.obj.Namespace)
 }
 
 // reconcileUsage counts the Guardrails that reference this Classifier. It runs first, so
@@ -322,11 +240,7 @@ func (r *Reconciler) classifiersForSecret(ctx context.Context, o client.Object) 
 }
 
 // enforcedChanged passes Lease events that change which Guardrails a guard enforces.
-var enforcedChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[cp.AnnotationEnforced] != e.ObjectNew.GetAnnotations()[cp.AnnotationEnforced]
-	},
-}
+var enforcedChanged = policystatus.EnforcedChanged
 
 // classifiersForLease enqueues every Classifier of the namespace of a guard's pod: there
 // are few, and a guard that stopped enforcing a Guardrail no longer names it.

@@ -3,13 +3,11 @@ package guardrail
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -19,21 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // waitInterval is how often a Guardrail waiting for its Classifier is looked at again, on
 // top of the Classifier watch.
-const waitInterval = time.Minute
+const waitInterval = policystatus.WaitInterval
 
 // Reconciler reconciles Guardrails.
 type Reconciler struct {
@@ -123,68 +120,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 }
 
 // reconcileClassifier fetches the referenced Classifier and waits until it is Ready for
-// its latest generation. A Stalled Classifier stalls the Guardrail: waiting would leave it
-// in progress forever, and GitOps tools would wait for it until their timeout.
+// its latest generation (policystatus.ClassifierReady); a Stalled Classifier stalls the
+// Guardrail.
 func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Result, error) {
 	name, ns := s.obj.Spec.ClassifierRef.Name, s.obj.Namespace
 	c := &v1alpha1.Classifier{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
 	switch {
 	case apierrors.IsNotFound(err):
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotFound,
-			fmt.Sprintf("Classifier %s does not exist in namespace %s", name, ns))
-		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotFound,
-			fmt.Sprintf("Waiting for Classifier %s to be created in namespace %s", name, ns))
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
+		return policystatus.ClassifierMissing(s.obj, "Classifier "+name, " in namespace "+ns)
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("reading Classifier %s: %w", name, err)
 	}
-	// Conditions are stamped with the generation they describe: one of an older generation
-	// says nothing about the current spec.
-	gen := c.Generation
-	if !c.DeletionTimestamp.IsZero() && c.Status.ObservedGeneration == gen-1 {
-		// Deleting a custom resource bumps its generation without changing its spec: while
-		// deletion waits for the Classifier's users, its last judgement of the spec stands.
-		gen = c.Status.ObservedGeneration
-	}
-	current := func(cond *metav1.Condition) bool { return cond != nil && cond.ObservedGeneration == gen }
-	if stalled := status.Get(c, v1alpha1.ConditionStalled); current(stalled) && stalled.Status == metav1.ConditionTrue {
-		msg := fmt.Sprintf("Classifier %s is Stalled (%s): %s", name, stalled.Reason, stalled.Message)
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierStalled, msg)
-		status.MarkStalled(s.obj, v1alpha1.ReasonClassifierStalled, msg)
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg))
-	}
-	ready := status.Get(c, v1alpha1.ConditionReady)
-	if !current(ready) || ready.Status != metav1.ConditionTrue || c.Status.ObservedGeneration != gen {
-		why := "it is reconciling"
-		if current(ready) && ready.Status != metav1.ConditionTrue && ready.Message != "" {
-			why = ready.Message
-		}
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, v1alpha1.ReasonClassifierNotReady,
-			fmt.Sprintf("Classifier %s is not Ready: %s", name, why))
-		status.MarkReconciling(s.obj, v1alpha1.ReasonClassifierNotReady,
-			fmt.Sprintf("Waiting for Classifier %s to become Ready: %s", name, why))
-		return ctrl.Result{RequeueAfter: waitInterval}, nil
+	if res, err := policystatus.ClassifierReady(s.obj, c, "Classifier "+name); err != nil || !res.IsZero() {
+		return res, err
 	}
 	s.classifier = c
 	return ctrl.Result{}, nil
 }
 
-// inEffect is the Ready message of a Guardrail whose generation is in effect: it says the
-// mode, so that a switch between Report and Enforce shows in status and in the Event, and,
-// in Enforce mode, what of a stream may reach clients before it is judged (the cadence and
-// hold-back trade-off of remote classifiers, DESIGN.md §4.4), where the user decides it.
+// inEffect is the Ready message of a Guardrail whose generation is in effect
+// (policystatus.InEffect).
 func inEffect(g *v1alpha1.Guardrail, compiled *policy.Guardrail) string {
-	if g.Spec.Mode == v1alpha1.ModeReport {
-		return fmt.Sprintf("Generation %d is in effect in Report mode: decisions are recorded, content is left untouched", g.Generation)
-	}
-	msg := fmt.Sprintf("Generation %d is in effect in %s mode", g.Generation, g.Spec.Mode)
-	if compiled != nil {
-		if u := compiled.Unjudged(); u != "" {
-			msg += "; " + u
-		}
-	}
-	return msg
+	return policystatus.InEffect(g.Spec.Mode, g.Generation, compiled)
 }
 
 // reconcileCompile compiles the Guardrail against its Classifier with policy.Compile's
@@ -196,18 +154,7 @@ func (r *Reconciler) reconcileCompile(_ context.Context, s *scope) (ctrl.Result,
 		return ctrl.Result{}, fmt.Errorf("compiling Classifier %s: %w", s.classifier.Name, err)
 	}
 	s.compiled, err = kube.CompileGuardrail(s.obj, cc)
-	if perr, ok := err.(*policy.Error); ok && perr.Reason == v1alpha1.ReasonClassifierMismatch {
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionFalse, perr.Reason, perr.Message())
-	} else {
-		status.Set(s.obj, v1alpha1.ConditionClassifierResolved, metav1.ConditionTrue, v1alpha1.ReasonSucceeded,
-			fmt.Sprintf("Classifier %s (generation %d) is Ready", s.classifier.Name, s.classifier.Generation))
-	}
-	if err != nil {
-		perr := err.(*policy.Error)
-		status.MarkStalled(s.obj, perr.Reason, perr.Message())
-		return ctrl.Result{}, reconcile.TerminalError(err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, policystatus.Compiled(s.obj, "Classifier "+s.classifier.Name, s.classifier.Generation, err)
 }
 
 // SetupWithManager registers the reconciler. A Classifier change re-reconciles every
@@ -229,47 +176,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// podChanged passes the pod events that can change a Guardrail's enforcement: a pod
-// appears or goes, or its labels, phase or guard verification change.
-var podChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld, e.ObjectNew
-		if !maps.Equal(o.GetLabels(), n.GetLabels()) {
-			return true
-		}
-		if op, ok := o.(*corev1.Pod); ok {
-			if np, ok := n.(*corev1.Pod); ok && op.Status.Phase != np.Status.Phase {
-				return true
-			}
-		}
-		k := guards.AnnotationGuardVerification
-		return o.GetAnnotations()[k] != n.GetAnnotations()[k]
-	},
-}
-
-// leaseChanged passes the guard Lease events that can change a Guardrail's enforcement:
-// a Lease appears or goes, its acknowledgement changes, or its guard answers again after
-// its Lease expired. A heartbeat alone passes nothing: a thousand guards renew every few
-// seconds between them, and expiry is found by the recount at the first expiry.
-var leaseChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*coordinationv1.Lease)
-		n, ok2 := e.ObjectNew.(*coordinationv1.Lease)
-		if !ok1 || !ok2 {
-			return true
-		}
-		for _, k := range []string{cp.AnnotationEnforced, cp.AnnotationRefused} {
-			if o.Annotations[k] != n.Annotations[k] {
-				return true
-			}
-		}
-		if n.Spec.RenewTime == nil {
-			return false
-		}
-		// Expired before this renewal: the guard was counted as not answering.
-		return !guards.ReadAck(o, n.Spec.RenewTime.Time).Live
-	},
-}
+// podChanged and leaseChanged pass the pod and Lease events that can change a
+// Guardrail's enforcement (policystatus).
+var (
+	podChanged   = policystatus.PodChanged
+	leaseChanged = policystatus.LeaseChanged
+)
 
 // podCoalesce is how long pod events wait before the Guardrails of their namespace are
 // recounted: a thousand guards acknowledging one apply is one status write per
