@@ -151,6 +151,10 @@ build: ## Build the manager and the guard into bin/.
 	go build -o $(LOCALBIN)/manager .
 	go build -o $(LOCALBIN)/guard ./runtime/cmd/guard
 
+.PHONY: kubectl-guardrail
+kubectl-guardrail: ## Build the kubectl plugin into bin/kubectl-guardrail (put bin/ on PATH for `kubectl guardrail`).
+	go build -o $(LOCALBIN)/kubectl-guardrail ./runtime/cmd/kubectl-guardrail
+
 ##@ Tools
 
 .PHONY: controlplane

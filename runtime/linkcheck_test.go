@@ -23,6 +23,8 @@ var forbidden = []string{
 	module + "api/v1alpha1", // the Kubernetes objects; api/v1alpha1/spec is checked below
 	module + "controllers/",
 	module + "runtime/policy/kube",
+	module + "runtime/cmd/kubectl-guardrail", // the kubectl plugin links client-go and cobra
+	"github.com/spf13/cobra",
 }
 
 // allowed are exceptions to forbidden: the API's specs, which import nothing from
