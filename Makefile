@@ -86,15 +86,22 @@ verify: manifests generate chart-docs ## Fail when generated files or go.mod are
 		git status --porcelain -- api config charts go.mod go.sum; git diff --stat -- api config charts go.mod go.sum; exit 1; fi
 
 .PHONY: test
-test: test-unit test-e2e cluster-build ## Run every test: make test-unit, make test-e2e, then the single-node cluster suites.
+test: test-unit test-chart test-e2e cluster-build ## Run every test: make test-unit, make test-chart, make test-e2e, then the single-node cluster suites.
 	@# The single-node cluster suites (root): they build images from the working tree, which
 	@# go test's cache cannot see either; one at a time, each with its own private cluster
 	@# unless make cluster-up's is running. Never skipped here.
 	GUARDRAIL_CLUSTER_REQUIRED=1 HELM=$(HELM) go test -count=1 -p 1 -timeout 20m $(GO_TEST_FLAGS) ./test/cluster/... ./test/incluster/...
 
+# Suites that make test-unit leaves to their own targets.
+SLOW_SUITES := -e /test/e2e -e /test/cluster -e /test/incluster -e /test/chart -e /test/gitops
+
 .PHONY: test-unit
-test-unit: controlplane $(HELM) lua vet ## The inner loop, without root or a cluster (~3 min on 2 cores, test cache cold): unit, table and fuzz-seed tests, envtest suites against a real kube-apiserver and etcd, the chart and GitOps checks.
-	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) HELM=$(HELM) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -e /test/e2e -e /test/cluster -e /test/incluster)
+test-unit: controlplane vet ## The inner loop, without root, helm or a cluster: unit, table and fuzz-seed tests, and the envtest suites against a real kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v $(SLOW_SUITES))
+
+.PHONY: test-chart
+test-chart: controlplane $(HELM) lua ## The chart and GitOps checks: helm template, lint, install and upgrade against a real kube-apiserver, Argo CD and Flux health checks.
+	KUBEBUILDER_ASSETS=$(CONTROLPLANE_DIR) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./test/chart/... ./test/gitops/...
 
 .PHONY: test-e2e
 test-e2e: ## End to end without root: the real manager and guard binaries, the fake provider and classifiers, the official SDKs (Go, and the TypeScript MCP SDK through npm).
