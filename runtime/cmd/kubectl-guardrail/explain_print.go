@@ -11,22 +11,22 @@ import (
 
 // writeExplanation writes `explain pod` for a person, in the manner of kubectl describe.
 func writeExplanation(w io.Writer, ex *explanation) {
-	fmt.Fprintf(w, "Pod:        %s/%s (%s)\n", ex.Pod.Namespace, ex.Pod.Name, ex.Pod.Phase)
-	fmt.Fprintf(w, "Labels:     %s\n", labelList(ex.Pod.Labels))
-	fmt.Fprintf(w, "Namespace:  %s (labels: %s)\n", ex.Pod.Namespace, labelList(ex.NamespaceLabels))
-	fmt.Fprintf(w, "Guard:      %s\n", guardLine(&ex.Guard))
+	_, _ = fmt.Fprintf(w, "Pod:        %s/%s (%s)\n", ex.Pod.Namespace, ex.Pod.Name, ex.Pod.Phase)
+	_, _ = fmt.Fprintf(w, "Labels:     %s\n", labelList(ex.Pod.Labels))
+	_, _ = fmt.Fprintf(w, "Namespace:  %s (labels: %s)\n", ex.Pod.Namespace, labelList(ex.NamespaceLabels))
+	_, _ = fmt.Fprintf(w, "Guard:      %s\n", guardLine(&ex.Guard))
 	if ex.Enforcing {
-		fmt.Fprintln(w, "Enforcing:  yes, the latest generation of every policy that selects the pod")
+		_, _ = fmt.Fprintln(w, "Enforcing:  yes, the latest generation of every policy that selects the pod")
 	} else {
-		fmt.Fprintf(w, "Enforcing:  no: %s\n", ex.EnforcingWhy)
+		_, _ = fmt.Fprintf(w, "Enforcing:  no: %s\n", ex.EnforcingWhy)
 	}
 
-	fmt.Fprintln(w, "\nSelected by:")
+	_, _ = fmt.Fprintln(w, "\nSelected by:")
 	if len(ex.Selecting) == 0 {
-		fmt.Fprintln(w, "  no Guardrail or ClusterGuardrail: nothing is enforced on this pod's model traffic")
+		_, _ = fmt.Fprintln(w, "  no Guardrail or ClusterGuardrail: nothing is enforced on this pod's model traffic")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KIND\tNAME\tMODE\tREADY\tGENERATION\tACKNOWLEDGED\tWHY")
+		_, _ = fmt.Fprintln(tw, "  KIND\tNAME\tMODE\tREADY\tGENERATION\tACKNOWLEDGED\tWHY")
 		for _, m := range ex.Selecting {
 			ack := "none"
 			if m.Acknowledged != nil {
@@ -36,36 +36,36 @@ func writeExplanation(w io.Writer, ex *explanation) {
 			if m.CompileError != "" {
 				why += " (not compiled: " + m.CompileError + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Kind, m.Name, m.Mode, m.Ready, m.Generation, ack, why)
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Kind, m.Name, m.Mode, m.Ready, m.Generation, ack, why)
 		}
 		_ = tw.Flush()
 	}
 	if len(ex.NotSelecting) > 0 {
-		fmt.Fprintln(w, "\nNot selecting:")
+		_, _ = fmt.Fprintln(w, "\nNot selecting:")
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  KIND\tNAME\tWHY NOT")
+		_, _ = fmt.Fprintln(tw, "  KIND\tNAME\tWHY NOT")
 		for _, m := range ex.NotSelecting {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Kind, m.Name, m.Why)
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Kind, m.Name, m.Why)
 		}
 		_ = tw.Flush()
 	}
 
-	fmt.Fprintln(w, "\nEffective rule per boundary (every selecting policy applies; Report never weakens Enforce):")
+	_, _ = fmt.Fprintln(w, "\nEffective rule per boundary (every selecting policy applies; Report never weakens Enforce):")
 	if len(ex.Boundaries) == 0 {
-		fmt.Fprintln(w, "  none")
+		_, _ = fmt.Fprintln(w, "  none")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  BOUNDARY\tACTION\tON FAILURE\tENFORCED BY\tREPORTED BY")
+	_, _ = fmt.Fprintln(tw, "  BOUNDARY\tACTION\tON FAILURE\tENFORCED BY\tREPORTED BY")
 	for _, b := range ex.Boundaries {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", b.Phase, b.Action, b.OnFailure, keyList(b.Enforcing), keyList(b.Reporting))
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", b.Phase, b.Action, b.OnFailure, keyList(b.Enforcing), keyList(b.Reporting))
 	}
 	_ = tw.Flush()
 	for _, b := range ex.Boundaries {
 		if len(b.Categories) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %s categories: %s\n", b.Phase, categoryLine(b.Categories))
+		_, _ = fmt.Fprintf(w, "  %s categories: %s\n", b.Phase, categoryLine(b.Categories))
 	}
 }
 

@@ -21,7 +21,7 @@ func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if err := newRootCommand(streams).Execute(); err != nil {
 		if !errors.Is(err, errSilent) {
-			fmt.Fprintln(os.Stderr, "error:", err)
+			_, _ = fmt.Fprintln(os.Stderr, "error:", err)
 		}
 		os.Exit(1)
 	}

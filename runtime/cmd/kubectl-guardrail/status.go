@@ -197,14 +197,14 @@ func problems(r *statusRow) []string {
 
 func writeStatusTable(w io.Writer, rows []statusRow) {
 	if len(rows) == 0 {
-		fmt.Fprintln(w, "No Guardrails or ClusterGuardrails found.")
+		_, _ = fmt.Fprintln(w, "No Guardrails or ClusterGuardrails found.")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tMODE\tREADY\tENFORCED\tBLOCKED\tREDACTED\tWOULD-BLOCK\tFAILED\tPROBLEMS")
+	_, _ = fmt.Fprintln(tw, "NAMESPACE\tKIND\tNAME\tMODE\tREADY\tENFORCED\tBLOCKED\tREDACTED\tWOULD-BLOCK\tFAILED\tPROBLEMS")
 	enforce, report, attention := 0, 0, 0
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Kind, r.Name, r.Mode, r.Ready,
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Kind, r.Name, r.Mode, r.Ready,
 			r.AcknowledgedPods, r.SelectedPods, count(r.Blocked), count(r.Redacted), count(r.WouldBlock), count(r.Failed),
 			strings.Join(r.Problems, "; "))
 		if r.Mode == "Report" {
@@ -217,7 +217,7 @@ func writeStatusTable(w io.Writer, rows []statusRow) {
 		}
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "\n%d enforcing, %d reporting, %d need attention\n", enforce, report, attention)
+	_, _ = fmt.Fprintf(w, "\n%d enforcing, %d reporting, %d need attention\n", enforce, report, attention)
 }
 
 // count prints a counter, 0 as "0" (a table of numbers reads better without blanks).

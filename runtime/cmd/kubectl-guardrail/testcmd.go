@@ -90,13 +90,13 @@ func (o *testOptions) run(cmd *cobra.Command, streams genericiooptions.IOStreams
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(streams.Out, string(b))
+		_, _ = fmt.Fprintln(streams.Out, string(b))
 	case "yaml":
 		b, err := yaml.Marshal(report)
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(streams.Out, string(b))
+		_, _ = fmt.Fprint(streams.Out, string(b))
 	default:
 		report.WriteText(streams.Out, o.verbose)
 	}

@@ -158,7 +158,7 @@ cases:
 		t.Fatalf("want 4 errors, got:\n%s", text(r, true))
 	}
 	for i, want := range []string{
-		"Guardrail warn-toxic uses the remote classifier default/judge: give its verdict under classifiers.judge",
+		"the Guardrail warn-toxic uses the remote classifier default/judge: give its verdict under classifiers.judge",
 		`case unknown category: classifiers.judge.scores.rude: classifier default/judge has no category "rude" (it has: toxic)`,
 		"guardrails[0]: Guardrail warn-toxic does not select the pod (namespace default, labels {app=other})",
 		"no verdict of classifier default/judge applies to a text it judged: add one without whenContains",

@@ -73,14 +73,14 @@ func (r *Report) WriteText(w io.Writer, verbose bool) {
 			allPassed = allPassed && res.Status == StatusPassed
 		}
 		if allPassed && !verbose {
-			fmt.Fprintf(w, "PASS   %s (%s)\n", g.name, runList(g.results))
+			_, _ = fmt.Fprintf(w, "PASS   %s (%s)\n", g.name, runList(g.results))
 			continue
 		}
 		for _, res := range g.results {
 			writeResult(w, &res)
 		}
 	}
-	fmt.Fprintln(w, r.SummaryLine())
+	_, _ = fmt.Fprintln(w, r.SummaryLine())
 }
 
 func runList(rs []Result) string {
@@ -94,13 +94,13 @@ func runList(rs []Result) string {
 func writeResult(w io.Writer, res *Result) {
 	switch res.Status {
 	case StatusPassed:
-		fmt.Fprintf(w, "PASS   %s [%s]\n", res.Case, res.Run)
+		_, _ = fmt.Fprintf(w, "PASS   %s [%s]\n", res.Case, res.Run)
 		return
 	case StatusError:
-		fmt.Fprintf(w, "ERROR  %s [%s]\n       %s\n", res.Case, res.Run, res.Error)
+		_, _ = fmt.Fprintf(w, "ERROR  %s [%s]\n       %s\n", res.Case, res.Run, res.Error)
 		return
 	}
-	fmt.Fprintf(w, "FAIL   %s [%s]\n", res.Case, res.Run)
+	_, _ = fmt.Fprintf(w, "FAIL   %s [%s]\n", res.Case, res.Run)
 	guardrails := "none"
 	if len(res.Guardrails) > 0 {
 		guardrails = strings.Join(res.Guardrails, ", ")
@@ -109,12 +109,12 @@ func writeResult(w io.Writer, res *Result) {
 	for _, m := range res.Mismatches {
 		width = max(width, len(m.Field))
 	}
-	fmt.Fprintf(w, "       %-*s  %s\n", width, "guardrails", guardrails)
+	_, _ = fmt.Fprintf(w, "       %-*s  %s\n", width, "guardrails", guardrails)
 	for _, m := range res.Mismatches {
-		fmt.Fprintf(w, "       %-*s  want  %s\n", width, m.Field, m.Want)
-		fmt.Fprintf(w, "       %-*s  got   %s\n", width, "", m.Got)
+		_, _ = fmt.Fprintf(w, "       %-*s  want  %s\n", width, m.Field, m.Want)
+		_, _ = fmt.Fprintf(w, "       %-*s  got   %s\n", width, "", m.Got)
 		if at, ok := firstDifference(m.Want, m.Got); ok {
-			fmt.Fprintf(w, "       %-*s        %s^ differs from here\n", width, "", strings.Repeat(" ", at))
+			_, _ = fmt.Fprintf(w, "       %-*s        %s^ differs from here\n", width, "", strings.Repeat(" ", at))
 		}
 	}
 }

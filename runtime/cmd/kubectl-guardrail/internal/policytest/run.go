@@ -198,7 +198,7 @@ func (r *Runner) prepare(f *File, c *Case) (*prepared, error) {
 		}
 		s, where := stubFor(f, c, cl)
 		if s == nil {
-			return nil, fmt.Errorf("Guardrail %s uses the remote classifier %s: give its verdict under classifiers.%s (of the case or of the file); kubectl guardrail test calls no network", g.Name, cl.Key, cl.Name)
+			return nil, fmt.Errorf("the Guardrail %s uses the remote classifier %s: give its verdict under classifiers.%s (of the case or of the file); kubectl guardrail test calls no network", g.Name, cl.Key, cl.Name)
 		}
 		st, err := newStub(cl, s, where)
 		if err != nil {
@@ -427,7 +427,7 @@ func answerStreamed(ctx context.Context, s *engine.Session, a *Answer, deltas in
 				if calls[ch.Channel.Index] == nil {
 					calls[ch.Channel.Index] = &strings.Builder{}
 				}
-				calls[ch.Channel.Index].Write(ch.Text)
+				_, _ = calls[ch.Channel.Index].Write(ch.Text)
 			case content.Text:
 				obs.answer += string(ch.Text)
 			}
