@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,7 +27,10 @@ import (
 // one that withholds only what is pending delivers the first text one event late.
 //
 // A second workload plants an email address in the middle of the answer and times the
-// text before it: the guard withholds the entity, never the text that precedes it.
+// text before it: the guard withholds the entity, never the text that precedes it. A third
+// sends the address in the prompt, which the guard pseudonymizes, and answers with its
+// placeholder in the middle: the guard restores it, and withholds only the placeholder
+// while it arrives, never the text before it.
 
 // ttfcConfig is the command line of the ttfc role.
 type ttfcConfig struct {
@@ -70,9 +74,15 @@ func runTTFC(ctx context.Context, args []string, out io.Writer) error {
 
 	workloads := []struct {
 		name, text, before string
+		// prompt is the user message (empty: chatRequest's prose); restored is the text
+		// the guard's client must receive when it differs from text.
+		prompt, restored string
 	}{
-		{"prose, no entity", ttfcProse, ""},
-		{"an email in the middle", ttfcProse[:60] + "write to " + ttfcEntity + " and " + ttfcProse[60:], ttfcProse[:60] + "write to "},
+		{name: "prose, no entity", text: ttfcProse},
+		{name: "an email in the middle", text: ttfcProse[:60] + "write to " + ttfcEntity + " and " + ttfcProse[60:], before: ttfcProse[:60] + "write to ",
+			restored: ttfcProse[:60] + "write to [REDACTED:email] and " + ttfcProse[60:]},
+		{name: "placeholder restored", text: ttfcProse[:60] + "write to <EMAIL_1> and " + ttfcProse[60:], before: ttfcProse[:60] + "write to ",
+			prompt: "Plan the garden and write to " + ttfcEntity + " about it.", restored: ttfcProse[:60] + "write to " + ttfcEntity + " and " + ttfcProse[60:]},
 	}
 	var script atomic.Pointer[fakeprovider.Script]
 	fp := fakeprovider.New(fakeprovider.WithHandler(func(*fakeprovider.Request) fakeprovider.Script { return *script.Load() }))
@@ -102,7 +112,7 @@ func runTTFC(ctx context.Context, args []string, out io.Writer) error {
 
 	client := &http.Client{Transport: newTransport(), Timeout: time.Minute}
 	defer client.CloseIdleConnections()
-	_, _ = fmt.Fprintf(out, "Time to first content: %d streams per workload and target, %d-character events every %s, built-in pii+secrets Redact on Stream and Output (hold-back unset: follows pending matches).\n\n",
+	_, _ = fmt.Fprintf(out, "Time to first content: %d streams per workload and target, %d-character events every %s, built-in pii+secrets Redact on Stream and Output (hold-back unset: follows pending matches) and Pseudonymize on Input.\n\n",
 		c.streams, c.size, c.gap)
 	_, _ = fmt.Fprintf(out, "%-24s %-26s %10s %10s %10s %10s  %s\n", "workload", "measure", "direct p50", "guard p50", "direct p99", "guard p99", "target")
 	pass := true
@@ -111,13 +121,13 @@ func runTTFC(ctx context.Context, args []string, out io.Writer) error {
 		var direct, guarded [2][]time.Duration // first content; the text before the entity
 		for i := 0; i < c.streams; i++ {
 			for _, via := range []string{fp.URL, "http://" + guardAddr} {
-				first, before, got, err := ttfcStream(ctx, client, via, w.before)
+				first, before, got, err := ttfcStream(ctx, client, via, w.before, w.prompt)
 				if err != nil {
 					return fmt.Errorf("%s via %s: %w", w.name, via, err)
 				}
 				want := w.text
-				if via != fp.URL && w.before != "" {
-					want = strings.Replace(w.text, ttfcEntity, "[REDACTED:email]", 1)
+				if via != fp.URL && w.restored != "" {
+					want = w.restored
 				}
 				if got != want {
 					return fmt.Errorf("%s via %s: the client received %q, want %q", w.name, via, got, want)
@@ -155,7 +165,9 @@ func runTTFC(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// ttfcPolicy is the guard's policy: the shape of config/samples/pii-secrets-redaction.yaml.
+// ttfcPolicy is the guard's policy: the shape of config/samples/pii-secrets-redaction.yaml,
+// and of config/samples/pseudonymize-pii.yaml on Input (it changes nothing of a prompt
+// without an entity).
 const ttfcPolicy = `apiVersion: guardrail.dev/v1alpha1
 kind: Classifier
 metadata:
@@ -176,6 +188,19 @@ spec:
   threshold: 1
   action: Redact
   reason: Personal data and credentials are redacted.
+---
+apiVersion: guardrail.dev/v1alpha1
+kind: Guardrail
+metadata:
+  name: mask
+spec:
+  mode: Enforce
+  classifierRef:
+    name: detectors
+  phases: [Input]
+  threshold: 1
+  action: Pseudonymize
+  reason: Personal data and credentials are pseudonymized.
 `
 
 // ttfcDeltas cuts text into events of size characters, each sent after gap.
@@ -192,8 +217,14 @@ func ttfcDeltas(text string, size int, gap time.Duration) []fakeprovider.Delta {
 
 // ttfcStream streams one chat completion from base and returns the time to the first text,
 // the time by which the client held all of before (0 when before is empty), and the text.
-func ttfcStream(ctx context.Context, client *http.Client, base, before string) (first, prefix time.Duration, text string, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(chatRequest(256, true)))
+// prompt, when set, is the user message.
+func ttfcStream(ctx context.Context, client *http.Client, base, before, prompt string) (first, prefix time.Duration, text string, err error) {
+	body := chatRequest(256, true)
+	if prompt != "" {
+		body, _ = json.Marshal(map[string]any{"model": "gpt-4o-mini", "stream": true,
+			"messages": []map[string]string{{"role": "user", "content": prompt}}})
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, "", err
 	}
