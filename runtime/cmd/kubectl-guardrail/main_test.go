@@ -61,12 +61,12 @@ func runPlugin(t *testing.T, args ...string) (string, string, int) {
 
 // The shipped samples pass their shipped cases: what `make test` checks of them.
 func TestTheSamplesPassTheirCases(t *testing.T) {
-	out, stderr, code := runPlugin(t, "test", "-f", "config/samples", "-f", "config/samples/remote", "--cases", "config/samples/cases.yaml")
+	out, stderr, code := runPlugin(t, "test", "-f", "config/samples", "-f", "config/samples/remote", "--cases", "config/samples/tests/cases.yaml")
 	if code != 0 || !strings.Contains(out, " passed, 0 failed, 0 errors") {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
 	// The cases file names the same policies: without -f it reads them itself.
-	out2, _, code := runPlugin(t, "test", "--cases", "config/samples/cases.yaml")
+	out2, _, code := runPlugin(t, "test", "--cases", "config/samples/tests/cases.yaml")
 	if code != 0 || lastLine(out2) != lastLine(out) {
 		t.Errorf("without -f: exit %d, %q; with: %q", code, lastLine(out2), lastLine(out))
 	}
@@ -116,7 +116,7 @@ func TestBadInputSaysWhatToDo(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, `required flag(s) "cases" not set`) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
-	_, stderr, code = runPlugin(t, "test", "--cases", "config/samples/cases.yaml", "-o", "xml")
+	_, stderr, code = runPlugin(t, "test", "--cases", "config/samples/tests/cases.yaml", "-o", "xml")
 	if code != 1 || !strings.Contains(stderr, `--output "xml" is not supported: use one of [text json yaml]`) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}

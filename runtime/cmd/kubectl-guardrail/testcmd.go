@@ -34,7 +34,7 @@ Each case runs not streamed and, for each delta size it lists, streamed. The com
 with status 1 when a run fails or cannot run. The format of the cases file is in the
 plugin's README (runtime/cmd/kubectl-guardrail/README.md).`,
 		Example: `  # the samples and their cases
-  kubectl guardrail test -f config/samples --cases config/samples/cases.yaml
+  kubectl guardrail test -f config/samples --cases config/samples/tests/cases.yaml
 
   # the policies the cases file names (its "policies" field), as JSON for CI
   kubectl guardrail test --cases policy-tests.yaml -o json`,
