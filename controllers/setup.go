@@ -1,5 +1,12 @@
 // Package controllers wires the reconcilers of guardrail-operator into a manager; each
 // concern lives in its own sub-package (classifier, guardrail, policyreport).
+//
+// Tests: each sub-package tests its own steps without an apiserver (a fake client, or
+// none: guardrail's steps_test.go, classifier's reconciler_test.go, the enforcement count).
+// The envtest specs of this package run the manager as SetupWith assembles it — both
+// reconcilers, the pod cache's transform, the CRDs' validation, RBAC — against a real
+// kube-apiserver: a Guardrail's behaviour there depends on its Classifier's reconciler and
+// on the cache this package configures, so they stay beside the wiring they exercise.
 package controllers
 
 import (
@@ -17,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
+	"github.com/guardrail-dev/guardrail-operator/controllers/clusterclassifier"
+	"github.com/guardrail-dev/guardrail-operator/controllers/clusterguardrail"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guardrail"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
@@ -161,6 +170,22 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Client:         mgr.GetClient(),
 		APIReader:      mgr.GetAPIReader(),
 		Recorder:       mgr.GetEventRecorder("guardrail-controller"),
+		LeaseNamespace: o.operatorNamespace(),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&clusterclassifier.Reconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("clusterclassifier-controller"),
+		OperatorNamespace: o.operatorNamespace(),
+	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&clusterguardrail.Reconciler{
+		Client:         mgr.GetClient(),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorder("clusterguardrail-controller"),
 		LeaseNamespace: o.operatorNamespace(),
 	}).SetupWithManager(mgr); err != nil {
 		return err
