@@ -143,6 +143,19 @@ func (h *hub) touch(ns string) {
 	h.touchLocked(ns)
 }
 
+// touchAll marks the snapshots of every namespace with subscribers stale: a cluster
+// baseline changed.
+func (h *hub) touchAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ns := range h.entries {
+		h.touchLocked(ns)
+	}
+	for ns := range h.changed {
+		h.touchLocked(ns)
+	}
+}
+
 func (h *hub) touchLocked(ns string) {
 	h.dirty[ns] = true
 	now := time.Now()

@@ -97,6 +97,9 @@ type Server struct {
 // The server reads pods and never writes them: a guard's state is its Lease (lease.go).
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails/status,verbs=get;patch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails;clusterclassifiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails/status;clusterclassifiers/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup adds the server to the manager, with the informer hooks that trigger pushes.
@@ -143,7 +146,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	log := mgr.GetLogger().WithName("controlplane")
 	s := &Server{
 		opts: opts, log: log,
-		hub:  newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs}).build, opts.Debounce, log, serverMetrics),
+		hub: newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs,
+			operatorNamespace: opts.LeaseNamespace}).build, opts.Debounce, log, serverMetrics),
 		auth: newAuthenticator(reviewer, serverMetrics),
 		pods: mgr.GetClient(), leases: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
@@ -175,7 +179,8 @@ func (s *Server) readyCheck(*http.Request) error {
 }
 
 // watch touches a namespace's snapshots on every change to what they are made of:
-// Guardrails, Classifiers, Secrets (metadata) and the labels of injected pods.
+// Guardrails, Classifiers, Secrets (metadata) and the labels of injected pods; and every
+// namespace's on a change to the cluster baselines (watchCluster).
 func (s *Server) watch(ctx context.Context, mgr ctrl.Manager) error {
 	touch := func(obj any) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
@@ -202,6 +207,9 @@ func (s *Server) watch(ctx context.Context, mgr ctrl.Manager) error {
 			c, ok2 := cur.(client.Object)
 			return !ok1 || !ok2 || o.GetResourceVersion() != c.GetResourceVersion()
 		},
+	}
+	if err := s.watchCluster(ctx, mgr, specChanged); err != nil {
+		return err
 	}
 	for obj, changed := range handlers {
 		inf, err := mgr.GetCache().GetInformer(ctx, obj)

@@ -11,8 +11,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +31,8 @@ type built struct {
 	raw []byte
 	// enforced is the pod annotation naming the Guardrails it holds (name=generation,…).
 	enforced string
-	// excluded names the selected Guardrails left out because they do not compile (their
-	// own status says why).
+	// excluded holds the keys of the selected Guardrails left out because they do not
+	// compile (their own status says why).
 	excluded []string
 	// src is what was compiled: the next build of the same (namespace, label set) keeps
 	// the last good form of a Guardrail that stops compiling.
@@ -43,19 +41,23 @@ type built struct {
 
 // builder compiles the snapshot of a (namespace, label set).
 type builder struct {
-	// cache reads Guardrails and Classifiers.
+	// cache reads Guardrails, Classifiers, their cluster forms and Namespaces (metadata).
 	cache client.Reader
 	// secrets reads Secrets from the apiserver: the manager caches only their metadata,
 	// so that credentials are not held in its memory beyond a snapshot.
 	secrets client.Reader
 	// allowLocal distributes Classifiers whose backend URL is local (Options).
 	allowLocal bool
+	// operatorNamespace holds the Secrets of ClusterClassifiers.
+	operatorNamespace string
 }
 
-// build selects the Guardrails of ns matching podLabels, resolves their Classifiers and
-// credentials, and compiles them with policy.Compile, the code the guard runs. An object
-// that does not compile is left out (its status already says Stalled or waiting), so one
-// broken Guardrail never withholds the others from the guards.
+// build selects the Guardrails of ns matching podLabels and the ClusterGuardrails whose
+// namespaceSelector matches ns's labels and whose selector matches podLabels (cluster.go),
+// resolves their Classifiers and ClusterClassifiers and credentials, and compiles them
+// with policy.Compile, the code the guard runs. An object that does not compile is left
+// out (its status already says Stalled or waiting), so one broken Guardrail never
+// withholds the others from the guards.
 //
 // A Guardrail that compiled in prev (the last snapshot of this label set) and no longer
 // does — an edit that does not fit its Classifier, a Classifier whose Secret went away —
@@ -69,35 +71,37 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 	var guardrails []policy.GuardrailObject
 	for i := range list.Items {
 		g := &list.Items[i]
-		if !g.DeletionTimestamp.IsZero() || !selects(g, podLabels) {
+		if !g.DeletionTimestamp.IsZero() || !selects(g.Spec.Selector, podLabels) {
 			continue
 		}
 		guardrails = append(guardrails, kube.Guardrail(g))
 	}
-	sort.Slice(guardrails, func(i, j int) bool { return guardrails[i].Name < guardrails[j].Name })
+	cluster, err := b.clusterGuardrails(ctx, ns, podLabels)
+	if err != nil {
+		return nil, err
+	}
+	guardrails = append(guardrails, cluster...)
+	sortGuardrails(guardrails)
 	classifiers := map[string]policy.ClassifierObject{}
 	tokens := map[string]string{}
 	secretVersions := map[string]string{}
 	for _, g := range guardrails {
-		name := g.Spec.ClassifierRef.Name
-		if _, done := classifiers[name]; done {
+		key := policy.Key(g.Namespace, g.Spec.ClassifierRef.Name)
+		if _, done := classifiers[key]; done {
 			continue
 		}
-		c := &v1alpha1.Classifier{}
-		err := b.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
+		c, ref, secretNS, err := b.classifier(ctx, ns, &g)
 		if err != nil {
-			return nil, fmt.Errorf("reading Classifier %s: %w", name, err)
+			return nil, err
 		}
-		stripped := kube.Classifier(c)
-		if !b.allowLocal && len(policy.LocalBackendURLs(&stripped.Spec)) > 0 {
+		if c == nil {
+			continue
+		}
+		if !b.allowLocal && len(policy.LocalBackendURLs(&c.Spec)) > 0 {
 			continue // Stalled: its status names the URL
 		}
-		key := policy.Key(ns, name)
-		if ref := c.Spec.CredentialsSecretRef; ref != nil {
-			token, rv, err := b.credential(ctx, ns, ref)
+		if ref != nil {
+			token, rv, err := b.credential(ctx, secretNS, ref)
 			if err != nil {
 				return nil, err
 			}
@@ -106,14 +110,14 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 			}
 			tokens[key], secretVersions[key] = token, rv
 		}
-		classifiers[name] = stripped
+		classifiers[key] = *c
 	}
 
 	src := policy.Sources{Guardrails: guardrails, Tokens: tokens}
 	for _, c := range classifiers {
 		src.Classifiers = append(src.Classifiers, c)
 	}
-	sort.Slice(src.Classifiers, func(i, j int) bool { return src.Classifiers[i].Name < src.Classifiers[j].Name })
+	sortClassifiers(src.Classifiers)
 	src, excluded, err := compilable(src)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the snapshot of namespace %s: %w", ns, err)
@@ -148,7 +152,45 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 	if err != nil {
 		return nil, err
 	}
-	return &built{version: snap.Version, raw: raw, enforced: guards.FormatEnforced(snap.Guardrails), excluded: excluded, src: src}, nil
+	return &built{version: snap.Version, raw: raw, enforced: formatEnforced(snap.Guardrails), excluded: excluded, src: src}, nil
+}
+
+// classifier reads the Classifier a Guardrail references (the ClusterClassifier of a
+// ClusterGuardrail), with the reference of its credential and the namespace of that
+// Secret: the Guardrail's, or the operator's for a ClusterClassifier. A classifier that
+// does not exist is nil.
+func (b *builder) classifier(ctx context.Context, ns string, g *policy.GuardrailObject) (*policy.ClassifierObject, *v1alpha1.SecretKeyReference, string, error) {
+	name := g.Spec.ClassifierRef.Name
+	if g.Kind == policy.KindClusterGuardrail {
+		c := &v1alpha1.ClusterClassifier{}
+		err := b.cache.Get(ctx, types.NamespacedName{Name: name}, c)
+		if apierrors.IsNotFound(err) {
+			return nil, nil, "", nil
+		}
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("reading ClusterClassifier %s: %w", name, err)
+		}
+		obj := kube.ClusterClassifier(c)
+		return &obj, c.Spec.CredentialsSecretRef, b.operatorNamespace, nil
+	}
+	c := &v1alpha1.Classifier{}
+	err := b.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, c)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, "", nil
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("reading Classifier %s: %w", name, err)
+	}
+	obj := kube.Classifier(c)
+	return &obj, c.Spec.CredentialsSecretRef, ns, nil
+}
+
+func sortGuardrails(gs []policy.GuardrailObject) {
+	sort.Slice(gs, func(i, j int) bool { return gs[i].Key() < gs[j].Key() })
+}
+
+func sortClassifiers(cs []policy.ClassifierObject) {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Key() < cs[j].Key() })
 }
 
 // compilable drops the objects that do not compile until the rest does.
@@ -178,16 +220,16 @@ func keepLastGood(src policy.Sources, excluded []string, prev *built, selected [
 	}
 	stillSelected := map[string]bool{}
 	for i := range selected {
-		stillSelected[selected[i].Name] = true
+		stillSelected[selected[i].Key()] = true
 	}
 	out := policy.Sources{Classifiers: slices.Clone(src.Classifiers), Guardrails: slices.Clone(src.Guardrails), Tokens: maps.Clone(src.Tokens)}
 	if out.Tokens == nil {
 		out.Tokens = map[string]string{}
 	}
 	added := false
-	for _, name := range excluded {
-		i := slices.IndexFunc(prev.src.Guardrails, func(g policy.GuardrailObject) bool { return g.Name == name })
-		if i < 0 || !stillSelected[name] {
+	for _, key := range excluded {
+		i := slices.IndexFunc(prev.src.Guardrails, func(g policy.GuardrailObject) bool { return g.Key() == key })
+		if i < 0 || !stillSelected[key] {
 			continue
 		}
 		g := prev.src.Guardrails[i]
@@ -205,8 +247,8 @@ func keepLastGood(src policy.Sources, excluded []string, prev *built, selected [
 		out.Guardrails = append(out.Guardrails, g)
 		added = true
 	}
-	sort.Slice(out.Classifiers, func(i, j int) bool { return out.Classifiers[i].Name < out.Classifiers[j].Name })
-	sort.Slice(out.Guardrails, func(i, j int) bool { return out.Guardrails[i].Name < out.Guardrails[j].Name })
+	sortClassifiers(out.Classifiers)
+	sortGuardrails(out.Guardrails)
 	return out, added
 }
 
@@ -236,14 +278,14 @@ func without(src policy.Sources, errs policy.Errors, excluded []string) (policy.
 	var out policy.Sources
 	out.Tokens = src.Tokens
 	for _, c := range src.Classifiers {
-		if !bad["Classifier "+policy.Key(c.Namespace, c.Name)] {
+		if key := policy.Key(c.Namespace, c.Name); !bad["Classifier "+key] && !bad[policy.KindClusterClassifier+" "+key] {
 			out.Classifiers = append(out.Classifiers, c)
 		}
 	}
 	for _, g := range src.Guardrails {
 		key := policy.Key(g.Namespace, g.Name)
-		if bad["Guardrail "+key] || !hasClassifier(out.Classifiers, policy.Key(g.Namespace, g.Spec.ClassifierRef.Name)) {
-			excluded = append(excluded, g.Name)
+		if bad[g.Kind+" "+key] || bad["Guardrail "+key] || !hasClassifier(out.Classifiers, policy.Key(g.Namespace, g.Spec.ClassifierRef.Name)) {
+			excluded = append(excluded, key)
 			continue
 		}
 		out.Guardrails = append(out.Guardrails, g)
@@ -260,17 +302,18 @@ func hasClassifier(cs []policy.ClassifierObject, key string) bool {
 	return false
 }
 
-// selects reports whether g's selector matches the pod's labels; an empty selector
-// selects every pod of the namespace.
-func selects(g *v1alpha1.Guardrail, podLabels labels.Set) bool {
-	if g.Spec.Selector == nil {
+// selects reports whether a Guardrail's selector (or a ClusterGuardrail's
+// namespaceSelector) matches the labels of a pod (or a namespace); an empty selector
+// selects everything.
+func selects(selector *v1alpha1.LabelSelector, set labels.Set) bool {
+	if selector == nil {
 		return true
 	}
-	sel, err := metav1.LabelSelectorAsSelector(v1alpha1.LabelSelectorToMetaV1(g.Spec.Selector))
+	sel, err := metav1.LabelSelectorAsSelector(v1alpha1.LabelSelectorToMetaV1(selector))
 	if err != nil {
 		return false // the schema and the reconciler refuse it; it compiles nowhere
 	}
-	return sel.Matches(podLabels)
+	return sel.Matches(set)
 }
 
 // versionOf hashes the snapshot without its credentials, and the identity and resource

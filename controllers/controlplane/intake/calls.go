@@ -47,7 +47,16 @@ func (in *Intake) flushCalls(ctx context.Context, calls map[types.NamespacedName
 func (in *Intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta) error {
 	var err error
 	for attempt := range 8 {
-		c := &v1alpha1.Classifier{}
+		// A ClusterClassifier's key has no namespace; its status is a Classifier's.
+		var c client.Object
+		var st *v1alpha1.ClassifierStatus
+		if key.Namespace == "" {
+			cc := &v1alpha1.ClusterClassifier{}
+			c, st = cc, &cc.Status
+		} else {
+			nc := &v1alpha1.Classifier{}
+			c, st = nc, &nc.Status
+		}
 		reader := in.cache
 		if attempt > 0 {
 			reader = in.api
@@ -55,8 +64,8 @@ func (in *Intake) writeCalls(ctx context.Context, key types.NamespacedName, d *c
 		if err = reader.Get(ctx, key, c); err != nil {
 			return err
 		}
-		before := c.DeepCopy()
-		addCalls(&c.Status, d)
+		before := c.DeepCopyObject().(client.Object)
+		addCalls(st, d)
 		err = in.writer.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		if !apierrors.IsConflict(err) {
 			return err

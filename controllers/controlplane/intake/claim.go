@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -36,7 +38,7 @@ type claimed struct {
 }
 
 // batchDelta is what one batch adds, per Guardrail and per Classifier name (the namespace
-// is the pod's).
+// is the pod's), or "/name" for a ClusterGuardrail or a ClusterClassifier (localName).
 type batchDelta struct {
 	guardrails  map[string]*delta
 	classifiers map[string]*callDelta
@@ -178,8 +180,7 @@ func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, c
 		merged, d := claimOne(old[cur.Guardrail], cur)
 		next.Guardrails = append(next.Guardrails, merged)
 		if !d.empty() {
-			_, name, _ := strings.Cut(cur.Guardrail, "/")
-			deltas[name] = d
+			deltas[localName(cur.Guardrail)] = d
 		}
 	}
 	for i := range prev.Guardrails {
@@ -200,8 +201,7 @@ func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, c
 		merged, d := claimCalls(oldCalls[cur.Classifier], cur)
 		next.Classifiers = append(next.Classifiers, merged)
 		if d.calls > 0 {
-			_, name, _ := strings.Cut(cur.Classifier, "/")
-			calls[name] = d
+			calls[localName(cur.Classifier)] = d
 		}
 	}
 	for i := range prev.Classifiers {
@@ -366,8 +366,8 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 		if !ok || name == "" || len(g.Guardrail) > 253+64 {
 			return &refusal{400, "bad_request", "a guardrail is named namespace/name"}
 		}
-		if gns != ns {
-			return &refusal{403, "other_namespace", "decisions are accepted only for Guardrails of the guard's own namespace"}
+		if gns != ns && gns != "" {
+			return &refusal{403, "other_namespace", "decisions are accepted only for Guardrails of the guard's own namespace and ClusterGuardrails"}
 		}
 		keys += len(g.Counts) + len(g.Matches)
 		for _, c := range g.Counts {
@@ -390,8 +390,8 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 		if !ok || name == "" || len(c.Classifier) > 253+64 {
 			return &refusal{400, "bad_request", "a classifier is named namespace/name"}
 		}
-		if cns != ns {
-			return &refusal{403, "other_namespace", "figures are accepted only for Classifiers of the guard's own namespace"}
+		if cns != ns && cns != "" {
+			return &refusal{403, "other_namespace", "figures are accepted only for Classifiers of the guard's own namespace and ClusterClassifiers"}
 		}
 		if c.Calls < 0 || len(c.Latency) > len(cp.LatencyBucketsMs)+1 || len(c.Errors) > 8 {
 			return &refusal{400, "bad_request", "classifier figures out of range"}
@@ -442,4 +442,23 @@ func validName(s string, limit int) bool {
 		}
 	}
 	return true
+}
+
+// localName is how a batch's key (namespace/name, or /name for a cluster object) is kept
+// once validateBatch bound it to the guard's namespace: the name, or /name.
+func localName(key string) string {
+	if strings.HasPrefix(key, "/") {
+		return key
+	}
+	_, name, _ := strings.Cut(key, "/")
+	return name
+}
+
+// objectKey is the key of the object a local name (localName) denotes for a guard of
+// namespace ns: a cluster object has no namespace.
+func objectKey(ns, name string) types.NamespacedName {
+	if cluster, ok := strings.CutPrefix(name, "/"); ok {
+		return types.NamespacedName{Name: cluster}
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -122,6 +122,8 @@ type pendingDecisions struct {
 	pods    map[string]struct{}
 	podsAll int
 	samples map[string]cp.Sample // the first per outcome
+	// namespaces breaks a ClusterGuardrail's delta down by the guards' namespace.
+	namespaces map[string]*delta
 }
 
 // add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns.
@@ -129,20 +131,23 @@ func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for name, d := range bd.classifiers {
-		key := types.NamespacedName{Namespace: ns, Name: name}
+		key := objectKey(ns, name)
 		if in.calls[key] == nil {
 			in.calls[key] = &callDelta{}
 		}
 		in.calls[key].add(d)
 	}
 	for name, d := range bd.guardrails {
-		key := types.NamespacedName{Namespace: ns, Name: name}
+		key := objectKey(ns, name)
 		p := in.pending[key]
 		if p == nil {
 			p = &pendingDecisions{delta: newDelta(), since: time.Now(), pods: map[string]struct{}{}, samples: map[string]cp.Sample{}}
 			in.pending[key] = p
 		}
 		p.add(d)
+		if key.Namespace == "" {
+			p.addNamespace(ns, d)
+		}
 		if _, ok := p.pods[pod]; !ok {
 			p.podsAll++
 			if len(p.pods) < maxPodsKept {
@@ -150,7 +155,7 @@ func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 			}
 		}
 		for _, s := range samples {
-			if _, n, _ := strings.Cut(s.Guardrail, "/"); n != name || d.outcomes[s.Outcome] == 0 {
+			if localName(s.Guardrail) != name || d.outcomes[s.Outcome] == 0 {
 				continue
 			}
 			if _, ok := p.samples[s.Outcome]; !ok {
@@ -158,7 +163,7 @@ func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 			}
 		}
 		for outcome, n := range d.outcomes {
-			decisionsCounted.WithLabelValues(ns+"/"+name, outcome).Add(float64(n))
+			decisionsCounted.WithLabelValues(key.Namespace+"/"+key.Name, outcome).Add(float64(n))
 		}
 	}
 }
@@ -192,7 +197,11 @@ func (in *Intake) flush(ctx context.Context) {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 	for _, key := range keys {
 		p := batch[key]
-		g, err := in.write(ctx, key, p)
+		write := in.write
+		if key.Namespace == "" {
+			write = in.writeCluster
+		}
+		g, err := write(ctx, key, p)
 		if err != nil {
 			statusWrites.WithLabelValues("error").Inc()
 			in.log.Error(err, "Writing decisions into a Guardrail's status; retried next interval", "guardrail", key.String())
@@ -205,6 +214,7 @@ func (in *Intake) flush(ctx context.Context) {
 					}
 				}
 				p.podsAll += cur.podsAll
+				p.mergeNamespaces(cur)
 			}
 			in.pending[key] = p
 			in.mu.Unlock()
@@ -224,7 +234,7 @@ func (in *Intake) flush(ctx context.Context) {
 
 // write adds p to the Guardrail's status with an optimistic lock: another replica's write
 // in between makes it re-read and add again. A Guardrail that is gone returns nil.
-func (in *Intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (*v1alpha1.Guardrail, error) {
+func (in *Intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (client.Object, error) {
 	var err error
 	for attempt := range 8 {
 		g := &v1alpha1.Guardrail{}
@@ -319,7 +329,7 @@ func categoryIndex(cs []v1alpha1.CategoryCount, name string) int {
 }
 
 // emit sends one Event per outcome that deserves one.
-func (in *Intake) emit(g *v1alpha1.Guardrail, p *pendingDecisions) {
+func (in *Intake) emit(g client.Object, p *pendingDecisions) {
 	if in.recorder == nil {
 		return
 	}

@@ -154,6 +154,10 @@ func statusOf(obj Object) any {
 		return o.Status
 	case *v1alpha1.Guardrail:
 		return o.Status
+	case *v1alpha1.ClusterClassifier:
+		return o.Status
+	case *v1alpha1.ClusterGuardrail:
+		return o.Status
 	}
 	return struct {
 		C []metav1.Condition

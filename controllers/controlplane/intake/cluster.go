@@ -1,0 +1,83 @@
+package intake
+
+import (
+	"context"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
+)
+
+// Decisions of ClusterGuardrails (DESIGN.md §9.1): guards of any namespace report them
+// under "/name"; they are summed into the ClusterGuardrail's status.decisions like a
+// Guardrail's, and broken down by the guards' namespace into status.namespaces and
+// status.otherNamespaces (at most v1alpha1.MaxNamespacesListed listed,
+// policystatus.AddDecisions), with at most one write per ClusterGuardrail per interval.
+
+// addNamespace records d as counted by a guard of namespace ns.
+func (p *pendingDecisions) addNamespace(ns string, d *delta) {
+	if p.namespaces == nil {
+		p.namespaces = map[string]*delta{}
+	}
+	if p.namespaces[ns] == nil {
+		p.namespaces[ns] = newDelta()
+	}
+	p.namespaces[ns].add(d)
+}
+
+// mergeNamespaces adds o's breakdown to p's.
+func (p *pendingDecisions) mergeNamespaces(o *pendingDecisions) {
+	for ns, d := range o.namespaces {
+		p.addNamespace(ns, d)
+	}
+}
+
+// namespaceFigures are the decision fields of a namespace's breakdown entry for d.
+func namespaceFigures(d *delta) v1alpha1.NamespaceFigures {
+	return v1alpha1.NamespaceFigures{Blocked: d.outcomes["blocked"], Redacted: d.outcomes["redacted"],
+		WouldBlock: d.outcomes["wouldBlock"], Failed: d.outcomes["failed"]}
+}
+
+// writeCluster adds p to a ClusterGuardrail's status with an optimistic lock, as write
+// does for a Guardrail. A ClusterGuardrail that is gone returns nil.
+func (in *Intake) writeCluster(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (client.Object, error) {
+	namespaces := make([]string, 0, len(p.namespaces))
+	for ns := range p.namespaces {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	var err error
+	for attempt := range 8 {
+		g := &v1alpha1.ClusterGuardrail{}
+		reader := in.cache
+		if attempt > 0 {
+			reader = in.api
+		}
+		if err = reader.Get(ctx, key, g); apierrors.IsNotFound(err) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		before := g.DeepCopy()
+		addDecisions(&g.Status.GuardrailStatus, p.delta)
+		for _, ns := range namespaces {
+			policystatus.AddDecisions(&g.Status, ns, namespaceFigures(p.namespaces[ns]))
+		}
+		err = in.writer.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		switch {
+		case err == nil:
+			return g, nil
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case apierrors.IsConflict(err):
+			statusWrites.WithLabelValues("conflict").Inc()
+			continue
+		}
+		return nil, err
+	}
+	return nil, err
+}
