@@ -192,9 +192,10 @@ func (p *Proxy) Apply(snap *policy.Snapshot) error {
 	return nil
 }
 
-// selects reports whether guardrail g applies to this guard's pod.
+// selects reports whether guardrail g applies to this guard's pod. A ClusterGuardrail has
+// no namespace: the operator sent it because its namespaceSelector selects the pod's.
 func (p *Proxy) selects(g *policy.Guardrail) bool {
-	if p.cfg.Namespace != "" && g.Namespace != p.cfg.Namespace {
+	if p.cfg.Namespace != "" && !g.Cluster && g.Namespace != p.cfg.Namespace {
 		return false
 	}
 	if p.cfg.PodLabels == nil || g.Selector == nil {
