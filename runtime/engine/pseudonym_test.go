@@ -316,6 +316,37 @@ func TestPseudonymizeComposition(t *testing.T) {
 	}
 }
 
+// The object channel (a JSON response format) is restored as JSON, streamed snapshot by
+// snapshot and not.
+func TestRestoreObject(t *testing.T) {
+	ctx := context.Background()
+	w := &world{}
+	f, cats := lexicon("person", `Jo "JD" Doe`)
+	c := w.classifier("pii", f, withCategories(cats...), withSpans(30))
+	w.guardrail("mask", c, threshold(1, policy.ActionPseudonymize, nil), phases(policy.PhaseInput), allMessages())
+	s, _ := w.session()
+	if _, err := s.Input(ctx, []Message{user(`Greet Jo "JD" Doe`)}); err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, snap := range []string{`{"to":"<PERS`, `{"to":"<PERSON_1>"`, `{"to":"<PERSON_1>"}`} {
+		step, err := s.Snapshot(ctx, object0, snap)
+		if err != nil || step.Stop != nil {
+			t.Fatal(err, step.Stop)
+		}
+		for _, ch := range step.Release {
+			last = string(ch.Text)
+		}
+	}
+	if want := `{"to":"Jo \"JD\" Doe"}`; last != want {
+		t.Fatalf("last snapshot %s, want %s", last, want)
+	}
+	out, err := s.Output(ctx, []Content{{Channel: object0, Text: `{"to":"<PERSON_1>"}`}})
+	if err != nil || out.Contents[0].Text != `{"to":"Jo \"JD\" Doe"}` {
+		t.Fatalf("%v %+v", err, out.Contents)
+	}
+}
+
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
