@@ -34,8 +34,9 @@ func SetGuardVerification(o client.Object, err error) {
 	o.SetAnnotations(a)
 }
 
-// ErrNotVerified: a cached pod without AnnotationGuardVerification (a cache without the
-// transform); the caller verifies the pod from the apiserver.
+// ErrNotVerified is GuardVerification's answer for a cached pod without
+// AnnotationGuardVerification (a cache without the transform): the caller verifies the
+// pod from the apiserver.
 var ErrNotVerified = errors.New("the pod's spec was not verified")
 
 // GuardVerification returns what the cache's transform found of a cached pod's guard: nil

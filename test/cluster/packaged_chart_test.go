@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/test/chart"
 	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
+	"github.com/guardrail-dev/guardrail-operator/test/chart"
 )
 
 // TestPackagedChartLifecycle is a platform team's life with a release, on the real

@@ -52,6 +52,7 @@ func closerOf(c byte) byte {
 	return 0
 }
 
+// SkipWS returns the index of the first byte at or after i that is not JSON whitespace.
 func SkipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
