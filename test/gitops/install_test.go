@@ -282,7 +282,8 @@ func TestArgoCDApplicationInstallsThisChart(t *testing.T) {
 		kubectl(string(b), "delete", "--namespace", "guardrail-system", "--wait=false", "-f", "-")
 	}
 	slices.Sort(kept)
-	if want := []string{"CustomResourceDefinition/classifiers.guardrail.dev", "CustomResourceDefinition/guardrails.guardrail.dev"}; !slices.Equal(kept, want) {
+	if want := []string{"CustomResourceDefinition/classifiers.guardrail.dev", "CustomResourceDefinition/clusterclassifiers.guardrail.dev",
+		"CustomResourceDefinition/clusterguardrails.guardrail.dev", "CustomResourceDefinition/guardrails.guardrail.dev"}; !slices.Equal(kept, want) {
 		t.Errorf("kept by the Application's deletion: %v, want %v", kept, want)
 	}
 	if got := kubectl("", "-n", "team-a", "get", "guardrails,classifiers", "-o", "jsonpath={.items[*].metadata.uid}"); got != before {
