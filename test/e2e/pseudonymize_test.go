@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -306,6 +309,39 @@ func TestPseudonymizedAgentLoopKeepsTheHistoryMasked(t *testing.T) {
 		sent := string(reqs[len(reqs)-1].Body)
 		if strings.Contains(sent, "jo.doe") || strings.Count(sent, "<EMAIL_1>") != 3 {
 			t.Fatalf("%s: the provider received %s", tc.name, sent)
+		}
+	}
+}
+
+// The apiserver refuses Pseudonymize outside Input and ToolResults at apply time, with a
+// message naming spec.phases; the shipped sample is accepted.
+func TestPseudonymizeOnAnswerPhasesIsRefusedAtApply(t *testing.T) {
+	c := startCluster(t)
+	apply := func(manifest string) (string, error) {
+		path := filepath.Join(t.TempDir(), "g.yaml")
+		if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.CommandContext(testContext(t), "kubectl", "--kubeconfig", c.kubeconfig, "-n", "default", "apply", "-f", path).CombinedOutput() //nolint:gosec // test arguments
+		return string(out), err
+	}
+	if out, err := apply(samplePolicy(t, "pseudonymize-pii.yaml")); err != nil {
+		t.Fatalf("the sample was refused: %v\n%s", err, out)
+	}
+	const guardrail = `apiVersion: guardrail.dev/v1alpha1
+kind: Guardrail
+metadata: {name: mask}
+spec:
+  mode: Enforce
+  classifierRef: {name: personal-data}
+  threshold: 1
+  action: Pseudonymize
+  reason: Personal data could not be masked.
+`
+	for name, phases := range map[string]string{"the default phases": "", "Input and Output": "  phases: [Input, Output]\n", "Stream": "  phases: [Stream]\n"} {
+		out, err := apply(guardrail + phases)
+		if err == nil || !strings.Contains(out, "spec.phases") || !strings.Contains(out, "action Pseudonymize applies to the Input and ToolResults phases only") {
+			t.Errorf("%s: kubectl apply: %v\n%s", name, err, out)
 		}
 	}
 }
