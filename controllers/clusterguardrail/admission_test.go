@@ -2,10 +2,12 @@ package clusterguardrail_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -168,4 +170,30 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// The shipped sample (config/samples/cluster) is accepted and becomes Ready.
+func TestTheSampleBaselineBecomesReady(t *testing.T) {
+	ctx := context.Background()
+	f, err := os.Open(filepath.Join(envtestutil.RepoRoot(), "config", "samples", "cluster", "no-credentials-baseline.yaml"))
+	must(t, err)
+	defer func() { _ = f.Close() }()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	var c v1alpha1.ClusterClassifier
+	var g v1alpha1.ClusterGuardrail
+	must(t, dec.Decode(&c))
+	must(t, dec.Decode(&g))
+	must(t, k8s.Create(ctx, &c))
+	must(t, k8s.Create(ctx, &g))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &g); _ = k8s.Delete(context.Background(), &c) })
+	eventually(t, 20*time.Second, func() error {
+		cur := &v1alpha1.ClusterGuardrail{}
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(&g), cur))
+		for _, cond := range cur.Status.Conditions {
+			if cond.Type == v1alpha1.ConditionReady && cond.Status == metav1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("the sample ClusterGuardrail is not Ready: %+v", cur.Status.Conditions)
+	})
 }
