@@ -4,9 +4,10 @@
 // (TokenReview, cached), accepts only pods whose spec carries the guard as the injector
 // renders it (injection.VerifyGuard; the manager's cache records the verdict of each
 // injected pod, package guards), compiles the snapshot of the guard's pod — the
-// Guardrails of its namespace whose selector matches its labels, their Classifiers and
-// credentials — once per distinct (namespace, label set), pushes it within the debounce
-// of a change, and records each guard's acknowledgement and heartbeat on the guard's
+// Guardrails of its namespace whose selector matches its labels, the ClusterGuardrails
+// whose namespaceSelector matches its namespace's labels (cluster.go), their Classifiers
+// and ClusterClassifiers and credentials — once per distinct (namespace, label set),
+// pushes it within the debounce of a change, and records each guard's acknowledgement and heartbeat on the guard's
 // Lease in the operator's namespace (lease.go; package guards holds the Lease's contract
 // and reads it for the reconcilers), where the Guardrail reconciler counts them into
 // status.enforcement. A guard whose Lease was not renewed within its duration no longer

@@ -2,10 +2,12 @@
 // /v1/decisions on the control-plane server's listener): cumulative counts per guard
 // incarnation, of which each manager replica claims the part not yet counted by recording
 // the new cumulative on the guard's Lease under a resourceVersion precondition (claim.go),
-// refusing counts for objects of another namespace and counts no guard could have made;
+// refusing counts for objects of another namespace (ClusterGuardrails and ClusterClassifiers excepted) and counts no guard could have made;
 // it buffers what it claimed per Guardrail and Classifier and writes status.decisions and
 // the classifier call figures at most once per object per interval, with aggregated
-// Events and metrics (intake.go, calls.go).
+// Events and metrics (intake.go, calls.go). Counts of a ClusterGuardrail arrive under
+// "/name" from guards of any namespace and are written with a per-namespace breakdown
+// (cluster.go).
 //
 // The server authenticates a batch as it authenticates a subscription and hands the
 // intake the guard's pod (Authorize); the intake never reads a token.
