@@ -112,7 +112,6 @@ func randomText(r *rand.Rand) string {
 type policySet struct {
 	cluster, tenant [][]guardrailOption
 	tenantBroken    []bool
-	tenantReport    bool
 }
 
 func drawPolicies(r *rand.Rand) policySet {
