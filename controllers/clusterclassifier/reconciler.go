@@ -9,7 +9,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -60,13 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionCredentialsResolved)
-	defer func() {
-		patchErr := patcher.Finalize(ctx, obj, result, retErr)
-		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
-		if patcher.Stale() && retErr == nil {
-			result = ctrl.Result{RequeueAfter: status.StaleRetry}
-		}
-	}()
+	defer policystatus.Settle(ctx, patcher, obj, &result, &retErr, nil)
 	s := &scope{obj: obj}
 	for _, st := range []step{r.reconcileUsage, r.reconcileSpec, r.reconcileCredentials} {
 		res, err := st(ctx, s)

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,10 +45,6 @@ func (r *Reconciler) now() time.Time {
 	}
 	return r.Now()
 }
-
-// enforcementResync is how often status.enforcement is recounted on top of the watches of
-// injected pods, guards' Leases and namespaces: pods without a guard are not watched.
-const enforcementResync = time.Minute
 
 // coalesce is how long pod, Lease and namespace events wait before the ClusterGuardrails
 // are recounted: a thousand guards acknowledging one apply is one recount.
@@ -89,20 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved).
 		InEffect(func() string { return policystatus.InEffect(obj.Spec.Mode, obj.Generation, s.compiled) }).
 		WaitingReasons(v1alpha1.ReasonClassifierNotReady)
-	defer func() {
-		patchErr := patcher.Finalize(ctx, obj, result, retErr)
-		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
-		if patcher.Stale() && retErr == nil {
-			result = ctrl.Result{RequeueAfter: status.StaleRetry}
-			return
-		}
-		if retErr == nil && result.IsZero() && s.compiled != nil {
-			result.RequeueAfter = enforcementResync
-			if s.recount > 0 {
-				result.RequeueAfter = min(result.RequeueAfter, s.recount)
-			}
-		}
-	}()
+	defer policystatus.Settle(ctx, patcher, obj, &result, &retErr, func() time.Duration {
+		return policystatus.NextRecount(s.compiled != nil, s.recount)
+	})
 
 	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile, r.reconcileEnforcement} {
 		res, err := st(ctx, s)

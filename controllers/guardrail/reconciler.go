@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,10 +51,6 @@ func (r *Reconciler) now() time.Time {
 	return r.Now()
 }
 
-// enforcementResync is how often status.enforcement is recounted on top of the watches of
-// injected pods and guards' Leases: pods without a guard are not watched.
-const enforcementResync = time.Minute
-
 // scope is what the steps of one reconcile share.
 type scope struct {
 	obj        *v1alpha1.Guardrail
@@ -90,22 +85,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved).
 		InEffect(func() string { return inEffect(obj, s.compiled) }).
 		WaitingReasons(v1alpha1.ReasonClassifierNotReady)
-	defer func() {
-		patchErr := patcher.Finalize(ctx, obj, result, retErr)
-		retErr = kerrors.NewAggregate([]error{status.Outcome(ctx, retErr), patchErr})
-		if patcher.Stale() && retErr == nil {
-			result = ctrl.Result{RequeueAfter: status.StaleRetry}
-			return
-		}
-		if retErr == nil && result.IsZero() && s.compiled != nil {
-			// Settled: recount the selected pods when the first live guard's Lease
-			// expires, and now and then (pods without a guard are not watched).
-			result.RequeueAfter = enforcementResync
-			if s.recount > 0 {
-				result.RequeueAfter = min(result.RequeueAfter, s.recount)
-			}
-		}
-	}()
+	// Settled, the selected pods are recounted when the first live guard's Lease expires,
+	// and now and then (pods without a guard are not watched).
+	defer policystatus.Settle(ctx, patcher, obj, &result, &retErr, func() time.Duration {
+		return policystatus.NextRecount(s.compiled != nil, s.recount)
+	})
 
 	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile, r.reconcileEnforcement} {
 		res, err := st(ctx, s)

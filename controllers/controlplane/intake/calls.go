@@ -44,33 +44,23 @@ func (in *Intake) flushCalls(ctx context.Context, calls map[types.NamespacedName
 	}
 }
 
+// writeCalls adds d to a Classifier's (or, for a key without a namespace, a
+// ClusterClassifier's) status; a classifier that is gone is a NotFound error.
 func (in *Intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta) error {
-	var err error
-	for attempt := range 8 {
-		// A ClusterClassifier's key has no namespace; its status is a Classifier's.
-		var c client.Object
-		var st *v1alpha1.ClassifierStatus
-		if key.Namespace == "" {
-			cc := &v1alpha1.ClusterClassifier{}
-			c, st = cc, &cc.Status
-		} else {
-			nc := &v1alpha1.Classifier{}
-			c, st = nc, &nc.Status
+	fresh := func() client.Object { return &v1alpha1.Classifier{} }
+	if key.Namespace == "" {
+		fresh = func() client.Object { return &v1alpha1.ClusterClassifier{} }
+	}
+	obj, err := in.writeStatus(ctx, key, fresh, func(o client.Object) {
+		switch c := o.(type) {
+		case *v1alpha1.Classifier:
+			addCalls(&c.Status, d)
+		case *v1alpha1.ClusterClassifier:
+			addCalls(&c.Status, d)
 		}
-		reader := in.cache
-		if attempt > 0 {
-			reader = in.api
-		}
-		if err = reader.Get(ctx, key, c); err != nil {
-			return err
-		}
-		before := c.DeepCopyObject().(client.Object)
-		addCalls(st, d)
-		err = in.writer.Status().Patch(ctx, c, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		statusWrites.WithLabelValues("conflict").Inc()
+	})
+	if err == nil && obj == nil {
+		return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("classifiers").GroupResource(), key.Name)
 	}
 	return err
 }

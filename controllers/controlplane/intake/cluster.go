@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,42 +41,19 @@ func namespaceFigures(d *delta) v1alpha1.NamespaceFigures {
 		WouldBlock: d.outcomes["wouldBlock"], Failed: d.outcomes["failed"]}
 }
 
-// writeCluster adds p to a ClusterGuardrail's status with an optimistic lock, as write
-// does for a Guardrail. A ClusterGuardrail that is gone returns nil.
+// writeCluster adds p to a ClusterGuardrail's status (writeStatus): its decisions and
+// their breakdown by namespace.
 func (in *Intake) writeCluster(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (client.Object, error) {
 	namespaces := make([]string, 0, len(p.namespaces))
 	for ns := range p.namespaces {
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
-	var err error
-	for attempt := range 8 {
-		g := &v1alpha1.ClusterGuardrail{}
-		reader := in.cache
-		if attempt > 0 {
-			reader = in.api
-		}
-		if err = reader.Get(ctx, key, g); apierrors.IsNotFound(err) {
-			return nil, nil
-		} else if err != nil {
-			return nil, err
-		}
-		before := g.DeepCopy()
+	return in.writeStatus(ctx, key, func() client.Object { return &v1alpha1.ClusterGuardrail{} }, func(o client.Object) {
+		g := o.(*v1alpha1.ClusterGuardrail)
 		addDecisions(&g.Status.GuardrailStatus, p.delta)
 		for _, ns := range namespaces {
 			policystatus.AddDecisions(&g.Status, ns, namespaceFigures(p.namespaces[ns]))
 		}
-		err = in.writer.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		switch {
-		case err == nil:
-			return g, nil
-		case apierrors.IsNotFound(err):
-			return nil, nil
-		case apierrors.IsConflict(err):
-			statusWrites.WithLabelValues("conflict").Inc()
-			continue
-		}
-		return nil, err
-	}
-	return nil, err
+	})
 }

@@ -233,26 +233,36 @@ func (in *Intake) flush(ctx context.Context) {
 }
 
 // write adds p to the Guardrail's status with an optimistic lock: another replica's write
-// in between makes it re-read and add again. A Guardrail that is gone returns nil.
+// in between makes it re-read and add again. A Guardrail that is gone returns nil. A
+// ClusterGuardrail's is written by writeCluster.
 func (in *Intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (client.Object, error) {
+	return in.writeStatus(ctx, key, func() client.Object { return &v1alpha1.Guardrail{} }, func(o client.Object) {
+		addDecisions(&o.(*v1alpha1.Guardrail).Status, p.delta)
+	})
+}
+
+// writeStatus reads the object at key (fresh makes an empty one), applies add to it and
+// patches its status with an optimistic lock, reading it again from the apiserver after a
+// conflict. An object that is gone returns nil.
+func (in *Intake) writeStatus(ctx context.Context, key types.NamespacedName, fresh func() client.Object, add func(client.Object)) (client.Object, error) {
 	var err error
 	for attempt := range 8 {
-		g := &v1alpha1.Guardrail{}
+		obj := fresh()
 		reader := in.cache
 		if attempt > 0 {
 			reader = in.api
 		}
-		if err = reader.Get(ctx, key, g); apierrors.IsNotFound(err) {
+		if err = reader.Get(ctx, key, obj); apierrors.IsNotFound(err) {
 			return nil, nil
 		} else if err != nil {
 			return nil, err
 		}
-		before := g.DeepCopy()
-		addDecisions(&g.Status, p.delta)
-		err = in.writer.Status().Patch(ctx, g, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		before := obj.DeepCopyObject().(client.Object)
+		add(obj)
+		err = in.writer.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
-			return g, nil
+			return obj, nil
 		case apierrors.IsNotFound(err):
 			return nil, nil
 		case apierrors.IsConflict(err):
