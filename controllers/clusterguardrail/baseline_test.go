@@ -2,6 +2,7 @@ package clusterguardrail_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -254,9 +255,87 @@ func TestClusterClassifierCredentialsComeFromTheOperatorsNamespace(t *testing.T)
 	if snap.Credentials["/platform-judge"] != canary {
 		t.Fatalf("the snapshot's credential of /platform-judge is not the operator namespace's Secret")
 	}
+	// A rotation of that Secret is pushed.
+	s := &corev1.Secret{}
+	must(t, k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "platform-judge"}, s))
+	s.Data["apiKey"] = []byte(canary + "-rotated")
+	must(t, k8s.Update(ctx, s))
+	if next := nextSnapshot(t, token(t, pod(t, ns, "app-1", "web")), snap.Version); next.Credentials["/platform-judge"] != canary+"-rotated" {
+		t.Fatal("the rotated credential was not pushed")
+	}
 	other := tenant(t, nil)
 	_, body := post(t, token(t, pod(t, other, "app-0", "web")), cp.SubscribePath, cp.SubscribeRequest{})
 	if strings.Contains(string(body), canary) {
 		t.Fatal("a namespace the ClusterGuardrail does not select received the ClusterClassifier's credential")
 	}
+}
+
+// nextSnapshot long-polls as a guard running version does until the control plane pushes
+// another one, and returns it.
+func nextSnapshot(t *testing.T, tok, version string) *cp.Snapshot {
+	t.Helper()
+	var snap *cp.Snapshot
+	eventually(t, 15*time.Second, func() error {
+		code, body := post(t, tok, cp.SubscribePath, cp.SubscribeRequest{Running: version})
+		if code != http.StatusOK {
+			return fmt.Errorf("no new snapshot (answer %d)", code)
+		}
+		snap = &cp.Snapshot{}
+		return json.Unmarshal(body, snap)
+	})
+	return snap
+}
+
+// What a snapshot of a pod is made of beyond its namespace re-pushes it: its namespace's
+// labels (the namespaceSelector), a ClusterGuardrail's spec, a ClusterClassifier's, and a
+// rotation of its Secret in the operator's namespace.
+func TestClusterChangesRePushTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	g := baseline(t, "no-storks", "stork")
+	ns := tenant(t, map[string]string{"baseline": "not-yet"})
+	tok := token(t, pod(t, ns, "app-0", "web"))
+	snap := subscribe(t, tok, func(s *cp.Snapshot) bool { return !hasGuardrail("/no-storks")(s) })
+
+	t.Run("labelling the namespace brings the ClusterGuardrail", func(t *testing.T) {
+		n := &corev1.Namespace{}
+		must(t, k8s.Get(ctx, types.NamespacedName{Name: ns}, n))
+		n.Labels["baseline"] = "no-storks"
+		must(t, k8s.Update(ctx, n))
+		snap = nextSnapshot(t, tok, snap.Version)
+		if !hasGuardrail("/no-storks")(snap) {
+			t.Fatal("the pushed snapshot does not hold the ClusterGuardrail")
+		}
+	})
+	t.Run("an edit of the ClusterGuardrail is pushed", func(t *testing.T) {
+		cur := &v1alpha1.ClusterGuardrail{}
+		must(t, k8s.Get(ctx, types.NamespacedName{Name: g.Name}, cur))
+		cur.Spec.Reason = "Storks are not discussed here"
+		must(t, k8s.Update(ctx, cur))
+		snap = nextSnapshot(t, tok, snap.Version)
+		for _, x := range snap.Guardrails {
+			if x.Key() == "/no-storks" && x.Spec.Reason != "Storks are not discussed here" {
+				t.Fatalf("the pushed ClusterGuardrail says %q", x.Spec.Reason)
+			}
+		}
+	})
+	t.Run("an edit of the ClusterClassifier is pushed", func(t *testing.T) {
+		c := &v1alpha1.ClusterClassifier{}
+		must(t, k8s.Get(ctx, types.NamespacedName{Name: "no-storks-words"}, c))
+		c.Spec.Builtin.Keywords[0].Words = append(c.Spec.Builtin.Keywords[0].Words, "crane")
+		must(t, k8s.Update(ctx, c))
+		snap = nextSnapshot(t, tok, snap.Version)
+		if v := judge(t, snap, "a crane"); v == nil || v.Guardrail != "/no-storks" {
+			t.Fatalf("after the ClusterClassifier's edit, a crane: %+v", v)
+		}
+	})
+	t.Run("relabelling the namespace takes it away", func(t *testing.T) {
+		n := &corev1.Namespace{}
+		must(t, k8s.Get(ctx, types.NamespacedName{Name: ns}, n))
+		n.Labels["baseline"] = "elsewhere"
+		must(t, k8s.Update(ctx, n))
+		snap = nextSnapshot(t, tok, snap.Version)
+		if hasGuardrail("/no-storks")(snap) {
+			t.Fatal("the namespace no longer selected still gets the ClusterGuardrail")
+		}
+	})
 }
