@@ -195,8 +195,10 @@ type Session struct {
 	release []Chunk
 	scratch []byte
 	// vault maps the values Pseudonymize guardrails replaced to their placeholders, for
-	// this request only; nil when nothing was pseudonymized (pseudonym.go).
-	vault *vault
+	// this request only; nil when nothing was pseudonymized (pseudonym.go). restored backs
+	// the restorations of a release.
+	vault    *vault
+	restored []restoration
 }
 
 // End drops what the session holds of the request: the pseudonymization mapping, whose
@@ -205,6 +207,7 @@ type Session struct {
 func (s *Session) End() {
 	s.vault.drop()
 	s.vault = nil
+	clear(s.restored[:cap(s.restored)])
 }
 
 // reservePlaceholders records the placeholders the request already spells, so that none

@@ -78,7 +78,7 @@ func (s *Session) releaseObject(c *channel) {
 	if s.vault.active() {
 		// A snapshot replaces the last one: a placeholder still arriving at its end is
 		// restored by the next snapshot, which has it whole.
-		_, rs = s.vault.scan(text, 0, len(text), true, true, func(a, b int) bool { return o.edited(a, b) })
+		_, rs = s.vault.scan(text, 0, len(text), true, true, func(a, b int) bool { return o.edited(a, b) }, nil)
 	}
 	if len(o.edits) > 0 || len(rs) > 0 {
 		n := len(s.scratch)

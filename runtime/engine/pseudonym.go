@@ -296,7 +296,7 @@ func (v *vault) restore(s string, json bool) string {
 		return s
 	}
 	var rs []restoration
-	_, rs = v.scan([]byte(s), 0, len(s), true, json, nil)
+	_, rs = v.scan([]byte(s), 0, len(s), true, json, nil, nil)
 	if len(rs) == 0 {
 		return s
 	}

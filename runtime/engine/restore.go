@@ -120,7 +120,7 @@ func lower(c byte) byte {
 // crosses lim, is pending: cut is where the release must stop, before it (lim when
 // nothing is pending). skip reports ranges that an edit rewrote, which are not
 // placeholders any more.
-func (v *vault) scan(b []byte, from, lim int, final, json bool, skip func(a, b int) bool) (cut int, rs []restoration) {
+func (v *vault) scan(b []byte, from, lim int, final, json bool, skip func(a, b int) bool, rs []restoration) (cut int, _ []restoration) {
 	for i := from; i < lim; i++ {
 		if c := b[i]; c != '<' && (!json || c != '\\') {
 			continue
@@ -167,7 +167,8 @@ func (s *Session) restoreRelease(c *channel, p pos) (pos, []restoration) {
 	b := t.bytes(t.base.b, t.total.b)
 	base := t.base.b
 	skip := func(a, e int) bool { return t.edited(a+base, e+base) }
-	cut, rs := s.vault.scan(b, c.released.b-base, p.b-base, c.ended, restoresJSON(c.id.Kind), skip)
+	cut, rs := s.vault.scan(b, c.released.b-base, p.b-base, c.ended, restoresJSON(c.id.Kind), skip, s.restored[:0])
+	s.restored = rs // kept for the next release: a stream's restorations allocate once
 	for i := range rs {
 		rs[i].start += base
 		rs[i].end += base
