@@ -78,7 +78,13 @@ type DecisionCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	NotInspected int64 `json:"notInspected,omitempty"`
-	// wouldWarn, wouldStrip, wouldRedact and wouldBlock count what Report mode would have done.
+	// pseudonymized counts requests whose values were replaced by placeholders (action
+	// Pseudonymize) and given back in the answer.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Pseudonymized int64 `json:"pseudonymized,omitempty"`
+	// wouldWarn, wouldStrip, wouldRedact, wouldPseudonymize and wouldBlock count what
+	// Report mode would have done.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	WouldWarn int64 `json:"wouldWarn,omitempty"`
@@ -88,6 +94,9 @@ type DecisionCounts struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	WouldRedact int64 `json:"wouldRedact,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	WouldPseudonymize int64 `json:"wouldPseudonymize,omitempty"`
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	WouldBlock int64 `json:"wouldBlock,omitempty"`

@@ -37,19 +37,20 @@ func Build(ns string, gs []v1alpha1.Guardrail) *unstructured.Unstructured {
 			d = *g.Status.Decisions
 		}
 		result, msg := "pass", fmt.Sprintf("%d requests evaluated in Report mode, none would have been acted on", d.Allowed)
-		others := d.WouldWarn + d.WouldStrip + d.WouldRedact
+		others := d.WouldWarn + d.WouldStrip + d.WouldRedact + d.WouldPseudonymize
 		switch {
 		case d.WouldBlock > 0:
 			result, msg = "fail", fmt.Sprintf("%d requests would have been blocked in Enforce mode", d.WouldBlock)
 		case others > 0:
-			result, msg = "warn", fmt.Sprintf("%d requests would have been warned on, stripped or redacted in Enforce mode", others)
+			result, msg = "warn", fmt.Sprintf("%d requests would have been warned on, stripped, redacted or pseudonymized in Enforce mode", others)
 		case d.Failed > 0:
 			result, msg = "error", fmt.Sprintf("%d evaluations failed", d.Failed)
 		}
 		summary[result]++
 		props := map[string]any{}
 		for k, v := range map[string]int64{"allowed": d.Allowed, "wouldBlock": d.WouldBlock, "wouldWarn": d.WouldWarn,
-			"wouldStrip": d.WouldStrip, "wouldRedact": d.WouldRedact, "failed": d.Failed, "notInspected": d.NotInspected} {
+			"wouldStrip": d.WouldStrip, "wouldRedact": d.WouldRedact, "wouldPseudonymize": d.WouldPseudonymize,
+			"failed": d.Failed, "notInspected": d.NotInspected} {
 			props[k] = strconv.FormatInt(v, 10)
 		}
 		for _, c := range d.Categories {

@@ -352,6 +352,7 @@ func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) 
 var knownOutcomes = map[string]bool{
 	"allowed": true, "warned": true, "stripped": true, "redacted": true, "blocked": true, "failed": true,
 	"notInspected": true, "wouldWarn": true, "wouldStrip": true, "wouldRedact": true, "wouldBlock": true,
+	"pseudonymized": true, "wouldPseudonymize": true,
 }
 
 // validateBatch checks a batch from a guard of namespace ns; a count for a Guardrail of

@@ -304,6 +304,10 @@ func addDecisions(st *v1alpha1.GuardrailStatus, d *delta) {
 			c.WouldRedact = satAdd(c.WouldRedact, n)
 		case "wouldBlock":
 			c.WouldBlock = satAdd(c.WouldBlock, n)
+		case "pseudonymized":
+			c.Pseudonymized = satAdd(c.Pseudonymized, n)
+		case "wouldPseudonymize":
+			c.WouldPseudonymize = satAdd(c.WouldPseudonymize, n)
 		}
 	}
 	names := make([]string, 0, len(d.matches))
