@@ -83,6 +83,14 @@ func (in *Intake) take(w http.ResponseWriter, r *http.Request, pod *metav1.Parti
 		in.refuse(w, err)
 		return
 	}
+	dropped, err := in.keepSelectedBaselines(ctx, &req, pod.Namespace)
+	if err != nil {
+		in.refuse(w, fmt.Errorf("reading the cluster baselines: %w", err))
+		return
+	}
+	if dropped > 0 {
+		baselinesDropped.Add(float64(dropped))
+	}
 	// The body is read: the handler may take its slack to claim and answer (a deadline
 	// passing on HTTP/1.1 would cancel ctx).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(in.opts.HandlerSlack))
@@ -184,6 +192,11 @@ var (
 		Help: "Decision batches refused, by reason (other_namespace, stale_incarnation, bad_request, too_large, " +
 			"and the subscription's authentication reasons, not_a_guard included).",
 	}, []string{"reason"})
+	baselinesDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_decisions_not_selected_total",
+		Help: "Entries of decision batches dropped because they name a ClusterGuardrail or ClusterClassifier " +
+			"that does not apply to the reporting guard's namespace (or does not exist).",
+	})
 	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_decisions_status_writes_total",
 		Help: "Writes of decision counters into Guardrail status and of call figures into Classifier status, by result (written, conflict: retried after " +
@@ -192,7 +205,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(decisionsCounted, batches, batchesRefused, statusWrites)
+	ctrlmetrics.Registry.MustRegister(decisionsCounted, batches, batchesRefused, baselinesDropped, statusWrites)
 }
 
 // asRefusal unwraps a *refusal of the intake.

@@ -1,0 +1,74 @@
+package intake
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+)
+
+// A tenant whose namespace a baseline does not select runs a real guard and reports
+// decisions for that baseline anyway: they must not reach its status.
+func TestAGuardCountsOnlyTheBaselinesThatSelectItsNamespace(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	baseline := func(name, classifier string, sel *v1alpha1.LabelSelector) *v1alpha1.ClusterGuardrail {
+		g := &v1alpha1.ClusterGuardrail{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		g.Spec.ClassifierRef.Name = classifier
+		g.Spec.NamespaceSelector = sel
+		return g
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Labels: map[string]string{"tier": "sandbox"}}},
+		baseline("everywhere", "secrets", nil),
+		baseline("production-only", "pii", &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "production"}}),
+	).Build()
+	in := New(Options{Cache: c})
+
+	counts := func(name string) cp.GuardrailDecisions {
+		return cp.GuardrailDecisions{Guardrail: name, Counts: []cp.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "blocked", Requests: 500}}}
+	}
+	req := &cp.DecisionsRequest{Incarnation: "a", Started: 1,
+		Guardrails:  []cp.GuardrailDecisions{counts("tenant/own"), counts("/everywhere"), counts("/production-only"), counts("/no-such-baseline")},
+		Classifiers: []cp.ClassifierCalls{{Classifier: "/secrets", Calls: 3}, {Classifier: "/pii", Calls: 3}, {Classifier: "tenant/judge", Calls: 3}},
+		Samples:     []cp.Sample{{Guardrail: "/production-only", Outcome: "blocked"}, {Guardrail: "/everywhere", Outcome: "blocked"}},
+	}
+	if err := validateBatch(req, "tenant"); err != nil {
+		t.Fatal(err)
+	}
+	dropped, err := in.keepSelectedBaselines(context.Background(), req, "tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range req.Guardrails {
+		names = append(names, g.Guardrail)
+	}
+	for _, c := range req.Classifiers {
+		names = append(names, c.Classifier)
+	}
+	for _, s := range req.Samples {
+		names = append(names, "sample:"+s.Guardrail)
+	}
+	want := []string{"tenant/own", "/everywhere", "/secrets", "tenant/judge", "sample:/everywhere"}
+	if len(names) != len(want) || dropped != 3 {
+		t.Fatalf("kept %v (dropped %d), want %v (dropped 3)", names, dropped, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("kept %v, want %v", names, want)
+		}
+	}
+}
