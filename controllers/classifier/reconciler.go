@@ -4,18 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -87,47 +84,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	return ctrl.Result{}, nil
 }
 
-// reconcileFinalizer adds the in-use protection finalizer, as Kubernetes protects a
-// PersistentVolumeClaim a pod uses: deleting a Classifier that Guardrails still reference
-// would silently leave them without a classifier.
+// reconcileFinalizer adds the in-use protection finalizer (policystatus.Protect).
 func (r *Reconciler) reconcileFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.obj.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	before := s.obj.DeepCopy()
-	controllerutil.AddFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer)
-	if err := r.Patch(ctx, s.obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ctrl.Result{}, fmt.Errorf("adding finalizer %s: %w", v1alpha1.InUseProtectionFinalizer, err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, policystatus.Protect(ctx, r.Client, s.obj)
 }
 
 // reconcileDelete removes the finalizer of a deleted Classifier once no Guardrail
-// references it, and reports released. While Guardrails still do, the InUse condition
-// names them and a Warning Event does so whenever that list changes; Ready is untouched,
-// since the Classifier keeps serving them until they let it go.
+// references it (policystatus.Release), and reports released.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (released bool, err error) {
-	if !controllerutil.ContainsFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer) {
-		return true, nil
-	}
 	users, err := r.users(ctx, s.obj)
 	if err != nil {
 		return false, err
 	}
-	if len(users) > 0 {
-		msg := "Deletion waits until no Guardrail uses this Classifier; still used by " + strings.Join(users, ", ")
-		if c := status.Get(s.obj, v1alpha1.ConditionInUse); c == nil || c.Message != msg {
-			r.Recorder.Eventf(s.obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonInUse, "Delete", "%s", msg)
-		}
-		status.Set(s.obj, v1alpha1.ConditionInUse, metav1.ConditionTrue, v1alpha1.ReasonInUse, msg)
-		return false, nil
-	}
-	before := s.obj.DeepCopy()
-	controllerutil.RemoveFinalizer(s.obj, v1alpha1.InUseProtectionFinalizer)
-	if err := r.Patch(ctx, s.obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return true, nil
+	return policystatus.Release(ctx, r.Client, r.Recorder, s.obj, "Guardrail", users)
 }
 
 // reconcileSpec compiles the spec (policystatus.CheckSpec): what the schema cannot check

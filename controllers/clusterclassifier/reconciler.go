@@ -43,8 +43,9 @@ type scope struct {
 
 type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 
-// +kubebuilder:rbac:groups=guardrail.dev,resources=clusterclassifiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=clusterclassifiers,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=clusterclassifiers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=clusterclassifiers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=guardrail-system,resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -55,12 +56,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
 	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionCredentialsResolved)
 	defer policystatus.Settle(ctx, patcher, obj, &result, &retErr, nil)
 	s := &scope{obj: obj}
+	if !obj.DeletionTimestamp.IsZero() {
+		// Deletion waits for the ClusterGuardrails that use it; held, it keeps serving them.
+		users, err := r.users(ctx, obj.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if released, err := policystatus.Release(ctx, r.Client, r.Recorder, obj, "ClusterGuardrail", users); released || err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if err := policystatus.Protect(ctx, r.Client, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, st := range []step{r.reconcileUsage, r.reconcileSpec, r.reconcileCredentials} {
 		res, err := st(ctx, s)
 		if err != nil || !res.IsZero() {

@@ -28,7 +28,11 @@ func reconcileOnce(t *testing.T, c *v1alpha1.ClusterClassifier, objs ...client.O
 	cl := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.ClusterClassifier{}).
 		WithObjects(append(objs, c)...).Build()
 	r := &Reconciler{Client: cl, APIReader: cl, OperatorNamespace: "guardrail-system"}
-	_, _ = r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	// Twice: the first adds the in-use finalizer, whose write makes its status patch stale
+	// (it is retried at once, as here).
+	for range 2 {
+		_, _ = r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+	}
 	got := &v1alpha1.ClusterClassifier{}
 	if err := cl.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
 		t.Fatal(err)
@@ -81,4 +85,33 @@ func TestClusterClassifierReconcile(t *testing.T) {
 			t.Fatalf("status.guardrails %d, want 1", got.Status.Guardrails)
 		}
 	})
+}
+
+// Deleting a ClusterClassifier waits for the ClusterGuardrails that use it, as a
+// Classifier's deletion waits for its Guardrails.
+func TestDeletingAClusterClassifierWaitsForItsUsers(t *testing.T) {
+	now := metav1.Now()
+	deleting := func() *v1alpha1.ClusterClassifier {
+		return &v1alpha1.ClusterClassifier{ObjectMeta: metav1.ObjectMeta{Name: "judge", Generation: 2, DeletionTimestamp: &now,
+			Finalizers: []string{v1alpha1.InUseProtectionFinalizer}},
+			Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII}}}}
+	}
+	user := &v1alpha1.ClusterGuardrail{ObjectMeta: metav1.ObjectMeta{Name: "uses-judge"},
+		Spec: v1alpha1.ClusterGuardrailSpec{GuardrailSpec: v1alpha1.GuardrailSpec{ClassifierRef: v1alpha1.LocalObjectReference{Name: "judge"}}}}
+	got := reconcileOnce(t, deleting(), user)
+	if c := status.Get(got, v1alpha1.ConditionInUse); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "uses-judge") {
+		t.Fatalf("InUse %+v, want one naming uses-judge", c)
+	}
+
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
+	cl := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&v1alpha1.ClusterClassifier{}).WithObjects(deleting()).Build()
+	r := &Reconciler{Client: cl, APIReader: cl, OperatorNamespace: "guardrail-system"}
+	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "judge"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Get(context.Background(), client.ObjectKey{Name: "judge"}, &v1alpha1.ClusterClassifier{}); err == nil {
+		t.Fatal("an unused ClusterClassifier being deleted kept its finalizer")
+	}
 }
