@@ -308,3 +308,51 @@ func TestClusterFailClosedWinsOverTenantFailOpen(t *testing.T) {
 		t.Fatalf("verdict %+v, want the ClusterGuardrail's failure", res.Stop)
 	}
 }
+
+// In a stream, what a cluster guardrail enforces on (Block, Strip or Redact in Enforce
+// mode) never reaches the client, whatever the tenant's guardrails do to the stream
+// around it: every guardrail judges every delta, the hold-back follows pending matches,
+// and deltas are 1 to 8 characters. (A tenant's Strip may end a stream's text where the
+// cluster guardrail alone would have blocked it — the text never reaches the client either
+// way — so this property is about what is released, not about the verdict. It holds by
+// the engine's streaming rules as much as by the tiers: a span-capable classifier judges
+// the upstream text, with strips applied and redactions not.)
+func TestTenantGuardrailsNeverLeakWhatClusterGuardrailsStopInAStream(t *testing.T) {
+	for seed := range uint64(1500) {
+		r := rand.New(rand.NewPCG(seed, 35))
+		cw := newClusterWorld()
+		streamOpts := func() []guardrailOption {
+			actions := []policy.Action{policy.ActionBlock, policy.ActionStrip, policy.ActionRedact, policy.ActionWarn}
+			a := actions[r.IntN(len(actions))]
+			cat := entityCategories[r.IntN(len(entityCategories))]
+			opts := []guardrailOption{threshold(0.5, a, nil, cat), phases(policy.PhaseStream, policy.PhaseOutput),
+				streaming(policy.Streaming{HoldBack: policy.HoldBackPending}), priority(int32(r.IntN(5) - 2))}
+			if r.IntN(3) == 0 {
+				opts = append(opts, reportMode())
+			}
+			return opts
+		}
+		protected := map[string]bool{}
+		for i := range 1 + r.IntN(2) {
+			g := cw.clusterGuardrail(fmt.Sprintf("base-%d", i), streamOpts()...)
+			if g.Mode == policy.ModeEnforce && g.Action != policy.ActionWarn {
+				for _, c := range g.Categories {
+					protected[entities[c.Index]] = true
+				}
+			}
+		}
+		for i := range r.IntN(4) {
+			cw.guardrail(fmt.Sprintf("tenant-%d", i), cw.tenantWords, streamOpts()...)
+		}
+		text := randomText(r) + " " + randomText(r)
+		sizes := []int{1 + r.IntN(8), 1 + r.IntN(8), 1 + r.IntN(8)}
+		s := cw.engine().NewSession(Options{})
+		out, _ := stream(t, s, text0, text, sizes...)
+		s.End()
+		for v := range protected {
+			if strings.Contains(out, v) {
+				t.Fatalf("seed %d: %q, which a ClusterGuardrail enforces on, reached the client: %q (stream %q, deltas %v)", seed, v, out, text, sizes)
+			}
+		}
+	}
+}
