@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -196,4 +198,56 @@ func TestTheSampleBaselineBecomesReady(t *testing.T) {
 		}
 		return fmt.Errorf("the sample ClusterGuardrail is not Ready: %+v", cur.Status.Conditions)
 	})
+}
+
+// kubectl runs kubectl as a cluster admin of the test's apiserver.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...) //nolint:gosec,noctx // the test's own arguments
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// What a platform engineer reads with kubectl: the columns of `kubectl get
+// clusterguardrails` and `kubectl explain` of the cluster fields.
+func TestKubectlShowsClusterGuardrails(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl is not installed")
+	}
+	baseline(t, "no-egrets", "egret")
+	ns := tenant(t, map[string]string{"baseline": "no-egrets"})
+	tok := token(t, pod(t, ns, "app-0", "web"))
+	snap := subscribe(t, tok, hasGuardrail("/no-egrets"))
+	post(t, tok, cp.SubscribePath, cp.SubscribeRequest{Running: snap.Version}) // records the ack, then waits for a change
+	var out string
+	eventually(t, 30*time.Second, func() error {
+		out = kubectl(t, "get", "clusterguardrail", "no-egrets", "-o", "wide")
+		if !strings.Contains(out, " 1/1 ") {
+			return fmt.Errorf("kubectl get shows\n%s", out)
+		}
+		return nil
+	})
+	header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+	want := []string{"NAME", "MODE", "CLASSIFIER", "READY", "ENFORCED", "BLOCKED", "REDACTED", "WOULD-BLOCK", "NAMESPACES", "STATUS", "AGE"}
+	if strings.Join(header, " ") != strings.Join(want, " ") {
+		t.Errorf("columns %v, want %v", header, want)
+	}
+	row := strings.Fields(strings.SplitN(out, "\n", 3)[1])
+	if row[0] != "no-egrets" || row[1] != "Enforce" || row[2] != "no-egrets-words" || row[3] != "True" || row[4] != "1/1" {
+		t.Errorf("row %v", row)
+	}
+	if got := kubectl(t, "get", "cgr"); !strings.Contains(got, "no-egrets") {
+		t.Errorf("the short name cgr lists %q", got)
+	}
+	explain := kubectl(t, "explain", "clusterguardrail.spec.namespaceSelector")
+	if !strings.Contains(explain, "selects the namespaces whose pods this") {
+		t.Errorf("kubectl explain clusterguardrail.spec.namespaceSelector:\n%s", explain)
+	}
+	explain = kubectl(t, "explain", "clusterclassifier.spec.credentialsSecretRef")
+	if !strings.Contains(explain, "operator's namespace") {
+		t.Errorf("kubectl explain clusterclassifier.spec.credentialsSecretRef:\n%s", explain)
+	}
 }

@@ -179,7 +179,7 @@ func TestEnforcementAndDecisionsCountAcrossNamespaces(t *testing.T) {
 	for _, tok := range toks {
 		snap := subscribe(t, tok, hasGuardrail("/no-herons"))
 		// The guard runs it: its next poll acknowledges the version.
-		go post(t, tok, cp.SubscribePath, cp.SubscribeRequest{Running: snap.Version})
+		post(t, tok, cp.SubscribePath, cp.SubscribeRequest{Running: snap.Version}) // records the ack, then waits for a change
 	}
 	ctx := context.Background()
 	eventually(t, 30*time.Second, func() error {

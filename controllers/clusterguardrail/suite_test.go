@@ -44,6 +44,8 @@ var (
 	baseURL string
 	caFile  string
 	logs    syncBuffer
+	// kubeconfig is a cluster admin's, for kubectl.
+	kubeconfig string
 )
 
 // canary is a ClusterClassifier's credential: it must reach only the guards of selected
@@ -91,6 +93,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
+	kubeconfigDir, err := os.MkdirTemp("", "clusterguardrail-kubeconfig-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(kubeconfigDir) }()
+	kubeconfig = filepath.Join(kubeconfigDir, "kubeconfig")
+	if err := envtestutil.WriteKubeconfig(env, "admin", kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
