@@ -215,7 +215,7 @@ func kubectl(t *testing.T, args ...string) string {
 // clusterguardrails` and `kubectl explain` of the cluster fields.
 func TestKubectlShowsClusterGuardrails(t *testing.T) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl is not installed")
+		t.Fatal("kubectl must be on PATH for this test, as for the controllers suite's")
 	}
 	baseline(t, "no-egrets", "egret")
 	ns := tenant(t, map[string]string{"baseline": "no-egrets"})
