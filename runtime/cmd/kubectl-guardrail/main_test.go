@@ -130,3 +130,32 @@ func TestCompletionScriptsAreGenerated(t *testing.T) {
 		}
 	}
 }
+
+// A cases file in a temporary directory names its policies by absolute path, as a CI job
+// that generates it does: they are read where they are, not under the cases file's
+// directory.
+func TestACasesFileNamesItsPoliciesByAbsolutePath(t *testing.T) {
+	policies, err := filepath.Abs(filepath.Join("..", "..", "..", "config", "samples", "pii-secrets-redaction.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := filepath.Join(t.TempDir(), "cases.yaml")
+	if err := os.WriteFile(cases, []byte(`apiVersion: cli.guardrail.dev/v1alpha1
+kind: PolicyTest
+policies: [`+policies+`]
+pod: {namespace: default, labels: {app: chat}}
+cases:
+  - name: an address is redacted
+    answer: {text: "Write to jo@example.com.", deltas: [3]}
+    expect: {outcome: redacted, answer: "Write to [REDACTED:email]."}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runPlugin(t, "test", "--cases", cases)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got := lastLine(out); !strings.Contains(got, "2 passed, 0 failed") {
+		t.Errorf("summary %q", got)
+	}
+}

@@ -67,7 +67,10 @@ func (o *testOptions) run(cmd *cobra.Command, streams genericiooptions.IOStreams
 		paths := o.files
 		if len(paths) == 0 {
 			for _, p := range cf.Policies {
-				paths = append(paths, filepath.Join(filepath.Dir(path), p))
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(filepath.Dir(path), p) // relative to the cases file
+				}
+				paths = append(paths, p)
 			}
 		}
 		if len(paths) == 0 {
