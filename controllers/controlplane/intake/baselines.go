@@ -18,7 +18,7 @@ import (
 // does not select the guard's namespace (or does not exist) is not that guard's to count
 // — a tenant with a guard of its own must not add blocks to a platform's baseline, nor
 // list its namespace in the baseline's breakdown. Such entries are dropped, with the
-// figures of ClusterClassifiers no selecting baseline uses and the samples of dropped
+// figures of ClusterClassifiers that no selecting baseline uses and the samples of dropped
 // baselines; the rest of the batch counts. A baseline whose namespaceSelector stopped
 // matching after the guard counted loses those late counts: its status then describes the
 // namespaces it selects.
