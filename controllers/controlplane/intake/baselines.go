@@ -30,12 +30,12 @@ func (in *Intake) keepSelectedBaselines(ctx context.Context, req *cp.DecisionsRe
 		return 0, nil
 	}
 	var list v1alpha1.ClusterGuardrailList
-	if err := in.cache.List(ctx, &list); err != nil {
+	if err := in.opts.Cache.List(ctx, &list); err != nil {
 		return 0, err
 	}
 	nsMeta := &metav1.PartialObjectMetadata{}
 	nsMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := in.cache.Get(ctx, types.NamespacedName{Name: ns}, nsMeta); err != nil {
+	if err := in.opts.Cache.Get(ctx, types.NamespacedName{Name: ns}, nsMeta); err != nil {
 		return 0, err
 	}
 	nsLabels := labels.Set(nsMeta.Labels)

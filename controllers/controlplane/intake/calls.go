@@ -31,7 +31,7 @@ func (in *Intake) flushCalls(ctx context.Context, calls map[types.NamespacedName
 			statusWrites.WithLabelValues("gone").Inc()
 		case err != nil:
 			statusWrites.WithLabelValues("error").Inc()
-			in.log.Error(err, "Writing call figures into a Classifier's status; retried next interval", "classifier", key.String())
+			in.opts.Log.Error(err, "Writing call figures into a Classifier's status; retried next interval", "classifier", key.String())
 			in.mu.Lock()
 			if cur := in.calls[key]; cur != nil {
 				d.add(cur)

@@ -73,13 +73,7 @@ type Options struct {
 // its claim on the guard's Lease and its status write: if the replica dies in between, it
 // is lost (at most one interval of this replica's counts).
 type Intake struct {
-	opts     Options
-	interval time.Duration
-	cache    client.Reader // Guardrails, cached
-	api      client.Reader // the apiserver, after a conflict
-	writer   client.Client
-	recorder events.EventRecorder
-	log      logr.Logger
+	opts Options
 	// inflight tracks batches being taken, so that the last flush comes after them.
 	inflight sync.WaitGroup
 
@@ -96,8 +90,7 @@ func New(opts Options) *Intake {
 	if opts.HandlerSlack <= 0 {
 		opts.HandlerSlack = 30 * time.Second
 	}
-	return &Intake{opts: opts, interval: opts.Interval, cache: opts.Cache, api: opts.API, writer: opts.Writer,
-		recorder: opts.Recorder, log: opts.Log,
+	return &Intake{opts: opts,
 		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{}}
 }
 
@@ -170,7 +163,7 @@ func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 
 // Run flushes every interval until ctx ends; Shutdown flushes a last time.
 func (in *Intake) Run(ctx context.Context) {
-	t := time.NewTicker(in.interval)
+	t := time.NewTicker(in.opts.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -204,7 +197,7 @@ func (in *Intake) flush(ctx context.Context) {
 		g, err := write(ctx, key, p)
 		if err != nil {
 			statusWrites.WithLabelValues("error").Inc()
-			in.log.Error(err, "Writing decisions into a Guardrail's status; retried next interval", "guardrail", key.String())
+			in.opts.Log.Error(err, "Writing decisions into a Guardrail's status; retried next interval", "guardrail", key.String())
 			in.mu.Lock()
 			if cur := in.pending[key]; cur != nil {
 				p.add(cur.delta)
@@ -248,9 +241,9 @@ func (in *Intake) writeStatus(ctx context.Context, key types.NamespacedName, fre
 	var err error
 	for attempt := range 8 {
 		obj := fresh()
-		reader := in.cache
+		reader := in.opts.Cache
 		if attempt > 0 {
-			reader = in.api
+			reader = in.opts.API
 		}
 		if err = reader.Get(ctx, key, obj); apierrors.IsNotFound(err) {
 			return nil, nil
@@ -259,7 +252,7 @@ func (in *Intake) writeStatus(ctx context.Context, key types.NamespacedName, fre
 		}
 		before := obj.DeepCopyObject().(client.Object)
 		add(obj)
-		err = in.writer.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		err = in.opts.Writer.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
 			return obj, nil
@@ -344,7 +337,7 @@ func categoryIndex(cs []v1alpha1.CategoryCount, name string) int {
 
 // emit sends one Event per outcome that deserves one.
 func (in *Intake) emit(g client.Object, p *pendingDecisions) {
-	if in.recorder == nil {
+	if in.opts.Recorder == nil {
 		return
 	}
 	for _, outcome := range eventOrder {
@@ -353,7 +346,7 @@ func (in *Intake) emit(g client.Object, p *pendingDecisions) {
 			continue
 		}
 		e := eventOf[outcome]
-		in.recorder.Eventf(g, nil, e.kind, e.reason, "Decide", "%s", eventMessage(e.verb, outcome, n, p, in.interval))
+		in.opts.Recorder.Eventf(g, nil, e.kind, e.reason, "Decide", "%s", eventMessage(e.verb, outcome, n, p, in.opts.Interval))
 	}
 }
 
