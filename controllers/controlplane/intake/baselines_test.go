@@ -1,8 +1,17 @@
 package intake
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
 	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +78,57 @@ func TestAGuardCountsOnlyTheBaselinesThatSelectItsNamespace(t *testing.T) {
 	for i := range want {
 		if names[i] != want[i] {
 			t.Fatalf("kept %v, want %v", names, want)
+		}
+	}
+}
+
+// The same tenant, through POST /v1/decisions as its guard sends it: the batch is taken
+// (204), its own Guardrail and the baseline that selects it are counted, and the
+// production baseline's forged blocks are pending nowhere.
+func TestAForgedBaselineCountIsDroppedByTheHandler(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	prod := &v1alpha1.ClusterGuardrail{ObjectMeta: metav1.ObjectMeta{Name: "production-only"}}
+	prod.Spec.NamespaceSelector = &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"tier": "production"}}
+	everywhere := &v1alpha1.ClusterGuardrail{ObjectMeta: metav1.ObjectMeta{Name: "everywhere"}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "guardrail-system", Name: "guard-uid-1"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Labels: map[string]string{"tier": "sandbox"}}},
+		prod, everywhere, lease).Build()
+	in := New(Options{Cache: c, API: c, Writer: c,
+		Lease: func(ctx context.Context, _ *metav1.PartialObjectMetadata, _ bool) (*coordinationv1.Lease, error) {
+			l := &coordinationv1.Lease{}
+			return l, c.Get(ctx, types.NamespacedName{Namespace: "guardrail-system", Name: "guard-uid-1"}, l)
+		}})
+	pod := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "app", UID: "uid-1"}}
+	h := in.Handler(func(*http.Request) (*metav1.PartialObjectMetadata, error) { return pod, nil })
+
+	blocked := func(name string, n int64) cp.GuardrailDecisions {
+		return cp.GuardrailDecisions{Guardrail: name, Counts: []cp.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "blocked", Requests: n}}}
+	}
+	body, err := json.Marshal(cp.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
+		Guardrails: []cp.GuardrailDecisions{blocked("tenant/own", 2), blocked("/everywhere", 3), blocked("/production-only", 900)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h(rec, httptest.NewRequest(http.MethodPost, cp.DecisionsPath, bytes.NewReader(body)))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if p := in.pending[types.NamespacedName{Name: "production-only"}]; p != nil {
+		t.Errorf("the forged baseline counts are pending: %v", p.outcomes)
+	}
+	for _, key := range []types.NamespacedName{{Namespace: "tenant", Name: "own"}, {Name: "everywhere"}} {
+		if p := in.pending[key]; p == nil || p.outcomes["blocked"] == 0 {
+			t.Errorf("%s: not counted", key)
 		}
 	}
 }
