@@ -123,7 +123,11 @@ func trimPod(image string, command []string) toolscache.TransformFunc {
 				return p, nil
 			}
 			trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta), Status: corev1.PodStatus{Phase: p.Status.Phase}}
-			guards.SetGuardVerification(trimmed, injection.VerifyGuard(p, image, command))
+			verification := injection.VerifyGuard(p, image, command)
+			guards.SetGuardVerification(trimmed, verification)
+			if verification == nil {
+				guards.SetGuardProviders(trimmed, injection.GuardProviders(p))
+			}
 			return trimmed, nil
 		case *metav1.PartialObjectMetadata:
 			return &metav1.PartialObjectMetadata{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta)}, nil

@@ -1,6 +1,8 @@
 // Package v1alpha1 contains the guardrail.dev/v1alpha1 API: Classifier (how content is
 // judged) and Guardrail (what is enforced where), and their cluster-scoped forms for
-// platform baselines, ClusterClassifier and ClusterGuardrail (cluster_types.go).
+// platform baselines, ClusterClassifier and ClusterGuardrail (cluster_types.go), and
+// ModelProvider, the provider credentials the platform holds for keyless apps
+// (provider_types.go).
 //
 // The package imports only apimachinery and holds the Kubernetes objects: TypeMeta,
 // ObjectMeta, status and conditions. Their specs are defined in package spec
@@ -35,6 +37,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Guardrail{}, &GuardrailList{},
 		&ClusterClassifier{}, &ClusterClassifierList{},
 		&ClusterGuardrail{}, &ClusterGuardrailList{},
+		&ModelProvider{}, &ModelProviderList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -2,6 +2,7 @@ package guards
 
 import (
 	"errors"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,4 +51,37 @@ func GuardVerification(p *corev1.Pod) error {
 		return nil
 	}
 	return errors.New(v)
+}
+
+// AnnotationGuardProviders exists only in the manager's cache, like
+// AnnotationGuardVerification: the transform sets it, on a pod whose guard is verified,
+// to the ModelProviders its guard was injected for (the guard's --provider flags, sorted,
+// comma-separated) and drops it otherwise, whoever wrote it. The control plane sends a
+// guard the credentials of these providers only; the ModelProvider reconciler counts the
+// pods that use each.
+const AnnotationGuardProviders = "guardrail.dev/guard-providers"
+
+// SetGuardProviders records on a cached pod the providers its verified guard uses.
+func SetGuardProviders(o client.Object, names []string) {
+	a := o.GetAnnotations()
+	if len(names) == 0 {
+		delete(a, AnnotationGuardProviders)
+		o.SetAnnotations(a)
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationGuardProviders] = strings.Join(names, ",")
+	o.SetAnnotations(a)
+}
+
+// GuardProviders returns the providers a cached pod's verified guard uses (nil for a pod
+// whose guard is not verified or uses none).
+func GuardProviders(p client.Object) []string {
+	v := p.GetAnnotations()[AnnotationGuardProviders]
+	if v == "" || p.GetAnnotations()[AnnotationGuardVerification] != guardVerified {
+		return nil
+	}
+	return strings.Split(v, ",")
 }

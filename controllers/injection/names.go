@@ -116,6 +116,7 @@ const (
 	flagCAFile            = controlplane.FlagCAFile
 	flagSnapshotDir       = controlplane.FlagSnapshotDir
 	flagMCPUpstream       = mcpupstream.Flag
+	flagProvider          = controlplane.FlagProvider
 )
 
 // Environment variables the injector sets on app containers that do not set them.

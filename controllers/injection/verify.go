@@ -49,6 +49,11 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
 		return fmt.Errorf("the pod shares one process namespace between its containers, so its apps can read the guard's files")
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].TargetContainerName == ContainerName {
+			return fmt.Errorf("ephemeral container %s shares the guard's process namespace, so it can read the guard's files and memory", pod.Spec.EphemeralContainers[i].Name)
+		}
+	}
 	tokens := 0
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
@@ -75,7 +80,25 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 // injectedFlags are the flags render passes the guard; the values of the upstreams (MCP
 // ones included) come from the pod's annotations, the rest from the manager.
 var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
-	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream}
+	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream, flagProvider}
+
+// GuardProviders returns the ModelProviders a pod's guard was injected for: the values of
+// its --provider flags, sorted and without duplicates. The caller verifies the pod first
+// (VerifyGuard): only then are the flags the injector's.
+func GuardProviders(pod *corev1.Pod) []string {
+	guard, _ := findGuard(pod)
+	if guard == nil {
+		return nil
+	}
+	var names []string
+	for _, a := range guard.Args {
+		if v, ok := strings.CutPrefix(a, "--"+flagProvider+"="); ok && v != "" {
+			names = append(names, v)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
 
 // guardEnv are the guard's environment variables that change what it enforces, and the
 // downward-API field each must come from ("" for one the injector never sets).

@@ -20,6 +20,24 @@ const (
 	FlagCAFile = "ca-file"
 	// FlagSnapshotDir is where the guard persists its last good policy snapshot.
 	FlagSnapshotDir = "snapshot-dir"
+	// FlagProvider names a ModelProvider the guard sends its pod's calls of that
+	// provider's API family to, with the provider's credential (repeatable, at most one
+	// per family). The injector sets it from AnnotationProvider; the upstream URL and the
+	// credential come from the snapshot, never from a flag.
+	FlagProvider = "provider"
+)
+
+// Keyless apps (DESIGN.md §9.2).
+const (
+	// AnnotationProvider on a pod names the ModelProviders it calls through its guard
+	// (NAME, or NAME,NAME with one per API family); on a namespace, the default of its
+	// pods. An empty value on a pod opts it out of its namespace's default.
+	AnnotationProvider = "guardrail.dev/provider"
+	// PlaceholderAPIKey is the API key the injector gives the app containers of a pod
+	// that uses a ModelProvider (OPENAI_API_KEY, ANTHROPIC_API_KEY): SDKs that insist on a
+	// key start, and the guard replaces it with the provider's credential. It calls
+	// nothing by itself.
+	PlaceholderAPIKey = "guardrail-keyless-placeholder"
 )
 
 // Labels and annotations on pods.

@@ -57,6 +57,21 @@ type DecisionsRequest struct {
 	Merged int64 `json:"merged,omitempty"`
 	// Classifiers holds cumulative call figures, one entry per classifier.
 	Classifiers []ClassifierCalls `json:"classifiers,omitempty"`
+	// Providers holds cumulative usage, one entry per ModelProvider the guard called.
+	Providers []ProviderUsage `json:"providers,omitempty"`
+}
+
+// MaxProviders bounds the providers a batch reports on.
+const MaxProviders = 8
+
+// ProviderUsage is one ModelProvider's cumulative usage through this guard: requests sent
+// to it, and the tokens of the provider's usage fields (streamed answers included).
+type ProviderUsage struct {
+	// Provider is the ModelProvider's name.
+	Provider     string `json:"provider"`
+	Requests     int64  `json:"requests,omitempty"`
+	InputTokens  int64  `json:"inputTokens,omitempty"`
+	OutputTokens int64  `json:"outputTokens,omitempty"`
 }
 
 // LatencyBucketsMs are the upper bounds of the latency histogram of classifier calls, in

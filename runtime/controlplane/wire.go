@@ -60,7 +60,34 @@ type Snapshot struct {
 	Guardrails  []policy.GuardrailObject  `json:"guardrails"`
 	// Credentials maps a classifier key (namespace/name) to its credential.
 	Credentials map[string]string `json:"credentials,omitempty"`
+	// Providers are the ModelProviders the pod's guard was injected for (its --provider
+	// flags) that select the pod's namespace and whose credential resolves, sorted by
+	// name. A provider the guard names that is missing here is not available to the pod.
+	Providers []Provider `json:"providers,omitempty"`
 }
+
+// Provider is a ModelProvider as a guard uses it (DESIGN.md §9.2): where to send the
+// pod's calls of one API family and the credential that replaces the app's placeholder.
+// The guard keeps Credential in memory only: the persisted snapshot never holds it.
+type Provider struct {
+	// Name is the ModelProvider's name.
+	Name string `json:"name"`
+	// API is ProviderAPIOpenAI or ProviderAPIAnthropic.
+	API string `json:"api"`
+	// URL is the provider's base URL; a trailing /v1 is accepted.
+	URL string `json:"url"`
+	// Headers are extra request headers (never credentials).
+	Headers map[string]string `json:"headers,omitempty"`
+	// Credential is the API key: Authorization: Bearer for OpenAI, x-api-key for
+	// Anthropic. Empty in a persisted snapshot.
+	Credential string `json:"credential,omitempty"`
+}
+
+// The API families of a Provider, spelled as the ModelProvider's spec.api.
+const (
+	ProviderAPIOpenAI    = "OpenAI"
+	ProviderAPIAnthropic = "Anthropic"
+)
 
 // Annotations the operator writes on a guard's Lease (in the operator's namespace, one per
 // guard pod) when the guard acknowledges: every manager replica, and the leader computing
