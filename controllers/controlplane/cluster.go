@@ -80,9 +80,10 @@ func namespaceMeta() *metav1.PartialObjectMetadata {
 	return m
 }
 
-// watchCluster touches the snapshots of every namespace when a ClusterGuardrail or a
-// ClusterClassifier changes (a new generation, a deletion) or a Secret of the operator's
-// namespace changes (a ClusterClassifier's credential may rotate), and those of one
+// watchCluster touches the snapshots of every namespace when a ClusterGuardrail, a
+// ClusterClassifier or a ModelProvider changes (a new generation, a deletion) or a Secret
+// of the operator's namespace changes (a ClusterClassifier's or a ModelProvider's
+// credential may rotate), and those of one
 // namespace when its labels change (a namespaceSelector may select it or let it go).
 func (s *Server) watchCluster(ctx context.Context, mgr ctrl.Manager, specChanged func(old, cur any) bool) error {
 	all := func(any) { s.hub.touchAll() }
@@ -101,6 +102,7 @@ func (s *Server) watchCluster(ctx context.Context, mgr ctrl.Manager, specChanged
 	}{
 		{&v1alpha1.ClusterGuardrail{}, all, specChanged},
 		{&v1alpha1.ClusterClassifier{}, all, specChanged},
+		{&v1alpha1.ModelProvider{}, all, specChanged},
 		{secretMeta(), operatorSecret, func(old, cur any) bool {
 			o, ok1 := old.(client.Object)
 			c, ok2 := cur.(client.Object)

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// hub caches one compiled snapshot per distinct (namespace, label set) — a thousand
+// hub caches one compiled snapshot per distinct (namespace, selection) — a thousand
 // replicas of one Deployment cost one compile — and wakes the subscribers of a namespace
 // when something their snapshots are made of changes. Changes are debounced: the
 // recompile waits until no change came for the debounce window (at most maxDelay after
@@ -23,7 +24,7 @@ type hub struct {
 	metrics  *metrics
 
 	mu sync.Mutex
-	// entries by namespace, then by label set.
+	// entries by namespace, then by selection (selection.key).
 	entries map[string]map[string]*entry
 	// changed is closed (and replaced) when the namespace's snapshots were recompiled.
 	changed map[string]chan struct{}
@@ -38,9 +39,9 @@ type hub struct {
 	order   []string
 }
 
-// entry is the snapshot of one (namespace, label set).
+// entry is the snapshot of one (namespace, selection).
 type entry struct {
-	labels   labels.Set
+	sel      selection
 	snap     *built
 	err      error
 	lastUsed time.Time
@@ -52,8 +53,24 @@ const maxHistory = 4096
 // idleEntry is how long a snapshot no subscriber asked for is kept.
 const idleEntry = 10 * time.Minute
 
-// buildFunc compiles the snapshot of a (namespace, label set); prev is its last one.
-type buildFunc func(ctx context.Context, ns string, podLabels labels.Set, prev *built) (*built, error)
+// selection is what, beside its namespace, decides a pod's snapshot: its labels (which
+// Guardrails select it) and the ModelProviders its verified guard was injected for (whose
+// credentials it gets).
+type selection struct {
+	labels    labels.Set
+	providers []string
+}
+
+// key identifies a selection among a namespace's entries.
+func (s selection) key() string {
+	if len(s.providers) == 0 {
+		return s.labels.String()
+	}
+	return s.labels.String() + "\x00" + strings.Join(s.providers, ",")
+}
+
+// buildFunc compiles the snapshot of a (namespace, selection); prev is its last one.
+type buildFunc func(ctx context.Context, ns string, sel selection, prev *built) (*built, error)
 
 func newHub(build buildFunc, debounce time.Duration, log logr.Logger, m *metrics) *hub {
 	return &hub{build: build, debounce: debounce, maxDelay: 10 * debounce, log: log, metrics: m,
@@ -61,10 +78,10 @@ func newHub(build buildFunc, debounce time.Duration, log logr.Logger, m *metrics
 		dirty: map[string]bool{}, history: map[string]string{}}
 }
 
-// get returns the snapshot of a pod's namespace and labels, and the channel closed when
-// the namespace's snapshots change next.
-func (h *hub) get(ctx context.Context, ns string, podLabels labels.Set) (*built, <-chan struct{}, error) {
-	key := podLabels.String()
+// get returns the snapshot of a pod's namespace and selection, and the channel closed
+// when the namespace's snapshots change next.
+func (h *hub) get(ctx context.Context, ns string, sel selection) (*built, <-chan struct{}, error) {
+	key := sel.key()
 	h.mu.Lock()
 	e := h.entries[ns][key]
 	ch := h.changedLocked(ns)
@@ -78,7 +95,7 @@ func (h *hub) get(ctx context.Context, ns string, podLabels labels.Set) (*built,
 
 	// Compiled outside the lock; two first subscribers of a label set may both compile,
 	// and the result is the same.
-	snap, err := h.build(ctx, ns, podLabels, nil)
+	snap, err := h.build(ctx, ns, sel, nil)
 	h.metrics.compiles.Inc()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -91,7 +108,7 @@ func (h *hub) get(ctx context.Context, ns string, podLabels labels.Set) (*built,
 	if h.entries[ns] == nil {
 		h.entries[ns] = map[string]*entry{}
 	}
-	h.entries[ns][key] = &entry{labels: podLabels, snap: snap, lastUsed: time.Now()}
+	h.entries[ns][key] = &entry{sel: sel, snap: snap, lastUsed: time.Now()}
 	h.rememberLocked(snap)
 	if h.changed[ns] != ch {
 		// The namespace changed while this compiled, so the snapshot may be stale: it is
@@ -192,7 +209,7 @@ func (h *hub) flush() {
 			if time.Since(e.lastUsed) > idleEntry {
 				continue
 			}
-			snap, err := h.build(ctx, ns, e.labels, e.snap)
+			snap, err := h.build(ctx, ns, e.sel, e.snap)
 			h.metrics.compiles.Inc()
 			if err != nil {
 				// Keep serving the last good snapshot; the next change retries.
@@ -200,7 +217,7 @@ func (h *hub) flush() {
 				fresh[key] = e
 				continue
 			}
-			fresh[key] = &entry{labels: e.labels, snap: snap, lastUsed: e.lastUsed}
+			fresh[key] = &entry{sel: e.sel, snap: snap, lastUsed: e.lastUsed}
 		}
 		h.mu.Lock()
 		// Entries a first subscriber added meanwhile stay; idle ones go.

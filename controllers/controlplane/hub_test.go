@@ -15,14 +15,14 @@ import (
 func TestBurstIsOneRecompile(t *testing.T) {
 	var mu sync.Mutex
 	builds := 0
-	h := newHub(func(context.Context, string, labels.Set, *built) (*built, error) {
+	h := newHub(func(context.Context, string, selection, *built) (*built, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		builds++
 		return &built{version: "v"}, nil
 	}, 200*time.Millisecond, logr.Discard(), serverMetrics)
 	defer h.stop()
-	_, changed, err := h.get(context.Background(), "shop", labels.Set{"app": "web"})
+	_, changed, err := h.get(context.Background(), "shop", selection{labels: labels.Set{"app": "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func TestBurstIsOneRecompile(t *testing.T) {
 
 // TestBurstIsCappedByMaxDelay: an endless stream of changes still reaches subscribers.
 func TestBurstIsCappedByMaxDelay(t *testing.T) {
-	h := newHub(func(context.Context, string, labels.Set, *built) (*built, error) {
+	h := newHub(func(context.Context, string, selection, *built) (*built, error) {
 		return &built{version: "v"}, nil
 	}, 50*time.Millisecond, logr.Discard(), serverMetrics)
 	defer h.stop()
-	_, changed, err := h.get(context.Background(), "shop", nil)
+	_, changed, err := h.get(context.Background(), "shop", selection{})
 	if err != nil {
 		t.Fatal(err)
 	}

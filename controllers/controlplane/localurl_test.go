@@ -43,7 +43,7 @@ func TestALocalClassifierURLReachesNoGuard(t *testing.T) {
 	} {
 		c := objs(tc.url).Build()
 		b := &builder{cache: c, secrets: c, allowLocal: tc.allowLocal}
-		got, err := b.build(context.Background(), "shop", labels.Set{}, nil)
+		got, err := b.build(context.Background(), "shop", selection{labels: labels.Set{}}, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.url, err)
 		}

@@ -98,6 +98,7 @@ type Server struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=guardrails/status,verbs=get;patch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails;clusterclassifiers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=modelproviders,verbs=get;list;watch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails/status;clusterclassifiers/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -374,7 +375,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	timer := time.NewTimer(s.opts.Wait)
 	defer timer.Stop()
 	for {
-		snap, changed, err := s.hub.get(ctx, pod.Namespace, labels.Set(pod.Labels))
+		snap, changed, err := s.hub.get(ctx, pod.Namespace, selection{labels: labels.Set(pod.Labels), providers: guards.GuardProviders(pod)})
 		if err != nil {
 			s.log.Error(err, "Compiling a policy snapshot", "namespace", pod.Namespace)
 			http.Error(w, "the policy of this pod cannot be compiled now; retry", http.StatusServiceUnavailable)
@@ -451,6 +452,14 @@ func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMet
 	}
 	pod := podMeta()
 	pod.Namespace, pod.Name, pod.UID, pod.Labels = cached.Namespace, cached.Name, cached.UID, cached.Labels
+	// The returned pod is verified: it says so, with the providers its guard uses, in the
+	// cache-only annotations (read with guards.GuardProviders), whichever way it was read.
+	guards.SetGuardVerification(pod, nil)
+	providers := guards.GuardProviders(cached)
+	if _, fromCache := cached.Annotations[guards.AnnotationGuardVerification]; !fromCache {
+		providers = injection.GuardProviders(cached)
+	}
+	guards.SetGuardProviders(pod, providers)
 	return pod, nil
 }
 

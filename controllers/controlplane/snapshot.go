@@ -52,8 +52,9 @@ type builder struct {
 	operatorNamespace string
 }
 
-// build selects the Guardrails of ns matching podLabels and the ClusterGuardrails whose
-// namespaceSelector matches ns's labels and whose selector matches podLabels (cluster.go),
+// build selects the Guardrails of ns matching the pod's labels and the ClusterGuardrails
+// whose namespaceSelector matches ns's labels and whose selector matches the pod's labels
+// (cluster.go), adds the ModelProviders of sel that select ns (providers.go),
 // resolves their Classifiers and ClusterClassifiers and credentials, and compiles them
 // with policy.Compile, the code the guard runs. An object that does not compile is left
 // out (its status already says Stalled or waiting), so one broken Guardrail never
@@ -63,7 +64,8 @@ type builder struct {
 // does — an edit that does not fit its Classifier, a Classifier whose Secret went away —
 // is kept in its last good form, with its last good Classifier: breaking a policy never
 // switches it off in the guards. Its status says Stalled or waiting meanwhile.
-func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, prev *built) (*built, error) {
+func (b *builder) build(ctx context.Context, ns string, sel selection, prev *built) (*built, error) {
+	podLabels := sel.labels
 	var list v1alpha1.GuardrailList
 	if err := b.cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing Guardrails: %w", err)
@@ -140,7 +142,11 @@ func (b *builder) build(ctx context.Context, ns string, podLabels labels.Set, pr
 		}
 	}
 	src.Tokens = tokens
-	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens}
+	providers, err := b.providers(ctx, ns, sel.providers, secretVersions)
+	if err != nil {
+		return nil, err
+	}
+	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens, Providers: providers}
 	if snap.Classifiers == nil {
 		snap.Classifiers = []policy.ClassifierObject{}
 	}
@@ -318,14 +324,21 @@ func selects(selector *v1alpha1.LabelSelector, set labels.Set) bool {
 
 // versionOf hashes the snapshot without its credentials, and the identity and resource
 // version of each credential's Secret: a rotation changes the version, and the version
-// reveals nothing of a credential. Every replica computes the same version.
+// reveals nothing of a credential. Every replica computes the same version. A snapshot
+// without providers hashes as it did before they existed.
 func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
+	providers := make([]cp.Provider, len(s.Providers))
+	for i, p := range s.Providers {
+		p.Credential = ""
+		providers[i] = p
+	}
 	b, err := json.Marshal(struct {
 		N string
 		C []policy.ClassifierObject
 		G []policy.GuardrailObject
 		S map[string]string
-	}{s.Namespace, s.Classifiers, s.Guardrails, secretVersions})
+		P []cp.Provider `json:",omitempty"`
+	}{s.Namespace, s.Classifiers, s.Guardrails, secretVersions, providers})
 	if err != nil {
 		panic(fmt.Sprintf("controlplane: marshal snapshot: %v", err)) // every field marshals
 	}
