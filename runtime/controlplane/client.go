@@ -68,6 +68,13 @@ func (c *Client) Run(ctx context.Context, apply func(*policy.Snapshot) error, re
 		} else {
 			log.Info("Enforcing the persisted policy snapshot until the control plane answers", "version", snap.Version)
 			req.Running = snap.Version
+			if lacksCredentials(snap) {
+				// Its providers' credentials were never on disk: the operator is asked for
+				// the whole snapshot again (a version it does not see running).
+				log.Info("The persisted snapshot's model providers wait for their credentials from the control plane",
+					"providers", len(snap.Providers))
+				req.Running = ""
+			}
 		}
 	}
 
@@ -135,8 +142,8 @@ func (c *Client) apply(s *Snapshot, apply func(*policy.Snapshot) error) error {
 	return apply(compiled)
 }
 
-// Compile compiles a snapshot as the operator did; the compiled snapshot carries the
-// wire version.
+// Compile compiles a snapshot as the operator did, with its providers; the compiled
+// snapshot carries the wire version.
 func Compile(s *Snapshot) (*policy.Snapshot, error) {
 	for i := range s.Guardrails {
 		if s.Guardrails[i].Kind == policy.KindClusterGuardrail {
@@ -148,6 +155,9 @@ func Compile(s *Snapshot) (*policy.Snapshot, error) {
 	}
 	compiled, err := policy.Compile(policy.Sources{Classifiers: s.Classifiers, Guardrails: s.Guardrails, Tokens: s.Credentials})
 	if err != nil {
+		return nil, err
+	}
+	if compiled.Providers, err = compileProviders(s); err != nil {
 		return nil, err
 	}
 	compiled.Version = s.Version
@@ -223,10 +233,15 @@ type persisted struct {
 	Snapshot json.RawMessage `json:"snapshot"`
 }
 
-// persist writes the snapshot atomically, readable by the guard's user only.
+// persist writes the snapshot atomically, readable by the guard's user only, without its
+// providers' credentials (see providers.go).
 func (c *Client) persist(raw []byte) error {
 	if c.SnapshotDir == "" {
 		return nil
+	}
+	raw, err := withoutCredentials(raw)
+	if err != nil {
+		return err
 	}
 	sum := sha256.Sum256(raw)
 	b, err := json.Marshal(persisted{SHA256: hex.EncodeToString(sum[:]), Snapshot: raw})

@@ -66,9 +66,16 @@ func snapshot(t *testing.T, version string) []byte {
 
 func startClient(t *testing.T, op *fakeOperator, apply func(*policy.Snapshot) error) (string, *[]error) {
 	t.Helper()
+	dir := t.TempDir()
+	return dir, startClientIn(t, op, dir, apply)
+}
+
+// startClientIn runs a client with snapshot directory dir against op until the test ends
+// and returns what it reported.
+func startClientIn(t *testing.T, op *fakeOperator, dir string, apply func(*policy.Snapshot) error) *[]error {
+	t.Helper()
 	srv := httptest.NewTLSServer(op)
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
 	if err := os.WriteFile(tok, []byte("token-1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -83,7 +90,7 @@ func startClient(t *testing.T, op *fakeOperator, apply func(*policy.Snapshot) er
 		c.Run(ctx, apply, func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return dir, &reported
+	return &reported
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -38,6 +38,8 @@ type Aggregator struct {
 	version uint64
 	// classifiers: call figures by classifier key.
 	classifiers map[string]*ClassifierCalls
+	// providers: usage by ModelProvider name.
+	providers map[string]*ProviderUsage
 }
 
 type guardrailAgg struct {
@@ -57,7 +59,7 @@ func NewAggregator() *Aggregator {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Aggregator{incarnation: hex.EncodeToString(b[:]), started: time.Now(), guardrails: map[string]*guardrailAgg{},
-		classifiers: map[string]*ClassifierCalls{}}
+		classifiers: map[string]*ClassifierCalls{}, providers: map[string]*ProviderUsage{}}
 }
 
 // Incarnation is the aggregator's random id.
@@ -150,6 +152,25 @@ func (a *Aggregator) Evaluated(r engine.Record) {
 	c.Latency[i]++
 }
 
+// ProviderUsed counts a ModelProvider's usage; it is the telemetry provider sink
+// (Telemetry.OnProviderUsage).
+func (a *Aggregator) ProviderUsed(u telemetry.ProviderUsage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.providers[u.Provider]
+	if p == nil {
+		if len(a.providers) >= MaxProviders {
+			return // a guard names at most one per API family
+		}
+		p = &ProviderUsage{Provider: u.Provider}
+		a.providers[u.Provider] = p
+	}
+	a.version++
+	p.Requests += u.Requests
+	p.InputTokens += u.InputTokens
+	p.OutputTokens += u.OutputTokens
+}
+
 func (a *Aggregator) sample(r *engine.Record) {
 	s := Sample{Guardrail: r.Guardrail, Generation: r.Generation, Phase: r.Phase.String(), Outcome: string(r.Outcome),
 		Code: string(r.Code)}
@@ -212,6 +233,14 @@ func (a *Aggregator) Batch() (DecisionsRequest, uint64) {
 			c.Errors = errs
 		}
 		req.Classifiers = append(req.Classifiers, c)
+	}
+	names = names[:0]
+	for n := range a.providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		req.Providers = append(req.Providers, *a.providers[n])
 	}
 	return req, a.version
 }

@@ -25,6 +25,9 @@ type Snapshot struct {
 	Classifiers []*Classifier `json:"classifiers"`
 	// Guardrails sorted by key.
 	Guardrails []*Guardrail `json:"guardrails"`
+	// Providers are the ModelProviders the control plane delivered, sorted by name; never
+	// marshalled, so a compiled snapshot written anywhere holds no provider credential.
+	Providers []*Provider `json:"-"`
 }
 
 // Classifier returns the classifier with the given key, or nil.

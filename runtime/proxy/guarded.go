@@ -38,12 +38,14 @@ type exchange struct {
 	// retrieved is set on the retrieval of a stored answer (see serveRetrieval): a GET
 	// without a body, whose answer is judged as a non-streamed one.
 	retrieved bool
+	// up is where the call goes (keyless.go).
+	up upstream
 }
 
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
-func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family) {
+func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
 	start := time.Now()
-	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r}
+	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, st: st}
 	if !x.loadPolicy() {
 		return
 	}
@@ -162,10 +164,6 @@ func (x *exchange) input() bool {
 
 // forward calls the upstream and hands its answer to the stream or response path.
 func (x *exchange) forward() {
-	base := x.p.cfg.OpenAIUpstream
-	if x.f.Anthropic() {
-		base = x.p.cfg.AnthropicUpstream
-	}
 	// The upstream call ends with the client's request, as if its context were the
 	// request's, but a stream can detach it to drain the provider's body after the
 	// client's answer is complete (see drainLater).
@@ -181,7 +179,7 @@ func (x *exchange) forward() {
 	if x.retrieved {
 		method, body = http.MethodGet, nil
 	}
-	out, err := http.NewRequestWithContext(ctx, method, upstreamURL(base, x.r.URL).String(), body)
+	out, err := http.NewRequestWithContext(ctx, method, upstreamURL(x.up.base, x.r.URL).String(), body)
 	if err != nil {
 		x.outcome("failed")
 		writeError(x.w, x.f, wire.Failed(""))
@@ -191,6 +189,10 @@ func (x *exchange) forward() {
 	// The guard reads responses: let the transport negotiate (and undo) compression.
 	out.Header.Del("Accept-Encoding")
 	out.ContentLength = int64(len(x.body))
+	if pr := x.up.provider; pr != nil {
+		pr.authorize(out.Header)
+		x.p.cfg.Telemetry.ProviderRequest(pr.p.Name)
+	}
 
 	resp, err := x.p.client.Do(out)
 	if err != nil {
@@ -284,7 +286,7 @@ var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
 
 // copyHeaders copies end-to-end headers; credentials (Authorization, x-api-key) pass
-// untouched.
+// untouched, unless a keyless provider's replace them afterwards (providerRoute.authorize).
 func copyHeaders(dst, src http.Header) {
 	for k, vs := range src {
 		dst[k] = append([]string(nil), vs...)

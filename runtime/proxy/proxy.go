@@ -47,6 +47,9 @@ type Config struct {
 	Pod string
 	// Namespace, when set, keeps only the guardrails of that namespace.
 	Namespace string
+	// Providers are the ModelProviders the guard sends its pod's calls to (--provider,
+	// keyless apps: see keyless.go); their URL and credential come from the snapshot.
+	Providers []string
 	// PodLabels, when set, keeps only the guardrails whose selector matches them.
 	PodLabels labels.Set
 	Telemetry *telemetry.Telemetry
@@ -62,6 +65,8 @@ type state struct {
 	// judges what the model answers (Stream, Output or ToolCalls): answers the guard
 	// cannot judge (background responses) are then refused.
 	enforcesAnswers bool
+	// keyless holds the providers in force (Config.Providers).
+	keyless keyless
 }
 
 // enforcesAnswers reports whether one of guardrails enforces a phase that judges what the
@@ -122,17 +127,22 @@ func New(cfg Config) *Proxy {
 	for _, path := range cfg.PassThrough {
 		p.passThrough[path] = true
 	}
-	p.openai = p.reverseProxy(cfg.OpenAIUpstream)
-	p.anthropic = p.reverseProxy(cfg.AnthropicUpstream)
+	p.openai = p.reverseProxy(cfg.OpenAIUpstream, nil)
+	p.anthropic = p.reverseProxy(cfg.AnthropicUpstream, nil)
 	return p
 }
 
-func (p *Proxy) reverseProxy(base *url.URL) *httputil.ReverseProxy {
+// reverseProxy forwards unguarded calls to base; authorize, when set, replaces the
+// client's credentials (a keyless provider's calls).
+func (p *Proxy) reverseProxy(base *url.URL, authorize func(http.Header)) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = upstreamURL(base, pr.In.URL)
 			pr.Out.Host = ""
 			pr.Out.Header.Del("X-Forwarded-For")
+			if authorize != nil {
+				authorize(pr.Out.Header)
+			}
 		},
 		Transport:     p.cfg.Transport,
 		FlushInterval: -1,
@@ -180,12 +190,20 @@ func (p *Proxy) Apply(snap *policy.Snapshot) error {
 			guardrails = append(guardrails, g)
 		}
 	}
-	next := &state{snap: snap, backends: backends, enforcesAnswers: enforcesAnswers(guardrails), engine: engine.New(engine.Config{
+	k, err := p.keylessFor(snap)
+	if err != nil {
+		closeIdle(backends)
+		return err
+	}
+	next := &state{snap: snap, backends: backends, enforcesAnswers: enforcesAnswers(guardrails), keyless: k, engine: engine.New(engine.Config{
 		Guardrails: guardrails, Classifiers: snap.Classifiers, Backends: engine.BackendMap(backends),
 	})}
 	prev := p.state.Swap(next)
 	p.cfg.Telemetry.Policy(snap.Version)
 	p.cfg.Log.Info("Policy applied", "version", snap.Version, "guardrails", len(guardrails), "classifiers", len(snap.Classifiers))
+	if len(p.cfg.Providers) > 0 {
+		p.logProviders(k)
+	}
 	if prev != nil {
 		closeIdle(prev.backends)
 	}
@@ -242,14 +260,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = &idleReader{ReadCloser: r.Body, rc: rc, timeout: p.cfg.ReadIdleTimeout}
 	}
 	w = &idleWriter{ResponseWriter: w, rc: rc, timeout: p.cfg.WriteIdleTimeout}
+	// The request uses one policy, providers included, whatever Apply does meanwhile.
+	st := p.state.Load()
 	if guarded {
 		w.Header().Set("X-Request-Id", id)
-		p.serveGuarded(w, r, f)
+		p.serveGuarded(w, r, f, st)
 		return
 	}
 	if f, ok := retrieval(r.Method, r.URL.Path); ok && !hasBody(r) {
 		w.Header().Set("X-Request-Id", id)
-		p.serveRetrieval(w, r, f)
+		p.serveRetrieval(w, r, f, st)
 		return
 	}
 	f = familyOfUnguarded(r)
@@ -259,12 +279,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// would read a prompt nobody judged.
 		p.refuse(w, r, id, f, "a "+r.Method+" request with a body is not forwarded by the guardrail sidecar")
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || p.passThrough[r.URL.Path]:
+		up, ok := p.upstreamFor(w, r, st, f, "passthrough")
+		if !ok {
+			return
+		}
 		// The reverse proxy answers the request id (the upstream's, else ours): setting it
 		// here too would answer two.
 		p.cfg.Telemetry.Request("passthrough", "passthrough")
-		if f.Anthropic() {
+		switch {
+		case up.provider != nil:
+			p.cfg.Telemetry.ProviderRequest(up.provider.p.Name)
+			up.provider.passThrough.ServeHTTP(w, r)
+		case f.Anthropic():
 			p.anthropic.ServeHTTP(w, r)
-		} else {
+		default:
 			p.openai.ServeHTTP(w, r)
 		}
 	default:

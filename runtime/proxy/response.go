@@ -44,6 +44,7 @@ func (x *exchange) response(resp *http.Response) {
 		x.fail("the upstream response is malformed", err)
 		return
 	}
+	x.usage(decoded.Usage)
 	res, err := x.session.Output(x.r.Context(), toEngineContents(decoded.Contents))
 	if err != nil {
 		x.outcome("client_gone")

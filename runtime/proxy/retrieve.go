@@ -13,8 +13,8 @@ import (
 // refused as a failure. There is no Input phase: nothing of the client's is sent. A
 // retrieval asking for a stream is refused, as background requests are: the stream of a
 // background response resumes at any event, and the guard judges a stream only whole.
-func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Family) {
-	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, retrieved: true,
+func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
+	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, retrieved: true, st: st,
 		req: wire.Request{Family: f, N: 1}}
 	if !x.loadPolicy() {
 		return
@@ -33,11 +33,14 @@ func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Fa
 	x.forward()
 }
 
-// loadPolicy takes the policy the exchange is judged by; without one (the guard has not
-// received any yet) it refuses the request, fail closed, and reports false.
+// loadPolicy checks the exchange has a policy to be judged by, and takes the upstream of
+// the call (keyless.go); without a policy (the guard has not received any yet) it refuses
+// the request, fail closed, and reports false, as it does a call the keyless rules keep in.
 func (x *exchange) loadPolicy() bool {
-	if x.st = x.p.state.Load(); x.st != nil {
-		return true
+	if x.st != nil {
+		var ok bool
+		x.up, ok = x.p.upstreamFor(x.w, x.r, x.st, x.f, x.family)
+		return ok
 	}
 	x.outcome("refused")
 	writeError(x.w, x.f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",

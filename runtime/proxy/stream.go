@@ -45,6 +45,20 @@ type streamer struct {
 	// held is the bytes fed to the engine minus the bytes it released; reported is what
 	// the held-back gauge has been told.
 	held, reported int
+	// usage is the largest token counts the upstream's usage events reported: Messages
+	// sends input tokens at its start and cumulative output tokens at its end, the others
+	// one usage object.
+	usage wire.Usage
+}
+
+// noteUsage keeps the usage the decoded items report.
+func (s *streamer) noteUsage() {
+	for i := range s.items {
+		if u := s.items[i].Usage; s.items[i].Kind == wire.ItemUsage {
+			s.usage.InputTokens = max(s.usage.InputTokens, u.InputTokens)
+			s.usage.OutputTokens = max(s.usage.OutputTokens, u.OutputTokens)
+		}
+	}
 }
 
 // reportHeld moves the held-back gauge by what changed since the last report.
@@ -91,6 +105,7 @@ func (x *exchange) stream(resp *http.Response) {
 	s := newStreamer(x, resp.Body)
 	defer func() {
 		x.p.cfg.Telemetry.HeldBack(-s.reported)
+		x.usage(s.usage)
 		s.release()
 	}()
 
@@ -167,6 +182,7 @@ func (s *streamer) event(ev *sse.Event) (done, ok bool) {
 		s.malformed(err)
 		return false, false
 	}
+	s.noteUsage()
 	s.rel, s.arena, s.ends = s.rel[:0], s.arena[:0], s.ends[:0]
 	for i := range s.items {
 		it := &s.items[i]
@@ -413,6 +429,7 @@ func (s *streamer) awaitUsage() {
 		if s.items, err = s.st.Decode(s.items[:0], &ev); err != nil {
 			return
 		}
+		s.noteUsage()
 	}
 }
 

@@ -31,6 +31,7 @@ type Telemetry struct {
 	policyVersion  *prom.GaugeVec
 	policyErrors   *prom.Counter
 	mcp            *mcpMetrics
+	providers      *providerMetrics
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -106,6 +107,7 @@ func New(decisionLog io.Writer) *Telemetry {
 		}),
 	}
 	t.mcp = newMCPMetrics(reg)
+	t.providers = newProviderMetrics(reg)
 	prom.RegisterGo(reg)
 	prom.RegisterProcess(reg)
 	t.bare = &Request{t: t}

@@ -60,6 +60,9 @@ type Provider struct {
 	maxBody     int64
 	// forget: a long-running server (NewHandler) keeps no requests or responses.
 	forget bool
+	// keys, when set, returns the API keys accepted (keys.go); seen counts keys received.
+	keys func() []string
+	seen map[string]int
 }
 
 // Option configures a Provider.
@@ -194,6 +197,18 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fam, known = familyModels, true
 	}
 	rw := &recorder{p: p, w: w, resp: resp, ctx: r.Context()}
+	if !p.checkKey(r.Header) {
+		e := &Error{Type: "authentication_error", Message: "invalid x-api-key"}
+		if fam != familyMessages {
+			e = &Error{Type: "invalid_request_error", Code: "invalid_api_key", Message: "Incorrect API key provided."}
+		}
+		body := openAIError(e)
+		if fam == familyMessages {
+			body = anthropicError(e, seq)
+		}
+		rw.json(http.StatusUnauthorized, body)
+		return
+	}
 	if !known {
 		rw.json(http.StatusNotFound, openAIError(&Error{Type: "invalid_request_error", Message: "Unknown route " + r.URL.Path}))
 		return

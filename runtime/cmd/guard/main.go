@@ -69,6 +69,7 @@ type options struct {
 	pod, namespace, podLabels    string
 	logLevel                     string
 	mcpUpstreams                 []mcpupstream.Upstream
+	providers                    []string
 }
 
 func main() {
@@ -110,6 +111,16 @@ func main() {
 		}
 		return err
 	})
+	fs.Func(controlplane.FlagProvider, "A ModelProvider NAME this pod's calls of its API family go to, with its credential "+
+		"(repeatable, one per API family; keyless apps): its URL and credential come from the control plane's snapshot. "+
+		"A client's own API key is then refused, and calls are refused (503 provider_unavailable) while a named "+
+		"provider is not in the snapshot. Needs --"+controlplane.FlagControlPlane+".", func(v string) error {
+		if err := validProviderName(v, o.providers); err != nil {
+			return err
+		}
+		o.providers = append(o.providers, v)
+		return nil
+	})
 	_ = fs.Parse(os.Args[1:])
 
 	var level slog.Level
@@ -118,6 +129,9 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if err := undumpable(); err != nil {
+		log.Warn("The guard's memory stays readable by processes of its user (prctl PR_SET_DUMPABLE failed)", "error", err.Error())
+	}
 	if os.Getenv("GOGC") == "" {
 		// A sidecar's live heap is small (a few MiB) while each request allocates tens of
 		// KiB: with the default GOGC=100 it collects several times a second at a few hundred
@@ -134,6 +148,10 @@ func main() {
 func run(o options, log *slog.Logger) error {
 	if (o.policyFile == "") == (o.controlPlane == "") {
 		return errors.New("exactly one policy source is needed: --policy-file, or --control-plane with --token-file and --ca-file")
+	}
+	if len(o.providers) > 0 && o.controlPlane == "" {
+		return fmt.Errorf("--%s needs --%s: a model provider's credential comes only from the control plane",
+			controlplane.FlagProvider, controlplane.FlagControlPlane)
 	}
 	if err := mcpupstream.Unique(o.mcpUpstreams); err != nil {
 		return fmt.Errorf("--%s: %w", mcpupstream.Flag, err)
@@ -180,7 +198,7 @@ func run(o options, log *slog.Logger) error {
 	px := proxy.New(proxy.Config{
 		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, PassThrough: passThrough,
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,
-		PodLabels: podLabels, Telemetry: tel, Log: log,
+		PodLabels: podLabels, Providers: o.providers, Telemetry: tel, Log: log,
 	})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -195,6 +213,7 @@ func run(o options, log *slog.Logger) error {
 		agg := controlplane.NewAggregator()
 		tel.OnRequest(agg.Add)
 		tel.OnEvaluation(agg.Evaluated)
+		tel.OnProviderUsage(agg.ProviderUsed)
 		reporter = &controlplane.Reporter{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
 			Interval: o.decisionInterval, Agg: agg, Log: log}
 		registerReporterMetrics(tel.Registry, agg, reporter)
@@ -317,6 +336,28 @@ func registerAdminMetrics(reg *prom.Registry, refused *atomic.Int64) {
 	reg.NewCounterFunc(prom.Opts{Name: "guard_admin_connections_refused_total",
 		Help: "Connections to the admin listener closed at once because it had as many open as it serves."},
 		func() float64 { return float64(refused.Load()) })
+}
+
+// validProviderName checks a --provider value: a ModelProvider's name (a DNS subdomain:
+// lowercase letters, digits, '-' and '.') given once.
+func validProviderName(name string, seen []string) error {
+	if name == "" || len(name) > 253 {
+		return errors.New("a ModelProvider name of 1 to 253 characters")
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '.' {
+			return fmt.Errorf("%q is not a ModelProvider name (lowercase letters, digits, '-' and '.')", name)
+		}
+	}
+	for _, s := range seen {
+		if s == name {
+			return fmt.Errorf("ModelProvider %s named twice", name)
+		}
+	}
+	if len(seen) >= 2 {
+		return errors.New("at most one ModelProvider per API family (two)")
+	}
+	return nil
 }
 
 func parseUpstream(flagName, raw string) (*url.URL, error) {
