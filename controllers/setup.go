@@ -30,6 +30,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/modelprovider"
 	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
@@ -192,6 +193,15 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder:       mgr.GetEventRecorder("clusterguardrail-controller"),
 		LeaseNamespace: o.operatorNamespace(),
 	}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&modelprovider.Reconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("modelprovider-controller"),
+		OperatorNamespace: o.operatorNamespace(),
+		AllowLocalURLs:    classifier.AllowLocalURLs,
+	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	if err := (&guards.LeaseCollector{
