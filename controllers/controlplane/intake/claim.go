@@ -35,6 +35,8 @@ type claimed struct {
 	Counted     int64                   `json:"counted,omitempty"`
 	Guardrails  []cp.GuardrailDecisions `json:"guardrails,omitempty"`
 	Classifiers []cp.ClassifierCalls    `json:"classifiers,omitempty"`
+	// Providers are the ModelProviders' usage figures (usage.go).
+	Providers []cp.ProviderUsage `json:"providers,omitempty"`
 }
 
 // batchDelta is what one batch adds, per Guardrail and per Classifier name (the namespace
@@ -42,9 +44,13 @@ type claimed struct {
 type batchDelta struct {
 	guardrails  map[string]*delta
 	classifiers map[string]*callDelta
+	// providers is what the batch adds to each ModelProvider's usage, by name.
+	providers map[string]usageDelta
 }
 
-func (b batchDelta) empty() bool { return len(b.guardrails) == 0 && len(b.classifiers) == 0 }
+func (b batchDelta) empty() bool {
+	return len(b.guardrails) == 0 && len(b.classifiers) == 0 && len(b.providers) == 0
+}
 
 // callDelta is what one batch adds to a Classifier's call figures.
 type callDelta struct {
@@ -210,7 +216,9 @@ func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, c
 		}
 	}
 	sort.Slice(next.Classifiers, func(i, j int) bool { return next.Classifiers[i].Classifier < next.Classifiers[j].Classifier })
-	bd := batchDelta{guardrails: deltas, classifiers: calls}
+	var usage map[string]usageDelta
+	next.Providers, usage = claimUsage(prev.Providers, req.Providers)
+	bd := batchDelta{guardrails: deltas, classifiers: calls, providers: usage}
 	if !bd.within(limit) {
 		return batchDelta{}, prev, errImplausible
 	}
@@ -229,7 +237,7 @@ func plausibleLimit(elapsed time.Duration) int64 {
 	return decisionsBurst + maxDecisionsPerSecond*int64(elapsed/time.Second)
 }
 
-// within reports whether no Guardrail's requests, match count or Classifier's calls in b
+// within reports whether no Guardrail's requests, match count, Classifier's calls or ModelProvider's usage in b
 // exceed limit.
 func (b batchDelta) within(limit int64) bool {
 	for _, d := range b.guardrails {
@@ -248,6 +256,11 @@ func (b batchDelta) within(limit int64) bool {
 	}
 	for _, c := range b.classifiers {
 		if c.calls > limit {
+			return false
+		}
+	}
+	for _, u := range b.providers {
+		if !u.within(limit) {
 			return false
 		}
 	}
@@ -407,6 +420,9 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 				return &refusal{400, "bad_request", "classifier figures out of range"}
 			}
 		}
+	}
+	if err := validateUsage(req.Providers); err != nil {
+		return err
 	}
 	if len(req.Samples) > cp.MaxSamples {
 		return &refusal{413, "too_large", "the batch has more samples than a guard keeps"}

@@ -91,6 +91,13 @@ func (in *Intake) take(w http.ResponseWriter, r *http.Request, pod *metav1.Parti
 	if dropped > 0 {
 		baselinesDropped.Add(float64(dropped))
 	}
+	if dropped, err = in.keepUsedProviders(ctx, &req, pod); err != nil {
+		in.refuse(w, fmt.Errorf("reading the pod's providers: %w", err))
+		return
+	}
+	if dropped > 0 {
+		usageDropped.Add(float64(dropped))
+	}
 	// The body is read: the handler may take its slack to claim and answer (a deadline
 	// passing on HTTP/1.1 would cancel ctx).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(in.opts.HandlerSlack))
@@ -199,13 +206,30 @@ var (
 	})
 	statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_decisions_status_writes_total",
-		Help: "Writes of decision counters into Guardrail status and of call figures into Classifier status, by result (written, conflict: retried after " +
-			"another writer, error: kept for the next interval, gone: the Guardrail was deleted).",
+		Help: "Writes of decision counters into Guardrail status, of call figures into Classifier status and of usage into ModelProvider status, " +
+			"by result (written, conflict: retried after another writer, error: kept for the next interval, gone: the object was deleted).",
 	}, []string{"result"})
+	usageDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_usage_not_selected_total",
+		Help: "Provider usage entries of decision batches dropped because the reporting guard does not use that ModelProvider " +
+			"(its pod's verified guard was not injected for it, or its namespaceSelector does not select the pod's namespace, or it does not exist).",
+	})
+	// The provider metrics' series are bounded by the ModelProviders that exist (a deleted
+	// one's go) and the namespaces each selects.
+	providerRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "guardrail_provider_requests_total",
+		Help: "Requests guards sent to a ModelProvider, counted by this replica, by provider and the guards' namespace.",
+	}, []string{"provider", "namespace"})
+	providerTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "guardrail_provider_tokens_total",
+		Help: "Tokens of a ModelProvider's usage fields (streamed answers included), counted by this replica, by provider, " +
+			"the guards' namespace and direction (input, output).",
+	}, []string{"provider", "namespace", "direction"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(decisionsCounted, batches, batchesRefused, baselinesDropped, statusWrites)
+	ctrlmetrics.Registry.MustRegister(decisionsCounted, batches, batchesRefused, baselinesDropped, statusWrites,
+		usageDropped, providerRequests, providerTokens)
 }
 
 // asRefusal unwraps a *refusal of the intake.

@@ -7,7 +7,10 @@
 // the classifier call figures at most once per object per interval, with aggregated
 // Events and metrics (intake.go, calls.go). Counts of a ClusterGuardrail arrive under
 // "/name" from guards of any namespace and are written with a per-namespace breakdown
-// (cluster.go).
+// (cluster.go). Batches also carry the guards' usage of ModelProviders, claimed the same
+// way, kept only for the providers the pod's verified guard uses in a namespace they
+// select (providers.go), and written into each ModelProvider's status.usage with a
+// per-namespace breakdown and into the provider metrics (usage.go).
 //
 // The server authenticates a batch as it authenticates a subscription and hands the
 // intake the guard's pod (Authorize); the intake never reads a token.

@@ -80,6 +80,8 @@ type Intake struct {
 	mu      sync.Mutex
 	pending map[types.NamespacedName]*pendingDecisions
 	calls   map[types.NamespacedName]*callDelta
+	// usage is the ModelProviders' usage by provider and namespace (usage.go).
+	usage map[string]map[string]*usageDelta
 }
 
 // New returns an intake; Run it, and Shutdown it when the server stops.
@@ -91,7 +93,8 @@ func New(opts Options) *Intake {
 		opts.HandlerSlack = 30 * time.Second
 	}
 	return &Intake{opts: opts,
-		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{}}
+		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{},
+		usage: map[string]map[string]*usageDelta{}}
 }
 
 // Shutdown writes what this replica counted and has not written yet, once the batches
@@ -119,10 +122,12 @@ type pendingDecisions struct {
 	namespaces map[string]*delta
 }
 
-// add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns.
+// add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns, and
+// for the ModelProviders it used.
 func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	in.addUsage(ns, bd.providers)
 	for name, d := range bd.classifiers {
 		key := objectKey(ns, name)
 		if in.calls[key] == nil {
@@ -179,10 +184,12 @@ func (in *Intake) Run(ctx context.Context) {
 // interval, merged with what arrives meanwhile.
 func (in *Intake) flush(ctx context.Context) {
 	in.mu.Lock()
-	batch, calls := in.pending, in.calls
+	batch, calls, usage := in.pending, in.calls, in.usage
 	in.pending, in.calls = map[types.NamespacedName]*pendingDecisions{}, map[types.NamespacedName]*callDelta{}
+	in.usage = map[string]map[string]*usageDelta{}
 	in.mu.Unlock()
 	in.flushCalls(ctx, calls)
+	in.flushUsage(ctx, usage)
 	keys := make([]types.NamespacedName, 0, len(batch))
 	for k := range batch {
 		keys = append(keys, k)
