@@ -47,14 +47,15 @@ type decision struct {
 }
 
 // decide is the injector: from the pod as submitted, its namespace's name and labels, the
-// manager's configuration and the operator's CA (PEM), what happens to the pod. It reads
-// no clock and no cluster; it does not modify pod.
+// manager's configuration, the operator's CA (PEM) and the ModelProviders the pod asks for
+// (read by the handler), what happens to the pod. It reads no clock and no cluster; it
+// does not modify pod.
 //
 // In a namespace labelled required nothing the pod's author writes keeps the guard out
 // (decideRequired). Elsewhere the pod's labels are the opt-in and opt-out they are meant to
 // be: inject=false opts out, and a pod labelled injected, or with a container named like
 // the guard, is taken as handled already (re-invocation).
-func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte) decision {
+func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte, providers providerChoice) decision {
 	nsMode := nsLabels[controlplane.LabelInjection]
 	switch {
 	case systemNamespaces[namespace]:
@@ -62,7 +63,7 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 	case namespace == cfg.OperatorNamespace:
 		return decision{skip: "the operator's own namespace is never injected"}
 	case nsMode == injectionRequired:
-		return decideRequired(pod, namespace, cfg, caPEM)
+		return decideRequired(pod, namespace, nsLabels, cfg, caPEM, providers)
 	case pod.Labels[controlplane.LabelInject] == labelFalse:
 		return decision{skip: "the pod opts out (" + controlplane.LabelInject + "=false)"}
 	case pod.Labels[controlplane.LabelInjected] != "" || hasContainer(pod, ContainerName):
@@ -77,6 +78,11 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 	if why := cannotInject(pod, cfg, caPEM); why != "" {
 		return notInjected(pod, why)
 	}
+	chosen, why := resolveProviders(providers, namespace, nsLabels)
+	if why != "" {
+		return decision{deny: providerDenial(why)}
+	}
+	settings.providers = chosen
 	var findings []finding
 	for _, r := range refused {
 		findings = append(findings, finding{ReasonInvalidAnnotation, r.String()})

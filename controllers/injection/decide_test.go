@@ -42,7 +42,7 @@ func TestDecideWhichPodsAreInjected(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.pod.DeepCopy()
-			d := decide(tc.pod, tc.ns, tc.nsLabels, testConfig(), []byte(testCA))
+			d := decide(tc.pod, tc.ns, tc.nsLabels, testConfig(), []byte(testCA), providerChoice{})
 			if tc.denied != "" {
 				if !strings.Contains(d.deny, tc.denied) {
 					t.Fatalf("denial %q does not mention %q", d.deny, tc.denied)
@@ -63,7 +63,7 @@ func TestDecideWhichPodsAreInjected(t *testing.T) {
 }
 
 func TestDecideRendersANativeSidecar(t *testing.T) {
-	d := decide(newPod(withInitContainer("migrate")), "apps", enabledNS, testConfig(), []byte(testCA))
+	d := decide(newPod(withInitContainer("migrate")), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	p := d.pod
 	if len(p.Spec.InitContainers) != 2 || p.Spec.InitContainers[0].Name != ContainerName {
 		t.Fatalf("the guard is not the first init container: %v", p.Spec.InitContainers)
@@ -121,7 +121,7 @@ func TestDecideRendersANativeSidecar(t *testing.T) {
 func TestDecideRendersTheLegacyShapeBefore129(t *testing.T) {
 	cfg := testConfig()
 	cfg.NativeSidecars = false
-	d := decide(newPod(withInitContainer("migrate")), "apps", enabledNS, cfg, []byte(testCA))
+	d := decide(newPod(withInitContainer("migrate")), "apps", enabledNS, cfg, []byte(testCA), providerChoice{})
 	p := d.pod
 	if p.Spec.Containers[0].Name != ContainerName || p.Spec.Containers[0].RestartPolicy != nil {
 		t.Fatalf("the guard is not the first regular container: %v", p.Spec.Containers)
@@ -138,7 +138,7 @@ func TestDecideRendersTheLegacyShapeBefore129(t *testing.T) {
 }
 
 func TestDecideKeepsAnExplicitBaseURL(t *testing.T) {
-	d := decide(newPod(withEnv(envOpenAIBaseURL, "https://proxy.internal/v1")), "apps", enabledNS, testConfig(), []byte(testCA))
+	d := decide(newPod(withEnv(envOpenAIBaseURL, "https://proxy.internal/v1")), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	if v, _ := envValue(&d.pod.Spec.Containers[0], envOpenAIBaseURL); v != "https://proxy.internal/v1" {
 		t.Fatalf("the explicit OPENAI_BASE_URL was replaced: %q", v)
 	}
@@ -169,7 +169,7 @@ func TestDecideRefusesBadAnnotationValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+" is warned about and the default used", func(t *testing.T) {
-			d := decide(newPod(withAnnotation(tc.annotation, tc.value)), "apps", enabledNS, testConfig(), []byte(testCA))
+			d := decide(newPod(withAnnotation(tc.annotation, tc.value)), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 			if d.pod == nil || guardOf(d.pod) == nil {
 				t.Fatal("the pod should still be injected")
 			}
@@ -185,7 +185,7 @@ func TestDecideRefusesBadAnnotationValues(t *testing.T) {
 			}
 		})
 		t.Run(tc.name+" is denied where the guard is required", func(t *testing.T) {
-			d := decide(newPod(withAnnotation(tc.annotation, tc.value)), "apps", requiredNS, testConfig(), []byte(testCA))
+			d := decide(newPod(withAnnotation(tc.annotation, tc.value)), "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 			if !strings.Contains(d.deny, tc.annotation) || !strings.Contains(d.deny, "requires the guard") {
 				t.Fatalf("denial = %q", d.deny)
 			}
@@ -223,7 +223,7 @@ func TestDecideSizesTheGuardFromAnnotations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPod()
 			p.Annotations = tc.annotations
-			d := decide(p, "apps", enabledNS, testConfig(), []byte(testCA))
+			d := decide(p, "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 			g := guardOf(d.pod)
 			if v, _ := envValue(g, "GOMAXPROCS"); v != tc.gomaxprocs {
 				t.Fatalf("GOMAXPROCS = %q, want %q", v, tc.gomaxprocs)
@@ -241,7 +241,7 @@ func TestDecideSizesTheGuardFromAnnotations(t *testing.T) {
 
 func TestDecideLeavesAnUninjectablePodMarked(t *testing.T) {
 	t.Run("without the CA the pod is created without a guard and told why", func(t *testing.T) {
-		d := decide(newPod(), "apps", enabledNS, testConfig(), nil)
+		d := decide(newPod(), "apps", enabledNS, testConfig(), nil, providerChoice{})
 		if guardOf(d.pod) != nil || d.pod.Labels[controlplane.LabelInjected] != "false" {
 			t.Fatal("want an uninjected pod labelled injected=false")
 		}
@@ -250,7 +250,7 @@ func TestDecideLeavesAnUninjectablePodMarked(t *testing.T) {
 		}
 	})
 	t.Run("without the CA a required namespace denies the pod", func(t *testing.T) {
-		d := decide(newPod(), "apps", requiredNS, testConfig(), nil)
+		d := decide(newPod(), "apps", requiredNS, testConfig(), nil, providerChoice{})
 		if !strings.Contains(d.deny, "CA") {
 			t.Fatalf("denial = %q", d.deny)
 		}
@@ -265,7 +265,7 @@ func TestInjectedPodMeetsTheRestrictedStandard(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		cfg := testConfig()
 		cfg.NativeSidecars = native
-		d := decide(newPod(), "apps", enabledNS, cfg, []byte(testCA))
+		d := decide(newPod(), "apps", enabledNS, cfg, []byte(testCA), providerChoice{})
 		res := policy.AggregateCheckResults(evaluator.EvaluatePod(
 			api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &d.pod.ObjectMeta, &d.pod.Spec))
 		if !res.Allowed {

@@ -3,8 +3,9 @@
 // reads from pod annotations with manager-wide defaults, and the controller that records
 // the outcome of an injection as Events on the pod.
 //
-// The handler is a pure function of (pod, namespace labels, settings) to a JSON patch: it
-// writes nothing to the cluster, so the webhook declares sideEffects None and dry-run
+// The handler is a pure function of (pod, namespace labels and annotations, the
+// ModelProviders the pod asks for, settings) to a JSON patch: it writes nothing to the
+// cluster, so the webhook declares sideEffects None and dry-run
 // requests are safe. What the handler wants users to see (Normal Injected, Warning events
 // for values it refused) it leaves on the pod as annotations, and the events controller
 // turns them into Events once the pod exists: at admission time a pod created from a
@@ -37,6 +38,15 @@
 //     one process namespace, or use the host network are refused;
 //   - the guard holds no Kubernetes API token: it mounts an empty volume where the
 //     ServiceAccount admission plugin would mount the pod's token.
+//
+// # Keyless apps
+//
+// A pod that names ModelProviders (annotation guardrail.dev/provider, or its namespace's
+// as the default) gets --provider=NAME on its guard and a placeholder OPENAI_API_KEY or
+// ANTHROPIC_API_KEY in its app containers; the credential reaches the guard over its
+// subscription, never through the pod. A pod that asks for a provider it cannot use is
+// denied in every namespace (providers.go says why); docs/keyless-apps.md is the user's
+// guide and threat model.
 //
 // What required does not cover: an app image whose own USER is the guard's UID (admission
 // cannot see it; the UID is chosen to be one no common image uses), pods that existed

@@ -46,13 +46,13 @@ func TestEventsClaimInjectionOnlyForAPodThatCarriesTheGuard(t *testing.T) {
 		pod  *corev1.Pod
 		want []event // note: a substring
 	}{
-		{"a pod the injector injected gets Injected", created(decide(newPod(), "apps", enabledNS, testConfig(), []byte(testCA)).pod),
+		{"a pod the injector injected gets Injected", created(decide(newPod(), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{}).pod),
 			[]event{{"Normal", ReasonInjected, "Injected the guard as a native sidecar"}}},
 		{"a pod that only carries the label gets a Warning instead", created(newPod(withLabel(controlplane.LabelInjected, "true"))),
 			[]event{{"Warning", ReasonNotInjected, "labelled " + controlplane.LabelInjected + "=true but does not carry the injector's guard: the pod has no container named " + ContainerName}}},
 		{"a pod whose app container is named like the guard gets a Warning instead", created(appImageGuard),
 			[]event{{"Warning", ReasonNotInjected, `runs image "app:1"`}}},
-		{"a pod the injector could not inject gets its warning only", created(decide(newPod(), "apps", enabledNS, testConfig(), nil).pod),
+		{"a pod the injector could not inject gets its warning only", created(decide(newPod(), "apps", enabledNS, testConfig(), nil, providerChoice{}).pod),
 			[]event{{"Warning", ReasonNotInjected, "the guard was not injected: the operator's CA certificate is not available yet"}}},
 	}
 	for _, tc := range cases {

@@ -20,6 +20,9 @@ type goldenDecision struct {
 	Warnings []goldenWarning   `json:"warnings,omitempty"`
 	Pod      *corev1.Pod       `json:"pod,omitempty"`
 	Labels   map[string]string `json:"namespaceLabels,omitempty"`
+	// Annotations are the namespace's (a default ModelProvider); the cluster's providers
+	// are testProviders.
+	Annotations map[string]string `json:"namespaceAnnotations,omitempty"`
 }
 
 type goldenWarning struct {
@@ -33,10 +36,11 @@ type goldenWarning struct {
 // in review. Regenerate with go test ./controllers/injection -run TestGoldenDecisions -update.
 func TestGoldenDecisions(t *testing.T) {
 	type tc struct {
-		pod      *corev1.Pod
-		ns       string
-		nsLabels map[string]string
-		legacy   bool
+		pod           *corev1.Pod
+		ns            string
+		nsLabels      map[string]string
+		nsAnnotations map[string]string
+		legacy        bool
 	}
 	enabled := func(opts ...podOption) tc { return tc{pod: newPod(opts...), ns: "apps", nsLabels: enabledNS} }
 	required := func(opts ...podOption) tc { return tc{pod: newPod(opts...), ns: "apps", nsLabels: requiredNS} }
@@ -48,6 +52,7 @@ func TestGoldenDecisions(t *testing.T) {
 		}
 	}
 	legacy := func(c tc) tc { c.legacy = true; return c }
+	defaultProvider := func(name string, c tc) tc { c.nsAnnotations = providerDefault(name); return c }
 	cases := map[string]tc{
 		"enabled":                             enabled(),
 		"enabled-legacy":                      legacy(enabled()),
@@ -80,13 +85,23 @@ func TestGoldenDecisions(t *testing.T) {
 		"host-network-required":               required(withHostNetwork()),
 		"port-of-the-guard":                   enabled(withPort(15080)),
 		"injector-version-annotation-ignored": enabled(withAnnotation(AnnotationInjectorVersion, "v0.0.0-forged")),
+		"keyless-pod":                         enabled(withProvider("openai-prod")),
+		"keyless-namespace-default-required":  defaultProvider("openai-prod", required(withInitContainer("migrate"))),
+		"keyless-two-families":                enabled(withProvider("openai-prod,anthropic-prod")),
+		"keyless-pod-opts-out-of-default":     defaultProvider("openai-prod", enabled(withProvider(""))),
+		"keyless-app-sets-its-own-key":        enabled(withProvider("openai-prod"), withEnv("OPENAI_API_KEY", "sk-test-not-a-real-key")),
+		"keyless-provider-missing":            enabled(withProvider("openai-staging")),
+		"keyless-default-missing-required":    defaultProvider("gone", required()),
+		"keyless-provider-not-for-namespace":  required(withProvider("ml-only")),
+		"keyless-same-family-twice":           enabled(withProvider("openai-prod,openai-eu")),
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.NativeSidecars = !c.legacy
-			d := decide(c.pod, c.ns, c.nsLabels, cfg, []byte(testCA))
-			g := goldenDecision{Skip: d.skip, Deny: d.deny, Pod: d.pod, Labels: c.nsLabels}
+			c.pod.Namespace = c.ns
+			d := decide(c.pod, c.ns, c.nsLabels, cfg, []byte(testCA), chooseProviders(t, c.pod, c.nsAnnotations))
+			g := goldenDecision{Skip: d.skip, Deny: d.deny, Pod: d.pod, Labels: c.nsLabels, Annotations: c.nsAnnotations}
 			for _, f := range d.findings {
 				g.Warnings = append(g.Warnings, goldenWarning{Reason: f.reason, Message: f.message})
 			}

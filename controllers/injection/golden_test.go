@@ -20,7 +20,7 @@ func TestGoldenPods(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.NativeSidecars = native
-			d := decide(newPod(withInitContainer("migrate"), withEnv("LOG_LEVEL", "info")), "apps", enabledNS, cfg, []byte(testCA))
+			d := decide(newPod(withInitContainer("migrate"), withEnv("LOG_LEVEL", "info")), "apps", enabledNS, cfg, []byte(testCA), providerChoice{})
 			got, err := yaml.Marshal(d.pod)
 			if err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package injection
 import (
 	"bytes"
 	"context"
+	"errors"
 	"maps"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -49,9 +51,13 @@ const (
 type Handler struct {
 	// Config is the manager's configuration of the guard.
 	Config Config
-	// Namespaces reads the labels of a pod's namespace (the manager's cache).
+	// Namespaces reads the labels and annotations of a pod's namespace (the manager's
+	// cache).
 	Namespaces client.Reader
-	// APIReader reads a namespace the cache has not seen yet (created a moment ago).
+	// Providers reads the ModelProviders a pod asks for (the manager's cache).
+	Providers client.Reader
+	// APIReader reads a namespace or a ModelProvider the cache has not seen yet (created
+	// a moment ago).
 	APIReader client.Reader
 	// CA returns the operator's CA certificate (PEM) that the guard trusts.
 	CA func() ([]byte, error)
@@ -80,7 +86,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err := h.Decoder.DecodeRaw(req.Object, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
 	}
-	nsLabels, err := h.namespaceLabels(ctx, req.Namespace)
+	ns, err := h.namespace(ctx, req.Namespace)
 	if err != nil {
 		log.Error(err, "Reading the pod's namespace", "namespace", req.Namespace)
 		if h.FailClosed {
@@ -89,6 +95,16 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("").WithWarnings(
 			"the guard was not injected: the injector could not read namespace " + req.Namespace)
 	}
+	providers, err := lookUpProviders(ctx, requestedProviders(pod.Annotations, ns.Annotations, req.Namespace), h.provider)
+	if err != nil {
+		log.Error(err, "Reading the pod's model providers", "namespace", req.Namespace)
+		if h.FailClosed {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		return admission.Allowed("").WithWarnings(
+			"the guard was not injected: the injector could not read the pod's model providers")
+	}
+	nsLabels := ns.Labels
 	if h.FailClosed && nsLabels[controlplane.LabelInjection] != injectionRequired {
 		nsLabels = maps.Clone(nsLabels)
 		if nsLabels == nil {
@@ -102,7 +118,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			log.Error(err, "Reading the operator's CA certificate")
 		}
 	}
-	d := decide(pod, req.Namespace, nsLabels, &h.Config, ca)
+	d := decide(pod, req.Namespace, nsLabels, &h.Config, ca, providers)
 	switch {
 	case d.deny != "":
 		return admission.Denied(d.deny)
@@ -122,7 +138,9 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	return resp
 }
 
-func (h *Handler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+// namespace reads the pod's namespace: its labels opt it in, its annotations hold the
+// default of its pods' model providers.
+func (h *Handler) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	err := h.Namespaces.Get(ctx, types.NamespacedName{Name: name}, ns)
 	if apierrors.IsNotFound(err) && h.APIReader != nil {
@@ -131,7 +149,26 @@ func (h *Handler) namespaceLabels(ctx context.Context, name string) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return ns.Labels, nil
+	return ns, nil
+}
+
+// provider reads a ModelProvider, or nil when it does not exist.
+func (h *Handler) provider(ctx context.Context, name string) (*v1alpha1.ModelProvider, error) {
+	if h.Providers == nil {
+		return nil, errors.New("the injector has no reader of ModelProviders")
+	}
+	mp := &v1alpha1.ModelProvider{}
+	err := h.Providers.Get(ctx, types.NamespacedName{Name: name}, mp)
+	if apierrors.IsNotFound(err) && h.APIReader != nil {
+		err = h.APIReader.Get(ctx, types.NamespacedName{Name: name}, mp)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mp, nil
 }
 
 // FileCA reads the CA certificate from path, again only when the file changes: the

@@ -20,18 +20,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 )
 
 func newTestHandler(tb testing.TB, nsLabels map[string]string) *Handler {
+	tb.Helper()
+	return newKeylessTestHandler(tb, nsLabels, nil)
+}
+
+// newKeylessTestHandler is a handler whose namespace "apps" has nsLabels and
+// nsAnnotations, with testProviders in its cache.
+func newKeylessTestHandler(tb testing.TB, nsLabels, nsAnnotations map[string]string) *Handler {
 	tb.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		tb.Fatal(err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: nsLabels}}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		tb.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps", Labels: nsLabels, Annotations: nsAnnotations}}
+	providers := fake.NewClientBuilder().WithScheme(scheme)
+	for _, mp := range testProviders {
+		providers = providers.WithObjects(mp.DeepCopy())
+	}
 	return &Handler{
 		Config:     *testConfig(),
 		Namespaces: fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns).Build(),
+		Providers:  providers.Build(),
 		CA:         func() ([]byte, error) { return []byte(testCA), nil },
 		Decoder:    admission.NewDecoder(scheme),
 	}
@@ -175,7 +192,7 @@ func TestPatchProducesTheDecidedPod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.NativeSidecars = tc.native
-			d := decide(tc.pod, "apps", enabledNS, cfg, []byte(testCA))
+			d := decide(tc.pod, "apps", enabledNS, cfg, []byte(testCA), providerChoice{})
 			req := podRequest(t, tc.pod)
 			patch, err := encodePatch(patchFor(tc.pod, d.pod))
 			if err != nil {

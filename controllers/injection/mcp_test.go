@@ -8,7 +8,7 @@ import (
 
 func TestDecideFrontsTheAnnotatedMCPServers(t *testing.T) {
 	d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, "code-search=http://search.tools.svc:8080/mcp, files=https://files.example/mcp")),
-		"apps", enabledNS, testConfig(), []byte(testCA))
+		"apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	g := guardOf(d.pod)
 	for _, want := range []string{"--mcp-upstream=code-search=http://search.tools.svc:8080/mcp", "--mcp-upstream=files=https://files.example/mcp"} {
 		if !slices.Contains(g.Args, want) {
@@ -41,7 +41,7 @@ func TestDecideRefusesABadMCPUpstreamsAnnotation(t *testing.T) {
 		{"a URL with credentials", "files=https://u:secret@f/mcp", "credentials"},
 	} {
 		t.Run(tc.name+" is warned about and no MCP server fronted", func(t *testing.T) {
-			d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, tc.value)), "apps", enabledNS, testConfig(), []byte(testCA))
+			d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, tc.value)), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 			if d.pod == nil || guardOf(d.pod) == nil {
 				t.Fatal("the pod should still be injected")
 			}
@@ -64,7 +64,7 @@ func TestDecideRefusesABadMCPUpstreamsAnnotation(t *testing.T) {
 			}
 		})
 		t.Run(tc.name+" is denied where the guard is required", func(t *testing.T) {
-			d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, tc.value)), "apps", requiredNS, testConfig(), []byte(testCA))
+			d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, tc.value)), "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 			if !strings.Contains(d.deny, AnnotationMCPUpstreams) || !strings.Contains(d.deny, tc.message) {
 				t.Fatalf("denial = %q", d.deny)
 			}
@@ -74,7 +74,7 @@ func TestDecideRefusesABadMCPUpstreamsAnnotation(t *testing.T) {
 
 func TestDecideKeepsAnMCPURLTheAppSetsItself(t *testing.T) {
 	d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, "files=http://f/mcp"), withEnv("GUARDRAIL_MCP_FILES_URL", "http://elsewhere/mcp")),
-		"apps", enabledNS, testConfig(), []byte(testCA))
+		"apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	if v, _ := envValue(&d.pod.Spec.Containers[0], "GUARDRAIL_MCP_FILES_URL"); v != "http://elsewhere/mcp" {
 		t.Fatalf("the app's own value was replaced: %q", v)
 	}

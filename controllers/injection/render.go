@@ -28,6 +28,7 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 
 	// App containers learn the guard's address first, so the guard itself is not counted.
 	findings := setBaseURLs(pod, cfg, s)
+	findings = append(findings, setPlaceholderKeys(pod, cfg, s.providers)...)
 
 	guard := guardContainer(cfg, s)
 	if cfg.NativeSidecars {
@@ -67,7 +68,7 @@ func setBaseURLs(pod *corev1.Pod, cfg *Config, s guardSettings) []finding {
 		want = append(want, corev1.EnvVar{Name: mcpupstream.EnvVar(u.Name), Value: mcpupstream.GuardURL(int(cfg.ProxyPort), u.Name)})
 	}
 	var findings []finding
-	apply := func(c *corev1.Container) {
+	for _, c := range appContainers(pod, cfg) {
 		for _, w := range want {
 			if hasEnv(c, w.Name) {
 				findings = append(findings, finding{ReasonBaseURLKept, fmt.Sprintf(
@@ -77,17 +78,24 @@ func setBaseURLs(pod *corev1.Pod, cfg *Config, s guardSettings) []finding {
 			c.Env = append(c.Env, w)
 		}
 	}
+	return findings
+}
+
+// appContainers are the containers that call a model through the guard: the regular
+// ones, and the init containers when the guard is a native sidecar. Init containers run
+// after the native sidecar has started; before 1.29 they run before the guard exists, so
+// they are left alone. Call it before the guard is added.
+func appContainers(pod *corev1.Pod, cfg *Config) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
 	for i := range pod.Spec.Containers {
-		apply(&pod.Spec.Containers[i])
+		out = append(out, &pod.Spec.Containers[i])
 	}
-	// Init containers run after the native sidecar has started; before 1.29 they run
-	// before the guard exists, so they are left alone.
 	if cfg.NativeSidecars {
 		for i := range pod.Spec.InitContainers {
-			apply(&pod.Spec.InitContainers[i])
+			out = append(out, &pod.Spec.InitContainers[i])
 		}
 	}
-	return findings
+	return out
 }
 
 func hasEnv(c *corev1.Container, name string) bool {
@@ -123,6 +131,7 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 	for _, u := range s.mcpUpstreams {
 		args = append(args, "--"+flagMCPUpstream+"="+u.String())
 	}
+	args = append(args, providerArgs(s.providers)...)
 	env := []corev1.EnvVar{
 		fieldEnv("POD_NAME", "metadata.name"),
 		fieldEnv("POD_NAMESPACE", "metadata.namespace"),

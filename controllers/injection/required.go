@@ -24,7 +24,7 @@ import (
 //
 // It also refuses what would let an app container reach the guard's secrets once it runs:
 // the guard's volumes, its UID, and a process namespace shared with it.
-func decideRequired(pod *corev1.Pod, namespace string, cfg *Config, caPEM []byte) decision {
+func decideRequired(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte, providers providerChoice) decision {
 	deny := func(why string) decision { return decision{deny: deniedPrefix(namespace) + why} }
 	settings, refused := resolveSettings(pod.Annotations, cfg)
 	if len(refused) > 0 {
@@ -34,6 +34,11 @@ func decideRequired(pod *corev1.Pod, namespace string, cfg *Config, caPEM []byte
 		}
 		return deny(strings.Join(msgs, "; "))
 	}
+	chosen, why := resolveProviders(providers, namespace, nsLabels)
+	if why != "" {
+		return deny(why)
+	}
+	settings.providers = chosen
 	if why := unsafeForTheGuard(pod); why != "" {
 		return deny(why)
 	}

@@ -15,7 +15,7 @@ import (
 // injectedPod is the fixture pod as the injector admits it in a required namespace.
 func injectedPod(t *testing.T, opts ...podOption) *corev1.Pod {
 	t.Helper()
-	d := decide(newPod(opts...), "apps", requiredNS, testConfig(), []byte(testCA))
+	d := decide(newPod(opts...), "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 	if d.pod == nil {
 		t.Fatalf("the fixture was not injected: deny %q, skip %q", d.deny, d.skip)
 	}
@@ -61,7 +61,7 @@ func TestARequiredNamespaceInjectsWhateverThePodClaims(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
-			d := decide(tc.pod, "apps", requiredNS, cfg, []byte(testCA))
+			d := decide(tc.pod, "apps", requiredNS, cfg, []byte(testCA), providerChoice{})
 			if d.deny != "" || d.pod == nil {
 				t.Fatalf("not injected: deny %q, skip %q", d.deny, d.skip)
 			}
@@ -133,7 +133,7 @@ func TestARequiredNamespaceRefusesWhatWouldEscapeTheGuard(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decide(tc.pod, "apps", requiredNS, testConfig(), []byte(testCA))
+			d := decide(tc.pod, "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 			if d.deny == "" {
 				t.Fatalf("admitted (skip %q, injected %v)", d.skip, d.pod != nil)
 			}
@@ -148,7 +148,7 @@ func TestARequiredNamespaceRefusesWhatWouldEscapeTheGuard(t *testing.T) {
 
 func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.T) {
 	t.Run("the injector's own guard is left as it is (re-invocation)", func(t *testing.T) {
-		d := decide(injectedPod(t, withInitContainer("migrate")), "apps", requiredNS, testConfig(), []byte(testCA))
+		d := decide(injectedPod(t, withInitContainer("migrate")), "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 		if d.deny != "" || d.pod != nil {
 			t.Fatalf("want the pod left alone: deny %q, changed %v", d.deny, d.pod != nil)
 		}
@@ -170,14 +170,14 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 		g, _ := findGuard(p)
 		g.ImagePullPolicy, g.TerminationMessagePath = corev1.PullIfNotPresent, "/dev/termination-log"
 		g.Env = append(g.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.internal:3128"}) // another webhook's
-		if d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA)); d.deny != "" || d.pod != nil {
+		if d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{}); d.deny != "" || d.pod != nil {
 			t.Fatalf("want the pod left alone: deny %q, changed %v", d.deny, d.pod != nil)
 		}
 	})
 	t.Run("a guard exactly like the injector's but not labelled is labelled", func(t *testing.T) {
 		p := injectedPod(t)
 		delete(p.Labels, controlplane.LabelInjected)
-		d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA))
+		d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 		if d.deny != "" || d.pod == nil || d.pod.Labels[controlplane.LabelInjected] != labelTrue {
 			t.Fatalf("want the label written: deny %q, pod %v", d.deny, d.pod != nil)
 		}
@@ -226,7 +226,7 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 			p := injectedPod(t)
 			g, _ := findGuard(p)
 			tc.edit(p, g)
-			d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA))
+			d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
 			if !strings.Contains(d.deny, tc.denied) {
 				t.Fatalf("denial %q does not say %q", d.deny, tc.denied)
 			}
@@ -243,12 +243,12 @@ func TestAnEnabledNamespaceStillTakesThePodsWord(t *testing.T) {
 		newPod(withLabel(controlplane.LabelInjected, "true")),
 		newPod(withAppName(ContainerName)),
 	} {
-		if d := decide(p, "apps", enabledNS, testConfig(), []byte(testCA)); d.pod != nil || d.deny != "" {
+		if d := decide(p, "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{}); d.pod != nil || d.deny != "" {
 			t.Errorf("labels %v, containers %s: want the pod left alone", p.Labels, p.Spec.Containers[0].Name)
 		}
 	}
 	t.Run("an app that mounts the guard's token is not injected, and told why", func(t *testing.T) {
-		d := decide(newPod(withAppMount(volumeToken)), "apps", enabledNS, testConfig(), []byte(testCA))
+		d := decide(newPod(withAppMount(volumeToken)), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 		if d.pod == nil || guardOf(d.pod) != nil || d.pod.Labels[controlplane.LabelInjected] != labelFalse {
 			t.Fatal("want the pod admitted without a guard, labelled injected=false")
 		}
@@ -257,7 +257,7 @@ func TestAnEnabledNamespaceStillTakesThePodsWord(t *testing.T) {
 		}
 	})
 	t.Run("a pod the control plane would refuse to serve is not injected, and told why", func(t *testing.T) {
-		d := decide(newPod(func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }), "apps", enabledNS, testConfig(), []byte(testCA))
+		d := decide(newPod(func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 		if d.pod == nil || guardOf(d.pod) != nil || len(d.findings) != 1 || !strings.Contains(d.findings[0].message, "process namespace") {
 			t.Fatalf("want the pod admitted without a guard and told why, got findings %v", d.findings)
 		}
@@ -268,7 +268,7 @@ func TestTheGuardHoldsNoKubernetesAPIToken(t *testing.T) {
 	for _, native := range []bool{true, false} {
 		cfg := testConfig()
 		cfg.NativeSidecars = native
-		p := decide(newPod(), "apps", enabledNS, cfg, []byte(testCA)).pod
+		p := decide(newPod(), "apps", enabledNS, cfg, []byte(testCA), providerChoice{}).pod
 		g := guardOf(p)
 		i := slices.IndexFunc(g.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == serviceAccountTokenDir })
 		if i < 0 {
@@ -298,7 +298,7 @@ func TestTheGuardRunsAsAUserNoCommonImageUses(t *testing.T) {
 	if guardUID < 10000 || guardUID > 65535 {
 		t.Fatalf("guardUID %d: want a high user that user namespaces (65536 IDs) can map", guardUID)
 	}
-	g := guardOf(decide(newPod(), "apps", enabledNS, testConfig(), []byte(testCA)).pod)
+	g := guardOf(decide(newPod(), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{}).pod)
 	if sc := g.SecurityContext; *sc.RunAsUser != guardUID || *sc.RunAsGroup != guardUID {
 		t.Fatalf("the guard runs as %d:%d, want %d", *sc.RunAsUser, *sc.RunAsGroup, guardUID)
 	}

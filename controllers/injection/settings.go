@@ -48,6 +48,8 @@ type guardSettings struct {
 	cpuRequest, memoryRequest, cpuLimit, memoryLimit resource.Quantity
 	openAIUpstream, anthropicUpstream                string
 	mcpUpstreams                                     []mcpupstream.Upstream
+	// providers are the ModelProviders the pod may use (resolveProviders), sorted by name.
+	providers []chosenProvider
 }
 
 // refusal is an annotation value the injector did not accept.

@@ -58,6 +58,7 @@ type Options struct {
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrail.dev,resources=modelproviders,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=update;patch,resourceNames=guardrail-pod-injector
@@ -116,6 +117,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	h := Handler{
 		Config:     cfg,
 		Namespaces: mgr.GetCache(),
+		Providers:  mgr.GetCache(),
 		APIReader:  mgr.GetAPIReader(),
 		CA:         (&FileCA{Path: filepath.Join(o.CertDir, certs.CAFile)}).Get,
 		Decoder:    admission.NewDecoder(mgr.GetScheme()),

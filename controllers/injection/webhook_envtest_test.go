@@ -182,7 +182,7 @@ var _ = Describe("The pod injector", func() {
 		// for older clusters is rendered by the same code and must be a valid pod as well.
 		cfg := testConfig()
 		cfg.NativeSidecars = false
-		d := decide(newPod(), "apps", enabledNS, cfg, []byte(testCA))
+		d := decide(newPod(), "apps", enabledNS, cfg, []byte(testCA), providerChoice{})
 		pod := d.pod
 		pod.Namespace = newNamespace(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 		Expect(k8sClient.Create(context.Background(), pod)).To(Succeed())
