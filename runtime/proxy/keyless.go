@@ -146,7 +146,7 @@ func (p *Proxy) keylessFor(snap *policy.Snapshot) (keyless, error) {
 		switch {
 		case prov == nil:
 			k.unavail(fmt.Sprintf("ModelProvider %s is not available to this pod: the control plane did not deliver it "+
-				"(it does not exist, does not select namespace %s, or its credential Secret cannot be read)", name, p.namespaceOr("this pod's")))
+				"(it does not exist, does not select %s, or its credential Secret cannot be read)", name, p.podNamespace()))
 			continue
 		case prov.Credential == "":
 			k.unavail(fmt.Sprintf("the credential of ModelProvider %s has not reached the guardrail sidecar since it started "+
@@ -170,11 +170,12 @@ func (k *keyless) unavail(why string) {
 	k.unavailable += why
 }
 
-func (p *Proxy) namespaceOr(def string) string {
+// podNamespace names the pod's namespace in a message.
+func (p *Proxy) podNamespace() string {
 	if p.cfg.Namespace != "" {
-		return p.cfg.Namespace
+		return "namespace " + p.cfg.Namespace
 	}
-	return def
+	return "this pod's namespace"
 }
 
 // upstream is where one call goes: the base URL and, for a keyless family, the provider
