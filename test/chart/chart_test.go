@@ -128,7 +128,8 @@ func golden(t *testing.T, name, got string) {
 
 func TestLintStrict(t *testing.T) {
 	for _, values := range [][]string{nil, {"certManager.enabled=true", "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "dashboard.enabled=true", "admissionPolicies.enabled=false"},
-		{"networkPolicy.enabled=true", "replicas=1", "webhook.exemptNamespaces={ops}", "crds.keep=false", "image.digest=sha256:" + strings.Repeat("ab", 32)}} {
+		{"networkPolicy.enabled=true", "replicas=1", "webhook.exemptNamespaces={ops}", "crds.keep=false", "image.digest=sha256:" + strings.Repeat("ab", 32)},
+		{"keylessEgress.namespaces={team-a,team-b}", "keylessEgress.providerCIDRs={162.159.140.0/24}", "keylessEgress.allowInCluster=false"}} {
 		args := []string{"lint", "--strict", chartDir}
 		for _, v := range values {
 			args = append(args, "--set", v)
@@ -192,6 +193,10 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"certManager.issuerRef.kind=Vault", "kind"},
 		{"replica=2", "replica"},
 		{"admissionPolicies.enabled=maybe", "enabled"},
+		{"keylessEgress.namespaces={default}", "keylessEgress.namespaces: default is the release's namespace"},
+		{"keylessEgress.namespaces={Team_A}", "/keylessEgress/namespaces/0"},
+		{"keylessEgress.providerCIDRs={162.159.140.1}", "/keylessEgress/providerCIDRs/0"},
+		{"keylessEgress.providerPorts={0}", "/keylessEgress/providerPorts/0"},
 	} {
 		out, err := helm(t, "template", "guardrail-operator", chartDir, "--set", tc.set)
 		if err == nil {
@@ -397,6 +402,9 @@ func TestRenderIsAcceptedByTheAPIServer(t *testing.T) {
 	// The example of the README's Network policies section, in the namespace it names.
 	kubectl("", "create", "namespace", "team-b")
 	kubectl("", "apply", "--dry-run=server", "-f", filepath.Join(chartDir, "examples", "app-egress-networkpolicy.yaml"))
+	// The keyless egress policy, in the namespace it is rendered for.
+	kubectl(renderYAML(t, "guardrail-system", "keylessEgress: {namespaces: [team-b], providerCIDRs: [162.159.140.0/24, \"2606:4700::/32\"], podSelector: {matchExpressions: [{key: app, operator: Exists}]}}"),
+		"apply", "--server-side", "--dry-run=server", "-f", "-")
 }
 
 // TestDashboardQueriesExportedMetrics: every metric a panel of the Grafana dashboard

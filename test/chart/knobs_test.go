@@ -75,6 +75,7 @@ func TestKnobGoldens(t *testing.T) {
 		{"knob-pod", everyKnob, []string{"Deployment"}},
 		{"knob-image-digest", `image: {digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}`, []string{"Deployment"}},
 		{"knob-network-policy", everyKnob, []string{"NetworkPolicy"}},
+		{"knob-keyless-egress", keylessValues, []string{"NetworkPolicy"}},
 		{"knob-host-network", "webhook: {hostNetwork: true, port: 10260}\nhealthProbe: {port: 10261}", []string{"Deployment"}},
 		{"knob-webhook-selectors", everyKnob, []string{"MutatingWebhookConfiguration"}},
 		{"knob-service-annotations", everyKnob, []string{"Service"}},
