@@ -44,7 +44,7 @@ type healthCheck struct {
 }
 
 // healthChecks finds every health_test.yaml under config/gitops/argocd. It fails the test
-// when the checks of the four kinds are not among them, so that a moved directory cannot make
+// when the checks of the five kinds are not among them, so that a moved directory cannot make
 // the tests pass on nothing.
 func healthChecks(t *testing.T) []healthCheck {
 	t.Helper()
@@ -65,7 +65,8 @@ func healthChecks(t *testing.T) []healthCheck {
 		}
 		checks = append(checks, c)
 	}
-	for _, want := range []string{"guardrail.dev/Guardrail", "guardrail.dev/Classifier", "guardrail.dev/ClusterGuardrail", "guardrail.dev/ClusterClassifier"} {
+	for _, want := range []string{"guardrail.dev/Guardrail", "guardrail.dev/Classifier", "guardrail.dev/ClusterGuardrail",
+		"guardrail.dev/ClusterClassifier", "guardrail.dev/ModelProvider"} {
 		if !slices.ContainsFunc(checks, func(c healthCheck) bool { return c.Group+"/"+c.Kind == want }) {
 			t.Fatalf("no health_test.yaml for %s under %s", want, argocdDir)
 		}
