@@ -1,11 +1,18 @@
 package chart
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
+
+	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
 // keylessValues turns the keyless egress policy on for two namespaces, with IPv4 and IPv6
@@ -111,4 +118,43 @@ func rulePorts(r networkingv1.NetworkPolicyEgressRule) []int32 {
 		out = append(out, p.Port.IntVal)
 	}
 	return out
+}
+
+// TestTheDocumentedKeylessRecipeIsTheChartsRender: the NetworkPolicy written out in
+// docs/keyless-apps.md is what keylessEgress renders for its namespace (the release's
+// instance label aside), so the recipe and the option cannot drift.
+func TestTheDocumentedKeylessRecipeIsTheChartsRender(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "docs", "keyless-apps.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var documented *networkingv1.NetworkPolicy
+	for _, block := range strings.Split(string(b), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(block, "kind: NetworkPolicy") {
+			continue
+		}
+		documented = &networkingv1.NetworkPolicy{}
+		if err := yaml.UnmarshalStrict([]byte(block), documented); err != nil {
+			t.Fatalf("the documented recipe: %v", err)
+		}
+	}
+	if documented == nil {
+		t.Fatal("docs/keyless-apps.md writes out no NetworkPolicy")
+	}
+	rendered := keylessPolicies(t, renderYAML(t, "guardrail-system",
+		"keylessEgress: {namespaces: [shop], providerCIDRs: [162.159.140.0/24]}"))["shop"]
+	if rendered == nil {
+		t.Fatal("no policy rendered for shop")
+	}
+	for _, r := range rendered.Spec.Egress {
+		for _, p := range r.To {
+			if p.PodSelector != nil {
+				delete(p.PodSelector.MatchLabels, "app.kubernetes.io/instance")
+			}
+		}
+	}
+	if documented.Name != rendered.Name || documented.Namespace != rendered.Namespace || !equality.Semantic.DeepEqual(documented.Spec, rendered.Spec) {
+		t.Errorf("the documented recipe is not the chart's render:\n%s", cmp.Diff(rendered.Spec, documented.Spec))
+	}
 }
