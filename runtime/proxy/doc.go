@@ -8,7 +8,9 @@
 // is refused with 404 unless listed in Config.PassThrough, so that no unguarded path
 // exists by accident. Requests go to the Anthropic upstream when they are Anthropic
 // calls (the /v1/messages route, or an anthropic-version or x-api-key header), else to
-// the OpenAI upstream. Credentials are forwarded untouched and never logged.
+// the OpenAI upstream. Credentials are forwarded untouched and never logged — except for
+// the families of a keyless pod (Config.Providers), whose calls go to the snapshot's
+// ModelProvider with its credential instead (keyless.go).
 //
 // Without a policy the guard refuses guarded routes (503): it fails closed.
 //

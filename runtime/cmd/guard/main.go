@@ -13,7 +13,9 @@
 //
 // and the app points its base URL at it (OPENAI_BASE_URL=http://127.0.0.1:8000/v1,
 // ANTHROPIC_BASE_URL=http://127.0.0.1:8000). With --mcp-upstream NAME=URL (repeatable) it
-// also fronts MCP servers at /mcp/NAME on the same listener (runtime/mcp). An admin listener serves /healthz, /readyz
+// also fronts MCP servers at /mcp/NAME on the same listener (runtime/mcp). With
+// --provider=NAME (keyless apps, README.md) it sends a family's calls to that ModelProvider
+// with the credential the control plane delivered. An admin listener serves /healthz, /readyz
 // (ready once a policy is loaded) and Prometheus /metrics.
 //
 // Both servers bound what a client can hold. The proxy: request headers within
