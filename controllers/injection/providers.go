@@ -76,7 +76,7 @@ func requestedProviders(podAnnotations, nsAnnotations map[string]string, namespa
 	c := providerChoice{from: "the pod's annotation " + controlplane.AnnotationProvider}
 	if !ok {
 		raw = nsAnnotations[controlplane.AnnotationProvider]
-		c.from = fmt.Sprintf("namespace %s's annotation %s", namespace, controlplane.AnnotationProvider)
+		c.from = fmt.Sprintf("the annotation %s of namespace %s", controlplane.AnnotationProvider, namespace)
 	}
 	for _, n := range strings.Split(raw, ",") {
 		n = strings.TrimSpace(n)

@@ -215,7 +215,7 @@ func TestAPodIsDeniedAProviderItCannotUse(t *testing.T) {
 		{name: "two providers of one API family", opts: []podOption{withProvider("openai-prod,openai-eu")},
 			want: []string{"ModelProviders openai-eu and openai-prod all serve the OpenAI API", "at most one per API family"}},
 		{name: "a namespace default that does not exist, named as the namespace's", nsAnnotations: providerDefault("gone"),
-			want: []string{"namespace apps's annotation guardrail.dev/provider", "ModelProvider gone does not exist"}},
+			want: []string{"the annotation guardrail.dev/provider of namespace apps", "ModelProvider gone does not exist"}},
 		{name: "a name that cannot be a ModelProvider's", opts: []podOption{withProvider("OpenAI_Prod")},
 			want: []string{`"OpenAI_Prod"`, "cannot be a ModelProvider's name"}},
 		{name: "more names than API families", opts: []podOption{withProvider("a,b,c")},
@@ -345,7 +345,7 @@ func TestRequestedProvidersReadsThePodThenTheNamespace(t *testing.T) {
 		wantInvalid string
 	}{
 		{name: "nothing anywhere"},
-		{name: "the namespace's default", ns: providerDefault("a"), wantNames: []string{"a"}, wantFrom: "namespace apps"},
+		{name: "the namespace's default", ns: providerDefault("a"), wantNames: []string{"a"}, wantFrom: "of namespace apps"},
 		{name: "the pod's own", pod: providerDefault("b"), ns: providerDefault("a"), wantNames: []string{"b"}, wantFrom: "the pod's"},
 		{name: "an empty value on the pod", pod: providerDefault(""), ns: providerDefault("a"), wantFrom: "the pod's"},
 		{name: "commas only", pod: providerDefault(" , ,"), wantFrom: "the pod's"},
