@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,6 +60,37 @@ var _ = Describe("Health as GitOps tools judge it (kstatus)", func() {
 	})
 })
 
+var _ = Describe("ModelProvider health as GitOps tools judge it (kstatus)", func() {
+	ctx := context.Background()
+
+	It("is InProgress while its Secret is missing, Current once it resolves, Failed when its URL is the guard's own pod", func() {
+		provider := func(name, url string) *v1alpha1.ModelProvider {
+			mp := &v1alpha1.ModelProvider{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1alpha1.ModelProviderSpec{API: v1alpha1.ProviderAPIOpenAI, URL: url,
+					CredentialsSecretRef: v1alpha1.SecretKeyReference{Name: name, Key: "apiKey"},
+					NamespaceSelector:    &v1alpha1.LabelSelector{}}}
+			Expect(k8sClient.Create(ctx, mp)).To(Succeed())
+			// Cluster-scoped: gone before other specs list the guardrail-policies category.
+			DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), mp)).To(Succeed()) })
+			return mp
+		}
+		waiting := provider("kstatus-waiting", "https://api.openai.example/v1")
+		Eventually(condition(waiting, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound))
+		Expect(kstatusOf(waiting)).To(Equal(status.InProgressStatus))
+
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: "kstatus-waiting"},
+			StringData: map[string]string{"apiKey": "sk-kstatus"}}
+		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), secret)).To(Succeed()) })
+		Eventually(condition(waiting, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonSucceeded))
+		Expect(kstatusOf(waiting)).To(Equal(status.CurrentStatus))
+
+		stalled := provider("kstatus-loopback", "http://127.0.0.1:8000/v1")
+		Eventually(condition(stalled, v1alpha1.ConditionStalled)).Should(haveStatus(metav1.ConditionTrue, v1alpha1.ReasonInvalidSpec))
+		Expect(kstatusOf(stalled)).To(Equal(status.FailedStatus))
+	})
+})
+
 var _ = Describe("kubectl explain", func() {
 	It("prints the godoc of guardrail.spec.streaming", func() {
 		// The apiserver publishes a new CRD's OpenAPI schema asynchronously.
@@ -93,6 +125,11 @@ var _ = Describe("kubectl explain", func() {
 		Entry(nil, "guardrail.spec.action", "Redact and Pseudonymize need a classifier that returns spans (builtin)"),
 		Entry(nil, "classifier.spec.cache.ttl", "a positive duration such as 30s, 10m or 1h"),
 		Entry(nil, "classifier.spec.builtin.detectors", "credit-card, iban, us-ssn"),
+		Entry(nil, "modelprovider.spec.api", "OpenAI (also every OpenAI-compatible server) or Anthropic"),
+		Entry(nil, "modelprovider.spec.namespaceSelector", "{} selects every namespace, which must be said"),
+		Entry(nil, "modelprovider.spec.credentialsSecretRef", "a Secret in the operator's namespace"),
+		Entry(nil, "modelprovider.spec.headers", "Credentials and connection headers are refused"),
+		Entry(nil, "modelprovider.status.usage", "Never prompt or completion text"),
 	)
 })
 
@@ -120,6 +157,32 @@ var _ = Describe("kubectl get by resource and by category", func() {
 				return strings.Fields(out)
 			}).Should(ConsistOf(tc.want), "kubectl get %s", tc.resource)
 		}
+	})
+})
+
+var _ = Describe("kubectl get modelproviders", func() {
+	It("lists them by resource, short name and category, cluster-wide, with whether they are Ready and how many pods use them", func() {
+		ctx := context.Background()
+		mp := &v1alpha1.ModelProvider{ObjectMeta: metav1.ObjectMeta{Name: "get-by-name"},
+			Spec: v1alpha1.ModelProviderSpec{API: v1alpha1.ProviderAPIAnthropic, URL: "https://api.anthropic.example",
+				CredentialsSecretRef: v1alpha1.SecretKeyReference{Name: "get-by-name", Key: "apiKey"},
+				NamespaceSelector:    &v1alpha1.LabelSelector{}}}
+		Expect(k8sClient.Create(ctx, mp)).To(Succeed())
+		DeferCleanup(func() { Expect(k8sClient.Delete(context.Background(), mp)).To(Succeed()) })
+		for _, resource := range []string{"modelproviders", "modelprovider", "mp", "guardrail-policies"} {
+			Eventually(func(g Gomega) []string {
+				out, err := kubectl("get", resource, "-o", "name")
+				g.Expect(err).NotTo(HaveOccurred(), out)
+				return strings.Fields(out)
+			}).Should(ContainElement("modelprovider.guardrail.dev/get-by-name"), "kubectl get %s", resource)
+		}
+		Eventually(condition(mp, v1alpha1.ConditionReady)).Should(haveStatus(metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound))
+		out, err := kubectl("get", "modelprovider", "get-by-name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		GinkgoWriter.Println(out)
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{"NAME", "API", "URL", "READY", "PODS", "REQUESTS", "AGE"}))
+		Expect(out).To(ContainSubstring("Anthropic"))
+		Expect(out).To(ContainSubstring("False"))
 	})
 })
 

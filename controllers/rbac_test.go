@@ -66,3 +66,41 @@ func writes(r rbacv1.PolicyRule) bool {
 	}
 	return false
 }
+
+// TestTheManagerCannotRepointAModelProvider: the manager reads ModelProviders and writes
+// only their status. A manager that could update one could point a provider's URL, and so
+// its credential, elsewhere; only whoever applies them may.
+func TestTheManagerCannotRepointAModelProvider(t *testing.T) {
+	for _, path := range []string{
+		filepath.Join("config", "rbac", "role.yaml"),
+		filepath.Join("charts", "guardrail-operator", "files", "role.yaml"),
+	} {
+		t.Run(path, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			readsThem, writesStatus := false, false
+			for _, doc := range strings.Split(string(b), "\n---\n") {
+				var role rbacv1.ClusterRole
+				if err := yaml.Unmarshal([]byte(doc), &role); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range role.Rules {
+					if grants(r, "guardrail.dev", "modelproviders") {
+						readsThem = readsThem || slices.Contains(r.Verbs, "watch")
+						if writes(r) {
+							t.Errorf("%s %s may %v modelproviders", role.Kind, role.Name, r.Verbs)
+						}
+					}
+					if grants(r, "guardrail.dev", "modelproviders/status") && slices.Contains(r.Verbs, "patch") {
+						writesStatus = true
+					}
+				}
+			}
+			if !readsThem || !writesStatus {
+				t.Errorf("the manager watches ModelProviders: %v, patches their status: %v; want both", readsThem, writesStatus)
+			}
+		})
+	}
+}
