@@ -94,7 +94,7 @@ func TestAGuardGetsOnlyTheProvidersItWasInjectedForAndMayUse(t *testing.T) {
 	p := keylessPod(t, ns, "keyless-1", nil, prefix+"-a", prefix+"-c")
 	s, body := providersOf(t, token(t, p, cp.Audience), 1)
 	if len(s.Providers) != 1 || s.Providers[0].Name != prefix+"-a" {
-		t.Fatalf("a guard injected for %s-a and %s-c (which does not select its namespace) got providers %+v, want only -a", prefix, prefix, s.Providers)
+		t.Fatalf("a guard injected for %s-a and %s-c (which does not select its namespace) got providers %v, want only -a", prefix, prefix, names(s.Providers))
 	}
 	got := s.Providers[0]
 	if got.Credential != canary+"-provider-"+prefix+"-a" || got.API != cp.ProviderAPIOpenAI || got.URL != "https://llm.example/v1" ||
@@ -163,6 +163,14 @@ func TestProviderRotationAndRevocationReachTheGuard(t *testing.T) {
 }
 
 func withoutCredential(p cp.Provider) cp.Provider { p.Credential = "…"; return p }
+
+func names(ps []cp.Provider) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
 
 // redact hides the canaries of a snapshot printed in a failure.
 func redact(b []byte) string { return string(bytes.ReplaceAll(b, []byte(canary), []byte("…"))) }
