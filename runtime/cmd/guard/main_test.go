@@ -38,6 +38,8 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 	tel.Aborted("client_gone")
 	tel.Policy("181ebee012d33a85")
 	tel.PolicyError()
+	tel.ProviderRequest("openai-prod")
+	tel.ProviderTokens("openai-prod", 0, 7) // one series: output only
 
 	srv := httptest.NewServer(adminMux(proxy.New(proxy.Config{Telemetry: tel}), tel))
 	defer srv.Close()
@@ -76,6 +78,8 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 		{"guard_decisions_merged_total", dto.MetricType_COUNTER, nil},
 		{"guard_decision_batches_failed_total", dto.MetricType_COUNTER, nil},
 		{"guard_admin_connections_refused_total", dto.MetricType_COUNTER, nil},
+		{"guardrail_provider_requests_total", dto.MetricType_COUNTER, []string{"provider"}},
+		{"guardrail_provider_tokens_total", dto.MetricType_COUNTER, []string{"direction", "provider"}},
 	}
 	for _, want := range guard {
 		f, ok := families[want.name]
