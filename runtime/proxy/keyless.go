@@ -18,8 +18,9 @@ import (
 // Messages and the GETs and pass-through routes told apart as Anthropic's, see
 // familyOfUnguarded) to the provider's URL from the policy snapshot — never to
 // --openai-upstream or --anthropic-upstream, so that no flag can send the credential
-// elsewhere — with the client's Authorization, x-api-key and api-key removed and the
-// provider's headers and credential set. The rules, in order, for a call of family F:
+// elsewhere — with the client's Authorization, x-api-key and api-key removed (and its
+// OpenAI-Organization and OpenAI-Project: which account the provider's key bills is the
+// provider's to say) and the provider's headers and credential set. The rules, in order, for a call of family F:
 //
 //  1. a named provider of family F is in the snapshot in force with its credential: the
 //     call goes to it; a client that sends a key of its own (ownKey) is refused with 400
@@ -106,10 +107,17 @@ type providerRoute struct {
 	passThrough *httputil.ReverseProxy
 }
 
+// accountHeaders choose which of a key's organizations or projects a call is billed to:
+// with the provider's key, that is the provider's choice (its headers), not the app's.
+var accountHeaders = []string{"OpenAI-Organization", "OpenAI-Project"}
+
 // authorize replaces the client's credentials in h with the provider's, after the
 // provider's extra headers (which cannot override the credential).
 func (pr *providerRoute) authorize(h http.Header) {
 	for _, k := range credentialHeaders {
+		h.Del(k)
+	}
+	for _, k := range accountHeaders {
 		h.Del(k)
 	}
 	for k, v := range pr.p.Headers {

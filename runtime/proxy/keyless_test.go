@@ -131,7 +131,8 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 		want                     int
 		cred                     string
 	}{
-		{"a chat completion with the placeholder", "POST", "/v1/chat/completions", keylessChat, []string{"Authorization", placeholder}, 200, openaiCred},
+		{"a chat completion with the placeholder", "POST", "/v1/chat/completions", keylessChat,
+			[]string{"Authorization", placeholder, "OpenAI-Organization", "org-of-the-app", "OpenAI-Project", "proj-of-the-app"}, 200, openaiCred},
 		{"a streamed chat completion", "POST", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`,
 			[]string{"Authorization", placeholder}, 200, openaiCred},
 		{"a response with a short dummy key", "POST", "/v1/responses", `{"model":"m","input":"hello"}`, []string{"Authorization", "Bearer dummy"}, 200, openaiCred},
@@ -164,6 +165,9 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 			}
 			if c.cred == openaiCred && got.Header.Get("OpenAI-Organization") != "org-canary" {
 				t.Errorf("the provider's extra header is missing: %v", got.Header)
+			}
+			if got.Header.Get("OpenAI-Project") != "" {
+				t.Error("the app chose the project the provider's key bills")
 			}
 		})
 	}
