@@ -212,6 +212,13 @@ func (x *exchange) forward() {
 	}()
 
 	x.setWarnings()
+	if pr := x.up.provider; pr != nil && resp.StatusCode == http.StatusUnauthorized {
+		x.p.cfg.Log.Warn("A model provider refused its ModelProvider's credential", "provider", pr.p.Name,
+			"requestId", x.r.Header.Get("X-Request-Id"))
+		x.outcome("upstream_error")
+		writeError(x.w, x.f, providerCredentialRefused(pr.p.Name))
+		return
+	}
 	if resp.StatusCode != http.StatusOK || x.f == wire.FamilyEmbeddings {
 		// Upstream errors, and responses with nothing to judge, pass through unchanged.
 		if resp.StatusCode != http.StatusOK {

@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -41,6 +44,8 @@ import (
 const (
 	codeProviderUnavailable = "provider_unavailable"
 	codeProviderKey         = "provider_key_not_accepted"
+	// codeProviderCredential replaces a provider's 401 to a ModelProvider's credential.
+	codeProviderCredential = "provider_credential_refused"
 )
 
 // credentialHeaders are the request headers that carry an API key: OpenAI's and
@@ -165,7 +170,7 @@ func (p *Proxy) keylessFor(snap *policy.Snapshot) (keyless, error) {
 				k.routes[prov.Family].p.Name, name, prov.Family)
 		}
 		pr := &providerRoute{p: prov}
-		pr.passThrough = p.reverseProxy(prov.URL, pr.authorize)
+		pr.passThrough = p.reverseProxy(prov.URL, pr)
 		k.routes[prov.Family] = pr
 	}
 	return k, nil
@@ -266,4 +271,29 @@ func (x *exchange) usage(u wire.Usage) {
 	if pr := x.up.provider; pr != nil && (u.InputTokens > 0 || u.OutputTokens > 0) {
 		x.p.cfg.Telemetry.ProviderTokens(pr.p.Name, u.InputTokens, u.OutputTokens)
 	}
+}
+
+// providerCredentialRefused is what the client receives instead of a provider's 401 to a
+// ModelProvider's credential: the provider's own body may quote part of the key (OpenAI's
+// does), and the app cannot mend it, its key playing no part in the call.
+func providerCredentialRefused(name string) wire.APIError {
+	return wire.APIError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: codeProviderCredential,
+		Message: "the model provider refused the credential of ModelProvider " + name + " (HTTP 401); the app's own key " +
+			"plays no part in this call: the ModelProvider's credential Secret must be corrected"}
+}
+
+// credentialRefused replaces a pass-through answer's 401 from a keyless provider (see
+// providerCredentialRefused) and says so in the log.
+func (p *Proxy) credentialRefused(pr *providerRoute, resp *http.Response) {
+	p.cfg.Log.Warn("A model provider refused its ModelProvider's credential", "provider", pr.p.Name,
+		"requestId", resp.Request.Header.Get("X-Request-Id"))
+	_ = resp.Body.Close()
+	body := wire.AppendErrorBody(nil, familyOfUnguarded(resp.Request), providerCredentialRefused(pr.p.Name))
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	for _, h := range []string{"Content-Encoding", "Transfer-Encoding"} {
+		resp.Header.Del(h)
+	}
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
 }

@@ -496,3 +496,25 @@ func TestATransportFailureToTheProviderLogsNoCredential(t *testing.T) {
 		t.Errorf("the log holds the credential: %s", log)
 	}
 }
+
+func TestAProvidersRefusalOfItsCredentialIsNotPassedToTheApp(t *testing.T) {
+	k := newKeylessHarness(t, []string{"openai-prod", "claude"}, nil)
+	k.apply(t, k.openai("sk-proj-revoked-credential-000"), k.anthropic("sk-ant-revoked-credential-000"))
+	for _, c := range [][]string{
+		{"POST", "/v1/chat/completions", keylessChat},
+		{"GET", "/v1/models", ""},
+		{"POST", "/v1/messages", messagesBody, "Anthropic-Version", "2023-06-01"},
+	} {
+		resp, body := k.do(t, c[0], c[1], c[2], c[3:]...)
+		code, _, msg := apiError(t, body)
+		if resp.StatusCode != http.StatusUnauthorized || code != codeProviderCredential || !strings.Contains(msg, "ModelProvider") {
+			t.Errorf("%s %s: %d %s, want 401 %s", c[0], c[1], resp.StatusCode, body, codeProviderCredential)
+		}
+		if strings.Contains(string(body), "Incorrect API key") || strings.Contains(string(body), "invalid x-api-key") {
+			t.Errorf("%s %s: the provider's own answer, which may quote the key, reached the app: %s", c[0], c[1], body)
+		}
+	}
+	if n := len(k.prov.Requests()); n != 3 {
+		t.Errorf("%d calls reached the provider, want 3", n)
+	}
+}

@@ -132,16 +132,16 @@ func New(cfg Config) *Proxy {
 	return p
 }
 
-// reverseProxy forwards unguarded calls to base; authorize, when set, replaces the
-// client's credentials (a keyless provider's calls).
-func (p *Proxy) reverseProxy(base *url.URL, authorize func(http.Header)) *httputil.ReverseProxy {
+// reverseProxy forwards unguarded calls to base; keyless, when set, is the provider whose
+// credential replaces the client's (keyless.go).
+func (p *Proxy) reverseProxy(base *url.URL, keyless *providerRoute) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = upstreamURL(base, pr.In.URL)
 			pr.Out.Host = ""
 			pr.Out.Header.Del("X-Forwarded-For")
-			if authorize != nil {
-				authorize(pr.Out.Header)
+			if keyless != nil {
+				keyless.authorize(pr.Out.Header)
 			}
 		},
 		Transport:     p.cfg.Transport,
@@ -149,6 +149,9 @@ func (p *Proxy) reverseProxy(base *url.URL, authorize func(http.Header)) *httput
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.Header.Get("X-Request-Id") == "" {
 				resp.Header.Set("X-Request-Id", resp.Request.Header.Get("X-Request-Id"))
+			}
+			if keyless != nil && resp.StatusCode == http.StatusUnauthorized {
+				p.credentialRefused(keyless, resp)
 			}
 			return nil
 		},
