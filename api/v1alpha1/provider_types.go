@@ -69,7 +69,7 @@ type ProviderHeader struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9-]*$`
-	// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['authorization', 'x-api-key', 'proxy-authorization', 'cookie', 'host', 'connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'content-type', 'x-request-id'])",message="must not be a credential, connection or content header: the guard sets those"
+	// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['authorization', 'x-api-key', 'api-key', 'x-goog-api-key', 'proxy-authorization', 'cookie', 'host', 'connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'content-type', 'x-request-id'])",message="must not be a credential, connection or content header: the guard sets those, and a key written here would be readable by anyone who can read the ModelProvider"
 	Name string `json:"name"`
 
 	// value of the header.

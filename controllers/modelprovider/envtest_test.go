@@ -57,6 +57,7 @@ func TestInvalidModelProvidersAreRefusedNamingTheField(t *testing.T) {
 		{"a header named Authorization", header("Authorization"), []string{"spec.headers[0].name", "must not be a credential"}},
 		{"a header named x-api-key", header("x-api-key"), []string{"spec.headers[0].name", "must not be a credential"}},
 		{"a header named X-API-Key in other case", header("X-API-Key"), []string{"spec.headers[0].name", "must not be a credential"}},
+		{"a header named api-key, where Azure OpenAI takes a key", header("api-key"), []string{"spec.headers[0].name", "readable by anyone who can read the ModelProvider"}},
 		{"a header name with a space", header("OpenAI Project"), []string{"spec.headers[0].name", "should match"}},
 		{"a header value with a line break", func(s map[string]any) {
 			s["headers"] = []any{map[string]any{"name": "OpenAI-Project", "value": "p\r\nAuthorization: Bearer x"}}
