@@ -21,9 +21,10 @@ import (
 // Messages and the GETs and pass-through routes told apart as Anthropic's, see
 // familyOfUnguarded) to the provider's URL from the policy snapshot — never to
 // --openai-upstream or --anthropic-upstream, so that no flag can send the credential
-// elsewhere — with the client's Authorization, x-api-key and api-key removed (and its
-// OpenAI-Organization and OpenAI-Project: which account the provider's key bills is the
-// provider's to say) and the provider's headers and credential set. The rules, in order, for a call of family F:
+// elsewhere — with the client's credential headers removed (Authorization, x-api-key,
+// api-key, x-goog-api-key; and its OpenAI-Organization and OpenAI-Project: which account
+// the provider's key bills is the provider's to say) and the provider's headers and
+// credential set. The rules, in order, for a call of family F:
 //
 //  1. a named provider of family F is in the snapshot in force with its credential: the
 //     call goes to it; a client that sends a key of its own (ownKey) is refused with 400
@@ -49,8 +50,9 @@ const (
 )
 
 // credentialHeaders are the request headers that carry an API key: OpenAI's and
-// OpenAI-compatible servers' bearer token, Anthropic's x-api-key, Azure OpenAI's api-key.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+// OpenAI-compatible servers' bearer token, Anthropic's x-api-key, Azure OpenAI's api-key,
+// Google's x-goog-api-key (the ModelProvider's headers may set none of them).
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key"}
 
 // credentialParams are the query parameters some OpenAI-compatible servers take a key in.
 var credentialParams = []string{"api-key", "key"}
@@ -134,7 +136,6 @@ func (pr *providerRoute) authorize(h http.Header) {
 		return
 	}
 	h.Del("X-Api-Key")
-	h.Del("Api-Key")
 	h.Set("Authorization", "Bearer "+string(pr.p.Credential))
 }
 

@@ -136,7 +136,8 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 		{"a streamed chat completion", "POST", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hello"}]}`,
 			[]string{"Authorization", placeholder}, 200, openaiCred},
 		{"a response with a short dummy key", "POST", "/v1/responses", `{"model":"m","input":"hello"}`, []string{"Authorization", "Bearer dummy"}, 200, openaiCred},
-		{"an embedding without a key", "POST", "/v1/embeddings", `{"model":"m","input":"hello"}`, nil, 200, openaiCred},
+		{"an embedding with the dummies of every credential header", "POST", "/v1/embeddings", `{"model":"m","input":"hello"}`,
+			[]string{"X-Api-Key", "x", "Api-Key", "none", "X-Goog-Api-Key", "dummy"}, 200, openaiCred},
 		{"the models list (a pass-through GET)", "GET", "/v1/models", "", []string{"Authorization", placeholder}, 200, openaiCred},
 		{"a --pass-through route", "POST", "/v1/audio/speech", `{"model":"m"}`, []string{"Authorization", placeholder}, 404, openaiCred},
 		{"a message with the placeholder as x-api-key", "POST", "/v1/messages", messagesBody,
@@ -153,7 +154,7 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 				t.Fatalf("the ModelProvider's last request is %s, want %s", got.Path, c.path)
 			}
 			var keys []string
-			for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
+			for _, h := range credentialHeaders {
 				keys = append(keys, got.Header.Values(h)...)
 			}
 			want := []string{"Bearer " + c.cred}
@@ -216,6 +217,7 @@ func TestAKeyOfTheClientsOwnIsRefusedAndNotForwarded(t *testing.T) {
 		{"an OpenAI key on chat", "POST", "/v1/chat/completions", keylessChat, []string{"Authorization", "Bearer sk-proj-own-key-of-the-app"}, "openai-prod", "sk-proj-own-key-of-the-app"},
 		{"a long token on Responses", "POST", "/v1/responses", `{"model":"m","input":"hi"}`, []string{"Authorization", "Bearer 0123456789abcdef01234567"}, "openai-prod", "0123456789abcdef01234567"},
 		{"an Azure api-key on embeddings", "POST", "/v1/embeddings", `{"model":"m","input":"hi"}`, []string{"Api-Key", "azure0123456789abcdef0123456789"}, "openai-prod", "azure0123456789abcdef0123456789"},
+		{"a Google key on chat", "POST", "/v1/chat/completions", keylessChat, []string{"X-Goog-Api-Key", "AIzaSyCanaryGoogleKey0123456789abcd"}, "openai-prod", "AIzaSyCanaryGoogleKey0123456789abcd"},
 		{"a key in the query of a GET", "GET", "/v1/models?api-key=sk-query-key", "", nil, "openai-prod", "sk-query-key"},
 		{"an Anthropic key on Messages", "POST", "/v1/messages", messagesBody, []string{"X-Api-Key", "sk-ant-own-key-of-the-app", "Anthropic-Version", "2023-06-01"}, "claude", "sk-ant-own-key-of-the-app"},
 	} {
