@@ -183,7 +183,7 @@ func TestScopedRBAC(t *testing.T) {
 		out, _ := exec.Command("kubectl", "--kubeconfig", kubeconfig, "auth", "can-i", "get", "secrets", "-n", ns, "--as", sa).CombinedOutput() //nolint:gosec // test arguments
 		return strings.TrimSpace(string(out))
 	}
-	for ns, want := range map[string]string{"team-a": "yes", "team-b": "yes", "team-c": "no", "kube-system": "no"} {
+	for ns, want := range map[string]string{"team-a": "yes", "team-b": "yes", "team-c": "no", "kube-system": "no", "guardrail-system": "yes"} {
 		if got := canI(ns); got != want {
 			t.Errorf("scoped: can the manager get secrets in %s? %q, want %q", ns, got, want)
 		}
@@ -235,6 +235,30 @@ func TestScopedRBAC(t *testing.T) {
 		}
 	}
 	waitFor(t, "the Classifier of watched team-a to be Ready with its Secret", ready("team-a"))
+	// A ModelProvider's credential lives in the operator's namespace, which is not in the
+	// list: the manager still reads it, and sees it change.
+	must(t, admin.Create(ctx, &v1alpha1.ModelProvider{ObjectMeta: metav1.ObjectMeta{Name: "scoped"},
+		Spec: v1alpha1.ModelProviderSpec{API: v1alpha1.ProviderAPIOpenAI, URL: "https://llm.example.com/v1",
+			CredentialsSecretRef: v1alpha1.SecretKeyReference{Name: "scoped-provider", Key: "apiKey"},
+			NamespaceSelector:    &v1alpha1.LabelSelector{}}}))
+	providerReady := func(want metav1.ConditionStatus) func() bool {
+		return func() bool {
+			p := &v1alpha1.ModelProvider{}
+			if admin.Get(ctx, client.ObjectKey{Name: "scoped"}, p) != nil {
+				return false
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == v1alpha1.ConditionReady {
+					return cond.Status == want
+				}
+			}
+			return false
+		}
+	}
+	waitFor(t, "the ModelProvider to wait for its Secret", providerReady(metav1.ConditionFalse))
+	must(t, admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "guardrail-system", Name: "scoped-provider"},
+		Data: map[string][]byte{"apiKey": []byte("t")}}))
+	waitFor(t, "the ModelProvider to be Ready once its Secret in the unwatched operator namespace exists", providerReady(metav1.ConditionTrue))
 	c := &v1alpha1.Classifier{}
 	must(t, admin.Get(ctx, client.ObjectKey{Namespace: "team-c", Name: "judge"}, c))
 	if len(c.Status.Conditions) != 0 {

@@ -11,6 +11,7 @@ package controllers
 
 import (
 	"context"
+	"maps"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -71,7 +72,8 @@ func (o Options) operatorNamespace() string {
 	return o.OperatorNamespace
 }
 
-// Cache is the manager's cache: restricted to WatchNamespaces; for Pods, to those the
+// Cache is the manager's cache: restricted to WatchNamespaces (Secrets: those and
+// OperatorNamespace); for Pods, to those the
 // injector handled (label guardrail.dev/injected, "true" or "false" when injection was
 // refused), trimmed to metadata, phase and whether the spec carries the guard — never a
 // cluster-wide Pod informer; for Leases, to the guards' in OperatorNamespace.
@@ -98,6 +100,13 @@ func (o Options) Cache() cache.Options {
 			}
 			opts.DefaultNamespaces[ns] = cache.Config{}
 		}
+	}
+	if opts.DefaultNamespaces != nil {
+		// The Secrets of ClusterClassifiers and ModelProviders live in the operator's
+		// namespace, watched or not: their rotation must reach the guards.
+		secrets := maps.Clone(opts.DefaultNamespaces)
+		secrets[o.operatorNamespace()] = cache.Config{}
+		opts.ByObject[&corev1.Secret{}] = cache.ByObject{Namespaces: secrets}
 	}
 	return opts
 }

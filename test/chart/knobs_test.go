@@ -323,3 +323,33 @@ func TestEveryValueIsDocumented(t *testing.T) {
 		t.Errorf("README.md has %d value rows: is the values table generated?", rows)
 	}
 }
+
+// TestScopedSecretsIncludeTheReleaseNamespace: with watchNamespaces, the manager reads
+// Secrets in the listed namespaces and in the release's own, where ClusterClassifiers' and
+// ModelProviders' credentials live — once, whether or not the list names it — and gets no
+// cluster-wide Secret reader.
+func TestScopedSecretsIncludeTheReleaseNamespace(t *testing.T) {
+	for _, watched := range []string{"watchNamespaces={team-a,team-b}", "watchNamespaces={team-a,guardrail-system}"} {
+		var got []string
+		for _, o := range objects(t, render(t, watched)) {
+			md, _ := o["metadata"].(map[string]any)
+			if md["name"] != "guardrail-operator-secret-reader" {
+				continue
+			}
+			switch o["kind"] {
+			case "RoleBinding":
+				got = append(got, md["namespace"].(string))
+			case "ClusterRoleBinding":
+				t.Errorf("%s: a cluster-wide Secret reader binding", watched)
+			}
+		}
+		slices.Sort(got)
+		want := []string{"guardrail-system", "team-a", "team-b"}
+		if strings.Contains(watched, "guardrail-system}") {
+			want = []string{"guardrail-system", "team-a"}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Secret reader bound in %v, want %v", watched, got, want)
+		}
+	}
+}

@@ -209,6 +209,7 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 			{"update", "secrets/guardrail-webhook-cert", systemNS, true},
 			{"update", "leases.coordination.k8s.io", systemNS, true},
 			{"get", "secrets", "demo", true}, // a webhook Classifier's credential, in a watched namespace
+			{"watch", "secrets", systemNS, true}, // ClusterClassifiers' and ModelProviders' credentials
 			// What it must never be able to do.
 			{"get", "secrets", "provider", false}, // outside watchNamespaces
 			{"get", "secrets", "kube-system", false},
