@@ -53,3 +53,27 @@ func setEnv(c *corev1.Container, v corev1.EnvVar) {
 	}
 	c.Env = append(c.Env, v)
 }
+
+// An ephemeral container that targets the guard (kubectl debug --target) shares its
+// process namespace and could read its memory, where a keyless pod's provider key is: the
+// pod stops counting as a guard, so the control plane sends it nothing more. One that
+// targets the app does not matter to the guard.
+func TestVerifyGuardRefusesAPodDebuggingItsGuard(t *testing.T) {
+	cfg := testConfig()
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	s, _ := resolveSettings(nil, cfg)
+	render(pod, cfg, s, []byte("ca"))
+	debug := func(target string) corev1.EphemeralContainer {
+		return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger-" + target, Image: "busybox"},
+			TargetContainerName: target}
+	}
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{debug("app")}
+	if err := VerifyGuard(pod, cfg.Image, cfg.Command); err != nil {
+		t.Fatalf("a debug container targeting the app: %v", err)
+	}
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, debug(ContainerName))
+	err := VerifyGuard(pod, cfg.Image, cfg.Command)
+	if err == nil || !strings.Contains(err.Error(), "debugger-"+ContainerName) {
+		t.Errorf("a debug container targeting the guard: VerifyGuard %v, want a refusal naming it", err)
+	}
+}
