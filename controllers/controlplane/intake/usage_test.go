@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -318,4 +319,35 @@ func counter(t *testing.T, name string, labels map[string]string) float64 {
 		}
 	}
 	return 0
+}
+
+// Every figure of the wire's ProviderUsage reaches status.usage: a figure added to what a
+// guard sends and forgotten here would be claimed on the Lease and counted nowhere.
+func TestEveryUsageFigureAGuardSendsReachesStatus(t *testing.T) {
+	typ := reflect.TypeOf(cp.ProviderUsage{})
+	figures := 0
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Type.Kind() != reflect.Int64 {
+			continue
+		}
+		figures++
+		var u cp.ProviderUsage
+		u.Provider = "openai"
+		reflect.ValueOf(&u).Elem().Field(i).SetInt(7)
+		req := &cp.DecisionsRequest{Incarnation: "a", Started: testNow.Add(-time.Minute).UnixMilli(), Providers: []cp.ProviderUsage{u}}
+		if err := validateBatch(req, "tenant"); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		d, _, err := claim(claimed{}, req, testNow)
+		must(t, err)
+		var st v1alpha1.ModelProviderStatus
+		addUsage(&st, "tenant", d.providers["openai"])
+		if st.Usage == nil || st.Usage.UsageFigures == (v1alpha1.UsageFigures{}) {
+			t.Errorf("ProviderUsage.%s is accepted but counted nowhere in status.usage", f.Name)
+		}
+	}
+	if figures < 3 {
+		t.Fatalf("found %d figures in cp.ProviderUsage", figures)
+	}
 }
