@@ -71,9 +71,9 @@ func main() {
 	flag.DurationVar(&controlPlane.LeaseDuration, "guard-lease-duration", guards.DefaultLeaseDuration, "How long a "+
 		"guard counts as answering after its last poll (its Lease in the operator's namespace); a live guard polls every "+
 		"30s. A guard that stops polling drops out of Guardrail status.enforcement within this bound.")
-	flag.BoolVar(&classifier.AllowLocalURLs, "classifier-allow-local-urls", false, "Let Classifier backend URLs name loopback, "+
-		"link-local or unspecified addresses (127.0.0.1, localhost, 169.254.169.254, ...); for development only: a guard "+
-		"calls its backend from the app's pod, with the Classifier's credential.")
+	flag.BoolVar(&classifier.AllowLocalURLs, "classifier-allow-local-urls", false, "Let Classifier backend URLs and ModelProvider "+
+		"URLs name loopback, link-local or unspecified addresses (127.0.0.1, localhost, 169.254.169.254, ...); for development "+
+		"only: a guard calls them from the app's pod, with the Classifier's or the ModelProvider's credential.")
 	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

@@ -9,13 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/modelprovider"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Keyless apps (DESIGN.md §9.2) in a pod's snapshot: the ModelProviders its verified guard
 // was injected for (the guard's --provider flags, which the cache's transform records as
 // guards.AnnotationGuardProviders), each with its credential read from the operator's
-// namespace, when the provider's namespaceSelector selects the pod's namespace. A guard
+// namespace, when the provider's namespaceSelector selects the pod's namespace and its spec
+// is one a guard can use (modelprovider.CheckSpec: no URL on the pod's own host). A guard
 // whose pod names no provider receives no provider credential, and a provider that does
 // not select the namespace is left out: the guard then answers the pod's calls with
 // provider_unavailable rather than forward them with the app's own key.
@@ -42,6 +44,11 @@ func (b *builder) providers(ctx context.Context, ns string, names []string, secr
 			return nil, fmt.Errorf("reading ModelProvider %s: %w", name, err)
 		}
 		if !mp.DeletionTimestamp.IsZero() || mp.Spec.NamespaceSelector == nil || !selects(mp.Spec.NamespaceSelector, nsLabels) {
+			continue
+		}
+		if len(modelprovider.CheckSpec(&mp.Spec, b.allowLocal)) > 0 {
+			// Stalled, its status naming the field: above all a URL on the guard's own
+			// host, where any container of the pod could listen for the key.
 			continue
 		}
 		ref := mp.Spec.CredentialsSecretRef

@@ -18,10 +18,10 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// keylessFixture is a namespace labelled keyless=<its name> and three ModelProviders with
-// credentials in the operator's namespace: two that select it (-a, -b) and one that
-// selects no namespace of this test (-c). It returns the namespace and the providers'
-// name prefix.
+// keylessFixture is a namespace labelled keyless=<its name> and four ModelProviders with
+// credentials in the operator's namespace: two that select it (-a, -b), one that selects
+// no namespace of this test (-c) and one that selects it with a URL on loopback (-local).
+// It returns the namespace and the providers' name prefix.
 func keylessFixture(t *testing.T) (string, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -31,13 +31,19 @@ func keylessFixture(t *testing.T) (string, string) {
 	nsObj.Labels["keyless"] = ns
 	must(t, k8s.Update(ctx, nsObj))
 	prefix := ns
-	for _, p := range []struct{ suffix, selects string }{{"-a", ns}, {"-b", ns}, {"-c", "nobody"}} {
+	for _, p := range []struct{ suffix, selects, url string }{
+		{"-a", ns, "https://llm.example/v1"},
+		{"-b", ns, "https://llm.example/v1"},
+		{"-c", "nobody", "https://llm.example/v1"},
+		// On the pod's own host, where any of its containers could listen for the key.
+		{"-local", ns, "http://127.0.0.1:8080/v1"},
+	} {
 		name := prefix + p.suffix
 		must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: name},
 			Data: map[string][]byte{"apiKey": []byte(canary + "-provider-" + name)}}))
 		must(t, k8s.Create(ctx, &v1alpha1.ModelProvider{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1alpha1.ModelProviderSpec{
-				API: v1alpha1.ProviderAPIOpenAI, URL: "https://llm.example/v1",
+				API: v1alpha1.ProviderAPIOpenAI, URL: p.url,
 				CredentialsSecretRef: v1alpha1.SecretKeyReference{Name: name, Key: "apiKey"},
 				NamespaceSelector:    &v1alpha1.LabelSelector{MatchLabels: map[string]v1alpha1.LabelValue{"keyless": v1alpha1.LabelValue(p.selects)}},
 				Headers:              []v1alpha1.ProviderHeader{{Name: "OpenAI-Project", Value: "proj_" + p.suffix[1:]}},
@@ -91,17 +97,17 @@ func providersOf(t *testing.T, tok string, want int) (cp.Snapshot, []byte) {
 func TestAGuardGetsOnlyTheProvidersItWasInjectedForAndMayUse(t *testing.T) {
 	ns, prefix := keylessFixture(t)
 
-	p := keylessPod(t, ns, "keyless-1", nil, prefix+"-a", prefix+"-c")
+	p := keylessPod(t, ns, "keyless-1", nil, prefix+"-a", prefix+"-c", prefix+"-local")
 	s, body := providersOf(t, token(t, p, cp.Audience), 1)
 	if len(s.Providers) != 1 || s.Providers[0].Name != prefix+"-a" {
-		t.Fatalf("a guard injected for %s-a and %s-c (which does not select its namespace) got providers %v, want only -a", prefix, prefix, names(s.Providers))
+		t.Fatalf("a guard injected for %[1]s-a, %[1]s-c (which does not select its namespace) and %[1]s-local (on loopback) got providers %[2]v, want only -a", prefix, names(s.Providers))
 	}
 	got := s.Providers[0]
 	if got.Credential != canary+"-provider-"+prefix+"-a" || got.API != cp.ProviderAPIOpenAI || got.URL != "https://llm.example/v1" ||
 		got.Headers["OpenAI-Project"] != "proj_a" {
 		t.Errorf("provider %s-a arrived as %+v (credential elided), want its spec and credential", prefix, withoutCredential(got))
 	}
-	for _, other := range []string{prefix + "-b", prefix + "-c"} {
+	for _, other := range []string{prefix + "-b", prefix + "-c", prefix + "-local"} {
 		if bytes.Contains(body, []byte(canary+"-provider-"+other)) {
 			t.Errorf("the snapshot holds the credential of %s, which the guard was not given", other)
 		}

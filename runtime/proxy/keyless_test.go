@@ -201,7 +201,7 @@ func TestARetrievalOfAStoredResponseGoesToTheProvider(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "stored") {
 		t.Fatalf("retrieval: %d %s", resp.StatusCode, body)
 	}
-	if got := k.counter(t, "guardrail_provider_tokens_total", "provider", "openai-prod", "direction", "output"); got != 3 {
+	if got := k.counter(t, "guard_provider_tokens_total", "provider", "openai-prod", "direction", "output"); got != 3 {
 		t.Errorf("output tokens %v, want the stored answer's 3", got)
 	}
 }
@@ -460,7 +460,7 @@ func TestProviderUsageCountsRequestsAndTheProvidersTokensStreamedIncluded(t *tes
 		{[]string{"provider", "openai-prod"}, 4},
 		{[]string{"provider", "claude"}, 1},
 	} {
-		if got := k.counter(t, "guardrail_provider_requests_total", c.labels...); got != c.want {
+		if got := k.counter(t, "guard_provider_requests_total", c.labels...); got != c.want {
 			t.Errorf("requests %v: %v, want %v", c.labels, got, c.want)
 		}
 	}
@@ -471,7 +471,7 @@ func TestProviderUsageCountsRequestsAndTheProvidersTokensStreamedIncluded(t *tes
 		{"openai-prod", "input", 30}, {"openai-prod", "output", 12},
 		{"claude", "input", 10}, {"claude", "output", 4},
 	} {
-		if got := k.counter(t, "guardrail_provider_tokens_total", "provider", c.provider, "direction", c.direction); got != c.want {
+		if got := k.counter(t, "guard_provider_tokens_total", "provider", c.provider, "direction", c.direction); got != c.want {
 			t.Errorf("%s %s tokens: %v, want %v", c.provider, c.direction, got, c.want)
 		}
 	}

@@ -23,11 +23,11 @@ type ProviderUsage struct {
 func newProviderMetrics(reg *prom.Registry) *providerMetrics {
 	return &providerMetrics{
 		requests: reg.NewCounterVec(prom.Opts{
-			Name: "guardrail_provider_requests_total",
+			Name: "guard_provider_requests_total",
 			Help: "Calls sent to a ModelProvider with its credential (keyless apps), by provider.",
 		}, "provider"),
 		tokens: reg.NewCounterVec(prom.Opts{
-			Name: "guardrail_provider_tokens_total",
+			Name: "guard_provider_tokens_total",
 			Help: "Tokens a ModelProvider reported in its usage fields (streamed answers included; chat streams only when the " +
 				"client asked for stream_options.include_usage; embeddings not), by provider and direction (input, output).",
 		}, "provider", "direction"),

@@ -298,16 +298,16 @@ func TestKeylessAppsCallTheirProviderOnlyThroughTheGuardWithTheProvidersKey(t *t
 	})
 
 	t.Run("usage reaches the metrics and the decisions batch", func(t *testing.T) {
-		if got := g.metric(`guardrail_provider_requests_total{provider="openai-prod"}`); got != 6 {
+		if got := g.metric(`guard_provider_requests_total{provider="openai-prod"}`); got != 6 {
 			t.Errorf("openai-prod requests %v, want 6", got)
 		}
-		if got := g.metric(`guardrail_provider_requests_total{provider="claude"}`); got != 2 {
+		if got := g.metric(`guard_provider_requests_total{provider="claude"}`); got != 2 {
 			t.Errorf("claude requests %v, want 2", got)
 		}
 		for _, series := range []string{
-			`guardrail_provider_tokens_total{direction="input",provider="openai-prod"}`,
-			`guardrail_provider_tokens_total{direction="output",provider="openai-prod"}`,
-			`guardrail_provider_tokens_total{direction="output",provider="claude"}`,
+			`guard_provider_tokens_total{direction="input",provider="openai-prod"}`,
+			`guard_provider_tokens_total{direction="output",provider="openai-prod"}`,
+			`guard_provider_tokens_total{direction="output",provider="claude"}`,
 		} {
 			if g.metric(series) <= 0 {
 				t.Errorf("%s did not move", series)

@@ -233,8 +233,8 @@ spec:
 			"get", "modelprovider", mp, "-o", "jsonpath={.status.usage.namespaces[*].namespace}")
 		u.eventually(time.Minute, atLeast(1), "get", "modelprovider", mp, "-o", "jsonpath={.status.pods}")
 		metrics := exec(u, "wget -qO- http://127.0.0.1:15090/metrics")
-		if !strings.Contains(metrics, `guardrail_provider_requests_total{provider="`+mp+`"}`) {
-			t.Errorf("no guardrail_provider_requests_total for %s in the guard's metrics", mp)
+		if !strings.Contains(metrics, `guard_provider_requests_total{provider="`+mp+`"}`) {
+			t.Errorf("no guard_provider_requests_total for %s in the guard's metrics", mp)
 		}
 		if strings.Contains(metrics, key1) || strings.Contains(metrics, key2) {
 			t.Error("a key reached the guard's metrics")

@@ -78,8 +78,8 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 		{"guard_decisions_merged_total", dto.MetricType_COUNTER, nil},
 		{"guard_decision_batches_failed_total", dto.MetricType_COUNTER, nil},
 		{"guard_admin_connections_refused_total", dto.MetricType_COUNTER, nil},
-		{"guardrail_provider_requests_total", dto.MetricType_COUNTER, []string{"provider"}},
-		{"guardrail_provider_tokens_total", dto.MetricType_COUNTER, []string{"direction", "provider"}},
+		{"guard_provider_requests_total", dto.MetricType_COUNTER, []string{"provider"}},
+		{"guard_provider_tokens_total", dto.MetricType_COUNTER, []string{"direction", "provider"}},
 	}
 	for _, want := range guard {
 		f, ok := families[want.name]
