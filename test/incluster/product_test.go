@@ -208,7 +208,7 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 			{"update", "mutatingwebhookconfigurations.admissionregistration.k8s.io/guardrail-pod-injector", "", true},
 			{"update", "secrets/guardrail-webhook-cert", systemNS, true},
 			{"update", "leases.coordination.k8s.io", systemNS, true},
-			{"get", "secrets", "demo", true}, // a webhook Classifier's credential, in a watched namespace
+			{"get", "secrets", "demo", true},     // a webhook Classifier's credential, in a watched namespace
 			{"watch", "secrets", systemNS, true}, // ClusterClassifiers' and ModelProviders' credentials
 			// What it must never be able to do.
 			{"get", "secrets", "provider", false}, // outside watchNamespaces
