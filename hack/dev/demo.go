@@ -96,17 +96,24 @@ func (k kube) waitEnforced(ctx context.Context, ns string) error {
 	}
 }
 
-// enforcedAll reports whether every "name=acked/selected" field has acked == selected > 0.
+// enforcedAll reports whether every "name=acked/selected" field that selects pods has
+// acked == selected, and at least one selects pods. A Guardrail that selects no pod of the
+// demo (config/samples/pseudonymize-pii.yaml selects a mail assistant's) has nothing to
+// wait for.
 func enforcedAll(s string) bool {
-	fields := strings.Fields(s)
-	for _, f := range fields {
+	selecting := 0
+	for _, f := range strings.Fields(s) {
 		_, counts, _ := strings.Cut(f, "=")
 		acked, selected, _ := strings.Cut(counts, "/")
-		if selected == "" || selected == "0" || acked != selected {
+		if selected == "" || selected == "0" {
+			continue
+		}
+		if acked != selected {
 			return false
 		}
+		selecting++
 	}
-	return len(fields) > 0
+	return selecting > 0
 }
 
 // showDecisions prints the Guardrails once the demo traffic's decisions reach their status.
