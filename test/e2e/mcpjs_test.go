@@ -4,31 +4,20 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // mcpJSDir holds the TypeScript SDK's client (client.mjs) and its locked dependencies.
 const mcpJSDir = "mcpjs"
 
-// installMCPJS installs the client's locked dependencies (npm ci) when they are missing,
-// as a fresh clone has them.
+// installMCPJS installs the client's locked dependencies when they are missing, as a
+// fresh clone has them.
 func installMCPJS(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(mcpJSDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci")
-	cmd.Dir = mcpJSDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci in test/e2e/%s (node 20 and npm are needed): %v\n%s", mcpJSDir, err, out)
-	}
+	installNodeDeps(t, mcpJSDir, filepath.Join("@modelcontextprotocol", "sdk", "package.json"))
 }
 
 // TestMCPThroughTheGuardWithTheTypeScriptSDK drives the guard with the official MCP

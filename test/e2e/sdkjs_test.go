@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
+)
+
+// sdkJSDir holds the official OpenAI and Anthropic JavaScript SDKs as an app (keyless.mjs)
+// and their locked dependencies.
+const sdkJSDir = "sdkjs"
+
+// TestKeylessAppsWithTheJavaScriptSDKs runs a keyless app written with the official
+// OpenAI and Anthropic JavaScript SDKs (Node), with their default retries, behind the real
+// guard: holding only the placeholder key they get answers streamed and not, with the
+// provider's usage, the provider sees only the ModelProviders' keys, and a key of the
+// app's own is refused once, with the reason, and never reaches the provider.
+func TestKeylessAppsWithTheJavaScriptSDKs(t *testing.T) {
+	installNodeDeps(t, sdkJSDir, filepath.Join("openai", "package.json"))
+	prov := fakeprovider.New(fakeprovider.WithKeys(keylessOpenAIKey, keylessAnthropicKey),
+		fakeprovider.WithDefault(fakeprovider.Reply("Hello from ", "the provider.")))
+	t.Cleanup(prov.Close)
+	decoy := newProvider(t)
+	c := startControlPlane(t)
+	c.set(t, "v1", keylessProviders(prov.URL, keylessOpenAIKey)...)
+	g := keylessGuard(t, c, decoy.URL, t.TempDir())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "keyless.mjs", g.URL, cp.PlaceholderAPIKey, keylessAppsOwnKey)
+	cmd.Dir = sdkJSDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node keyless.mjs: %v\n%s", err, stderr.String())
+	}
+	type step struct {
+		Step         string `json:"step"`
+		Text         string `json:"text"`
+		OutputTokens int    `json:"outputTokens"`
+		Status       int    `json:"status"`
+		Code         string `json:"code"`
+		Message      string `json:"message"`
+	}
+	steps := map[string]step{}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		var s step
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("the app printed %q", sc.Text())
+		}
+		steps[s.Step] = s
+	}
+	const want = "Hello from the provider."
+	for _, name := range []string{"chat", "chat stream", "responses stream", "messages", "messages stream"} {
+		s, ok := steps[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: the app printed nothing", name)
+		case s.Text != want:
+			t.Errorf("%s: %+v, want %q", name, s, want)
+		}
+	}
+	for _, name := range []string{"chat", "chat stream", "messages"} {
+		if steps[name].OutputTokens == 0 {
+			t.Errorf("%s: the app got no usage", name)
+		}
+	}
+	own := steps["own key"]
+	if own.Status != 400 || own.Code != "provider_key_not_accepted" || !strings.Contains(own.Message, "ModelProvider openai-prod") ||
+		strings.Contains(own.Message, keylessAppsOwnKey) {
+		t.Errorf("a key of the app's own: %+v", own)
+	}
+	seen := prov.KeysSeen()
+	if seen[keylessOpenAIKey] != 3 || seen[keylessAnthropicKey] != 2 || len(seen) != 2 {
+		t.Errorf("the provider saw keys %v, want only the ModelProviders' (3 OpenAI calls, 2 Anthropic)", keyCounts(seen))
+	}
+	if n := len(decoy.Requests()); n != 0 {
+		t.Errorf("the guard's upstream flags received %d calls", n)
+	}
+}
+
+// installNodeDeps installs a Node app's locked dependencies (npm ci) when marker, a file
+// under its node_modules, is missing, as in a fresh clone.
+func installNodeDeps(t *testing.T, dir, marker string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", marker)); err == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "ci")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci in test/e2e/%s (node 20 and npm are needed): %v\n%s", dir, err, out)
+	}
+}
