@@ -22,8 +22,9 @@
 // Requests: tools/call's arguments, before the call is forwarded, exactly as a model's
 // tool call in a non-streamed answer (Output-phase guardrails on the toolCall channel,
 // then the ToolCalls phase). Everything the server sends is judged by its shape, wherever
-// it comes (JSON answer, a POST's stream, the GET stream): tool results (content texts,
-// embedded resources' texts, structuredContent), tool lists (each tool's title,
+// it comes (JSON answer, a POST's stream, the GET stream): tool results (content texts and
+// embedded resources' texts, joined as one text and each on its own, so that an entity
+// split across items is found; structuredContent), tool lists (each tool's title,
 // description and schemas, on their own) and progress messages, all by the ToolResults
 // phase. Other messages pass unjudged (see README.md, Limits).
 //

@@ -57,8 +57,15 @@ spec:
 // replaced by mode), in front of up.
 func engineGuard(t *testing.T, up *upstream, mode string, decisionLog ...io.Writer) (string, *telemetry.Telemetry) {
 	t.Helper()
+	return policyGuard(t, up, strings.Replace(enginePolicy, "MODE", mode, 1), decisionLog...)
+}
+
+// policyGuard serves the MCP handler judging with a real engine under policy, in front
+// of up.
+func policyGuard(t *testing.T, up *upstream, policy string, decisionLog ...io.Writer) (string, *telemetry.Telemetry) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(strings.Replace(enginePolicy, "MODE", mode, 1)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := (&policysource.File{Path: path}).Load()

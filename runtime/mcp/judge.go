@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
@@ -111,26 +112,28 @@ func isResponseWithResult(raw json.RawMessage) bool {
 	return err == nil && o.has("result")
 }
 
-// textAt is where a judged text sits in a message: a content item's text, an embedded
-// resource's text, or structuredContent.
+// textAt is where a text part of a tool result sits: a content item's text or an
+// embedded resource's text.
 type textAt struct {
-	item       int
-	resource   bool
-	structured bool
+	item     int
+	resource bool
 }
 
 // toolResult judges a CallToolResult. A block replaces it with an isError result
 // carrying the reason; a fail-closed failure answers a JSON-RPC error; a redaction
-// rewrites the texts in place. structuredContent is judged as one text, its JSON: when
-// a redaction leaves valid JSON (a redacted span inside a string value) it is kept
-// redacted, otherwise it is dropped, the text content carrying the same result redacted.
+// rewrites the texts in place. The text parts (content items' text, embedded resources'
+// text) are judged as one text, joined in order, and each on its own (joined.go): an
+// entity split across items is redacted in all of them. structuredContent is judged as
+// one text, its JSON: when a redaction leaves valid JSON (a redacted span inside a string
+// value) it is kept redacted, otherwise it is dropped, the text content carrying the
+// same result redacted.
 func (x *exchange) toolResult(ctx context.Context, j Judge, m, result *object) (json.RawMessage, bool, error) {
 	items, ok := array(result.get("content"))
 	if !ok {
 		return nil, false, errUnreadable
 	}
 	parsed := make([]*object, len(items))
-	var texts []string
+	var parts []string
 	var where []textAt
 	for i, raw := range items {
 		it, err := parseObject(raw)
@@ -139,25 +142,36 @@ func (x *exchange) toolResult(ctx context.Context, j Judge, m, result *object) (
 		}
 		parsed[i] = it
 		if s, ok := it.str("text"); ok {
-			texts, where = append(texts, s), append(where, textAt{item: i})
+			parts, where = append(parts, s), append(where, textAt{item: i})
 		}
 		if res, ok := it.obj("resource"); ok {
 			if s, ok := res.str("text"); ok {
-				texts, where = append(texts, s), append(where, textAt{item: i, resource: true})
+				parts, where = append(parts, s), append(where, textAt{item: i, resource: true})
 			}
 		} else if it.has("resource") && string(it.get("resource")) != "null" {
 			return nil, false, errUnreadable
 		}
 	}
+	structured, hasStructured := "", false
 	if sc := result.get("structuredContent"); len(sc) > 0 && string(sc) != "null" {
 		text, err := judgedJSON(sc)
 		if err != nil {
 			return nil, false, errUnreadable
 		}
-		texts, where = append(texts, text), append(where, textAt{structured: true})
+		structured, hasStructured = text, true
 	}
-	if len(texts) == 0 {
+	if len(parts) == 0 && !hasStructured {
 		return nil, false, nil
+	}
+	// texts: the parts joined (when there are two or more), each part, structuredContent.
+	joined := len(parts) > 1
+	texts := make([]string, 0, len(parts)+2)
+	if joined {
+		texts = append(texts, strings.Join(parts, ""))
+	}
+	texts = append(texts, parts...)
+	if hasStructured {
+		texts = append(texts, structured)
 	}
 	jd, err := j.Results(ctx, texts)
 	if err != nil {
@@ -170,31 +184,35 @@ func (x *exchange) toolResult(ctx context.Context, j Judge, m, result *object) (
 		}
 		return blockedToolResult(m.get("id"), jd.Stop.Reason), true, nil
 	}
+	dropped := func(k int) bool { return k < len(jd.Dropped) && jd.Dropped[k] }
+	outs, drops, err := judgedParts(parts, texts, jd, joined, dropped)
+	if err != nil {
+		return nil, false, err
+	}
 	changed := false
 	drop := make([]bool, len(items))
 	for k, at := range where {
-		dropped := k < len(jd.Dropped) && jd.Dropped[k]
-		if !dropped && jd.Texts[k] == texts[k] {
+		if !drops[k] && outs[k] == parts[k] {
 			continue
 		}
 		changed = true
 		switch {
-		case at.structured && dropped:
-			result.del("structuredContent")
-		case at.structured:
-			if json.Valid([]byte(jd.Texts[k])) {
-				result.set("structuredContent", json.RawMessage(jd.Texts[k]))
-			} else {
-				result.del("structuredContent")
-			}
-		case dropped:
+		case drops[k]:
 			drop[at.item] = true
 		case at.resource:
 			res, _ := parsed[at.item].obj("resource")
-			res.set("text", jsonString(jd.Texts[k]))
+			res.set("text", jsonString(outs[k]))
 			parsed[at.item].set("resource", res.marshal())
 		default:
-			parsed[at.item].set("text", jsonString(jd.Texts[k]))
+			parsed[at.item].set("text", jsonString(outs[k]))
+		}
+	}
+	if k := len(texts) - 1; hasStructured && (dropped(k) || jd.Texts[k] != structured) {
+		changed = true
+		if !dropped(k) && json.Valid([]byte(jd.Texts[k])) {
+			result.set("structuredContent", json.RawMessage(jd.Texts[k]))
+		} else {
+			result.del("structuredContent")
 		}
 	}
 	if !changed {
@@ -209,6 +227,41 @@ func (x *exchange) toolResult(ctx context.Context, j Judge, m, result *object) (
 	result.set("content", marshalArray(kept))
 	m.set("result", result.marshal())
 	return m.marshal(), true, nil
+}
+
+// judgedParts returns the text parts of a tool result as judged, and which were
+// dropped. Alone, a part is as its judgement says; joined, each part gets the redactions
+// of the joined text and of its own judgement, placed by placeRedactions (a dropped joined
+// text drops every part).
+func judgedParts(parts, texts []string, jd Judgement, joined bool, dropped func(int) bool) ([]string, []bool, error) {
+	outs, drops := make([]string, len(parts)), make([]bool, len(parts))
+	if !joined {
+		for k := range parts {
+			outs[k], drops[k] = jd.Texts[k], dropped(k)
+		}
+		return outs, drops, nil
+	}
+	spans, ok := redactionsIn(texts[0], jd.Texts[0])
+	if !ok {
+		return nil, nil, errUnplaced
+	}
+	off := 0
+	for k, p := range parts {
+		drops[k] = dropped(0) || dropped(1+k)
+		own, ok := redactionsIn(p, jd.Texts[1+k])
+		if !ok {
+			return nil, nil, errUnplaced
+		}
+		for _, s := range own {
+			spans = append(spans, redaction{start: off + s.start, end: off + s.end, marker: s.marker})
+		}
+		off += len(p)
+	}
+	if len(spans) == 0 {
+		copy(outs, parts)
+		return outs, drops, nil
+	}
+	return placeRedactions(parts, spans), drops, nil
 }
 
 // toolList judges each tool of a ListToolsResult on its own (title, description, input
