@@ -48,6 +48,12 @@
 //     cannot be judged as a whole, and background answers are refused in the first place.
 //     (openai-go's GetStreaming puts stream in the body of the GET instead: refused as
 //     every GET with a body is.)
+//   - Stored chat completions (store: true, made by any app of the project, through a
+//     guard or not) are judged the same way (storedchat.go): GET /v1/chat/completions/{id}
+//     as the answer to a non-streamed POST, GET /v1/chat/completions each listed
+//     completion as one answer, and GET /v1/chat/completions/{id}/messages each message
+//     (content, text content parts, tool calls) as one; a blocked one is replaced by the
+//     verdict in its place.
 //
 // Other sub-routes (/v1/responses/{id}/input_items: the prompt as the guard forwarded it)
 // pass through as GET routes do.

@@ -13,10 +13,18 @@ import (
 // refused as a failure. There is no Input phase: nothing of the client's is sent. A
 // retrieval asking for a stream is refused, as background requests are: the stream of a
 // background response resumes at any event, and the guard judges a stream only whole.
+// Stored chat completions are judged the same way, each one of a list as one answer
+// (storedchat.go).
 func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
 	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, retrieved: true, st: st,
 		req: wire.Request{Family: f, N: 1}}
 	if !x.loadPolicy() {
+		return
+	}
+	if f == wire.FamilyChat {
+		rec := p.cfg.Telemetry.Begin()
+		defer rec.Done()
+		x.storedChat(storedChatOf(r.URL.Path), rec.Record)
 		return
 	}
 	if streamedRetrieval(r.URL.RawQuery) {

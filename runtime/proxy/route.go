@@ -72,15 +72,19 @@ func hasControl(s string) bool {
 // transfer coding (chunked).
 func hasBody(r *http.Request) bool { return r.ContentLength != 0 || len(r.TransferEncoding) > 0 }
 
-// retrieval reports whether a request fetches a stored answer the guard judges, and of
+// retrieval reports whether a request fetches stored answers the guard judges, and of
 // which family: GET /v1/responses/{id}, which returns a Responses answer (stored by
-// default, or made with background: true) as the provider made it. The path is matched
-// without regard to case, as some servers read it, and may end in one slash. Sub-routes
+// default, or made with background: true) as the provider made it, and the stored chat
+// completions (storedChatOf). Paths are matched without regard to case, as some servers
+// read them, and may end in one slash. Other sub-routes
 // (/v1/responses/{id}/input_items, the prompt as the guard forwarded it) are not stored
 // answers.
 func retrieval(method, path string) (wire.Family, bool) {
 	if method != http.MethodGet {
 		return 0, false
+	}
+	if storedChatOf(path) != 0 {
+		return wire.FamilyChat, true
 	}
 	rest, ok := cutPrefixFold(path, "/v1/responses/")
 	if !ok {
@@ -91,6 +95,40 @@ func retrieval(method, path string) (wire.Family, bool) {
 		return 0, false
 	}
 	return wire.FamilyResponses, true
+}
+
+// storedChat is which stored chat completions a GET returns (chat completions made with
+// store: true, by this app or any other of the project, through the guard or not).
+type storedChat uint8
+
+const (
+	// storedCompletion: GET /v1/chat/completions/{id}, one chat completion object.
+	storedCompletion storedChat = iota + 1
+	// storedCompletions: GET /v1/chat/completions, a list of them ({"object":"list",
+	// "data":[…]}).
+	storedCompletions
+	// storedMessages: GET /v1/chat/completions/{id}/messages, a list of the messages of
+	// one (ChatCompletionStoreMessage: content, content_parts, tool_calls, …).
+	storedMessages
+)
+
+// storedChatOf returns which stored chat completions path names, 0 for none.
+func storedChatOf(path string) storedChat {
+	rest, ok := cutPrefixFold(path, "/v1/chat/completions")
+	if !ok || rest != "" && rest[0] != '/' {
+		return 0
+	}
+	rest = strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
+	id, sub, nested := strings.Cut(rest, "/")
+	switch {
+	case rest == "":
+		return storedCompletions
+	case !nested:
+		return storedCompletion
+	case id != "" && strings.EqualFold(sub, "messages"):
+		return storedMessages
+	}
+	return 0
 }
 
 func cutPrefixFold(s, prefix string) (string, bool) {

@@ -59,12 +59,43 @@ func TestRetrieval(t *testing.T) {
 		{http.MethodGet, "/v1/responses/resp_1/input_items", false},
 		{http.MethodGet, "/v1/responses/", false},
 		{http.MethodGet, "/v1/responses", false},
-		{http.MethodGet, "/v1/chat/completions/c_1", false},
+		{http.MethodGet, "/v1/chat/completions/c_1", true},
+		{http.MethodGet, "/v1/chat/completions", true},
+		{http.MethodGet, "/v1/chat/completions/c_1/messages", true},
+		{http.MethodGet, "/v1/chat/completions/c_1/other", false},
+		{http.MethodGet, "/v1/chat/completionsx", false},
 		{http.MethodHead, "/v1/responses/resp_1", false},
+		{http.MethodHead, "/v1/chat/completions/c_1", false},
+		{http.MethodPost, "/v1/chat/completions/c_1", false},
 		{http.MethodDelete, "/v1/responses/resp_1", false},
+		{http.MethodDelete, "/v1/chat/completions/c_1", false},
 	} {
 		if _, got := retrieval(tc.method, tc.path); got != tc.want {
 			t.Errorf("%s %s: retrieval %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestStoredChatOf(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want storedChat
+	}{
+		{"/v1/chat/completions", storedCompletions},
+		{"/v1/chat/completions/", storedCompletions},
+		{"/V1/Chat/Completions", storedCompletions},
+		{"/v1/chat/completions/chatcmpl-1", storedCompletion},
+		{"/v1/chat/completions/chatcmpl-1/", storedCompletion},
+		{"/v1/chat/completions/chatcmpl-1/messages", storedMessages},
+		{"/v1/chat/completions/chatcmpl-1/Messages/", storedMessages},
+		{"/v1/chat/completions/chatcmpl-1/input_items", 0},
+		{"/v1/chat/completions/chatcmpl-1/messages/m1", 0},
+		{"/v1/chat/completionsx", 0},
+		{"/v1/chat", 0},
+		{"/v1/responses/resp_1", 0},
+	} {
+		if got := storedChatOf(tc.path); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.path, got, tc.want)
 		}
 	}
 }
