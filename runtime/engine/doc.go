@@ -169,6 +169,15 @@
 // (placeholders); ToolCalls judge the call restored; records count values per category
 // (Finding.Count), never the values. Session.End drops the mapping.
 //
+// A namespaced Guardrail's Pseudonymize cannot restore what the cluster tier keeps out of
+// answers (restored.go): the ClusterGuardrails with the Stream or Output phase also judge
+// the text the client receives, the values a namespaced Guardrail masked restored — each
+// release of a stream that restores one (Stream), each whole content or channel at its end
+// (Output) — and their verdicts apply to it: a block stops the answer before the value is
+// released, a redaction covering a value releases its placeholder as the marker. Values a
+// ClusterGuardrail masked itself, and engines without a cluster tier judging answers, are
+// restored as described above.
+//
 // # Failures and modes
 //
 // A classifier error, a deadline (the guardrail's timeout, or the classifier's, per

@@ -81,6 +81,8 @@ type Engine struct {
 	headChars int
 	// pseudonymizes is set when a guardrail's action is Pseudonymize.
 	pseudonymizes bool
+	// clusterPhases are the phases ClusterGuardrails judge (restored.go).
+	clusterPhases policy.PhaseSet
 }
 
 // New prepares an engine. A guardrail whose classifier or backend cannot be found is kept:
@@ -107,6 +109,9 @@ func New(cfg Config) *Engine {
 	slices.SortStableFunc(e.guards, func(a, b *guard) int { return policy.RunOrder(a.g, b.g) })
 	for _, gd := range e.guards {
 		e.pseudonymizes = e.pseudonymizes || gd.g.Action == policy.ActionPseudonymize
+		if gd.g.Cluster {
+			e.clusterPhases |= gd.g.Phases
+		}
 		if gd.has(policy.PhaseOutput) {
 			e.headChars = maxHead(e.headChars, gd.maxChars)
 		}

@@ -164,7 +164,7 @@ func (s *Session) judgeItems(ctx context.Context, phase policy.Phase, items []*i
 				case a == policy.ActionRedact:
 					r.it.doc.redact(&r.w, r.ev.j.spans, gd.c.Categories, r.it.floor)
 				case a == policy.ActionPseudonymize:
-					s.pseudonymize(r.it, &r.w, r.ev.j.spans, gd.c.Categories)
+					s.pseudonymize(r.it, &r.w, r.ev.j.spans, gd.c.Categories, gd.g.Cluster)
 				case a == policy.ActionStrip && r.it.held:
 					r.it.doc.strip(r.it.floor, r.it.doc.total)
 				case a == policy.ActionStrip:

@@ -41,7 +41,7 @@ func (s *Session) Snapshot(ctx context.Context, ch content.Channel, text string)
 		return s.end(v, err)
 	}
 	if s.e.holdBack != policy.HoldBackUnbounded {
-		s.releaseObject(c)
+		return s.end(s.releaseObject(ctx, c))
 	}
 	return s.end(nil, nil)
 }
@@ -63,15 +63,24 @@ func (s *Session) endObject(ctx context.Context, c *channel) (*Verdict, error) {
 	if v, err := s.judgeItems(ctx, policy.PhaseOutput, []*item{it}, always, wholeOutput); v != nil || err != nil {
 		return v, err
 	}
-	s.releaseObject(c)
-	return nil, nil
+	restored := &item{where: channelLocation(c.id)}
+	if v, err := s.judgeRestoredWhole(ctx, policy.PhaseOutput, c.obj, c.obj.base, c.obj.total, true, nil, restored, wholeOutput); v != nil || err != nil {
+		return v, err
+	}
+	return s.releaseObject(ctx, c)
 }
 
 // releaseObject releases the current snapshot, unless it was released unchanged already.
-func (s *Session) releaseObject(c *channel) {
+// When it restores a value a namespaced Guardrail masked, the ClusterGuardrails of the
+// Stream phase judge it restored first (restored.go).
+func (s *Session) releaseObject(ctx context.Context, c *channel) (*Verdict, error) {
 	o := c.obj
 	if c.objReleased && len(o.edits) == c.objEdits {
-		return
+		return nil, nil
+	}
+	restored := &item{where: channelLocation(c.id)}
+	if v, err := s.judgeRestoredWhole(ctx, policy.PhaseStream, o, o.base, o.total, true, nil, restored, wholeOutput); v != nil || err != nil {
+		return v, err
 	}
 	text := o.bytes(0, o.total.b)
 	var rs []restoration
@@ -87,4 +96,5 @@ func (s *Session) releaseObject(c *channel) {
 	}
 	c.objReleased, c.objEdits = true, len(o.edits)
 	s.release = append(s.release, Chunk{Channel: c.id, Text: text, Replace: true})
+	return nil, nil
 }

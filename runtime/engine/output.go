@@ -40,6 +40,16 @@ func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult,
 		items[i] = it
 	}
 	v, err := s.judgeItems(ctx, policy.PhaseOutput, outputs, always, wholeOutput)
+	for _, it := range outputs {
+		if v != nil || err != nil {
+			break
+		}
+		if !it.dropped {
+			// What the client receives, the tenant's values restored (restored.go).
+			d := it.doc
+			v, err = s.judgeRestoredWhole(ctx, policy.PhaseOutput, d, d.base, d.total, restoresJSON(it.where.Channel.Kind), nil, it, wholeOutput)
+		}
+	}
 	if v == nil && err == nil {
 		if v, err = s.judgeItems(ctx, policy.PhaseToolCalls, calls, always, never); v == nil && err == nil {
 			v, err = s.judgeTogether(ctx, calls)

@@ -37,6 +37,8 @@ type vault struct {
 	reserved map[string]bool
 	// tags are the tags of the entries, for the answer's placeholder grammar.
 	tags []string
+	// tenant counts the entries a namespaced Guardrail made (see pseudonym.cluster).
+	tenant int
 }
 
 // pseudonym is one value and its placeholder.
@@ -44,6 +46,9 @@ type pseudonym struct {
 	value       string
 	placeholder string // <EMAIL_1>
 	jsonValue   string // value escaped for the inside of a JSON string
+	// cluster: a ClusterGuardrail masked the value. A value a namespaced Guardrail masked
+	// is judged again, restored, by the ClusterGuardrails that judge answers (restored.go).
+	cluster bool
 }
 
 // tagOf is the placeholder tag of a category id: upper case, '-' as '_' (credit-card →
@@ -69,9 +74,10 @@ func (v *vault) reserve(text string) {
 	}
 }
 
-// assign returns the placeholder of value, making one for category when the value is new;
-// ok is false past maxPseudonyms.
-func (v *vault) assign(category, value string) (string, bool) {
+// assign returns the placeholder of value, making one for category when the value is new
+// (masked by a ClusterGuardrail when cluster is set: the first to find a value makes its
+// entry); ok is false past maxPseudonyms.
+func (v *vault) assign(category, value string, cluster bool) (string, bool) {
 	if p := v.byValue[value]; p != nil {
 		return p.placeholder, true
 	}
@@ -92,9 +98,12 @@ func (v *vault) assign(category, value string) (string, bool) {
 		}
 	}
 	v.next[tag] = n
-	p := &pseudonym{value: value, placeholder: "<" + key + ">", jsonValue: jsonEscape(value)}
+	p := &pseudonym{value: value, placeholder: "<" + key + ">", jsonValue: jsonEscape(value), cluster: cluster}
 	v.byValue[value], v.byPlaceholder[key] = p, p
 	v.entries = append(v.entries, p)
+	if !cluster {
+		v.tenant++
+	}
 	if !slices.Contains(v.tags, tag) {
 		v.tags = append(v.tags, tag)
 	}
@@ -103,6 +112,9 @@ func (v *vault) assign(category, value string) (string, bool) {
 
 // active reports whether anything was pseudonymized, so that answers are restored.
 func (v *vault) active() bool { return v != nil && len(v.entries) > 0 }
+
+// tenantMasked reports whether a namespaced Guardrail pseudonymized anything.
+func (v *vault) tenantMasked() bool { return v != nil && v.tenant > 0 }
 
 // drop forgets the mapping.
 func (v *vault) drop() {
@@ -144,7 +156,8 @@ func jsonEscape(s string) string {
 // text sent through w) with placeholders. A span touching text an earlier sanitizer
 // rewrote is left to that rewrite: the value under a redaction marker must not come back
 // in the answer. Overlapping spans merge and take the first one's category, as Redact's do.
-func (s *Session) pseudonymize(it *item, w *window, spans []classify.Span, cats []policy.Category) {
+// cluster says a ClusterGuardrail is masking.
+func (s *Session) pseudonymize(it *item, w *window, spans []classify.Span, cats []policy.Category, cluster bool) {
 	if s.vault == nil {
 		s.vault = &vault{}
 	}
@@ -172,7 +185,7 @@ func (s *Session) pseudonymize(it *item, w *window, spans []classify.Span, cats 
 		}
 	}
 	for _, m := range ms {
-		ph, ok := s.vault.assign(m.cat, string(t.bytes(m.us, m.ue)))
+		ph, ok := s.vault.assign(m.cat, string(t.bytes(m.us, m.ue)), cluster)
 		if !ok {
 			ph = "[REDACTED:" + m.cat + "]"
 		}

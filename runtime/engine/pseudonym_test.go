@@ -139,7 +139,7 @@ func TestPseudonymizeInput(t *testing.T) {
 		s, _ := pseudoWorld().session()
 		s.vault = &vault{}
 		for i := range maxPseudonyms {
-			s.vault.assign("email", "filler"+itoa(i))
+			s.vault.assign("email", "filler"+itoa(i), false)
 		}
 		res, _ := s.Input(ctx, []Message{user("mail " + jo)})
 		if got := sentTexts(res)[0]; got != "mail [REDACTED:email]" {

@@ -21,6 +21,8 @@ package engine
 type restoration struct {
 	start, end int
 	value      string
+	// tenant: a namespaced Guardrail masked the value (see restored.go).
+	tenant bool
 }
 
 // matchState is how text starting at a '<' compares to the placeholder grammar.
@@ -150,7 +152,7 @@ func (v *vault) scan(b []byte, from, lim int, final, json bool, skip func(a, b i
 		if json {
 			value = p.jsonValue
 		}
-		rs = append(rs, restoration{start: i, end: i + n, value: value})
+		rs = append(rs, restoration{start: i, end: i + n, value: value, tenant: !p.cluster})
 		i += n - 1
 	}
 	return lim, rs

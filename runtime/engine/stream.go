@@ -133,8 +133,7 @@ func (s *Session) Delta(ctx context.Context, ch content.Channel, text string) (S
 			return s.end(v, err)
 		}
 	}
-	s.releaseHeld(c)
-	return s.end(nil, nil)
+	return s.end(s.releaseHeld(ctx, c))
 }
 
 // due returns the stream guards whose cadence is due on c: the channel has grown by at
@@ -252,10 +251,11 @@ func (cu *cursor) settle(p pos) {
 // holdBack characters; one that follows pending matches withholds everything from where
 // its classifier's judged text stops being settled; a span-capable classifier's pending
 // text is withheld whatever the hold-back. A tool call's arguments and, under Unbounded,
-// every channel wait for their end.
-func (s *Session) releaseHeld(c *channel) {
+// every channel wait for their end. The verdict is the cluster tier's on restored text
+// (releaseTo).
+func (s *Session) releaseHeld(ctx context.Context, c *channel) (*Verdict, error) {
 	if c.id.Kind == content.ToolCall || s.e.holdBack == policy.HoldBackUnbounded {
-		return
+		return nil, nil
 	}
 	limit, hb := c.t.total, max(s.e.holdBack, 0)
 	if s.e.pending {
@@ -263,11 +263,11 @@ func (s *Session) releaseHeld(c *channel) {
 	}
 	if n := c.t.total.r - hb; n < limit.r {
 		if n <= c.released.r {
-			return
+			return nil, nil
 		}
 		limit = c.t.forward(c.released, n-c.released.r)
 	}
-	s.releaseTo(c, c.t.snapBack(limit))
+	return s.releaseTo(ctx, c, c.t.snapBack(limit))
 }
 
 // pendingLimit returns where the Enforce stream guards that look at pending text stop c's
@@ -304,14 +304,29 @@ func minPos(a, b pos) pos {
 }
 
 // releaseTo releases c's text up to p, with the answer's placeholders restored: a
-// placeholder still arriving at p is withheld until it is whole (restoreRelease).
-func (s *Session) releaseTo(c *channel, p pos) {
+// placeholder still arriving at p is withheld until it is whole (restoreRelease). When
+// the release restores a value a namespaced Guardrail masked, the ClusterGuardrails of the
+// Stream phase judge it restored first (restored.go): their block releases nothing, their
+// redaction keeps the value from being restored.
+func (s *Session) releaseTo(ctx context.Context, c *channel, p pos) (*Verdict, error) {
 	if p.b <= c.released.b {
-		return
+		return nil, nil
 	}
 	var rs []restoration
 	if p, rs = s.restoreRelease(c, p); p.b <= c.released.b {
-		return
+		return nil, nil
+	}
+	if s.restoresFor(policy.PhaseStream) {
+		if tenant := onlyTenant(rs); len(tenant) > 0 {
+			it := &item{where: channelLocation(c.id), floor: c.released, held: true, tool: c.id.Kind == content.ToolCall}
+			if v, err := s.judgeRestored(ctx, policy.PhaseStream, &c.t, c.released, p, tenant, it, never); v != nil || err != nil {
+				return v, err
+			}
+			// A Strip dropped the rest: p may be inside it now.
+			if p, rs = s.restoreRelease(c, c.t.snapBack(p)); p.b <= c.released.b {
+				return nil, nil
+			}
+		}
 	}
 	var text []byte
 	if len(rs) > 0 || c.t.edited(c.released.b, p.b) {
@@ -325,6 +340,7 @@ func (s *Session) releaseTo(c *channel, p pos) {
 	if len(text) > 0 {
 		s.release = append(s.release, Chunk{Channel: c.id, Text: text})
 	}
+	return nil, nil
 }
 
 // EndChannel ends a text, reasoning or object channel: the text left below the cadence is
@@ -365,6 +381,10 @@ func (s *Session) endToolCall(ctx context.Context, c *channel, name string) (*Ve
 	if v, err := s.judgeItems(ctx, policy.PhaseOutput, []*item{args}, always, never); v != nil || err != nil {
 		return v, err
 	}
+	restored := &item{where: channelLocation(c.id), tool: true}
+	if v, err := s.judgeRestoredWhole(ctx, policy.PhaseOutput, &c.t, c.t.base, c.t.total, true, nil, restored, never); v != nil || err != nil {
+		return v, err
+	}
 	// ToolCalls guardrails judge the call as the tool will receive it: restored.
 	c.call = toolCallText(name, s.vault.restore(c.t.String(), true))
 	it := &item{where: channelLocation(c.id), doc: newTextBuf(c.call), tool: true}
@@ -400,8 +420,11 @@ func (s *Session) endChannel(ctx context.Context, c *channel) (*Verdict, error) 
 	if v, err := s.judgeItems(ctx, policy.PhaseOutput, []*item{it}, always, wholeOutput); v != nil || err != nil {
 		return v, err
 	}
-	s.releaseTo(c, c.t.total)
-	return nil, nil
+	restored := &item{where: channelLocation(c.id), floor: c.released, held: true}
+	if v, err := s.judgeRestoredWhole(ctx, policy.PhaseOutput, &c.t, c.t.base, c.t.total, restoresJSON(c.id.Kind), c.head, restored, wholeOutput); v != nil || err != nil {
+		return v, err
+	}
+	return s.releaseTo(ctx, c, c.t.total)
 }
 
 // Finish ends the stream: every open channel is ended as EndChannel and EndToolCall do
@@ -438,7 +461,9 @@ func (s *Session) Finish(ctx context.Context) (Step, error) {
 	}
 	for _, c := range s.order {
 		if c.id.Kind == content.ToolCall {
-			s.releaseTo(c, c.t.total)
+			if v, err := s.releaseTo(ctx, c, c.t.total); v != nil || err != nil {
+				return s.end(v, err)
+			}
 		}
 	}
 	s.finished = true

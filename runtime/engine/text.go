@@ -278,6 +278,12 @@ func (t *textBuf) upstreamSpan(w *window, start, end int) (us, ue int, inMarker,
 // (the lower category index in one answer, the existing marker across guardrails). A
 // redaction overlapping stripped text is dropped with it.
 func (t *textBuf) redact(w *window, spans []classify.Span, cats []policy.Category, floor pos) {
+	t.redactOnto(t, w, spans, cats, floor)
+}
+
+// redactOnto is redact with the spans mapped through t and the markers added to dst, a
+// buffer in the same upstream coordinates (t is a view of dst: see restoredView).
+func (t *textBuf) redactOnto(dst *textBuf, w *window, spans []classify.Span, cats []policy.Category, floor pos) {
 	spans = slices.Clone(spans)
 	slices.SortStableFunc(spans, func(a, b classify.Span) int {
 		if a.Start != b.Start {
@@ -306,7 +312,7 @@ func (t *textBuf) redact(w *window, spans []classify.Span, cats []policy.Categor
 		}
 	}
 	for _, m := range ms {
-		t.addEdit(m.us, m.ue, m.cat, "[REDACTED:"+m.cat+"]", m.late)
+		dst.addEdit(m.us, m.ue, m.cat, "[REDACTED:"+m.cat+"]", m.late)
 	}
 }
 
