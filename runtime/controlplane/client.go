@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -316,15 +317,13 @@ func HTTPClientFor(caFile string) (*http.Client, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
-	tr := &http.Transport{
-		Proxy:           nil, // the control plane is in-cluster: never through an HTTP proxy
-		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		// A non-nil, empty TLSNextProto keeps the transport on HTTP/1.1.
-		TLSNextProto:        map[string]func(string, *tls.Conn) http.RoundTripper{},
-		TLSHandshakeTimeout: 10 * time.Second,
-		IdleConnTimeout:     5 * time.Minute,
-		MaxIdleConnsPerHost: 1,
-	}
+	// No proxy (the control plane is in-cluster), and no roots but the CA file's.
+	tr := egress.Transport(pool)
+	tr.ForceAttemptHTTP2 = false
+	// A non-nil, empty TLSNextProto keeps the transport on HTTP/1.1.
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	tr.IdleConnTimeout = 5 * time.Minute
+	tr.MaxIdleConnsPerHost = 1
 	return &http.Client{Transport: tr}, nil
 }
 

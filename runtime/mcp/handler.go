@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
@@ -26,7 +27,8 @@ type Config struct {
 	Upstreams map[string]*url.URL
 	// Judges judges the traffic; required.
 	Judges Judges
-	// Transport reaches the upstreams; nil means a clone of http.DefaultTransport.
+	// Transport reaches the upstreams; nil means an egress transport (no proxy, the
+	// system's CA bundle: runtime/internal/egress).
 	Transport http.RoundTripper
 	// MaxBodyBytes bounds a client's POST body (413 beyond); 0 means 4 MiB.
 	MaxBodyBytes int64
@@ -64,7 +66,7 @@ func New(cfg Config) *Handler {
 		cfg.WriteIdleTimeout = 2 * time.Minute
 	}
 	if cfg.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := egress.Transport(nil)
 		t.MaxIdleConnsPerHost = 64
 		// A tool call answered with JSON sends its headers when the tool is done.
 		t.ResponseHeaderTimeout = 10 * time.Minute

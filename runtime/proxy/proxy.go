@@ -17,6 +17,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -28,7 +29,8 @@ type Config struct {
 	// OpenAIUpstream and AnthropicUpstream are the providers' base URLs; the request path
 	// (/v1/...) is appended, and a trailing /v1 of the base is ignored.
 	OpenAIUpstream, AnthropicUpstream *url.URL
-	// Transport reaches the upstreams; nil means a tuned clone of http.DefaultTransport.
+	// Transport reaches the upstreams; nil means a tuned egress transport (no proxy, the
+	// system's CA bundle: runtime/internal/egress).
 	Transport http.RoundTripper
 	// PassThrough lists POST paths forwarded without guarding.
 	PassThrough []string
@@ -108,7 +110,7 @@ func New(cfg Config) *Proxy {
 		cfg.ReadIdleTimeout = 30 * time.Second
 	}
 	if cfg.Transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
+		t := egress.Transport(nil)
 		t.MaxIdleConnsPerHost = 256
 		t.ResponseHeaderTimeout = 10 * time.Minute
 		cfg.Transport = t

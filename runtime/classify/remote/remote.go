@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
 )
 
 // Option configures New.
@@ -111,19 +112,13 @@ func newBase(c *Config, name string, ca []byte, opts []Option) (base, error) {
 	}, nil
 }
 
-// httpClient returns the client of a classifier: the caller's, or one of its own that
-// does not follow redirects (a redirect must not carry the bearer token elsewhere) and
-// keeps enough idle connections for maxConcurrency calls. A CA bundle replaces the roots.
+// httpClient returns the client of a classifier: the caller's, or one of its own (an
+// egress transport: no proxy, the system's CA bundle) that does not follow redirects (a
+// redirect must not carry the bearer token elsewhere) and keeps enough idle connections
+// for maxConcurrency calls. A CA bundle replaces the roots.
 func httpClient(given *http.Client, ca []byte, maxConcurrency int) (*http.Client, error) {
 	if given == nil {
-		var t *http.Transport
-		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-			t = dt.Clone()
-		} else {
-			// Something (a tracing library) wrapped the default transport: start afresh.
-			t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-				TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}
-		}
+		t := egress.Transport(nil)
 		t.MaxIdleConnsPerHost = max(maxConcurrency, 16)
 		given = &http.Client{
 			Transport:     t,
@@ -139,7 +134,7 @@ func httpClient(given *http.Client, ca []byte, maxConcurrency int) (*http.Client
 	}
 	rt := given.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		rt = egress.Transport(nil)
 	}
 	t, ok := rt.(*http.Transport)
 	if !ok {
