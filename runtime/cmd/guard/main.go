@@ -16,7 +16,8 @@
 // also fronts MCP servers at /mcp/NAME on the same listener (runtime/mcp). With
 // --provider=NAME (keyless apps, README.md) it sends a family's calls to that ModelProvider
 // with the credential the control plane delivered. An admin listener serves /healthz, /readyz
-// (ready once a policy is loaded) and Prometheus /metrics.
+// (ready once a policy is loaded) and Prometheus /metrics. It takes no proxy, CA or debug
+// setting from its environment (environ.go; README.md says which variables it drops).
 //
 // Both servers bound what a client can hold. The proxy: request headers within
 // --read-header-timeout, each read of a request body within --read-idle-timeout (a body
@@ -46,6 +47,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
@@ -75,6 +77,14 @@ type options struct {
 }
 
 func main() {
+	// First of all: a guard started with variables it must not honour (environ.go) starts
+	// again without them, before it reads anything or holds any credential.
+	if env, dropped := scrubEnv(os.Environ()); len(dropped) > 0 {
+		err := restartWithout(env, dropped)
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("Guard not started: unset the variables it ignores",
+			"variables", dropped, "error", err.Error())
+		os.Exit(2)
+	}
 	var o options
 	fs := flag.NewFlagSet("guard", flag.ExitOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "Address the proxy listens on (the app's base URL points here).")
@@ -133,6 +143,9 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if err := undumpable(); err != nil {
 		log.Warn("The guard's memory stays readable by processes of its user (prctl PR_SET_DUMPABLE failed)", "error", err.Error())
+	}
+	if _, err := egress.SystemRoots(); err != nil {
+		log.Warn("No system CA certificates: calls to https upstreams without a CA bundle of their own will fail", "error", err.Error())
 	}
 	if os.Getenv("GOGC") == "" {
 		// A sidecar's live heap is small (a few MiB) while each request allocates tens of
