@@ -88,7 +88,7 @@ func main() {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	restConfig := ctrl.GetConfigOrDie()
-	install, err := installation(ctx, restConfig, scheme, watchNamespaces)
+	install, err := installation(ctx, restConfig, scheme, &injectionFlags, watchNamespaces)
 	if err != nil {
 		setupLog.Error(err, "Unable to tell the operator's namespace and the guard it injects")
 		os.Exit(1)
@@ -119,7 +119,7 @@ func main() {
 		controlPlane.CertDir = injectionFlags.CertDir()
 	}
 	controlPlane.LeaseNamespace = install.OperatorNamespace
-	controlPlane.GuardImage, controlPlane.GuardCommand = install.GuardImage, install.GuardCommand
+	controlPlane.Guard = install.Guard
 	controlPlane.AllowLocalClassifierURLs = classifier.AllowLocalURLs
 	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
 		setupLog.Error(err, "Unable to set up the control plane server")
@@ -137,20 +137,13 @@ func main() {
 
 // installation reads what the cache and the control plane need to know before the manager
 // exists: the operator's namespace (home of the guards' Leases) and the guard as the
-// injector renders it (only pods whose spec carries it may report). They come from the
-// injector's flags, read by name because the injector resolves them only in its Setup:
-// --operator-namespace, else $POD_NAMESPACE, else the service account's namespace;
-// --guard-image, else the manager's own image (read from its pod, $POD_NAME);
-// --guard-command.
-func installation(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, watchNamespaces string) (controllers.Options, error) {
+// injector renders it (only pods whose spec carries it, value for value, may report). The
+// namespace is --operator-namespace, else $POD_NAMESPACE, else the service account's; the
+// guard's image --guard-image, else the manager's own image (read from its pod,
+// $POD_NAME); the rest of the guard comes from the injector's flags (injection.Flags.Guard).
+func installation(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, injectionFlags *injection.Flags, watchNamespaces string) (controllers.Options, error) {
 	o := controllers.Options{WatchNamespaces: watchNamespaces}
-	flagValue := func(name string) string {
-		if f := flag.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	o.OperatorNamespace = flagValue("operator-namespace")
+	o.OperatorNamespace = injectionFlags.OperatorNamespace()
 	if o.OperatorNamespace == "" {
 		o.OperatorNamespace = os.Getenv("POD_NAMESPACE")
 	}
@@ -162,23 +155,21 @@ func installation(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme,
 	if o.OperatorNamespace == "" {
 		return o, errors.New("--operator-namespace is required outside a pod")
 	}
-	if path := flagValue("guard-command"); path != "" {
-		o.GuardCommand = []string{path}
+	image := injectionFlags.GuardImage()
+	if image == "" {
+		podName := os.Getenv("POD_NAME")
+		if podName == "" {
+			return o, errors.New("--guard-image is required outside a pod (no $POD_NAME)")
+		}
+		reader, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return o, err
+		}
+		if image, err = injection.OwnImage(ctx, reader, o.OperatorNamespace, podName, "manager"); err != nil {
+			return o, fmt.Errorf("reading the manager's image for --guard-image: %w", err)
+		}
 	}
-	if o.GuardImage = flagValue("guard-image"); o.GuardImage != "" {
-		return o, nil
-	}
-	podName := os.Getenv("POD_NAME")
-	if podName == "" {
-		return o, errors.New("--guard-image is required outside a pod (no $POD_NAME)")
-	}
-	reader, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return o, err
-	}
-	if o.GuardImage, err = injection.OwnImage(ctx, reader, o.OperatorNamespace, podName, "manager"); err != nil {
-		return o, fmt.Errorf("reading the manager's image for --guard-image: %w", err)
-	}
+	o.Guard = injectionFlags.Guard(o.OperatorNamespace, image)
 	return o, nil
 }
 

@@ -172,13 +172,8 @@ func withAnnotation(k, v string) podOpt {
 // container) and the injected label.
 func withGuard() podOpt {
 	return func(p *corev1.Pod) {
-		p.Labels[cp.LabelInjected] = "true"
 		p.Spec.ServiceAccountName = "app" // a projected token needs one; createRunning creates it
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: injection.ContainerName, Image: guardImage,
-			Command: []string{"/guard"}, VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}})
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{
-			Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{
-				ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}})
+		injection.RenderGuard(p, testGuard, false, []byte("ca"))
 	}
 }
 

@@ -58,11 +58,9 @@ type Options struct {
 	// keeps one Lease per guard (guards.LeaseName); the cache watches Leases there
 	// only. Empty means DefaultOperatorNamespace.
 	OperatorNamespace string
-	// GuardImage and GuardCommand are the guard as the injector renders it: the cache
-	// records of each injected pod whether its spec carries it (injection.VerifyGuard).
-	// With no GuardImage no pod does.
-	GuardImage   string
-	GuardCommand []string
+	// Guard is the guard as the injector renders it: the cache records of each injected
+	// pod whether its spec carries it (injection.VerifyGuard). With no image no pod does.
+	Guard injection.Guard
 }
 
 func (o Options) operatorNamespace() string {
@@ -87,7 +85,7 @@ func (o Options) Cache() cache.Options {
 		panic(err) // constant arguments
 	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod(o.GuardImage, o.GuardCommand)},
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod(o.Guard)},
 		&coordinationv1.Lease{}: {
 			Namespaces: map[string]cache.Config{o.operatorNamespace(): {}},
 			Label:      labels.NewSelector().Add(*guardLease),
@@ -125,7 +123,7 @@ func CacheOptions(namespaces string) cache.Options {
 // the same way, without the verification. The transform is idempotent, as client-go asks:
 // a pod already trimmed (no containers, which the apiserver never serves, and a
 // verification) is kept as it is.
-func trimPod(image string, command []string) toolscache.TransformFunc {
+func trimPod(g injection.Guard) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		switch p := obj.(type) {
 		case *corev1.Pod:
@@ -133,7 +131,7 @@ func trimPod(image string, command []string) toolscache.TransformFunc {
 				return p, nil
 			}
 			trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta), Status: corev1.PodStatus{Phase: p.Status.Phase}}
-			verification := injection.VerifyGuard(p, image, command)
+			verification := injection.VerifyGuard(p, g)
 			guards.SetGuardVerification(trimmed, verification)
 			if verification == nil {
 				guards.SetGuardProviders(trimmed, injection.GuardProviders(p))

@@ -15,21 +15,21 @@ import (
 // list is streamed (WatchList: once into its temporary store, once on Replace); a trimmed
 // pod keeps its verification instead of being judged again without its spec.
 func TestTrimPodIsIdempotent(t *testing.T) {
-	trim := trimPod("registry.test/guardrail/operator:v1", []string{"/guard"})
+	g := injection.Guard{Image: "registry.test/guardrail/operator:v1", Command: []string{"/guard"}, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
+	trim := trimPod(g)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Annotations: map[string]string{
-			"example.com/blob": strings.Repeat("x", 1<<20), injection.AnnotationInjectorVersion: "v1",
+			"example.com/blob":                    strings.Repeat("x", 1<<20),
 			injection.AnnotationInjectionWarnings: strings.Repeat("w", maxKeptAnnotation+1),
 			guards.AnnotationGuardVerification:    "verified",
 		}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: "registry.test/guardrail/operator:v0", Command: []string{"/guard"},
-				VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/t"}}},
-			{Name: "app", Image: "app"},
-		}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "guardrail.dev"}}}}}}}},
+		Spec:   corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
+	g.Image = "registry.test/guardrail/operator:v0" // injected by the previous release
+	injection.RenderGuard(pod, g, false, []byte("ca"))
+	pod.Annotations[injection.AnnotationInjectorVersion] = "v1"
 	once, err := trim(pod)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestTrimPodIsIdempotent(t *testing.T) {
 		}
 	}
 	forged := pod.DeepCopy()
-	forged.Spec.Containers = forged.Spec.Containers[1:]
+	forged.Spec.Containers = forged.Spec.Containers[1:] // the guard is the first container
 	out, _ := trim(forged)
 	if guards.GuardVerification(out.(*corev1.Pod)) == nil {
 		t.Error("a pod whose spec lacks the guard is verified because it says so in an annotation")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -42,7 +43,11 @@ const (
 	guardImage = "registry.test/guardrail/operator:v0.0.0-test"
 )
 
-var install = controllers.Options{OperatorNamespace: leaseNS, GuardImage: guardImage, GuardCommand: []string{"/guard"}}
+var (
+	testGuard = injection.Guard{Image: guardImage, Command: []string{"/guard"}, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
+	install = controllers.Options{OperatorNamespace: leaseNS, Guard: testGuard}
+)
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)

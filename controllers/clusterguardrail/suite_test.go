@@ -59,7 +59,9 @@ const (
 
 var (
 	guardCommand = []string{"/guard"}
-	install      = controllers.Options{OperatorNamespace: operatorNS, GuardImage: guardImage, GuardCommand: guardCommand}
+	testGuard    = injection.Guard{Image: guardImage, Command: guardCommand, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
+	install = controllers.Options{OperatorNamespace: operatorNS, Guard: testGuard}
 )
 
 type syncBuffer struct {
@@ -143,7 +145,7 @@ func run(m *testing.M) int {
 	}
 	srv, err := controlplane.Setup(ctx, mgr, controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir,
 		Wait: 2 * time.Second, DecisionInterval: 200 * time.Millisecond, LeaseNamespace: operatorNS,
-		LeaseDuration: 10 * time.Second, GuardImage: guardImage, GuardCommand: guardCommand})
+		LeaseDuration: 10 * time.Second, Guard: testGuard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -198,14 +200,9 @@ func tenant(t *testing.T, labels map[string]string) string {
 func pod(t *testing.T, ns, name, app string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": app, cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: guardImage, Command: guardCommand,
-				VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
-			{Name: "app", Image: "app"},
-		}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderGuard(p, testGuard, false, []byte("ca"))
 	must(t, k8s.Create(ctx, p))
 	p.Status.Phase = corev1.PodRunning
 	must(t, k8s.Status().Update(ctx, p))

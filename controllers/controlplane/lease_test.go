@@ -99,13 +99,41 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 	}, {
 		name: "the guard with an app that mounts the guard's token too",
 		pod: func() *corev1.Pod {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sharing", Labels: injected},
-				Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-					{Name: injection.ContainerName, Image: guardImage, Command: guardCommand,
-						VolumeMounts: []corev1.VolumeMount{{Name: guardTokenVolume, MountPath: "/var/run/secrets/guardrail.dev"}}},
-					mountsToken(guardTokenVolume)}, Volumes: []corev1.Volume{tokenVolume(guardTokenVolume)}}}
+			p := guardedPod(ns, "sharing", injected, nil)
+			sidecar := mountsToken(guardTokenVolume)
+			sidecar.Name = "sidecar"
+			p.Spec.Containers = append(p.Spec.Containers, sidecar)
 			return p
 		}(),
+	}, {
+		// Each of these is the injector's guard but for one value a tenant with namespace
+		// admin wrote: its token or its provider key would reach the tenant.
+		name: "the guard told to subscribe to the tenant's own listener",
+		pod: editGuard(guardedPod(ns, "repointed", injected, nil), func(_ *corev1.Pod, g *corev1.Container) {
+			g.Args[2] = "--" + cp.FlagControlPlane + "=https://tenant-listener.tenant.svc:9444"
+		}),
+	}, {
+		name: "the guard behind the tenant's HTTPS proxy with the tenant's CA",
+		pod: editGuard(guardedPod(ns, "proxied", injected, nil), func(_ *corev1.Pod, g *corev1.Container) {
+			g.Env = append(g.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://10.0.0.9:3128"},
+				corev1.EnvVar{Name: "SSL_CERT_FILE", Value: "/var/run/guardrail/podinfo/labels"})
+		}),
+	}, {
+		name: "the guard with GODEBUG=http2debug=2, which logs request headers",
+		pod: editGuard(guardedPod(ns, "debugged", injected, nil), func(_ *corev1.Pod, g *corev1.Container) {
+			g.Env = append(g.Env, corev1.EnvVar{Name: "GODEBUG", Value: "http2debug=2"})
+		}),
+	}, {
+		name: "the guard in a pod whose hostAliases re-point the provider",
+		pod: editGuard(guardedPod(ns, "aliased", injected, nil), func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.9", Hostnames: []string{"api.openai.com"}}}
+		}),
+	}, {
+		name: "the guard in a pod that resolves names with the tenant's nameserver",
+		pod: editGuard(guardedPod(ns, "resolved", injected, nil), func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.DNSPolicy = corev1.DNSNone
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.9"}}
+		}),
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -357,4 +385,14 @@ func TestLongPollsOutliveTheReadTimeoutAndSlowBodiesDoNot(t *testing.T) {
 		t.Errorf("a client that never sends its body held the connection %v (answer %q)", took, line)
 	}
 	t.Logf("a body that never came: %q, connection closed after %v", strings.TrimSpace(line), time.Since(sent))
+}
+
+// editGuard applies edit to p and its guard container.
+func editGuard(p *corev1.Pod, edit func(*corev1.Pod, *corev1.Container)) *corev1.Pod {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == injection.ContainerName {
+			edit(p, &p.Spec.Containers[i])
+		}
+	}
+	return p
 }

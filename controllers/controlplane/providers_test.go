@@ -14,7 +14,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -59,17 +58,7 @@ func keylessFixture(t *testing.T) (string, string) {
 // flags), with extra annotations on the pod.
 func keylessPod(t *testing.T, ns, name string, annotations map[string]string, providers ...string) *corev1.Pod {
 	t.Helper()
-	var args []string
-	for _, p := range providers {
-		args = append(args, "--"+cp.FlagProvider+"="+p)
-	}
-	return createPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations,
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: guardImage, Command: guardCommand, Args: args,
-				VolumeMounts: []corev1.VolumeMount{{Name: guardTokenVolume, MountPath: "/var/run/secrets/guardrail.dev"}}},
-			{Name: "app", Image: "app"},
-		}, Volumes: []corev1.Volume{tokenVolume(guardTokenVolume)}}})
+	return createPod(t, guardedPod(ns, name, map[string]string{"app": "web"}, annotations, providers...))
 }
 
 // providersOf waits until a subscription of tok answers a snapshot holding want providers

@@ -65,11 +65,10 @@ type Options struct {
 	// guard polls at least every Wait, so it must exceed Wait; 0 means 60s (two polls).
 	// A guard that stops polling drops out of status.enforcement within LeaseDuration.
 	LeaseDuration time.Duration
-	// GuardImage and GuardCommand are the guard as the injector renders it
-	// (injection.Config): only a pod whose spec carries it may subscribe or report
-	// (injection.VerifyGuard). GuardImage is required.
-	GuardImage   string
-	GuardCommand []string
+	// Guard is the guard as the injector renders it (injection.Config.Guard): only a pod
+	// whose spec carries it, value for value, may subscribe or report
+	// (injection.VerifyGuard). Its image is required.
+	Guard injection.Guard
 	// AllowLocalClassifierURLs sends guards Classifiers whose backend URL names the guard's
 	// own host or link (policy.LocalBackendURLs): the manager's
 	// --classifier-allow-local-urls. Without it such a Classifier, which its reconciler
@@ -129,7 +128,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	switch {
 	case opts.LeaseNamespace == "":
 		return nil, errors.New("control plane: the namespace of the guards' Leases is not set")
-	case opts.GuardImage == "":
+	case opts.Guard.Image == "":
 		return nil, errors.New("control plane: the guard's image is not set, so no pod could prove it carries the guard")
 	case opts.LeaseDuration <= opts.Wait:
 		return nil, fmt.Errorf("control plane: the guards' Lease duration %s must exceed the long-poll wait %s", opts.LeaseDuration, opts.Wait)
@@ -438,7 +437,7 @@ func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMet
 		// read the whole pod from the apiserver.
 		cached = &corev1.Pod{}
 		if err = s.api.Get(ctx, key, cached); err == nil {
-			verified = injection.VerifyGuard(cached, s.opts.GuardImage, s.opts.GuardCommand)
+			verified = injection.VerifyGuard(cached, s.opts.Guard)
 		}
 	}
 	switch {

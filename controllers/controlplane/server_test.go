@@ -65,8 +65,10 @@ const (
 
 var (
 	guardCommand = []string{"/guard"}
-	install      = controllers.Options{OperatorNamespace: leaseNS, GuardImage: guardImage, GuardCommand: guardCommand}
-	serverOpts   controlplane.Options
+	testGuard    = injection.Guard{Image: guardImage, Command: guardCommand, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
+	install    = controllers.Options{OperatorNamespace: leaseNS, Guard: testGuard}
+	serverOpts controlplane.Options
 )
 
 type syncBuffer struct {
@@ -147,7 +149,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	serverOpts = controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir, Wait: 2 * time.Second, DecisionInterval: decisionInterval,
-		LeaseNamespace: leaseNS, LeaseDuration: leaseDuration, GuardImage: guardImage, GuardCommand: guardCommand}
+		LeaseNamespace: leaseNS, LeaseDuration: leaseDuration, Guard: testGuard}
 	opts := serverOpts
 	srv, err := controlplane.Setup(ctx, mgr, opts)
 	if err != nil {
@@ -232,13 +234,17 @@ func guardrail(ns, name, app, classifier, category string) *v1alpha1.Guardrail {
 // container), which every apiserver version takes.
 func pod(t *testing.T, ns, name, app string) *corev1.Pod {
 	t.Helper()
-	return createPod(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": app, cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: guardImage, Command: guardCommand,
-				VolumeMounts: []corev1.VolumeMount{{Name: guardTokenVolume, MountPath: "/var/run/secrets/guardrail.dev"}}},
-			{Name: "app", Image: "app"},
-		}, Volumes: []corev1.Volume{tokenVolume(guardTokenVolume)}}})
+	return createPod(t, guardedPod(ns, name, map[string]string{"app": app}, nil))
+}
+
+// guardedPod is a pod with labels and annotations whose spec carries the guard as the
+// injector renders it for providers, in the legacy shape (a regular container), which
+// every apiserver version takes.
+func guardedPod(ns, name string, labels, annotations map[string]string, providers ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderGuard(p, testGuard, false, []byte("ca"), providers...)
+	return p
 }
 
 // guardTokenVolume is the injector's name of the guard's token volume.

@@ -64,9 +64,11 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 		return decision{skip: "the operator's own namespace is never injected"}
 	case nsMode == injectionRequired:
 		return decideRequired(pod, namespace, nsLabels, cfg, caPEM, providers)
+	case hasContainer(pod, ContainerName):
+		return handWritten(pod, namespace, nsLabels, cfg, caPEM, providers)
 	case pod.Labels[controlplane.LabelInject] == labelFalse:
 		return decision{skip: "the pod opts out (" + controlplane.LabelInject + "=false)"}
-	case pod.Labels[controlplane.LabelInjected] != "" || hasContainer(pod, ContainerName):
+	case pod.Labels[controlplane.LabelInjected] != "":
 		return decision{skip: "the pod was already handled by the injector"}
 	case nsMode != injectionEnabled && pod.Labels[controlplane.LabelInject] != labelTrue:
 		return decision{skip: "neither the pod nor its namespace opts in"}
@@ -96,12 +98,33 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 	return decision{pod: out, findings: findings}
 }
 
+// handWritten decides for a pod outside a required namespace that has a container named
+// ContainerName: the injector's own guard (the apiserver re-invoking the injector) is left
+// as it is; any other is refused, whatever the pod's labels say. Such a container would
+// send the guard's token wherever its flags point, and a guard the control plane refuses
+// is no guard: better said at admission than found later.
+func handWritten(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte, providers providerChoice) decision {
+	refuse := func(why string) decision {
+		return decision{deny: fmt.Sprintf("the pod has a container named %s that is not the guard the injector renders for it: %s", ContainerName, why)}
+	}
+	settings, _ := resolveSettings(pod.Annotations, cfg)
+	chosen, why := resolveProviders(providers, namespace, nsLabels)
+	if why != "" {
+		return refuse(why)
+	}
+	settings.providers = chosen
+	if why := notTheInjectors(pod, cfg, settings, caPEM); why != "" {
+		return refuse(why)
+	}
+	return decision{skip: "the pod carries the injector's guard already"}
+}
+
 // inject renders the guard into a copy of pod and checks the result as the control plane
 // will (VerifyGuard): the pod's own spec may share what is the guard's alone.
 func inject(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte, findings []finding) (*corev1.Pod, []finding, error) {
 	out := pod.DeepCopy()
 	findings = append(findings, render(out, cfg, s, caPEM)...)
-	if err := VerifyGuard(out, cfg.Image, cfg.Command); err != nil {
+	if err := VerifyGuard(out, cfg.Guard()); err != nil {
 		return nil, nil, err
 	}
 	setWarnings(out, findings)

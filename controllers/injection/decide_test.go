@@ -36,7 +36,8 @@ func TestDecideWhichPodsAreInjected(t *testing.T) {
 		{name: "a hostNetwork pod is skipped", pod: newPod(withHostNetwork()), ns: "apps", nsLabels: enabledNS},
 		{name: "a hostNetwork pod is denied where the guard is required", pod: newPod(withHostNetwork()), ns: "apps", nsLabels: requiredNS, denied: "hostNetwork"},
 		{name: "an injected pod is not injected twice", pod: newPod(withLabel(controlplane.LabelInjected, "true")), ns: "apps", nsLabels: enabledNS},
-		{name: "a pod with the guard's container is not injected twice", pod: newPod(withInitContainer(ContainerName)), ns: "apps", nsLabels: enabledNS},
+		{name: "a pod with a hand-written container named like the guard is refused", pod: newPod(withInitContainer(ContainerName)), ns: "apps", nsLabels: enabledNS,
+			denied: "the pod has a container named " + ContainerName + " that is not the guard the injector renders for it"},
 		{name: "a port clash is denied where the guard is required", pod: newPod(withPort(15080)), ns: "apps", nsLabels: requiredNS, denied: "port 15080"},
 	}
 	for _, tc := range cases {

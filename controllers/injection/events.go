@@ -36,9 +36,8 @@ type EventReconciler struct {
 	Pods cache.Cache
 	// APIReader reads the spec of a pod labelled injected=true, once, when it is created.
 	APIReader client.Reader
-	// Image and Command are the guard's (Config), what VerifyGuard expects.
-	Image   string
-	Command []string
+	// Guard is the manager's guard (Config.Guard), what VerifyGuard expects.
+	Guard Guard
 	// Recorder records the Events.
 	Recorder events.EventRecorder
 	// now is the clock; tests may set it.
@@ -88,7 +87,7 @@ func (r *EventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !claimed {
 		return ctrl.Result{}, nil
 	}
-	if err := VerifyGuard(pod, r.Image, r.Command); err != nil {
+	if err := VerifyGuard(pod, r.Guard); err != nil {
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNotInjected, "Inject",
 			"The pod is labelled %s=true but does not carry the injector's guard: %v", controlplane.LabelInjected, err)
 		return ctrl.Result{}, nil

@@ -60,7 +60,7 @@ func TestEventsClaimInjectionOnlyForAPodThatCarriesTheGuard(t *testing.T) {
 			tc.pod.UID = "uid-1"
 			c := fake.NewClientBuilder().WithObjects(tc.pod).Build()
 			rec := events.NewFakeRecorder(10)
-			r := &EventReconciler{Pods: metadataCache{pods: c}, APIReader: c, Image: "guard:test", Command: []string{"/guard"},
+			r := &EventReconciler{Pods: metadataCache{pods: c}, APIReader: c, Guard: testConfig().Guard(),
 				Recorder: rec, now: func() time.Time { return now }}
 			if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.pod)}); err != nil {
 				t.Fatal(err)

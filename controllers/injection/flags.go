@@ -35,6 +35,15 @@ type Flags struct {
 	nativeSidecars        string
 }
 
+// The flags' defaults of the guard's resources and upstreams.
+const (
+	defaultCPURequest        = "100m"
+	defaultMemoryRequest     = "64Mi"
+	defaultMemoryLimit       = "256Mi"
+	defaultOpenAIUpstream    = "https://api.openai.com"
+	defaultAnthropicUpstream = "https://api.anthropic.com"
+)
+
 // Certificate management modes (--cert-management).
 const (
 	CertsSelf     = "self"
@@ -60,12 +69,12 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.pullPolicy, "guard-image-pull-policy", "", "Pull policy of the guard's image; empty lets the apiserver default it.")
 	fs.IntVar(&f.proxyPort, "guard-proxy-port", 15080, "Loopback port of the guard's proxy, where app base URLs point.")
 	fs.IntVar(&f.adminPort, "guard-admin-port", 15090, "Port of the guard's /healthz, /readyz and /metrics.")
-	fs.StringVar(&f.cpu, "guard-cpu-request", "100m", "Default CPU request of the guard (annotation "+AnnotationCPU+").")
-	fs.StringVar(&f.memory, "guard-memory-request", "64Mi", "Default memory request of the guard (annotation "+AnnotationMemory+").")
+	fs.StringVar(&f.cpu, "guard-cpu-request", defaultCPURequest, "Default CPU request of the guard (annotation "+AnnotationCPU+").")
+	fs.StringVar(&f.memory, "guard-memory-request", defaultMemoryRequest, "Default memory request of the guard (annotation "+AnnotationMemory+").")
 	fs.StringVar(&f.cpuLimit, "guard-cpu-limit", "", "Default CPU limit of the guard, empty for none (annotation "+AnnotationCPULimit+").")
-	fs.StringVar(&f.memoryLimit, "guard-memory-limit", "256Mi", "Default memory limit of the guard, empty for none (annotation "+AnnotationMemoryLimit+").")
-	fs.StringVar(&f.openAI, "guard-openai-upstream", "https://api.openai.com", "Default OpenAI-compatible provider (annotation "+AnnotationOpenAIUpstream+").")
-	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", "https://api.anthropic.com", "Default Anthropic provider (annotation "+AnnotationAnthropicUpstream+").")
+	fs.StringVar(&f.memoryLimit, "guard-memory-limit", defaultMemoryLimit, "Default memory limit of the guard, empty for none (annotation "+AnnotationMemoryLimit+").")
+	fs.StringVar(&f.openAI, "guard-openai-upstream", defaultOpenAIUpstream, "Default OpenAI-compatible provider (annotation "+AnnotationOpenAIUpstream+").")
+	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", defaultAnthropicUpstream, "Default Anthropic provider (annotation "+AnnotationAnthropicUpstream+").")
 	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
 		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
 }
@@ -176,6 +185,24 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 	}
 	return o, nil
 }
+
+// Guard is the guard these flags render, with the operator's namespace and the guard's
+// image resolved by the caller (the manager's namespace and own image by default): what
+// the manager's cache and control plane verify pods against before the injector is set
+// up. It agrees with Config.Guard of the injector Setup makes.
+func (f *Flags) Guard(operatorNamespace, image string) Guard {
+	u := f.controlPlaneURL
+	if u == "" {
+		u = DefaultControlPlaneURL(operatorNamespace)
+	}
+	return Guard{Image: image, Command: commandOf(f.guardCommand), ProxyPort: int32(f.proxyPort), AdminPort: int32(f.adminPort), ControlPlaneURL: u}
+}
+
+// GuardImage is --guard-image, empty for the manager's own image.
+func (f *Flags) GuardImage() string { return f.guardImage }
+
+// OperatorNamespace is --operator-namespace, empty for the manager's own namespace.
+func (f *Flags) OperatorNamespace() string { return f.operatorNamespace }
 
 func commandOf(path string) []string {
 	if path == "" {

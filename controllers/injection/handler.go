@@ -36,16 +36,19 @@ const (
 //     deployments; such pods run without a guard, as before the namespace opted in);
 //   - namespaces labelled required: failurePolicy Fail (no pod starts unguarded);
 //   - pods labelled guardrail.dev/inject=true elsewhere: Ignore.
-// The enabled and inject=true entries skip pods labelled guardrail.dev/inject=false or
-// already handled (guardrail.dev/injected). The required entry has no objectSelector: pod
-// labels are the tenant's to write, and none may keep a pod from the injector there; decide
-// itself tells the injector's own guard (re-invocation) from a tenant's claim. All skip the
+// The enabled and required entries have no objectSelector: pod labels are the tenant's to
+// write, and none may keep a pod from the injector, which refuses a container named like
+// the guard that is not the one it renders (a hand-written guard would send its token
+// wherever its flags point); decide itself tells the injector's own guard (re-invocation)
+// from a tenant's claim, and honours inject=false where injection is enabled. The
+// inject=true entry sees the pods that opt in elsewhere; a pod elsewhere that does not opt
+// in is never seen, and a guard in it counts only if it passes VerifyGuard. All skip the
 // system namespaces; config/default also excludes the operator's namespace.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=guardrail-pod-injector
-// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=enabled.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["enabled"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"NotIn","values":["false"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=enabled.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["enabled"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]}}`
 // +kubebuilder:webhook:path=/mutate-v1-pod-required,mutating=true,failurePolicy=fail,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=required.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"In","values":["required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]}}`
-// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pod.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"NotIn","values":["enabled","required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"In","values":["true"]},{"key":"guardrail.dev/injected","operator":"DoesNotExist"}]}}`
+// +kubebuilder:webhook:path=/mutate-v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=pod.inject.guardrail.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,serviceName=guardrail-webhook,serviceNamespace=guardrail-system,matchPolicy=Equivalent,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"guardrail.dev/injection","operator":"NotIn","values":["enabled","required"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease"]}]},"objectSelector":{"matchExpressions":[{"key":"guardrail.dev/inject","operator":"In","values":["true"]}]}}`
 
 // Handler is the Pod mutating admission handler.
 type Handler struct {

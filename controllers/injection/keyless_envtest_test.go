@@ -81,7 +81,7 @@ var _ = Describe("The pod injector for keyless apps", func() {
 		Expect(string(raw)).NotTo(Or(ContainSubstring(credential), ContainSubstring(secretName)))
 
 		By("passing the verification the control plane serves guards by, with the provider recorded")
-		Expect(VerifyGuard(pod, "guard:test", nil)).To(Succeed())
+		Expect(VerifyGuard(pod, suiteGuard())).To(Succeed())
 		Expect(GuardProviders(pod)).To(Equal([]string{provider}))
 		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeNormal, ReasonInjected, ""))
 	})

@@ -28,7 +28,7 @@ func TestDecideFrontsTheAnnotatedMCPServers(t *testing.T) {
 		t.Fatalf("findings = %v", d.findings)
 	}
 	// The control plane serves the pod: its guard takes only flags the injector passes.
-	if err := VerifyGuard(d.pod, testConfig().Image, testConfig().Command); err != nil {
+	if err := VerifyGuard(d.pod, testConfig().Guard()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -125,5 +125,11 @@ const (
 	envAnthropicBaseURL = "ANTHROPIC_BASE_URL"
 )
 
+// The guard's Go runtime settings, derived from its resources.
+const (
+	envGOMAXPROCS = "GOMAXPROCS"
+	envGOMEMLIMIT = "GOMEMLIMIT"
+)
+
 // systemNamespaces are never injected, whatever their labels say.
 var systemNamespaces = map[string]bool{"kube-system": true, "kube-public": true, "kube-node-lease": true}

@@ -184,7 +184,10 @@ func setPlaceholderKeys(pod *corev1.Pod, cfg *Config, providers []chosenProvider
 	var findings []finding
 	for _, c := range appContainers(pod, cfg) {
 		for _, p := range providers {
-			name := apiKeyEnv[p.api]
+			name, known := apiKeyEnv[p.api]
+			if !known {
+				continue // RenderGuard's, which knows providers by name only
+			}
 			if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }); i >= 0 {
 				if e := c.Env[i]; e.ValueFrom == nil && e.Value == controlplane.PlaceholderAPIKey {
 					continue

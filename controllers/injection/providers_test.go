@@ -169,7 +169,7 @@ func TestAKeylessPodGetsItsProvidersFlagsAndPlaceholderKeys(t *testing.T) {
 				if len(d.findings) != 0 {
 					t.Errorf("findings: %v", d.findings)
 				}
-				if err := VerifyGuard(d.pod, testConfig().Image, testConfig().Command); err != nil {
+				if err := VerifyGuard(d.pod, testConfig().Guard()); err != nil {
 					t.Fatalf("the control plane would not serve the keyless guard: %v", err)
 				}
 				if got, want := GuardProviders(d.pod), providerNames(tc.flags); !slices.Equal(got, want) {

@@ -72,7 +72,7 @@ var _ = Describe("Re-invocation by the apiserver", func() {
 				p.GenerateName, p.Name = "app-", ""
 				g.Expect(k8sClient.Create(context.Background(), p)).To(Succeed())
 				g.Expect(p.Labels).To(HaveKeyWithValue("relabelled", "true"))
-				g.Expect(VerifyGuard(p, "guard:test", nil)).To(Succeed())
+				g.Expect(VerifyGuard(p, suiteGuard())).To(Succeed())
 				guards, volumes := 0, 0
 				for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
 					if c.Name == ContainerName {

@@ -2,7 +2,9 @@ package injection
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -136,10 +138,10 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		fieldEnv("POD_NAME", "metadata.name"),
 		fieldEnv("POD_NAMESPACE", "metadata.namespace"),
 		fieldEnv("POD_UID", "metadata.uid"),
-		{Name: "GOMAXPROCS", Value: strconv.FormatInt(gomaxprocs(s), 10)},
+		{Name: envGOMAXPROCS, Value: strconv.FormatInt(gomaxprocs(s), 10)},
 	}
 	if limit := gomemlimit(s); limit > 0 {
-		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: strconv.FormatInt(limit, 10)})
+		env = append(env, corev1.EnvVar{Name: envGOMEMLIMIT, Value: strconv.FormatInt(limit, 10)})
 	}
 	admin := intstr.FromString(portNameAdmin)
 	return corev1.Container{
@@ -229,3 +231,22 @@ var (
 	// noAPITokenSizeLimit bounds the emptyDir that nothing writes to.
 	noAPITokenSizeLimit = resource.MustParse("4Ki")
 )
+
+// RenderGuard adds to pod what the injector adds for g with the manager's default
+// resources and upstreams and the given ModelProviders: the guard (a native sidecar when
+// native, else the first regular container), its volumes, the marks of an injected pod and
+// the app containers' base URLs. Tools that create a guarded pod without the webhook use
+// it (make dev-lite's local guard, load harnesses, tests): VerifyGuard accepts the result.
+// It knows the providers by name only, so the app containers get no placeholder keys.
+func RenderGuard(pod *corev1.Pod, g Guard, native bool, caPEM []byte, providers ...string) {
+	cfg := Config{Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort,
+		ControlPlaneURL: g.ControlPlaneURL, NativeSidecars: native, Version: moduleVersion(),
+		CPURequest: resource.MustParse(defaultCPURequest), MemoryRequest: resource.MustParse(defaultMemoryRequest),
+		MemoryLimit: resource.MustParse(defaultMemoryLimit), OpenAIUpstream: defaultOpenAIUpstream, AnthropicUpstream: defaultAnthropicUpstream}
+	s, _ := resolveSettings(pod.Annotations, &cfg)
+	for _, p := range providers {
+		s.providers = append(s.providers, chosenProvider{name: p})
+	}
+	slices.SortFunc(s.providers, func(a, b chosenProvider) int { return strings.Compare(a.name, b.name) })
+	render(pod, &cfg, s, caPEM)
+}

@@ -16,11 +16,8 @@ import (
 // names are its author's claims and none of them skips injection:
 //   - guardrail.dev/inject=false is ignored, with a warning;
 //   - guardrail.dev/injected, whatever its value, is rewritten by render;
-//   - a container named like the guard is taken for the injector's own only when the pod
-//     passes VerifyGuard and the guard is the one render makes of this pod (its arguments,
-//     its CA and the volumes behind them): that is the apiserver re-invoking the injector
-//     (reinvocationPolicy IfNeeded) after another webhook changed the pod. Any other such
-//     container is refused.
+//   - a container named like the guard is taken for the injector's own only when it is the
+//     one render makes of this pod (notTheInjectors). Any other such container is refused.
 //
 // It also refuses what would let an app container reach the guard's secrets once it runs:
 // the guard's volumes, its UID, and a process namespace shared with it.
@@ -67,10 +64,7 @@ func alreadyGuarded(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte,
 	notTheGuard := func(why string) decision {
 		return deny(fmt.Sprintf("it has a container named %s that is not the injector's guard: %s", ContainerName, why))
 	}
-	if err := VerifyGuard(pod, cfg.Image, cfg.Command); err != nil {
-		return notTheGuard(err.Error())
-	}
-	if why := notRendered(pod, cfg, s, caPEM); why != "" {
+	if why := notTheInjectors(pod, cfg, s, caPEM); why != "" {
 		return notTheGuard(why)
 	}
 	if pod.Labels[controlplane.LabelInjected] == labelTrue {
@@ -85,29 +79,19 @@ func alreadyGuarded(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte,
 	return decision{pod: out}
 }
 
-// notRendered says how the guard in pod differs from the one render makes of it, in what
-// decides what the guard enforces and whom it trusts, or "". VerifyGuard has checked the
-// image's repository, the command and the token. The rest of the container is left to
-// other webhooks, which may add env or mounts to every container (proxies, secrets
-// agents); the apiserver's defaults are ignored.
-func notRendered(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) string {
+// notTheInjectors says why the container named ContainerName in pod is not the guard the
+// injector renders for this very pod, or "": it must pass VerifyGuard, and its arguments
+// must be those the pod's annotations and ModelProviders give (VerifyGuard accepts any the
+// injector could render for some pod) and its CA the operator's. That is the apiserver
+// re-invoking the injector (reinvocationPolicy IfNeeded) after another webhook changed the
+// pod.
+func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) string {
+	if err := VerifyGuard(pod, cfg.Guard()); err != nil {
+		return err.Error()
+	}
 	guard, _ := findGuard(pod)
-	want := guardContainer(cfg, s)
-	if !slices.Equal(guard.Args, want.Args) {
+	if !slices.Equal(guard.Args, guardContainer(cfg, s).Args) {
 		return "its arguments are not the ones the injector renders for this pod"
-	}
-	for _, m := range want.VolumeMounts {
-		if !slices.ContainsFunc(guard.VolumeMounts, func(g corev1.VolumeMount) bool {
-			return g.Name == m.Name && g.MountPath == m.MountPath && g.ReadOnly == m.ReadOnly
-		}) {
-			return fmt.Sprintf("it does not mount volume %s at %s as the injector does", m.Name, m.MountPath)
-		}
-	}
-	for _, w := range guardVolumes() {
-		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == w.Name })
-		if i < 0 || !sameVolume(pod.Spec.Volumes[i], w) {
-			return fmt.Sprintf("its volume %s is not the injector's", w.Name)
-		}
 	}
 	if pod.Annotations[AnnotationCABundle] != string(caPEM) {
 		return fmt.Sprintf("the annotation %s is not the operator's CA certificate", AnnotationCABundle)

@@ -36,7 +36,7 @@ var _ = Describe("A namespace labelled required", func() {
 			pod.Namespace = ns
 			Expect(clientWithWarnings(warnings).Create(context.Background(), pod)).To(Succeed())
 
-			Expect(VerifyGuard(pod, "guard:test", nil)).To(Succeed())
+			Expect(VerifyGuard(pod, suiteGuard())).To(Succeed())
 			Expect(pod.Labels).To(HaveKeyWithValue(controlplane.LabelInjected, "true"))
 			Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: "http://127.0.0.1:15080/v1"}))
 			if warning != "" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -65,7 +66,7 @@ func TestARequiredNamespaceInjectsWhateverThePodClaims(t *testing.T) {
 			if d.deny != "" || d.pod == nil {
 				t.Fatalf("not injected: deny %q, skip %q", d.deny, d.skip)
 			}
-			if err := VerifyGuard(d.pod, cfg.Image, cfg.Command); err != nil {
+			if err := VerifyGuard(d.pod, cfg.Guard()); err != nil {
 				t.Fatalf("the admitted pod does not carry the guard: %v", err)
 			}
 			if d.pod.Labels[controlplane.LabelInjected] != labelTrue {
@@ -169,7 +170,16 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 		}
 		g, _ := findGuard(p)
 		g.ImagePullPolicy, g.TerminationMessagePath = corev1.PullIfNotPresent, "/dev/termination-log"
-		g.Env = append(g.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.internal:3128"}) // another webhook's
+		for i := range g.Ports {
+			g.Ports[i].Protocol = ""
+		}
+		for i := range g.Env {
+			if f := g.Env[i].ValueFrom; f != nil && f.FieldRef != nil {
+				f.FieldRef.APIVersion = "v1"
+			}
+		}
+		// A LimitRange's default CPU limit, added after the injector rendered none.
+		g.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
 		if d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{}); d.deny != "" || d.pod != nil {
 			t.Fatalf("want the pod left alone: deny %q, changed %v", d.deny, d.pod != nil)
 		}
@@ -193,7 +203,7 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 	}{
 		{"a guard that subscribes to another control plane is refused", func(_ *corev1.Pod, g *corev1.Container) {
 			g.Args[2] = "--" + flagControlPlane + "=https://policy.tenant.example"
-		}, "its arguments are not the ones the injector renders"},
+		}, "takes arguments other than the ones the injector renders"},
 		{"a guard that forwards to another upstream than the pod's annotations say is refused", func(_ *corev1.Pod, g *corev1.Container) {
 			g.Args[6] = "--" + flagOpenAIUpstream + "=https://models.tenant.example"
 		}, "its arguments are not the ones the injector renders"},
@@ -210,7 +220,10 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 		}, "its volume " + volumeCA + " is not the injector's"},
 		{"a guard that reads its CA from elsewhere is refused", func(_ *corev1.Pod, g *corev1.Container) {
 			g.VolumeMounts[1].MountPath = "/etc/elsewhere"
-		}, "does not mount volume " + volumeCA},
+		}, "mounts volumes other than the injector's"},
+		{"a guard another webhook gave a proxy is refused", func(_ *corev1.Pod, g *corev1.Container) {
+			g.Env = append(g.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.internal:3128"})
+		}, `sets the environment variable "HTTPS_PROXY"`},
 		{"a guard that runs another image is refused", func(_ *corev1.Pod, g *corev1.Container) {
 			g.Image = "tenant/fake-guard:1"
 		}, `runs image "tenant/fake-guard:1"`},
@@ -241,7 +254,6 @@ func TestAnEnabledNamespaceStillTakesThePodsWord(t *testing.T) {
 	for _, p := range []*corev1.Pod{
 		newPod(withLabel(controlplane.LabelInject, "false")),
 		newPod(withLabel(controlplane.LabelInjected, "true")),
-		newPod(withAppName(ContainerName)),
 	} {
 		if d := decide(p, "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{}); d.pod != nil || d.deny != "" {
 			t.Errorf("labels %v, containers %s: want the pod left alone", p.Labels, p.Spec.Containers[0].Name)

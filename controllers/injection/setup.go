@@ -77,7 +77,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return errors.New("injection: the guard's image is not set")
 	}
 	if cfg.ControlPlaneURL == "" {
-		cfg.ControlPlaneURL = fmt.Sprintf("https://%s.%s.svc:%d", ControlPlaneServiceName, cfg.OperatorNamespace, ControlPlanePort)
+		cfg.ControlPlaneURL = DefaultControlPlaneURL(cfg.OperatorNamespace)
 	}
 	if cfg.Version == "" {
 		cfg.Version = moduleVersion()
@@ -141,10 +141,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	return (&EventReconciler{
 		Pods:      mgr.GetCache(),
 		APIReader: mgr.GetAPIReader(),
-		Image:     cfg.Image,
-		Command:   cfg.Command,
+		Guard:     cfg.Guard(),
 		Recorder:  mgr.GetEventRecorder("guardrail-injector"),
 	}).SetupWithManager(mgr)
+}
+
+// DefaultControlPlaneURL is the control-plane Service's URL in the operator's namespace.
+func DefaultControlPlaneURL(operatorNamespace string) string {
+	return fmt.Sprintf("https://%s.%s.svc:%d", ControlPlaneServiceName, operatorNamespace, ControlPlanePort)
 }
 
 // ServerHasNativeSidecars reports whether the apiserver is Kubernetes 1.29 or later, where

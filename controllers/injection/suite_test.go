@@ -211,3 +211,9 @@ func operatorServiceAccountConfig() *rest.Config {
 	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "creating a namespace as the operator: %v", err)
 	return sa
 }
+
+// suiteGuard is the guard the suite's injector renders (its Config, with the control
+// plane's URL Setup defaults).
+func suiteGuard() Guard {
+	return Guard{Image: "guard:test", ProxyPort: 15080, AdminPort: 15090, ControlPlaneURL: DefaultControlPlaneURL(operatorNamespace)}
+}

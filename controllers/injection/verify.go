@@ -1,53 +1,91 @@
 package injection
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 )
+
+// Guard is what every guard the injector renders shares, whatever the pod: the manager's
+// settings of the guard. With a pod's own settings (its annotations and ModelProviders,
+// which the guard's arguments and resources show) it determines the guard container
+// exactly, and VerifyGuard compares a pod's guard with that rendering.
+type Guard struct {
+	// Image is the guard's image. A guard of another tag or digest of the same repository
+	// is still the guard: pods injected before an upgrade run the earlier release's.
+	Image string
+	// Command runs the guard in Image; empty uses the image's entrypoint.
+	Command []string
+	// ProxyPort and AdminPort are the guard's ports (Config).
+	ProxyPort, AdminPort int32
+	// ControlPlaneURL is where the guard subscribes and sends its token.
+	ControlPlaneURL string
+}
+
+// Guard returns the part of cfg every rendered guard shares.
+func (c *Config) Guard() Guard {
+	return Guard{Image: c.Image, Command: c.Command, ProxyPort: c.ProxyPort, AdminPort: c.AdminPort, ControlPlaneURL: c.ControlPlaneURL}
+}
 
 // VerifyGuard says why pod does not carry the guard as the injector renders it, or nil
 // when it does. Labels and annotations are the tenant's to write and prove nothing; what
-// is checked is the pod's spec, which the apiserver keeps immutable where it matters:
+// is checked is the pod's spec, which the apiserver keeps immutable where it matters.
 //
-//   - a container named ContainerName (a native sidecar, or a regular container in the
-//     legacy shape) runs the guard: an image of the same repository as image, with the
-//     injector's command;
-//   - the pod has exactly one volume that projects a service-account token of audience
-//     guardrail.dev, the injector's, and only the guard mounts it: no other container
-//     holds a token the control plane would take for the guard's;
-//   - no other container mounts the guard's snapshot volume (it holds classifier
-//     credentials);
-//   - the guard takes only the flags the injector passes it, and POD_NAME and
-//     POD_NAMESPACE (which narrow what it enforces) only from the downward API, never
-//     POD_LABELS: a guard told to enforce another namespace's or label set's policy would
-//     acknowledge a policy it does not enforce;
-//   - the pod does not share one process namespace between its containers, where an app
-//     could read the guard's files through /proc.
+// The guard container must be the one render makes, value for value, of g and of the
+// per-pod settings its own arguments and resources show (upstreams, MCP servers,
+// ModelProviders, requests and limits: what the pod's annotations may choose anyway):
+// the image's repository, the command, every argument in order (the control plane's URL,
+// the token and CA files, the ports), every environment variable (none added: no proxy,
+// no GODEBUG, no SSL_* or GO* variable; POD_NAME, POD_NAMESPACE and POD_UID only from the
+// downward API), no envFrom, every mount, the security context, and no command run in it
+// by a probe or a lifecycle hook. What the apiserver or another webhook may set without
+// changing whom the guard trusts or what it runs is ignored: defaults, resources (a
+// LimitRange may add limits; GOMAXPROCS and GOMEMLIMIT are then any positive number), the
+// pull policy, and HTTP probes (a mesh may rewrite them).
 //
-// The control plane accepts acknowledgements and decisions only from pods that pass, and
-// a namespace labelled required admits only pods that pass after injection.
-func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
+// The pod around it must not re-point or read the guard:
+//   - no hostAliases, and a DNS policy of ClusterFirst or Default with a dnsConfig of
+//     options only (no nameservers or search domains), so the control plane's and the
+//     providers' host names resolve as for any pod;
+//   - not hostNetwork, hostPID or hostIPC, no process namespace shared between its
+//     containers, and no ephemeral container targeting the guard;
+//   - exactly one volume projects a service-account token of audience guardrail.dev, the
+//     injector's, and the guard's volumes are the injector's; no other container mounts
+//     the guard's token or its snapshot (it holds classifier and provider credentials).
+//
+// The control plane serves only pods that pass, the injector refuses a pod with a
+// container named like the guard that does not, and a namespace labelled required admits
+// only pods that pass after injection.
+func VerifyGuard(pod *corev1.Pod, g Guard) error {
+	if why := podAroundTheGuard(pod); why != "" {
+		return errors.New(why)
+	}
 	guard, init := findGuard(pod)
 	switch {
 	case guard == nil:
 		return fmt.Errorf("the pod has no container named %s", ContainerName)
 	case init && (guard.RestartPolicy == nil || *guard.RestartPolicy != corev1.ContainerRestartPolicyAlways):
 		return fmt.Errorf("the init container %s is not a sidecar (restartPolicy Always)", ContainerName)
-	case imageRepository(guard.Image) != imageRepository(image):
-		return fmt.Errorf("container %s runs image %q, not the guard's (%s)", ContainerName, guard.Image, imageRepository(image))
-	case !slices.Equal(guard.Command, command):
+	case imageRepository(guard.Image) != imageRepository(g.Image):
+		return fmt.Errorf("container %s runs image %q, not the guard's (%s)", ContainerName, guard.Image, imageRepository(g.Image))
+	case !slices.Equal(guard.Command, g.Command):
 		return fmt.Errorf("container %s does not run the guard's command", ContainerName)
 	}
-	if why := guardArgs(guard); why != "" {
+	s, why := settingsOf(guard)
+	if why != "" {
 		return fmt.Errorf("container %s %s", ContainerName, why)
 	}
-	if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		return fmt.Errorf("the pod shares one process namespace between its containers, so its apps can read the guard's files")
+	if why := containerDiff(guard, renderedGuard(g, s, init)); why != "" {
+		return fmt.Errorf("container %s %s", ContainerName, why)
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		if pod.Spec.EphemeralContainers[i].TargetContainerName == ContainerName {
@@ -68,8 +106,11 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 	if tokens != 1 {
 		return fmt.Errorf("the pod has no volume %s projecting the guard's token", volumeToken)
 	}
-	if !mounts(guard, volumeToken) {
-		return fmt.Errorf("container %s does not mount its token", ContainerName)
+	for _, w := range guardVolumes() {
+		i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == w.Name })
+		if i < 0 || !sameVolume(pod.Spec.Volumes[i], w) {
+			return fmt.Errorf("its volume %s is not the injector's", w.Name)
+		}
 	}
 	if name := otherMount(pod, guard, volumeToken, volumeSnapshot); name != "" {
 		return fmt.Errorf("container %s mounts a volume of the guard's (its token or its snapshot)", name)
@@ -77,8 +118,202 @@ func VerifyGuard(pod *corev1.Pod, image string, command []string) error {
 	return nil
 }
 
+// podAroundTheGuard says how pod's own spec could re-point the guard's host names or
+// reach into the guard, or "".
+func podAroundTheGuard(pod *corev1.Pod) string {
+	spec := &pod.Spec
+	switch {
+	case len(spec.HostAliases) > 0:
+		return "the pod sets hostAliases, which would re-point the host names the guard calls (its control plane, its providers)"
+	case spec.DNSPolicy != "" && spec.DNSPolicy != corev1.DNSClusterFirst && spec.DNSPolicy != corev1.DNSDefault:
+		return fmt.Sprintf("the pod's dnsPolicy is %s: the guard resolves its control plane and providers only with ClusterFirst or Default", spec.DNSPolicy)
+	case spec.DNSConfig != nil && (len(spec.DNSConfig.Nameservers) > 0 || len(spec.DNSConfig.Searches) > 0):
+		return "the pod's dnsConfig sets nameservers or search domains, which would re-point the host names the guard calls; only options are accepted"
+	case spec.HostNetwork:
+		return "the pod uses the host's network: the guard's ports would be the node's"
+	case spec.HostPID || spec.HostIPC:
+		return "the pod shares the host's process or IPC namespace, where the guard's memory is within reach"
+	case spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace:
+		return "the pod shares one process namespace between its containers, so its apps can read the guard's files"
+	}
+	return ""
+}
+
+// settingsOf reads the per-pod settings a guard container was rendered with from its own
+// arguments and resources, or says why they are not settings the injector renders.
+func settingsOf(c *corev1.Container) (guardSettings, string) {
+	var s guardSettings
+	seen := map[string]bool{}
+	for _, a := range c.Args {
+		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok || !strings.HasPrefix(a, "--") || !slices.Contains(injectedFlags, name) {
+			return s, fmt.Sprintf("takes an argument the injector does not pass (%.64q)", a)
+		}
+		repeatable := name == flagMCPUpstream || name == flagProvider
+		if seen[name] && !repeatable {
+			return s, fmt.Sprintf("takes --%s twice", name)
+		}
+		seen[name] = true
+		switch name {
+		case flagOpenAIUpstream, flagAnthropicUpstream:
+			if why := checkUpstream(value); why != "" {
+				return s, fmt.Sprintf("takes a --%s that %s", name, why)
+			}
+			if name == flagOpenAIUpstream {
+				s.openAIUpstream = value
+			} else {
+				s.anthropicUpstream = value
+			}
+		case flagMCPUpstream:
+			u, err := mcpupstream.Parse(value)
+			if err != nil {
+				return s, fmt.Sprintf("takes a --%s the injector would not render: %v", name, err)
+			}
+			s.mcpUpstreams = append(s.mcpUpstreams, u)
+		case flagProvider:
+			s.providers = append(s.providers, chosenProvider{name: value})
+		}
+	}
+	r := c.Resources
+	s.cpuRequest, s.memoryRequest = r.Requests[corev1.ResourceCPU], r.Requests[corev1.ResourceMemory]
+	s.cpuLimit, s.memoryLimit = r.Limits[corev1.ResourceCPU], r.Limits[corev1.ResourceMemory]
+	return s, ""
+}
+
+// renderedGuard is the guard container render makes of g and s, in its native-sidecar
+// shape when native.
+func renderedGuard(g Guard, s guardSettings, native bool) corev1.Container {
+	cfg := Config{Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort, ControlPlaneURL: g.ControlPlaneURL}
+	c := guardContainer(&cfg, s)
+	if native {
+		c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	}
+	return c
+}
+
+// containerDiff says in which field got, a guard container of an admitted pod, differs
+// from want, the one render makes, or "". It names fields and variables, never values:
+// an environment variable may hold a secret.
+func containerDiff(got *corev1.Container, want corev1.Container) string {
+	if why := execIn(got); why != "" {
+		return why
+	}
+	if !slices.Equal(got.Args, want.Args) {
+		return "takes arguments other than the ones the injector renders (their values, order or number differ)"
+	}
+	if len(got.EnvFrom) > 0 {
+		return "takes environment variables from a ConfigMap or Secret, which the injector never does"
+	}
+	if why := envDiff(got.Env, want.Env); why != "" {
+		return why
+	}
+	if !equality.Semantic.DeepEqual(got.VolumeMounts, want.VolumeMounts) {
+		return "mounts volumes other than the injector's, or mounts them elsewhere"
+	}
+	if len(got.VolumeDevices) > 0 {
+		return "mounts a block device"
+	}
+	if !equality.Semantic.DeepEqual(got.SecurityContext, want.SecurityContext) {
+		return "has a security context other than the injector's"
+	}
+	if !equality.Semantic.DeepEqual(got.RestartPolicy, want.RestartPolicy) || len(got.RestartPolicyRules) > 0 {
+		return "has a restart policy other than the injector's"
+	}
+	if got.WorkingDir != want.WorkingDir || got.Stdin || got.StdinOnce || got.TTY {
+		return "sets a working directory, stdin or a TTY, which the injector never does"
+	}
+	if got.TerminationMessagePolicy != want.TerminationMessagePolicy ||
+		(got.TerminationMessagePath != "" && got.TerminationMessagePath != corev1.TerminationMessagePathDefault) {
+		return "has a termination message other than the injector's"
+	}
+	if !samePorts(got.Ports, want.Ports) {
+		return "declares ports other than the injector's"
+	}
+	return ""
+}
+
+// execIn says which probe or lifecycle hook of c runs a command in the guard's container,
+// or "": a command there runs with the guard's token and snapshot. HTTP, TCP, gRPC and
+// sleep handlers are the kubelet's calls and are left to whoever rewrites them (a mesh).
+func execIn(c *corev1.Container) string {
+	probes := map[string]*corev1.Probe{"startupProbe": c.StartupProbe, "readinessProbe": c.ReadinessProbe, "livenessProbe": c.LivenessProbe}
+	for _, name := range []string{"startupProbe", "readinessProbe", "livenessProbe"} {
+		if p := probes[name]; p != nil && p.Exec != nil {
+			return "runs a command in the guard's container (its " + name + ")"
+		}
+	}
+	if l := c.Lifecycle; l != nil {
+		if (l.PostStart != nil && l.PostStart.Exec != nil) || (l.PreStop != nil && l.PreStop.Exec != nil) {
+			return "runs a command in the guard's container (a lifecycle hook)"
+		}
+	}
+	return ""
+}
+
+// envDiff compares the guard's environment with the rendered one: the same variables in
+// the same order, the same values or the same downward-API fields. GOMAXPROCS and
+// GOMEMLIMIT are derived from resources another admission plugin may change (a LimitRange
+// adds limits after the injector rendered none): GOMAXPROCS may hold any positive integer,
+// and GOMEMLIMIT may be absent or hold one.
+func envDiff(got, want []corev1.EnvVar) string {
+	for _, e := range got {
+		if !slices.ContainsFunc(want, func(w corev1.EnvVar) bool { return w.Name == e.Name }) && e.Name != envGOMEMLIMIT {
+			return fmt.Sprintf("sets the environment variable %.64q, which the injector does not", e.Name)
+		}
+	}
+	notMemLimit := func(e corev1.EnvVar) bool { return e.Name == envGOMEMLIMIT }
+	for _, e := range got {
+		if e.Name == envGOMEMLIMIT {
+			if n, err := strconv.ParseInt(e.Value, 10, 64); err != nil || n <= 0 || e.ValueFrom != nil {
+				return "sets " + envGOMEMLIMIT + " other than to a positive integer"
+			}
+		}
+	}
+	got, want = slices.DeleteFunc(slices.Clone(got), notMemLimit), slices.DeleteFunc(slices.Clone(want), notMemLimit)
+	if len(got) != len(want) {
+		return "lacks an environment variable the injector sets"
+	}
+	for i, w := range want {
+		g := got[i]
+		switch {
+		case g.Name != w.Name:
+			return fmt.Sprintf("sets %s where the injector sets %s", g.Name, w.Name)
+		case w.Name == envGOMAXPROCS:
+			if n, err := strconv.ParseInt(g.Value, 10, 64); err != nil || n <= 0 || g.ValueFrom != nil {
+				return "sets " + envGOMAXPROCS + " other than to a positive integer"
+			}
+		case w.ValueFrom != nil:
+			if g.Value != "" || g.ValueFrom == nil || g.ValueFrom.FieldRef == nil || g.ValueFrom.ResourceFieldRef != nil ||
+				g.ValueFrom.FieldRef.FieldPath != w.ValueFrom.FieldRef.FieldPath {
+				return fmt.Sprintf("sets %s other than the injector does", w.Name)
+			}
+		case g.Value != w.Value || g.ValueFrom != nil:
+			return fmt.Sprintf("sets %s other than the injector does", w.Name)
+		}
+	}
+	return ""
+}
+
+// samePorts compares ports, ignoring the protocol's default.
+func samePorts(got, want []corev1.ContainerPort) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range want {
+		g := got[i]
+		if g.Protocol == "" {
+			g.Protocol = corev1.ProtocolTCP
+		}
+		if g != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // injectedFlags are the flags render passes the guard; the values of the upstreams (MCP
-// ones included) come from the pod's annotations, the rest from the manager.
+// ones included) and the ModelProviders come from the pod's annotations, the rest from
+// the manager.
 var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
 	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream, flagProvider}
 
@@ -98,34 +333,6 @@ func GuardProviders(pod *corev1.Pod) []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
-}
-
-// guardEnv are the guard's environment variables that change what it enforces, and the
-// downward-API field each must come from ("" for one the injector never sets).
-var guardEnv = map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_LABELS": ""}
-
-// guardArgs says how the guard's arguments or environment differ from what the injector
-// passes in what narrows or disables what it enforces, or "".
-func guardArgs(guard *corev1.Container) string {
-	for _, a := range guard.Args {
-		name, _, ok := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !ok || !strings.HasPrefix(a, "--") || !slices.Contains(injectedFlags, name) {
-			return fmt.Sprintf("takes an argument the injector does not pass (%.64q)", a)
-		}
-	}
-	for _, e := range guard.Env {
-		field, guarded := guardEnv[e.Name]
-		if !guarded {
-			continue
-		}
-		if field == "" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != field {
-			return fmt.Sprintf("sets %s other than the injector does", e.Name)
-		}
-	}
-	if len(guard.EnvFrom) > 0 {
-		return "takes environment variables from a ConfigMap or Secret, which the injector never does"
-	}
-	return ""
 }
 
 // findGuard returns the guard's container and whether it is an init container.

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // A guard written by hand with a flag or an environment variable that narrows what it
@@ -18,7 +21,7 @@ func TestVerifyGuardRefusesAGuardToldToEnforceLess(t *testing.T) {
 		render(pod, cfg, s, []byte("ca"))
 		return pod
 	}
-	if err := VerifyGuard(base(), cfg.Image, cfg.Command); err != nil {
+	if err := VerifyGuard(base(), cfg.Guard()); err != nil {
 		t.Fatalf("the rendered guard: %v", err)
 	}
 	for name, edit := range map[string]func(c *corev1.Container){
@@ -37,7 +40,7 @@ func TestVerifyGuardRefusesAGuardToldToEnforceLess(t *testing.T) {
 		pod := base()
 		guard, _ := findGuard(pod)
 		edit(guard)
-		err := VerifyGuard(pod, cfg.Image, cfg.Command)
+		err := VerifyGuard(pod, cfg.Guard())
 		if err == nil || !strings.Contains(err.Error(), ContainerName) {
 			t.Errorf("%s: VerifyGuard %v, want a refusal naming the guard", name, err)
 		}
@@ -68,12 +71,146 @@ func TestVerifyGuardRefusesAPodDebuggingItsGuard(t *testing.T) {
 			TargetContainerName: target}
 	}
 	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{debug("app")}
-	if err := VerifyGuard(pod, cfg.Image, cfg.Command); err != nil {
+	if err := VerifyGuard(pod, cfg.Guard()); err != nil {
 		t.Fatalf("a debug container targeting the app: %v", err)
 	}
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, debug(ContainerName))
-	err := VerifyGuard(pod, cfg.Image, cfg.Command)
+	err := VerifyGuard(pod, cfg.Guard())
 	if err == nil || !strings.Contains(err.Error(), "debugger-"+ContainerName) {
 		t.Errorf("a debug container targeting the guard: VerifyGuard %v, want a refusal naming it", err)
 	}
+}
+
+// renderedPod is an app pod with the guard as the injector renders it.
+func renderedPod(cfg *Config) *corev1.Pod {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	s, _ := resolveSettings(nil, cfg)
+	render(pod, cfg, s, []byte("ca"))
+	return pod
+}
+
+// A tenant who writes the guard by hand (namespace admin) or whose pod another webhook
+// changes must not get a guard that sends its token, or the platform's provider key,
+// anywhere but where the injector's guard would: the guard is what the injector renders,
+// value for value, in a pod that does not re-point its host names.
+func TestVerifyGuardRefusesAGuardThatIsNotTheRenderedOneValueForValue(t *testing.T) {
+	cfg := testConfig()
+	arg := func(flag, value string) func(*corev1.Pod, *corev1.Container) {
+		return func(_ *corev1.Pod, c *corev1.Container) {
+			for i, a := range c.Args {
+				if strings.HasPrefix(a, "--"+flag+"=") {
+					c.Args[i] = "--" + flag + "=" + value
+				}
+			}
+		}
+	}
+	env := func(name, value string) func(*corev1.Pod, *corev1.Container) {
+		return func(_ *corev1.Pod, c *corev1.Container) {
+			c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Pod, *corev1.Container)
+		want string
+	}{
+		{"its control plane is the tenant's listener", arg(flagControlPlane, "https://10.0.0.9:9444"), "takes arguments other than"},
+		{"its CA file is another path", arg(flagCAFile, "/tmp/ca.crt"), "takes arguments other than"},
+		{"its token file is another path", arg(flagTokenFile, "/tmp/token"), "takes arguments other than"},
+		{"it listens beyond loopback", arg(flagListen, "0.0.0.0:15080"), "takes arguments other than"},
+		{"an upstream with credentials", arg(flagOpenAIUpstream, "https://user:pw@api.example"), "must not carry credentials"},
+		{"a flag given twice", func(_ *corev1.Pod, c *corev1.Container) { c.Args = append(c.Args, c.Args[2]) }, "twice"},
+		{"HTTPS_PROXY", env("HTTPS_PROXY", "http://10.0.0.9:3128"), `"HTTPS_PROXY"`},
+		{"https_proxy", env("https_proxy", "http://10.0.0.9:3128"), `"https_proxy"`},
+		{"SSL_CERT_FILE", env("SSL_CERT_FILE", "/etc/tenant/ca.crt"), `"SSL_CERT_FILE"`},
+		{"GODEBUG=http2debug=2", env("GODEBUG", "http2debug=2"), `"GODEBUG"`},
+		{"GRPC_GO_LOG_SEVERITY_LEVEL", env("GRPC_GO_LOG_SEVERITY_LEVEL", "info"), `"GRPC_GO_LOG_SEVERITY_LEVEL"`},
+		{"GOMAXPROCS not a number", func(_ *corev1.Pod, c *corev1.Container) { setEnv(c, corev1.EnvVar{Name: envGOMAXPROCS, Value: "all"}) }, "GOMAXPROCS"},
+		{"a tenant CA mounted", func(p *corev1.Pod, c *corev1.Container) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "tenant-ca", VolumeSource: corev1.VolumeSource{
+				ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "ca"}}}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tenant-ca", MountPath: "/etc/ssl/certs"})
+		}, "mounts volumes other than the injector's"},
+		{"it runs as root", func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.RunAsUser = ptr.To[int64](0) }, "security context"},
+		{"it may escalate", func(_ *corev1.Pod, c *corev1.Container) { c.SecurityContext.AllowPrivilegeEscalation = nil }, "security context"},
+		{"an exec probe", func(_ *corev1.Pod, c *corev1.Container) {
+			c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/guard", "--control-plane=https://x"}}}}
+		}, "livenessProbe"},
+		{"a postStart hook", func(_ *corev1.Pod, c *corev1.Container) {
+			c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/guard"}}}}
+		}, "lifecycle hook"},
+		{"a working directory", func(_ *corev1.Pod, c *corev1.Container) { c.WorkingDir = "/tmp" }, "working directory"},
+		{"a host port", func(_ *corev1.Pod, c *corev1.Container) { c.Ports[0].HostPort = 15080 }, "ports"},
+		{"hostAliases re-point the provider", func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.9", Hostnames: []string{"api.openai.com"}}}
+		}, "hostAliases"},
+		{"dnsPolicy None with the tenant's nameserver", func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.DNSPolicy = corev1.DNSNone
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.9"}}
+		}, "dnsPolicy is None"},
+		{"a nameserver added to the cluster's", func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.9"}}
+		}, "nameservers or search domains"},
+		{"a search domain added", func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"tenant.example"}}
+		}, "nameservers or search domains"},
+		{"the host's process namespace", func(p *corev1.Pod, _ *corev1.Container) { p.Spec.HostPID = true }, "host's process"},
+		{"the host's network", func(p *corev1.Pod, _ *corev1.Container) { p.Spec.HostNetwork = true }, "host's network"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := renderedPod(cfg)
+			guard, _ := findGuard(pod)
+			tc.edit(pod, guard)
+			err := VerifyGuard(pod, cfg.Guard())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("VerifyGuard = %v, want a refusal saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "10.0.0.9") || strings.Contains(err.Error(), "http2debug") {
+				t.Errorf("the refusal quotes a value of the pod's: %v", err)
+			}
+		})
+	}
+}
+
+// What the apiserver, a LimitRange or a mesh changes in the injector's guard without
+// changing whom it trusts or what it runs still counts as the guard.
+func TestVerifyGuardAcceptsWhatAdmissionMayChange(t *testing.T) {
+	cfg := testConfig()
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.Pod, *corev1.Container)
+	}{
+		{"another tag of the guard's image (a pod injected before an upgrade)", func(_ *corev1.Pod, c *corev1.Container) { c.Image = "guard:previous" }},
+		{"a LimitRange's CPU and memory limits, GOMEMLIMIT left out", func(_ *corev1.Pod, c *corev1.Container) {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+			c.Env = slicesDeleteEnv(c.Env, envGOMEMLIMIT)
+		}},
+		{"a mesh's rewritten HTTP probes", func(_ *corev1.Pod, c *corev1.Container) {
+			c.LivenessProbe.HTTPGet.Path, c.LivenessProbe.HTTPGet.Port = "/app-health/guardrail-guard/livez", intstr.FromInt32(15020)
+		}},
+		{"dnsConfig options", func(p *corev1.Pod, _ *corev1.Container) {
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr.To("2")}}}
+		}},
+		{"dnsPolicy Default", func(p *corev1.Pod, _ *corev1.Container) { p.Spec.DNSPolicy = corev1.DNSDefault }},
+		{"a pull policy", func(_ *corev1.Pod, c *corev1.Container) { c.ImagePullPolicy = corev1.PullAlways }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := renderedPod(cfg)
+			guard, _ := findGuard(pod)
+			tc.edit(pod, guard)
+			if err := VerifyGuard(pod, cfg.Guard()); err != nil {
+				t.Fatalf("VerifyGuard = %v, want the guard", err)
+			}
+		})
+	}
+}
+
+func slicesDeleteEnv(env []corev1.EnvVar, name string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if e.Name != name {
+			out = append(out, e)
+		}
+	}
+	return out
 }

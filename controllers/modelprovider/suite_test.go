@@ -22,7 +22,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -46,7 +45,7 @@ const (
 
 var (
 	guardCommand = []string{"/guard"}
-	install      = controllers.Options{OperatorNamespace: operatorNS, GuardImage: guardImage, GuardCommand: guardCommand}
+	install      = controllers.Options{OperatorNamespace: operatorNS, Guard: guardOf(guardImage)}
 )
 
 type syncBuffer struct {
@@ -158,17 +157,9 @@ func guardedPod(t *testing.T, ns, name string, providers ...string) *corev1.Pod 
 func podWithGuard(t *testing.T, ns, name, image string, providers ...string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
-	var args []string
-	for _, p := range providers {
-		args = append(args, "--"+cp.FlagProvider+"="+p)
-	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: image, Command: guardCommand, Args: args,
-				VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
-			{Name: "app", Image: "app"},
-		}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderGuard(p, guardOf(image), false, []byte("ca"), providers...)
 	must(t, k8s.Create(ctx, p))
 	p.Status.Phase = corev1.PodRunning
 	must(t, k8s.Status().Update(ctx, p))
@@ -195,4 +186,10 @@ func readyCondition(t *testing.T, name string) (*v1alpha1.ModelProvider, *metav1
 		}
 	}
 	return mp, nil
+}
+
+// guardOf is the suite's guard running image.
+func guardOf(image string) injection.Guard {
+	return injection.Guard{Image: image, Command: guardCommand, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
 }

@@ -29,7 +29,7 @@ const demoNamespace = "demo"
 // runGuard plays an injected pod: a Pod object (Running, labelled as injected), a token
 // bound to it from TokenRequest (renewed before it expires, as the kubelet does), and the
 // real guard binary subscribed to the control plane, in front of a demo provider.
-func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir, guardImage string) error {
+func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir string, rendered injection.Guard) error {
 	log := ctrl.Log.WithName("dev").WithName("guard")
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
@@ -40,17 +40,17 @@ func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir, guardImage st
 		return err
 	}
 	// The spec carries the guard as the injector renders it (the legacy shape, a regular
-	// container, with the token only it mounts): the control plane takes acknowledgements
-	// and decisions only from such pods (injection.VerifyGuard).
+	// container): the control plane takes acknowledgements and decisions only from such
+	// pods (injection.VerifyGuard). The guard that runs here is a local process with local
+	// paths; what the control plane checks is the pod's spec.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "local-guard",
-		Labels: map[string]string{"app": "chat", cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "chat", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: guardImage, Command: guardCommand,
-				VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev/token"}}},
-			{Name: "chat", Image: "local"},
-		}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}},
-		}}}}}}
+		Labels: map[string]string{"app": "chat"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "chat", Containers: []corev1.Container{{Name: "chat", Image: "local"}}}}
+	ca, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
+	if err != nil {
+		return fmt.Errorf("reading the operator's CA for the local guard's pod: %w", err)
+	}
+	injection.RenderGuard(pod, rendered, false, ca)
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "chat"}},

@@ -122,7 +122,9 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 		return err
 	}
 	wo := env.WebhookInstallOptions
-	opts := controllers.Options{OperatorNamespace: operatorNamespace, GuardImage: guardImage, GuardCommand: guardCommand}
+	guard := injection.Guard{Image: guardImage, Command: guardCommand, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: injection.DefaultControlPlaneURL(operatorNamespace)}
+	opts := controllers.Options{OperatorNamespace: operatorNamespace, Guard: guard}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  opts.Cache(),
@@ -141,16 +143,16 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 	if err := controllers.SetupWith(ctx, mgr, opts); err != nil {
 		return err
 	}
-	if err := setupInjection(ctx, mgr, certDir, guardImage); err != nil {
+	if err := setupInjection(ctx, mgr, certDir, guard); err != nil {
 		return err
 	}
 	if _, err := controlplane.Setup(ctx, mgr, controlplane.Options{BindAddress: controlPlaneAddr, CertDir: certDir,
-		LeaseNamespace: operatorNamespace, GuardImage: guardImage, GuardCommand: guardCommand, AllowLocalClassifierURLs: true}); err != nil {
+		LeaseNamespace: operatorNamespace, Guard: guard, AllowLocalClassifierURLs: true}); err != nil {
 		return err
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- mgr.Start(ctx) }()
-	go func() { errc <- runGuard(ctx, mgr, filepath.Dir(kubeconfigPath), certDir, guardImage) }()
+	go func() { errc <- runGuard(ctx, mgr, filepath.Dir(kubeconfigPath), certDir, guard) }()
 	log.Info("Control plane and manager are up; press Ctrl-C to stop",
 		"kubeconfig", kubeconfigPath,
 		"try", "KUBECONFIG="+kubeconfigPath+" kubectl -n demo apply -f config/samples/pii-secrets-redaction.yaml")
@@ -164,7 +166,7 @@ func run(kubeconfigPath, metricsAddr, guardImage string) error {
 
 // setupInjection runs the pod injector as the manager does in a cluster, with
 // self-managed certificates, the Secret for them, and the chart's defaults.
-func setupInjection(ctx context.Context, mgr ctrl.Manager, certDir, guardImage string) error {
+func setupInjection(ctx context.Context, mgr ctrl.Manager, certDir string, guard injection.Guard) error {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
 		return err
@@ -179,10 +181,11 @@ func setupInjection(ctx context.Context, mgr ctrl.Manager, certDir, guardImage s
 	}
 	return injection.Setup(ctx, mgr, injection.Options{
 		Config: injection.Config{
-			Image:             guardImage,
-			Command:           guardCommand,
-			ProxyPort:         15080,
-			AdminPort:         15090,
+			Image:             guard.Image,
+			Command:           guard.Command,
+			ProxyPort:         guard.ProxyPort,
+			AdminPort:         guard.AdminPort,
+			ControlPlaneURL:   guard.ControlPlaneURL,
 			OperatorNamespace: operatorNamespace,
 			CPURequest:        resource.MustParse("100m"),
 			MemoryRequest:     resource.MustParse("64Mi"),

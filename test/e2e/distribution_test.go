@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
@@ -155,12 +156,10 @@ func startCluster(t *testing.T) *cluster {
 // guardSpec is a pod spec carrying the guard as the injector renders it (the legacy shape,
 // a regular container): the control plane takes reports only from such pods.
 func guardSpec() corev1.PodSpec {
-	return corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-		{Name: "guardrail-guard", Image: guardImage, Command: []string{"/guard"},
-			VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
-		{Name: "app", Image: "app"},
-	}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}
+	p := &corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderGuard(p, injection.Guard{Image: guardImage, Command: []string{"/guard"}, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: injection.DefaultControlPlaneURL(operatorNS)}, false, nil)
+	return p.Spec
 }
 
 // injectedPod creates the Pod an injected guard belongs to (Running, labelled injected,

@@ -226,14 +226,10 @@ func tenantPod(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset,
 			return "", err
 		}
 	}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0",
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}},
-		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-			{Name: injection.ContainerName, Image: guardImage, Command: []string{guardCommand},
-				VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
-			{Name: "app", Image: "app"},
-		}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderGuard(p, injection.Guard{Image: guardImage, Command: []string{guardCommand}, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: injection.DefaultControlPlaneURL(operatorNS)}, false, nil)
 	if err := k8s.Create(ctx, p); err != nil {
 		return "", err
 	}

@@ -387,12 +387,10 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 // guardSpec is a pod spec carrying the guard as the injector renders it (the legacy shape,
 // a regular container, with the token only it mounts), for pods the webhook does not see.
 func guardSpec() corev1.PodSpec {
-	return corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{
-		{Name: injection.ContainerName, Image: guardImage, Command: []string{guardCommand},
-			VolumeMounts: []corev1.VolumeMount{{Name: "guardrail-token", MountPath: "/var/run/secrets/guardrail.dev"}}},
-		{Name: "app", Image: "app"},
-	}, Volumes: []corev1.Volume{{Name: "guardrail-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: cp.Audience, Path: "token"}}}}}}}}
+	p := &corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderGuard(p, injection.Guard{Image: guardImage, Command: []string{guardCommand}, ProxyPort: 15080, AdminPort: 15090,
+		ControlPlaneURL: injection.DefaultControlPlaneURL(operatorNS)}, false, nil)
+	return p.Spec
 }
 
 // receivedAt timestamps every snapshot a guard's client receives (a 200 answer), before
