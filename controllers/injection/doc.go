@@ -1,4 +1,4 @@
-// Package injection owns the guard sidecar's injection into pods (DESIGN.md §6): the Pod
+// Package injection owns the guard sidecar's injection into pods: the Pod
 // mutating admission handler that renders the guard into opted-in pods, the settings it
 // reads from pod annotations with manager-wide defaults, and the controller that records
 // the outcome of an injection as Events on the pod.
@@ -16,10 +16,22 @@
 // # Namespaces labelled enabled, pods labelled inject=true
 //
 // Injection is opt-in and the pod's author may opt out (guardrail.dev/inject=false); a pod
-// labelled guardrail.dev/injected or with a container named like the guard is taken as
-// handled. The webhook entries fail open: an operator outage admits pods without a guard.
-// A pod the guard cannot be added to safely is admitted without it, labelled injected=false
-// and told why.
+// labelled guardrail.dev/injected is taken as handled. A pod with a container named like
+// the guard is admitted only when that container is the guard the injector renders for it
+// (the apiserver re-invoking the injector), and refused otherwise: a hand-written guard
+// would send its token wherever its flags point. The webhook entries fail open: an
+// operator outage admits pods without a guard. A pod the guard cannot be added to safely
+// is admitted without it, labelled injected=false and told why.
+//
+// # What counts as the guard
+//
+// VerifyGuard is the one test, used by the injector, the manager's cache and the control
+// plane: the guard container equals what render makes, value for value (arguments,
+// environment, mounts, security context, no command run in it), and the pod around it
+// neither re-points its host names (hostAliases, a dnsPolicy or dnsConfig of its own) nor
+// reaches into it (host namespaces, a shared process namespace, an ephemeral container
+// targeting it). What admission may change without changing whom the guard trusts is
+// ignored: defaults, resources, the pull policy, HTTP probes.
 //
 // # Namespaces labelled required
 //
@@ -29,8 +41,9 @@
 //     pod; no label, annotation or container name of the pod's author skips it:
 //     inject=false is ignored with a warning (Warning OptOutIgnored), the injected label is
 //     written by the injector, and a container named guardrail-guard is refused unless it
-//     is the guard the injector renders for the pod (VerifyGuard, and the same arguments,
-//     CA and volumes), which is the apiserver re-invoking the injector;
+//     is the guard the injector renders for the pod (VerifyGuard, the arguments of the
+//     pod's own annotations, the operator's CA), which is the apiserver re-invoking the
+//     injector;
 //   - after injection the pod passes VerifyGuard, which the control plane requires to serve
 //     it a policy;
 //   - no app container can reach what is the guard's: pods that mount the guard's volumes,
