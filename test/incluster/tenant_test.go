@@ -1,12 +1,16 @@
 package incluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
@@ -124,6 +128,89 @@ stringData: {token: canary-db-password-5f1e}
 		impostor := strings.Replace(appPodManifest(ns, "impostor", "", ""), "- name: app", "- name: guardrail-guard", 1)
 		if out, err := admin.apply(impostor); err == nil {
 			t.Errorf("a pod whose app container is named guardrail-guard was admitted:\n%s", out)
+		}
+	})
+
+	t.Run("item 7: a copy of the injected pod with one value of the tenant's is not admitted", func(t *testing.T) {
+		// The tenant's moves against a guard's token and a provider's key: copy the
+		// honest pod and change one value the injector rendered, or the pod's DNS.
+		enabled := ns + "-enabled"
+		mustApply(t, u, fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+  labels: {guardrail.dev/injection: enabled}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: tenant-admin, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}
+subjects: [{kind: ServiceAccount, name: tenant-admin, namespace: %[2]s}]
+`, enabled, ns))
+		t.Cleanup(func() { _, _ = u.run("kubectl", "delete", "namespace", enabled, "--wait=false") })
+		var honest corev1.Pod
+		if err := json.Unmarshal([]byte(u.kubectl("-n", ns, "get", "pod", "honest", "-o", "json")), &honest); err != nil {
+			t.Fatal(err)
+		}
+		copyOf := func(name, namespace string, edit func(p *corev1.Pod, guard *corev1.Container)) string {
+			p := corev1.Pod{TypeMeta: honest.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+				Labels: honest.Labels, Annotations: honest.Annotations}, Spec: *honest.Spec.DeepCopy()}
+			p.Spec.NodeName = ""
+			for i := range p.Spec.InitContainers {
+				if p.Spec.InitContainers[i].Name == "guardrail-guard" {
+					edit(&p, &p.Spec.InitContainers[i])
+				}
+			}
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		setArg := func(flag, value string) func(*corev1.Pod, *corev1.Container) {
+			return func(_ *corev1.Pod, g *corev1.Container) {
+				for i, a := range g.Args {
+					if strings.HasPrefix(a, "--"+flag+"=") {
+						g.Args[i] = "--" + flag + "=" + value
+					}
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name, namespace string
+			edit            func(*corev1.Pod, *corev1.Container)
+		}{
+			{"repointed", enabled, setArg("control-plane", "https://listener."+ns+".svc:9444")},
+			{"own-ca", enabled, setArg("ca-file", "/var/run/guardrail/podinfo/labels")},
+			{"proxied", ns, func(_ *corev1.Pod, g *corev1.Container) {
+				g.Env = append(g.Env, corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://listener." + ns + ".svc:3128"},
+					corev1.EnvVar{Name: "SSL_CERT_FILE", Value: "/var/run/guardrail/podinfo/labels"})
+			}},
+			{"debugged", ns, func(_ *corev1.Pod, g *corev1.Container) {
+				g.Env = append(g.Env, corev1.EnvVar{Name: "GODEBUG", Value: "http2debug=2"})
+			}},
+			{"aliased", ns, func(p *corev1.Pod, _ *corev1.Container) {
+				p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.9", Hostnames: []string{"provider.provider.svc.cluster.local"}}}
+			}},
+			{"resolved", enabled, func(p *corev1.Pod, _ *corev1.Container) {
+				p.Spec.DNSPolicy = corev1.DNSNone
+				p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"10.0.0.9"}}
+			}},
+		} {
+			out, err := admin.apply(copyOf(tc.name, tc.namespace, tc.edit))
+			if err == nil {
+				t.Errorf("%s/%s, a copy of the injected pod with a value of the tenant's, was admitted:\n%s", tc.namespace, tc.name, out)
+				continue
+			}
+			if !strings.Contains(out, "guardrail-guard") {
+				t.Errorf("%s: the refusal does not name the guard: %s", tc.name, out)
+			}
+			t.Logf("%s/%s refused: %s", tc.namespace, tc.name, strings.TrimSpace(out))
+		}
+		// The copy as it is, in the same namespace, is the injector's guard and admitted.
+		if out, err := admin.apply(copyOf("twin", ns, func(*corev1.Pod, *corev1.Container) {})); err != nil {
+			t.Errorf("an exact copy of the injected pod was refused: %v\n%s", err, out)
 		}
 	})
 
