@@ -330,7 +330,40 @@ func group(expr string) (*syntax.Regexp, bool) {
 	if found == nil {
 		return nil, false
 	}
+	if !hasRun(found) {
+		// The first group is only a prefix ("(shpat_|shppa_)([0-9a-f]{32})"): the value is
+		// the groups of the top-level sequence from the first to the last, and what is
+		// between them.
+		if re.Op == syntax.OpConcat {
+			first, last := -1, -1
+			for k, s := range re.Sub {
+				if s.Op == syntax.OpCapture {
+					if first < 0 {
+						first = k
+					}
+					last = k
+				}
+			}
+			if first >= 0 && last > first {
+				return &syntax.Regexp{Op: syntax.OpConcat, Sub: re.Sub[first : last+1]}, true
+			}
+		}
+	}
 	return found, true
+}
+
+// hasRun reports a repetition in r.
+func hasRun(r *syntax.Regexp) bool {
+	switch r.Op {
+	case syntax.OpStar, syntax.OpPlus, syntax.OpRepeat:
+		return true
+	}
+	for _, s := range r.Sub {
+		if hasRun(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // distinctive reports a literal of three or more characters in r.
