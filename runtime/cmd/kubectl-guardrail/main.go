@@ -1,5 +1,6 @@
 // Command kubectl-guardrail is the kubectl plugin of guardrail-operator: `kubectl guardrail
-// test` runs the guard's compiler and engine over fixture cases, offline; `status` and
+// test` runs the guard's compiler and engine over fixture cases, offline, and `eval`
+// measures a Guardrail's precision and recall on a labelled dataset with them; `status` and
 // `explain` read what the operator and the guards report in a cluster. It links client-go;
 // the guard does not (runtime/linkcheck_test.go).
 package main
@@ -35,6 +36,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 compiler and engine, and shows what the guards of a cluster enforce.
 
   kubectl guardrail test -f policies/ --cases cases.yaml   offline: fixture cases, expected outcomes
+  kubectl guardrail eval -f policies/ --dataset d.jsonl    offline: precision and recall on labelled texts
   kubectl guardrail status -A                              what is enforced, reported and failing
   kubectl guardrail explain pod NAME -n NS                 which Guardrails apply to a pod, and why`,
 		SilenceUsage:  true,
@@ -45,7 +47,7 @@ compiler and engine, and shows what the guards of a cluster enforce.
 	root.SetErr(streams.ErrOut)
 	root.SetIn(streams.In)
 	kube := genericclioptions.NewConfigFlags(true)
-	root.AddCommand(newTestCommand(streams), newStatusCommand(streams, kube), newExplainCommand(streams, kube))
+	root.AddCommand(newTestCommand(streams), newEvalCommand(streams), newStatusCommand(streams, kube), newExplainCommand(streams, kube))
 	return root
 }
 

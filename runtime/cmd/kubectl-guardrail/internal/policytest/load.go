@@ -94,8 +94,22 @@ func policyFiles(paths []string, recursive bool, skip []string) ([]string, error
 
 // LoadPolicies reads the Classifier and Guardrail manifests of paths as the guard reads a
 // policy file (policysource.Decode: other kinds are skipped, unknown fields are errors),
-// and compiles them with the guard's compiler. Errors name the file and the field.
+// and compiles them with the guard's compiler. Errors name the file and the field. The
+// manifests must hold a Guardrail.
 func LoadPolicies(paths []string, recursive bool, skip []string) (*Policies, error) {
+	p, err := LoadManifests(paths, recursive, skip)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Snapshot.Guardrails) == 0 {
+		return nil, fmt.Errorf("no Guardrail in %s", strings.Join(p.Files, ", "))
+	}
+	return p, nil
+}
+
+// LoadManifests is LoadPolicies for manifests that may hold Classifiers only (what
+// `kubectl guardrail eval` measures).
+func LoadManifests(paths []string, recursive bool, skip []string) (*Policies, error) {
 	files, err := policyFiles(paths, recursive, skip)
 	if err != nil {
 		return nil, err
@@ -137,9 +151,6 @@ func LoadPolicies(paths []string, recursive bool, skip []string) (*Policies, err
 			msgs[i] = fmt.Sprintf("%s: %s", from[e.Kind+" "+e.Key], e.Error())
 		}
 		return nil, fmt.Errorf("the policies do not compile:\n  %s", strings.Join(msgs, "\n  "))
-	}
-	if len(snap.Guardrails) == 0 {
-		return nil, fmt.Errorf("no Guardrail in %s", strings.Join(files, ", "))
 	}
 	return &Policies{Snapshot: snap, Files: files}, nil
 }
