@@ -6,8 +6,8 @@
 // injected pod, package guards), compiles the snapshot of the guard's pod — the
 // Guardrails of its namespace whose selector matches its labels, the ClusterGuardrails
 // whose namespaceSelector matches its namespace's labels (cluster.go), their Classifiers
-// and ClusterClassifiers and credentials — once per distinct (namespace, label set),
-// pushes it within the debounce of a change, and records each guard's acknowledgement and heartbeat on the guard's
+// and ClusterClassifiers and credentials — once per namespace and set of policies its
+// pods' labels select (hub.go), pushes it within the debounce of a change, and records each guard's acknowledgement and heartbeat on the guard's
 // Lease in the operator's namespace (lease.go; package guards holds the Lease's contract
 // and reads it for the reconcilers), where the Guardrail reconciler counts them into
 // status.enforcement. A guard whose Lease was not renewed within its duration no longer

@@ -2,7 +2,8 @@ package controlplane
 
 import (
 	"context"
-	"maps"
+	"crypto/sha256"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -11,22 +12,46 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// hub caches one compiled snapshot per distinct (namespace, selection) — a thousand
-// replicas of one Deployment cost one compile — and wakes the subscribers of a namespace
-// when something their snapshots are made of changes. Changes are debounced: the
-// recompile waits until no change came for the debounce window (at most maxDelay after
-// the first), so a burst of applies is one recompile and one push.
+// hub caches compiled snapshots and wakes the subscribers of a namespace when something
+// their snapshots are made of changes.
+//
+// A snapshot is kept per policy set, not per label set: the Guardrails and
+// ClusterGuardrails a pod's labels select and the ModelProviders its guard was injected
+// for (buildFunc's key). Pods whose labels select the same policies share one snapshot, so
+// a thousand replicas of a Deployment cost one compile, and so does a pod relabelled a
+// thousand times without changing what selects it.
+//
+// Changes are debounced: a flush waits until no change came for the debounce window (at
+// most maxDelay after the first), so a burst of applies is one flush. A flush compiles
+// nothing: it marks the namespace's snapshots stale and wakes its subscribers. A stale
+// snapshot is compiled again when a subscriber next asks for it, once however many ask,
+// so a snapshot no pod asks for any more costs nothing after a change.
+//
+// Bounds, per namespace: at most maxEntries snapshots and maxSelections remembered label
+// sets, the least recently used evicted beyond them; either is dropped once no subscriber
+// asked for it for idleEntry. A relabel therefore costs at most one compile of each policy
+// set the namespace's subscribers ask for (fewer when relabels come faster than the
+// debounce), whatever the number of label sets its pods had before.
 type hub struct {
 	build    buildFunc
 	debounce time.Duration
 	maxDelay time.Duration
 	log      logr.Logger
 	metrics  *metrics
+	// slots bounds the compiles that run at once (they are CPU-bound).
+	slots chan struct{}
 
 	mu sync.Mutex
-	// entries by namespace, then by selection (selection.key).
+	// entries by namespace, then by policy set (buildFunc's key).
 	entries map[string]map[string]*entry
-	// changed is closed (and replaced) when the namespace's snapshots were recompiled.
+	// selections by namespace, then by selection (selection.key): the policy set a label
+	// set resolved to, and when.
+	selections map[string]map[string]*resolution
+	// gen is each namespace's generation: a snapshot or a resolution of an older one is
+	// stale. A flush moves it to the next seq.
+	gen map[string]uint64
+	seq uint64
+	// changed is closed (and replaced) when the namespace's generation moves.
 	changed map[string]chan struct{}
 	// dirty namespaces wait for the debounce timer.
 	dirty map[string]bool
@@ -39,19 +64,50 @@ type hub struct {
 	order   []string
 }
 
-// entry is the snapshot of one (namespace, selection).
+// entry is the snapshot of one (namespace, policy set).
 type entry struct {
-	sel      selection
-	snap     *built
-	err      error
+	snap *built
+	// gen is the generation of the namespace snap was compiled in.
+	gen      uint64
 	lastUsed time.Time
+	// compiling is the compile in progress, if any; whoever else asks waits for it.
+	compiling *flight
+}
+
+// resolution is the policy set one selection of a namespace resolved to.
+type resolution struct {
+	key      string
+	gen      uint64
+	lastUsed time.Time
+	// resolving is the resolution in progress, if any.
+	resolving *flight
+}
+
+// flight is a resolution or a compile that others wait for: gen is the generation it
+// serves, err how it failed.
+type flight struct {
+	done chan struct{}
+	gen  uint64
+	err  error
 }
 
 // maxHistory bounds hub.history.
 const maxHistory = 4096
 
-// idleEntry is how long a snapshot no subscriber asked for is kept.
+// Bounds of the hub, per namespace: snapshots (each holds its compiled policy and
+// credentials) and remembered label sets (a hash and a policy-set key each).
+const (
+	maxEntries    = 64
+	maxSelections = 1024
+)
+
+// idleEntry is how long a snapshot or a label set no subscriber asked for is kept. A
+// live guard asks at least once per long poll (Options.Wait), so its snapshot stays, with
+// the last good form of a Guardrail that stopped compiling (keepLastGood).
 const idleEntry = 10 * time.Minute
+
+// compileTimeout bounds one resolution or compile, which its waiters share.
+const compileTimeout = 30 * time.Second
 
 // selection is what, beside its namespace, decides a pod's snapshot: its labels (which
 // Guardrails select it) and the ModelProviders its verified guard was injected for (whose
@@ -61,63 +117,184 @@ type selection struct {
 	providers []string
 }
 
-// key identifies a selection among a namespace's entries.
+// key identifies a selection among a namespace's: a hash, so that what the hub remembers
+// of a label set is small however long a tenant makes its labels.
 func (s selection) key() string {
-	if len(s.providers) == 0 {
-		return s.labels.String()
+	h := sha256.New()
+	h.Write([]byte(s.labels.String()))
+	if len(s.providers) > 0 {
+		h.Write([]byte("\x00" + strings.Join(s.providers, ",")))
 	}
-	return s.labels.String() + "\x00" + strings.Join(s.providers, ",")
+	return string(h.Sum(nil))
 }
 
-// buildFunc compiles the snapshot of a (namespace, selection); prev is its last one.
-type buildFunc func(ctx context.Context, ns string, sel selection, prev *built) (*built, error)
+// buildFunc resolves what a pod of ns with sel gets: key names its policy set (two
+// selections with the same key get the same snapshot) and compile compiles it.
+type buildFunc func(ctx context.Context, ns string, sel selection) (key string, compile compileFunc, err error)
+
+// compileFunc compiles a resolved policy set; prev is its last snapshot (or the one the
+// selection had before), whose last good Guardrails a failing one keeps.
+type compileFunc func(ctx context.Context, prev *built) (*built, error)
 
 func newHub(build buildFunc, debounce time.Duration, log logr.Logger, m *metrics) *hub {
 	return &hub{build: build, debounce: debounce, maxDelay: 10 * debounce, log: log, metrics: m,
-		entries: map[string]map[string]*entry{}, changed: map[string]chan struct{}{},
+		slots:   make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		entries: map[string]map[string]*entry{}, selections: map[string]map[string]*resolution{},
+		gen: map[string]uint64{}, changed: map[string]chan struct{}{},
 		dirty: map[string]bool{}, history: map[string]string{}}
 }
 
 // get returns the snapshot of a pod's namespace and selection, and the channel closed
 // when the namespace's snapshots change next.
 func (h *hub) get(ctx context.Context, ns string, sel selection) (*built, <-chan struct{}, error) {
-	key := sel.key()
-	h.mu.Lock()
-	e := h.entries[ns][key]
-	ch := h.changedLocked(ns)
-	if e != nil {
-		e.lastUsed = time.Now()
-		snap, err := e.snap, e.err
-		h.mu.Unlock()
-		return snap, ch, err
-	}
-	h.mu.Unlock()
-
-	// Compiled outside the lock; two first subscribers of a label set may both compile,
-	// and the result is the same.
-	snap, err := h.build(ctx, ns, sel, nil)
-	h.metrics.compiles.Inc()
+	sk := sel.key()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if cur := h.entries[ns][key]; cur != nil {
-		return cur.snap, h.changedLocked(ns), cur.err
-	}
+	// The snapshot returned is at least as new as generation g, and ch is closed once g
+	// is no longer current: a change that lands meanwhile wakes the caller.
+	g, ch := h.genLocked(ns), h.changedLocked(ns)
+	key, compile, prevKey, err := h.resolveLocked(ctx, ns, sk, sel, g)
 	if err != nil {
 		return nil, ch, err
 	}
-	if h.entries[ns] == nil {
-		h.entries[ns] = map[string]*entry{}
+	for {
+		now := time.Now()
+		e := h.entryLocked(ns, key, now)
+		e.lastUsed = now
+		if e.snap != nil && e.gen >= g {
+			return e.snap, ch, nil
+		}
+		if f := e.compiling; f != nil {
+			if err := h.waitLocked(ctx, f); err != nil {
+				return nil, ch, err
+			}
+			if f.err != nil && f.gen >= g && (e.snap == nil || e.gen < g) {
+				return nil, ch, f.err
+			}
+			continue
+		}
+		if compile == nil {
+			// Another caller resolved this selection and its compile is gone (it failed,
+			// or the snapshot was evicted): resolve again, for a compile of our own.
+			h.mu.Unlock()
+			key, compile, err = h.buildDetached(ctx, ns, sel)
+			h.mu.Lock()
+			if err != nil {
+				return nil, ch, err
+			}
+			continue
+		}
+		snap, err := h.compileLocked(ns, key, prevKey, e, compile, g)
+		return snap, ch, err
 	}
-	h.entries[ns][key] = &entry{sel: sel, snap: snap, lastUsed: time.Now()}
+}
+
+// resolveLocked returns the policy set of selection sk in generation g or later,
+// resolving it — once, however many ask — when it has none. compile is nil when another
+// caller resolved it; prevKey is the policy set the selection had before. It unlocks h.mu
+// while it waits or resolves.
+func (h *hub) resolveLocked(ctx context.Context, ns, sk string, sel selection, g uint64) (key string, compile compileFunc, prevKey string, err error) {
+	for {
+		r := h.selectionLocked(ns, sk, time.Now())
+		if r.resolving == nil && r.key != "" && r.gen >= g {
+			return r.key, nil, "", nil
+		}
+		if f := r.resolving; f != nil {
+			if err := h.waitLocked(ctx, f); err != nil {
+				return "", nil, "", err
+			}
+			if f.err != nil && f.gen >= g {
+				return "", nil, "", f.err
+			}
+			continue
+		}
+		f := &flight{done: make(chan struct{}), gen: g}
+		r.resolving = f
+		h.mu.Unlock()
+		key, compile, err = h.buildDetached(ctx, ns, sel)
+		h.mu.Lock()
+		r.resolving, f.err = nil, err
+		close(f.done)
+		if err != nil {
+			return "", nil, "", err
+		}
+		prevKey = r.key
+		r.key, r.gen = key, g
+		return key, compile, prevKey, nil
+	}
+}
+
+// buildDetached resolves sel: its result may serve other callers, so it does not end
+// with the caller's request.
+func (h *hub) buildDetached(ctx context.Context, ns string, sel selection) (string, compileFunc, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), compileTimeout)
+	defer cancel()
+	return h.build(ctx, ns, sel)
+}
+
+// compileLocked compiles policy set key into e for generation g; whoever asks for it
+// meanwhile waits. It unlocks h.mu while compiling.
+func (h *hub) compileLocked(ns, key, prevKey string, e *entry, compile compileFunc, g uint64) (*built, error) {
+	prev := e.snap
+	if prev == nil && prevKey != "" && prevKey != key {
+		// The selection's policy set changed (a Guardrail's selector, or the pod's labels):
+		// the new set keeps the last good form of a Guardrail both hold.
+		if old := h.entries[ns][prevKey]; old != nil {
+			prev = old.snap
+		}
+	}
+	f := &flight{done: make(chan struct{}), gen: g}
+	e.compiling = f
+	h.mu.Unlock()
+	h.slots <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
+	snap, err := compile(ctx, prev)
+	cancel()
+	<-h.slots
+	h.mu.Lock()
+	e.compiling, f.err = nil, err
+	close(f.done)
+	if err != nil {
+		if e.snap == nil {
+			h.dropEntryLocked(ns, key, e)
+			return nil, err
+		}
+		// Keep serving the last good snapshot; the next change retries.
+		h.log.Error(err, "Compiling a policy snapshot; subscribers keep the previous one", "namespace", ns)
+		e.gen = max(e.gen, g)
+		return e.snap, nil
+	}
+	if snap == prev {
+		h.metrics.unchanged.Inc()
+	} else {
+		h.metrics.compiles.Inc()
+	}
+	e.snap, e.gen = snap, max(e.gen, g)
 	h.rememberLocked(snap)
-	if h.changed[ns] != ch {
-		// The namespace changed while this compiled, so the snapshot may be stale: it is
-		// kept (the next compile keeps its last good Guardrails) and compiled again after
-		// the debounce, which wakes the caller.
-		h.touchLocked(ns)
-		return snap, h.changedLocked(ns), nil
+	return snap, nil
+}
+
+// waitLocked waits, with h.mu unlocked, until f is done or ctx ends.
+func (h *hub) waitLocked(ctx context.Context, f *flight) error {
+	h.mu.Unlock()
+	defer h.mu.Lock()
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return snap, ch, nil
+}
+
+// genLocked is ns's generation. A namespace the hub holds nothing of starts at the
+// current seq, so that nothing compiled before it dropped out counts as current.
+func (h *hub) genLocked(ns string) uint64 {
+	g, ok := h.gen[ns]
+	if !ok {
+		g = h.seq
+		h.gen[ns] = g
+	}
+	return g
 }
 
 func (h *hub) changedLocked(ns string) chan struct{} {
@@ -127,6 +304,91 @@ func (h *hub) changedLocked(ns string) chan struct{} {
 		h.changed[ns] = ch
 	}
 	return ch
+}
+
+// entryLocked returns the entry of policy set key, adding it (and evicting the least
+// recently used beyond maxEntries) when there is none.
+func (h *hub) entryLocked(ns, key string, now time.Time) *entry {
+	m := h.entries[ns]
+	if e := m[key]; e != nil {
+		return e
+	}
+	if m == nil {
+		m = map[string]*entry{}
+		h.entries[ns] = m
+	}
+	h.sweepEntriesLocked(ns, now)
+	for len(m) >= maxEntries {
+		lru := ""
+		for k, e := range m {
+			if e.compiling == nil && (lru == "" || e.lastUsed.Before(m[lru].lastUsed)) {
+				lru = k
+			}
+		}
+		if lru == "" {
+			break // all compiling: over the bound until they finish
+		}
+		h.dropEntryLocked(ns, lru, m[lru])
+		h.metrics.evictions.WithLabelValues(ns).Inc()
+	}
+	e := &entry{lastUsed: now}
+	m[key] = e
+	h.metrics.snapshots.Inc()
+	return e
+}
+
+func (h *hub) dropEntryLocked(ns, key string, e *entry) {
+	if h.entries[ns][key] == e {
+		delete(h.entries[ns], key)
+		h.metrics.snapshots.Dec()
+	}
+}
+
+// sweepEntriesLocked drops the snapshots of ns no one asked for within idleEntry.
+func (h *hub) sweepEntriesLocked(ns string, now time.Time) {
+	for k, e := range h.entries[ns] {
+		if e.compiling == nil && now.Sub(e.lastUsed) > idleEntry {
+			h.dropEntryLocked(ns, k, e)
+		}
+	}
+}
+
+// selectionLocked returns the resolution of selection sk, marked used, adding it (and
+// evicting the least recently used beyond maxSelections) when there is none.
+func (h *hub) selectionLocked(ns, sk string, now time.Time) *resolution {
+	m := h.selections[ns]
+	if r := m[sk]; r != nil {
+		r.lastUsed = now
+		return r
+	}
+	if m == nil {
+		m = map[string]*resolution{}
+		h.selections[ns] = m
+	}
+	h.sweepSelectionsLocked(ns, now)
+	for len(m) >= maxSelections {
+		lru := ""
+		for k, r := range m {
+			if r.resolving == nil && (lru == "" || r.lastUsed.Before(m[lru].lastUsed)) {
+				lru = k
+			}
+		}
+		if lru == "" {
+			break
+		}
+		delete(m, lru)
+	}
+	r := &resolution{lastUsed: now}
+	m[sk] = r
+	return r
+}
+
+func (h *hub) sweepSelectionsLocked(ns string, now time.Time) {
+	for k, r := range h.selections[ns] {
+		if r.resolving == nil && now.Sub(r.lastUsed) > idleEntry {
+			delete(h.selections[ns], k)
+		}
+	}
 }
 
 // enforcedOf returns the Guardrails a version holds, if this replica compiled it.
@@ -149,23 +411,26 @@ func (h *hub) rememberLocked(b *built) {
 	}
 }
 
-// touch marks a namespace's snapshots stale; they are recompiled after the debounce.
-// Namespaces without subscribers cost nothing.
+// touch marks a namespace's snapshots stale; its subscribers are woken after the
+// debounce. Namespaces the hub holds nothing of cost nothing.
 func (h *hub) touch(ns string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.entries[ns] == nil && h.changed[ns] == nil {
+	if h.entries[ns] == nil && h.selections[ns] == nil && h.changed[ns] == nil {
 		return
 	}
 	h.touchLocked(ns)
 }
 
-// touchAll marks the snapshots of every namespace with subscribers stale: a cluster
+// touchAll marks the snapshots of every namespace the hub holds stale: a cluster
 // baseline changed.
 func (h *hub) touchAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ns := range h.entries {
+		h.touchLocked(ns)
+	}
+	for ns := range h.selections {
 		h.touchLocked(ns)
 	}
 	for ns := range h.changed {
@@ -189,61 +454,34 @@ func (h *hub) touchLocked(ns string) {
 	}
 }
 
-// flush recompiles the dirty namespaces and wakes their subscribers.
+// flush moves the generation of the dirty namespaces, which makes their snapshots stale,
+// wakes their subscribers and drops what no one asked for within idleEntry. It compiles
+// nothing: each stale snapshot is compiled when it is next asked for.
 func (h *hub) flush() {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	dirty := h.dirty
 	h.dirty = map[string]bool{}
 	h.timer = nil
-	work := map[string]map[string]*entry{}
+	now := time.Now()
 	for ns := range dirty {
-		work[ns] = h.entries[ns]
-	}
-	h.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for ns, entries := range work {
-		fresh := map[string]*entry{}
-		for key, e := range entries {
-			if time.Since(e.lastUsed) > idleEntry {
-				continue
-			}
-			snap, err := h.build(ctx, ns, e.sel, e.snap)
-			h.metrics.compiles.Inc()
-			if err != nil {
-				// Keep serving the last good snapshot; the next change retries.
-				h.log.Error(err, "Compiling a policy snapshot; subscribers keep the previous one", "namespace", ns)
-				fresh[key] = e
-				continue
-			}
-			fresh[key] = &entry{sel: e.sel, snap: snap, lastUsed: e.lastUsed}
-		}
-		h.mu.Lock()
-		// Entries a first subscriber added meanwhile stay; idle ones go.
-		cur := h.entries[ns]
-		if cur == nil {
-			cur = map[string]*entry{}
-		}
-		for key := range entries {
-			if _, kept := fresh[key]; !kept {
-				delete(cur, key)
-			}
-		}
-		maps.Copy(cur, fresh)
-		if len(cur) == 0 {
-			delete(h.entries, ns)
-		} else {
-			h.entries[ns] = cur
-		}
-		for _, e := range fresh {
-			h.rememberLocked(e.snap)
-		}
+		h.seq++
+		h.gen[ns] = h.seq
 		if ch := h.changed[ns]; ch != nil {
 			close(ch)
 			delete(h.changed, ns)
 		}
-		h.mu.Unlock()
+		h.sweepEntriesLocked(ns, now)
+		h.sweepSelectionsLocked(ns, now)
+		if len(h.entries[ns]) == 0 {
+			delete(h.entries, ns)
+		}
+		if len(h.selections[ns]) == 0 {
+			delete(h.selections, ns)
+		}
+		if h.entries[ns] == nil && h.selections[ns] == nil {
+			delete(h.gen, ns)
+		}
 	}
 }
 

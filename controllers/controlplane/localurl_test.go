@@ -43,7 +43,11 @@ func TestALocalClassifierURLReachesNoGuard(t *testing.T) {
 	} {
 		c := objs(tc.url).Build()
 		b := &builder{cache: c, secrets: c, allowLocal: tc.allowLocal}
-		got, err := b.build(context.Background(), "shop", selection{labels: labels.Set{}}, nil)
+		_, compile, err := b.build(context.Background(), "shop", selection{labels: labels.Set{}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		got, err := compile(context.Background(), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.url, err)
 		}

@@ -13,6 +13,9 @@ type metrics struct {
 	tokenReviews prometheus.Counter
 	sent         prometheus.Counter
 	compiles     prometheus.Counter
+	unchanged    prometheus.Counter
+	snapshots    prometheus.Gauge
+	evictions    *prometheus.CounterVec
 	acks         *prometheus.CounterVec
 	ackErrors    prometheus.Counter
 	leaseWrites  *prometheus.CounterVec
@@ -38,8 +41,20 @@ var serverMetrics = &metrics{
 	}),
 	compiles: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_compiles_total",
-		Help: "Policy snapshots compiled (one per distinct namespace and label set per change).",
+		Help: "Policy snapshots compiled: at most one per namespace and set of policies a guard asks for, per change.",
 	}),
+	unchanged: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_compiles_unchanged_total",
+		Help: "Policy snapshots rebuilt after a change that did not alter them (the previous compile was kept).",
+	}),
+	snapshots: prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "guardrail_controlplane_snapshots",
+		Help: "Policy snapshots held by this replica: one per namespace and set of policies guards ask for, at most 64 per namespace.",
+	}),
+	evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_snapshot_evictions_total",
+		Help: "Policy snapshots evicted, least recently used first, because their namespace had 64 (its pods' labels select that many different sets of policies).",
+	}, []string{"namespace"}),
 	acks: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "guardrail_controlplane_acks_total",
 		Help: "Changed acknowledgements recorded on guards' Leases, by result (applied, refused).",
@@ -57,5 +72,5 @@ var serverMetrics = &metrics{
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(serverMetrics.subscribers, serverMetrics.refused, serverMetrics.tokenReviews,
-		serverMetrics.sent, serverMetrics.compiles, serverMetrics.acks, serverMetrics.ackErrors, serverMetrics.leaseWrites)
+		serverMetrics.sent, serverMetrics.compiles, serverMetrics.unchanged, serverMetrics.snapshots, serverMetrics.evictions, serverMetrics.acks, serverMetrics.ackErrors, serverMetrics.leaseWrites)
 }

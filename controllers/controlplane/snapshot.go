@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,12 +35,12 @@ type built struct {
 	// excluded holds the keys of the selected Guardrails left out because they do not
 	// compile (their own status says why).
 	excluded []string
-	// src is what was compiled: the next build of the same (namespace, label set) keeps
+	// src is what was compiled: the next build of the same (namespace, policy set) keeps
 	// the last good form of a Guardrail that stops compiling.
 	src policy.Sources
 }
 
-// builder compiles the snapshot of a (namespace, label set).
+// builder compiles the snapshot of a (namespace, policy set).
 type builder struct {
 	// cache reads Guardrails, Classifiers, their cluster forms and Namespaces (metadata).
 	cache client.Reader
@@ -52,20 +53,24 @@ type builder struct {
 	operatorNamespace string
 }
 
-// build selects the Guardrails of ns matching the pod's labels and the ClusterGuardrails
-// whose namespaceSelector matches ns's labels and whose selector matches the pod's labels
-// (cluster.go), adds the ModelProviders of sel that select ns (providers.go),
-// resolves their Classifiers and ClusterClassifiers and credentials, and compiles them
-// with policy.Compile, the code the guard runs. An object that does not compile is left
-// out (its status already says Stalled or waiting), so one broken Guardrail never
-// withholds the others from the guards.
-//
-// A Guardrail that compiled in prev (the last snapshot of this label set) and no longer
-// does — an edit that does not fit its Classifier, a Classifier whose Secret went away —
-// is kept in its last good form, with its last good Classifier: breaking a policy never
-// switches it off in the guards. Its status says Stalled or waiting meanwhile.
-func (b *builder) build(ctx context.Context, ns string, sel selection, prev *built) (*built, error) {
-	podLabels := sel.labels
+// build resolves what a pod of ns with sel gets: the Guardrails of ns whose selector
+// matches the pod's labels and the ClusterGuardrails whose namespaceSelector matches ns's
+// labels and whose selector matches the pod's labels (cluster.go), keyed by which they are
+// and the ModelProviders of sel (policySet); compile compiles them.
+func (b *builder) build(ctx context.Context, ns string, sel selection) (string, compileFunc, error) {
+	guardrails, err := b.selected(ctx, ns, sel.labels)
+	if err != nil {
+		return "", nil, err
+	}
+	providers := slices.Clone(sel.providers)
+	return policySet(guardrails, providers), func(ctx context.Context, prev *built) (*built, error) {
+		return b.compile(ctx, ns, guardrails, providers, prev)
+	}, nil
+}
+
+// selected returns the Guardrails and ClusterGuardrails selecting a pod of ns with
+// podLabels, sorted.
+func (b *builder) selected(ctx context.Context, ns string, podLabels labels.Set) ([]policy.GuardrailObject, error) {
 	var list v1alpha1.GuardrailList
 	if err := b.cache.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing Guardrails: %w", err)
@@ -84,6 +89,33 @@ func (b *builder) build(ctx context.Context, ns string, sel selection, prev *bui
 	}
 	guardrails = append(guardrails, cluster...)
 	sortGuardrails(guardrails)
+	return guardrails, nil
+}
+
+// policySet names what a snapshot is compiled from, beside its namespace: which
+// Guardrails and ClusterGuardrails select the pod, and the ModelProviders its guard was
+// injected for. Label sets with the same policy set get the same snapshot.
+func policySet(guardrails []policy.GuardrailObject, providers []string) string {
+	h := sha256.New()
+	for i := range guardrails {
+		h.Write([]byte(guardrails[i].Kind + " " + guardrails[i].Key() + "\n"))
+	}
+	h.Write([]byte("\x00" + strings.Join(providers, ",")))
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// compile compiles the snapshot of the selected guardrails of ns: it resolves their
+// Classifiers and ClusterClassifiers and credentials, adds the ModelProviders of
+// providers that select ns (providers.go), and compiles them with policy.Compile, the
+// code the guard runs. An object that does not compile is left out (its status already
+// says Stalled or waiting), so one broken Guardrail never withholds the others from the
+// guards.
+//
+// A Guardrail that compiled in prev (the last snapshot of this policy set) and no longer
+// does — an edit that does not fit its Classifier, a Classifier whose Secret went away —
+// is kept in its last good form, with its last good Classifier: breaking a policy never
+// switches it off in the guards. Its status says Stalled or waiting meanwhile.
+func (b *builder) compile(ctx context.Context, ns string, guardrails []policy.GuardrailObject, providerNames []string, prev *built) (*built, error) {
 	classifiers := map[string]policy.ClassifierObject{}
 	tokens := map[string]string{}
 	secretVersions := map[string]string{}
@@ -142,7 +174,7 @@ func (b *builder) build(ctx context.Context, ns string, sel selection, prev *bui
 		}
 	}
 	src.Tokens = tokens
-	providers, err := b.providers(ctx, ns, sel.providers, secretVersions)
+	providers, err := b.providers(ctx, ns, providerNames, secretVersions)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +186,11 @@ func (b *builder) build(ctx context.Context, ns string, sel selection, prev *bui
 		snap.Guardrails = []policy.GuardrailObject{}
 	}
 	snap.Version = versionOf(&snap, secretVersions)
+	if prev != nil && prev.version == snap.Version {
+		// Nothing of it changed (a relabel, a change elsewhere in the namespace): the
+		// version covers everything a guard gets, as subscribe's comparison relies on.
+		return prev, nil
+	}
 	raw, err := json.Marshal(&snap)
 	if err != nil {
 		return nil, err
