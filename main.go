@@ -32,6 +32,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
+	"github.com/guardrail-dev/guardrail-operator/internal/serving"
 )
 
 func main() {
@@ -94,10 +95,12 @@ func main() {
 		os.Exit(1)
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metrics.options(),
+		Scheme: scheme,
+		// The metrics endpoint and the health probes are served below, with read, write
+		// and idle timeouts that the manager's own servers lack (internal/serving).
+		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		Cache:                   install.Cache(),
-		HealthProbeBindAddress:  probeAddr,
+		HealthProbeBindAddress:  "0",
 		WebhookServer:           injectionFlags.WebhookServer(),
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        leaderLockID,
@@ -105,6 +108,15 @@ func main() {
 	})
 	if err != nil {
 		setupLog.Error(err, "Unable to create the manager")
+		os.Exit(1)
+	}
+	if err := serving.Metrics(mgr, metrics.options(), serving.MetricsTimeouts); err != nil {
+		setupLog.Error(err, "Unable to serve metrics")
+		os.Exit(1)
+	}
+	// Every health check added from here on is served by these probes.
+	if mgr, err = serving.Probes(mgr, probeAddr, serving.ProbeTimeouts); err != nil {
+		setupLog.Error(err, "Unable to serve the health probes")
 		os.Exit(1)
 	}
 	if err := controllers.SetupWith(ctx, mgr, install); err != nil {
@@ -183,7 +195,7 @@ type metricsConfig struct {
 
 // options serves metrics the way current kubebuilder projects do: HTTPS, with every
 // request authenticated and authorized by the apiserver (TokenReview, SubjectAccessReview),
-// unless secure is off.
+// unless secure is off. serving.Metrics serves them.
 func (m metricsConfig) options() metricsserver.Options {
 	opts := metricsserver.Options{BindAddress: m.bindAddress}
 	if !m.secure {

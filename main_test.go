@@ -32,6 +32,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers"
+	"github.com/guardrail-dev/guardrail-operator/internal/serving"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -45,6 +46,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(runManagerEnv) != "" {
+		// The test binary re-executed as the manager (startManager).
+		main()
+		return
+	}
 	log.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	var err error
 	if env, err = envtestutil.New(); err != nil {
@@ -88,10 +94,11 @@ func TestMetricsAreServedOnlyToAuthorizedClients(t *testing.T) {
 	must(t, clientgoscheme.AddToScheme(scheme))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsConfig{bindAddress: addr, secure: true}.options(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	must(t, err)
+	must(t, serving.Metrics(mgr, metricsConfig{bindAddress: addr, secure: true}.options(), serving.MetricsTimeouts))
 	go func() { _ = mgr.Start(ctx) }()
 
 	cs := kubernetes.NewForConfigOrDie(cfg)

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/guardrail-dev/guardrail-operator/internal/serving"
 )
 
 // Flags are the manager's command-line settings of the injector. main binds them, passes
@@ -80,13 +82,14 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 }
 
 // WebhookServer is the manager's webhook server on --webhook-port with --webhook-cert-dir.
-// Like the metrics endpoint it speaks HTTP/1.1 only (CVE-2023-44487).
+// Like the metrics endpoint it speaks HTTP/1.1 only (CVE-2023-44487), and a client that
+// is slow to send a request or read an answer is cut off (serving.WebhookTimeouts).
 func (f *Flags) WebhookServer() webhook.Server {
-	return webhook.NewServer(webhook.Options{
+	return serving.WebhookServer(webhook.Options{
 		Port:    f.webhookPort,
 		CertDir: f.certDir,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
-	})
+	}, serving.WebhookTimeouts)
 }
 
 // Setup validates the flags and sets the injector up on mgr (a no-op with
