@@ -23,6 +23,7 @@ const (
 	keyAuthorization // the value may begin with an auth scheme: "Bearer <token>"
 	keyClientID      // an OAuth client id: a secret when it is a UUID, digits or random
 	keyBare          // "key" alone: a secret when random, but a UUID or a number after it is an id
+	keyToken         // an API key or token (api_key, X-Api-Key, access_token): issued, never typed
 )
 
 // secretKeyWords end a key name whose value is a credential: api_key, apiKey, X-Api-Key,
@@ -235,6 +236,9 @@ func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
 		c.encodedAt(sc, v, ve)
 		return
 	}
+	if (kind == keyToken || kind == keyBare || kind == keyAuthorization) && straySymbol(value) {
+		return // a token with a character typed wrong (see straySymbol)
+	}
 	switch {
 	case len(value) <= maxGenericSecret && isGenericSecret(value) && (kind != keyClientID || !isWordlike(value)):
 	case kind != keyBare && (isSecretUUID(value) || isSecretDigits(value)):
@@ -397,8 +401,15 @@ func classifyKey(key string) keyKind {
 	if n == 1 && (equalFoldASCII(last, "key") || equalFoldASCII(last, "keys")) {
 		return keyBare
 	}
+	if wordIn(last, tokenKeyWords) {
+		return keyToken
+	}
 	return keySecret
 }
+
+// tokenKeyWords end the key of a value a service issued (api_key, access_token): unlike a
+// password, such a value is drawn from one alphabet and never has a symbol typed into it.
+var tokenKeyWords = []string{"key", "keys", "apikey", "token", "tokens"}
 
 // isAWSSecret: exactly 40 base64 characters mixing cases and digits, not the documentation
 // example (…EXAMPLEKEY).

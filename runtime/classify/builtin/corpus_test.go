@@ -100,7 +100,7 @@ func expandPlaceholders(t testing.TB, text string) string {
 		case "AWS_DOC_SECRET":
 			return "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
 		case "GH_CLASSIC":
-			return "gh" + string("pousr"[num(0)%5]) + "_" + fakeFrom(alphaB62, 36, num(0))
+			return withChecksum("gh" + string("pousr"[num(0)%5]) + "_" + fakeFrom(alphaB62, 36, num(0)))
 		case "GH_PAT":
 			return "github" + "_pat_" + fakeFrom(alphaB62, 22, num(0)) + "_" + fakeFrom(alphaB62, 59, num(0)+1)
 		case "GH_PLACEHOLDER":
@@ -270,7 +270,7 @@ func generatedCorpus() []snippet {
 		add("email", fmt.Sprintf("Write to %s%d@%s soon.", local, k, domain), "email")
 	}
 	for k := range 3 {
-		add("tokens", "export GITHUB_TOKEN="+"gh"+"s_"+fakeFrom(alphaB62, 36, 400+k), "github-token")
+		add("tokens", "export GITHUB_TOKEN="+withChecksum("gh"+"s_"+fakeFrom(alphaB62, 36, 400+k)), "github-token")
 		add("tokens", "key "+fakeAWSKeyID("AK"+"IA", 410+k)+" in the log", "aws-access-key")
 		add("tokens", "jwt: "+fakeJWT(420+k), "jwt")
 		add("tokens", "SLACK="+"xo"+"xb-"+fakeDigits(11, 430+k)+"-"+fakeDigits(13, 431+k)+"-"+fakeFrom(alphaB62, 24, 432+k), "slack-token")

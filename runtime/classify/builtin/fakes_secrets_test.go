@@ -66,7 +66,7 @@ func fakeBase64Of(kind string, seed int) string {
 	case "jwt":
 		v = fakeJWT(seed)
 	case "ghtoken":
-		v = "gh" + "p_" + fakeFrom(alphaB62, 36, seed)
+		v = withChecksum("gh" + "p_" + fakeFrom(alphaB62, 36, seed))
 	case "basic":
 		v = "svc-" + fakeFrom(alphaLower, 5, seed) + ":" + fakePassword(18, seed+1, "!#%*-_")
 	case "idkey":
@@ -134,7 +134,7 @@ func expandSecretPlaceholder(name string, args []string, num func(int) int) (str
 		if !known {
 			panic("unknown alphabet " + args[1])
 		}
-		return args[0] + fakeFrom(alphabet, num(2), num(3)), true
+		return withChecksum(args[0] + fakeFrom(alphabet, num(2), num(3))), true
 	case "UUID":
 		return fakeUUID(num(0)), true
 	case "UUIDUP":
@@ -193,7 +193,7 @@ func fakeVendorToken(r *vendorRule, seed int, short bool) string {
 		b.WriteString(g.lit)
 		b.WriteString(fakeFrom(classAlphabets[g.cls], n, seed*31+k))
 	}
-	return b.String()
+	return withChecksum(b.String())
 }
 
 // fakeShapedTokens are tokens of the shapes vendor_shapes.go matches, one per kind.
@@ -209,5 +209,22 @@ func fakeShapedTokens(seed int) map[string]string {
 		"ghost-admin-key":       fakeHex(24, seed) + ":" + fakeHex(64, seed+1),
 		"mailchimp-key":         fakeHex(32, seed) + "-us" + fmt.Sprint(1+seed%20),
 		"mailgun-key":           fakeHex(32, seed) + "-" + fakeHex(8, seed+1) + "-" + fakeHex(8, seed+2),
+		"zoho-oauth-token":      "1000." + fakeHex(32, seed) + "." + fakeHex(32, seed+1),
+		"grafana-api-key": base64.StdEncoding.EncodeToString([]byte(`{"k":"` + fakeFrom(alphaB62, 32, seed) +
+			`","n":"ci","id":` + fmt.Sprint(1+seed%90) + `}`)),
+		"cloudflare-tunnel-token": base64.StdEncoding.EncodeToString([]byte(`{"a":"` + fakeHex(32, seed) + `","t":"` +
+			fakeUUID(seed+1) + `","s":"` + fakeBase64(44, seed+2) + `"}`)),
 	}
+}
+
+// withChecksum gives a GitHub (ghp_ gho_ ghu_ ghs_ ghr_) or npm token of 36 characters the
+// checksum its last six characters must be (base62CRCOK), as every issued token has; other
+// values are returned as they are.
+func withChecksum(tok string) string {
+	for _, p := range []string{"gh" + "p_", "gho_", "ghu_", "ghs_", "ghr_", "np" + "m_"} {
+		if strings.HasPrefix(tok, p) && len(tok) == len(p)+36 && allIn(tok[len(p):], cB62) {
+			return tok[:len(tok)-6] + base62CRC32(tok[len(p):len(tok)-6])
+		}
+	}
+	return tok
 }

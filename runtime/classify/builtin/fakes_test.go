@@ -48,7 +48,9 @@ func fakeFrom(alphabet string, n, seed int) string {
 }
 
 // fakeToken returns prefix and n base62 characters.
-func fakeToken(prefix string, n, seed int) string { return prefix + fakeFrom(alphaB62, n, seed) }
+func fakeToken(prefix string, n, seed int) string {
+	return withChecksum(prefix + fakeFrom(alphaB62, n, seed))
+}
 
 // fakeBase64 returns n characters of standard base64 without padding.
 func fakeBase64(n, seed int) string { return fakeFrom(alphaB62+"+/", n, seed) }

@@ -128,7 +128,7 @@ func TestASplitCardOrSecretIsMatchedOrNot(t *testing.T) {
 	c := allDetectors(t)
 	for _, text := range []string{
 		"card 4111 1111 1111 1111 ok",
-		"export GITHUB_TOKEN=" + "gh" + "p_" + fakeFrom(alphaB62, 36, 3) + "\n",
+		"export GITHUB_TOKEN=" + withChecksum("gh"+"p_"+fakeFrom(alphaB62, 36, 3)) + "\n",
 		"aws_secret_access_key = " + fakeBase64(40, 4) + "\n",
 		"Bearer " + fakeJWT(5) + " done",
 		fakePEM("RSA ", 6),

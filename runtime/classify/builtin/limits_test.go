@@ -19,7 +19,7 @@ func TestTokensAtTheStartOfTheTextMatch(t *testing.T) {
 		{"slack-token", "xo" + "xb-" + fakeDigits(12, 24) + "-" + fakeDigits(13, 25) + "-" + fakeFrom(alphaB62, 24, 26)},
 		{"slack-token", "xo" + "xe.xoxp-1-" + fakeFrom(alphaB62, 60, 27)},
 		{"slack-token", "xa" + "pp-1-A" + fakeFrom(alphaUpper+alphaDigit, 10, 28) + "-" + fakeDigits(13, 29) + "-" + fakeHex(64, 30)},
-		{"github-token", "gh" + "p_" + fakeFrom(alphaB62, 36, 31)},
+		{"github-token", withChecksum("gh" + "p_" + fakeFrom(alphaB62, 36, 31))},
 		{"github-token", "github" + "_pat_" + fakeFrom(alphaB62, 22, 32) + "_" + fakeFrom(alphaB62, 59, 33)},
 		{"aws-access-key", fakeAWSKeyID("AK"+"IA", 34)},
 		{"jwt", fakeJWT(35)},
@@ -38,7 +38,7 @@ func TestTokensAtTheStartOfTheTextMatch(t *testing.T) {
 func TestTokenBodyLengthLimits(t *testing.T) {
 	c := allDetectors(t)
 	openai := func(n int) string { return "s" + "k-" + fakeFrom(alphaB62, n, 41) }
-	github := func(n int) string { return "gh" + "p_" + fakeFrom(alphaB62, n, 42) }
+	github := func(n int) string { return withChecksum("gh" + "p_" + fakeFrom(alphaB62, n, 42)) }
 	pat := func(n int) string { return "github" + "_pat_" + fakeFrom(alphaB62, n, 46) }
 	gitlab := func(n int) string { return "gl" + "pat-" + fakeFrom(alphaB62, n, 45) }
 	slack := func(n int) string { return "xo" + "xb-" + fakeDigits(12, 43) + "-" + fakeFrom(alphaB62, n-13, 44) }
@@ -55,6 +55,8 @@ func TestTokenBodyLengthLimits(t *testing.T) {
 		{"a token glued to a word by a dash is part of something longer", "id my-" + github(36) + " here", none},
 		{"a GitHub token with the shortest body matches", "token " + github(36), one("github-token", github(36))},
 		{"a GitHub token one byte shorter is no token", "token " + github(35), none},
+		{"a GitHub token one byte longer is no token", "token " + github(37), none},
+		{"a GitHub token whose checksum is wrong is no token, nor any other secret", "GITHUB_TOKEN=" + github(36)[:39] + "x", none},
 		{"a Slack token of the longest length matches", "token " + slack(maxSlack-5) + " here", one("slack-token", slack(maxSlack-5))},
 		{"a Slack token one byte longer is no token", "token " + slack(maxSlack-4) + " here", none},
 		{"a Slack token of the longest length that runs on with a dash is no token", "token " + slack(maxSlack-5) + "- here", none},
@@ -157,7 +159,7 @@ func TestAssignmentLimits(t *testing.T) {
 		{"an ampersand ends a value in a query string", "GET /v1/items?api_key=" + v + "&page=2", one("generic-secret", v)},
 		{"a double quote ends an unquoted value", `args: ["serve", "API_KEY=` + v + `"]`, one("generic-secret", v)},
 		{"a DEL byte ends a value", "API_KEY=" + v + "\x7fmore", one("generic-secret", v)},
-		{"a quoted value runs to its quote", `API_KEY="` + v + `;x"`, one("generic-secret", v+";x")},
+		{"a quoted value runs to its quote", `API_KEY="` + v + `;x;y"`, one("generic-secret", v+";x;y")},
 		{"underscores around a key name are not words", `__api_key__ = "` + v + `"`, one("generic-secret", v)},
 		{"the words before the last of a dotted key count", "public.key = " + v, none},
 		{"a dotted key is read whole", "db.password = " + v, one("generic-secret", v)},

@@ -120,7 +120,7 @@ func (c *Classifier) underscoreAt(sc *scanState, i int) {
 	switch {
 	case i >= 3 && s[i-3] == 'g' && s[i-2] == 'h' && strings.IndexByte("pousr", s[i-1]) >= 0 && tokenStart(s, i-3):
 		if c.on(detGitHub) {
-			c.prefixedToken(sc, detGitHub, i-3, i+1, 36, maxGitHub, isAlnum, 2)
+			c.gitHubToken(sc, i-3, i+1)
 		}
 	case i >= 6 && s[i-6:i] == "github" && strings.HasPrefix(s[i:], "_pat_") && tokenStart(s, i-6):
 		if c.on(detGitHub) {
@@ -130,6 +130,30 @@ func (c *Classifier) underscoreAt(sc *scanState, i int) {
 	default:
 		c.vendorSepAt(sc, i)
 	}
+}
+
+// gitHubToken matches a GitHub token of the documented format (ghp_, gho_, ghu_, ghs_,
+// ghr_): 36 base62 characters after the prefix, the last six the checksum of the thirty
+// before them (base62CRCOK). A body of another length or with a wrong checksum is not
+// GitHub's, and no other detector takes it (vendorShaped). A GitHub App's refresh token
+// (ghr_) is longer, 76 characters, and is taken at 60 to 255 without a checksum test.
+func (c *Classifier) gitHubToken(sc *scanState, start, body int) {
+	s := sc.s
+	e := body
+	for e < len(s) && e-start <= maxGitHub && isAlnum(s[e]) {
+		e++
+	}
+	if e < len(s) && isWordByte(s[e]) || e-start > maxGitHub {
+		return
+	}
+	refresh := s[body-2] == 'r' && e-body >= 60
+	if !refresh && (e-body != 36 || !base62CRCOK(s[body:e])) {
+		return
+	}
+	if classMix(s[body:e]) < 2 || repeats(s[body:e], 6) {
+		return
+	}
+	c.emit(sc, detGitHub, start, e)
 }
 
 // tokenStart reports whether a token may begin at a: the byte before is not part of a word
@@ -244,6 +268,9 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 	if header < 10 {
 		return
 	}
+	if n == 1 && c.base64JSONKey(sc, start, seg[0][1]) {
+		return
+	}
 	// The payload is a JSON object too: "ey…" ({") or "ew…" ({ and a line break).
 	payloadOK := func(min int) bool {
 		p := s[seg[1][0]:seg[1][1]]
@@ -270,6 +297,37 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 		return
 	}
 	c.emit(sc, detJWT, start, end)
+}
+
+// base64JSONKeys begin credentials that are a JSON object in base64, with no dots: a
+// Grafana API key ({"k":"…","n":"…","id":…}) and a Cloudflare Tunnel token
+// ({"a":"<account>","t":"<tunnel>","s":"<secret>"}), as `cloudflared service install`
+// takes it.
+var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi"}
+
+// base64JSONKey matches such a credential in s[start:end]: 60 or more base64 characters
+// (with '=' padding) that end at a byte that is not a token's.
+func (c *Classifier) base64JSONKey(sc *scanState, start, end int) bool {
+	s := sc.s
+	if !c.on(detGenericSecret) || end-start < 60 || end-start > maxEncoded {
+		return false
+	}
+	for end < len(s) && (s[end] == '+' || s[end] == '/' || isB64URL(s[end])) {
+		end++ // base64 rather than base64url
+	}
+	for p := 0; p < 2 && end < len(s) && s[end] == '='; p++ {
+		end++
+	}
+	if !tokenEnd(s, end) || end < len(s) && s[end] == '.' {
+		return false
+	}
+	for _, p := range base64JSONKeys {
+		if strings.HasPrefix(s[start:], p) {
+			c.emit(sc, detGenericSecret, start, end)
+			return true
+		}
+	}
+	return false
 }
 
 // pemLabels are the private-key PEM labels, after "-----BEGIN ", and the armor label of an

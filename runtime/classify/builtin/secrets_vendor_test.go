@@ -96,12 +96,16 @@ type vendorFigures struct {
 	nearByKind            map[string]int // near-miss type → with a span
 	nearCount             map[string]int
 	genericFP             int // near misses flagged as generic-secret
+	distNear, distNearFP  int // near misses of distinctive formats (and near-words), and those flagged
 }
 
 func (f vendorFigures) distRecall() float64 {
 	return float64(f.distFound) / float64(max(1, f.distValues))
 }
 func (f vendorFigures) recall() float64 { return float64(f.found) / float64(max(1, f.values)) }
+func (f vendorFigures) distNearRate() float64 {
+	return float64(f.distNearFP) / float64(max(1, f.distNear))
+}
 func (f vendorFigures) nearRate() float64 {
 	return float64(f.nearFP) / float64(max(1, f.near))
 }
@@ -144,8 +148,15 @@ func scoreVendor(t testing.TB, recs []vendorRecord, split string, miss func(r ve
 		}
 		fig.near++
 		fig.nearCount[r.Kind]++
+		dn := r.Distinctive || r.Kind == "near-words"
+		if dn {
+			fig.distNear++
+		}
 		if len(res.Spans) > 0 {
 			fig.nearFP++
+			if dn {
+				fig.distNearFP++
+			}
 			fig.nearByKind[r.Kind]++
 			for _, sp := range res.Spans {
 				if c.categories[sp.Category] == "generic-secret" {
@@ -183,9 +194,9 @@ func (f vendorFigures) String() string {
 	for _, k := range kinds {
 		by = append(by, fmt.Sprintf("%s %d/%d", k, f.nearByKind[k], f.nearCount[k]))
 	}
-	return fmt.Sprintf("distinctive recall %d/%d = %.3f (%d of %d families never found); all recall %d/%d = %.3f (%d of %d families never found); near misses flagged %d/%d = %.3f (%d as generic-secret; %s)",
+	return fmt.Sprintf("distinctive recall %d/%d = %.3f (%d of %d families never found); all recall %d/%d = %.3f (%d of %d families never found); near misses flagged %d/%d = %.3f (%d as generic-secret; %s); of distinctive formats and keyword+words %d/%d = %.3f",
 		f.distFound, f.distValues, f.distRecall(), f.distFamNever, f.distFamilies, f.found, f.values, f.recall(), f.famNever, f.families,
-		f.nearFP, f.near, f.nearRate(), f.genericFP, strings.Join(by, ", "))
+		f.nearFP, f.near, f.nearRate(), f.genericFP, strings.Join(by, ", "), f.distNearFP, f.distNear, f.distNearRate())
 }
 
 // ordinaryChunk is how ordinary text is cut: pieces of up to this many bytes, ended at a line
@@ -225,6 +236,36 @@ func ordinaryText(t testing.TB) map[string][]string {
 			add("code", string(b))
 		}
 	}
+	// Go source from the module cache: dependencies of this module, at the versions go.mod
+	// pins (non-test files of a few packages).
+	if cache, mods := moduleCache(t); cache != "" {
+		for _, d := range []struct{ mod, dir string }{
+			{"sigs.k8s.io/controller-runtime", "pkg/client"},
+			{"sigs.k8s.io/controller-runtime", "pkg/manager"},
+			{"sigs.k8s.io/controller-runtime", "pkg/internal/controller"},
+			{"k8s.io/client-go", "rest"},
+			{"k8s.io/client-go", "tools/cache"},
+			{"github.com/prometheus/client_golang", "prometheus"},
+			{"golang.org/x/net", "http2"},
+		} {
+			v, ok := mods[d.mod]
+			if !ok {
+				continue
+			}
+			files, _ := filepath.Glob(filepath.Join(cache, escapeModulePath(d.mod)+"@"+v, d.dir, "*.go"))
+			sort.Strings(files)
+			for _, f := range files {
+				if strings.HasSuffix(f, "_test.go") {
+					continue
+				}
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				add("code", string(b))
+			}
+		}
+	}
 	var docs []string
 	for _, pat := range []string{filepath.Join(root, "doc", "*"), filepath.Join(root, "*.md"), "/usr/share/common-licenses/*"} {
 		m, _ := filepath.Glob(pat)
@@ -260,6 +301,49 @@ func ordinaryText(t testing.TB) map[string][]string {
 	return out
 }
 
+// moduleCache returns the module cache's directory and the versions go.mod requires, or ""
+// when there is no module cache.
+func moduleCache(t testing.TB) (string, map[string]string) {
+	t.Helper()
+	cache := os.Getenv("GOMODCACHE")
+	if cache == "" {
+		gopath := os.Getenv("GOPATH")
+		if gopath == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", nil
+			}
+			gopath = filepath.Join(home, "go")
+		}
+		cache = filepath.Join(strings.Split(gopath, string(os.PathListSeparator))[0], "pkg", "mod")
+	}
+	b, err := os.ReadFile("../../../go.mod")
+	if err != nil {
+		return "", nil
+	}
+	mods := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && strings.HasPrefix(f[1], "v") && strings.Contains(f[0], ".") {
+			mods[f[0]] = f[1]
+		}
+	}
+	return cache, mods
+}
+
+// escapeModulePath escapes capitals as the module cache does.
+func escapeModulePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('!')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // ordinaryFigures classifies every chunk and counts those with a span.
 func ordinaryFigures(t testing.TB, log func(set, chunk string, spans []classify.Span)) (chunks, flagged, bytes int, per map[string][2]int) {
 	c := secretsPack(t)
@@ -290,9 +374,12 @@ func ordinaryFigures(t testing.TB, log func(set, chunk string, spans []classify.
 // Held-out bars: the figures README.md reports for the held-out split, less a small margin.
 // They are set from one measurement and never lowered to make a change pass.
 const (
-	heldOutDistRecallMin = 0.0
-	heldOutNearRateMax   = 1.0
-	ordinaryRateMax      = 1.0
+	heldOutDistRecallMin     = 0.66  // measured 124/180 = 0.689
+	heldOutRecallMin         = 0.55  // measured 922/1620 = 0.569
+	heldOutNearRateMax       = 0.34  // measured 339/1060 = 0.320
+	heldOutDistNearRateMax   = 0.11  // measured 31/344 = 0.090
+	ordinaryRateMax          = 0.001 // the goal; measured 0/6407
+	tuningDistRecallMinFloor = 0.67  // measured 405/584 = 0.693
 )
 
 // TestSecretsVendorCorpus reports the figures of the vendor-format corpus (both splits) and
@@ -327,8 +414,17 @@ func TestSecretsVendorCorpus(t *testing.T) {
 	if held.distRecall() < heldOutDistRecallMin {
 		t.Errorf("held-out distinctive recall %.3f, want ≥ %.3f", held.distRecall(), heldOutDistRecallMin)
 	}
+	if held.recall() < heldOutRecallMin {
+		t.Errorf("held-out recall %.3f, want ≥ %.3f", held.recall(), heldOutRecallMin)
+	}
 	if held.nearRate() > heldOutNearRateMax {
 		t.Errorf("held-out near misses flagged %.3f, want ≤ %.3f", held.nearRate(), heldOutNearRateMax)
+	}
+	if held.distNearRate() > heldOutDistNearRateMax {
+		t.Errorf("held-out near misses of distinctive formats flagged %.3f, want ≤ %.3f", held.distNearRate(), heldOutDistNearRateMax)
+	}
+	if tun.distRecall() < tuningDistRecallMinFloor {
+		t.Errorf("tuning distinctive recall %.3f, want ≥ %.3f", tun.distRecall(), tuningDistRecallMinFloor)
 	}
 	if rate > ordinaryRateMax {
 		t.Errorf("ordinary text flagged %.4f, want ≤ %.4f", rate, ordinaryRateMax)

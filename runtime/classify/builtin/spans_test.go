@@ -52,7 +52,7 @@ func at(cat, text, sub string, n int) span {
 
 func TestSpansAreExactByteRanges(t *testing.T) {
 	c := allDetectors(t)
-	ghToken := "gh" + "p_" + fakeFrom(alphaB62, 36, 7)
+	ghToken := withChecksum("gh" + "p_" + fakeFrom(alphaB62, 36, 7))
 	secret := fakeToken("", 24, 8)
 	jwt := fakeJWT(9)
 	jwtPrefix := jwt[:strings.IndexByte(jwt, '.')+8]

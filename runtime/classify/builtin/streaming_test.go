@@ -183,7 +183,7 @@ var plantKinds = []struct {
 	}},
 	{"github", func(r *rand.Rand, v int) string {
 		if v%2 == 0 {
-			return "gh" + string("pousr"[r.IntN(5)]) + "_" + fakeFrom(alphaB62, 36+r.IntN(40), r.IntN(1000))
+			return withChecksum("gh" + string("pousr"[r.IntN(5)]) + "_" + fakeFrom(alphaB62, 36, r.IntN(1000)))
 		}
 		return "github" + "_pat_" + fakeFrom(alphaB62, 22, r.IntN(1000)) + "_" + fakeFrom(alphaB62, 59, r.IntN(1000))
 	}},

@@ -80,6 +80,9 @@ func isGenericSecret(v string) bool {
 	if isUUID(v) || isVersion(v) || isReference(v) || isPlaceholder(v) || !draw && isWordlike(v) {
 		return false
 	}
+	if vendorShaped(v) || strayCharacters(v) {
+		return false // a vendor's format decides it, or a token with a character typed wrong
+	}
 	hex := true
 	var letters, digits int
 	for i := 0; i < n; i++ {

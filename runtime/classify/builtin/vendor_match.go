@@ -22,9 +22,9 @@ type indexedRule struct {
 }
 
 // headBytes are the first bytes of the prefixes without a separator. They are capitals that
-// rarely begin a pair of prose ("AI", "EA", "LT", "RW", "SK" …): the pass looks them up in
+// rarely begin a pair of prose ("AI", "DO", "EA", "IG", "LT", "RW", "SK" …): the pass looks them up in
 // headPairs before calling anything.
-const headBytes = "AELRS"
+const headBytes = "ADEFILRS"
 
 // vendors is the index of vendorRules, built once.
 var vendors = buildVendorIndex(vendorRules)
@@ -90,11 +90,11 @@ func (c *Classifier) vendorToken(sc *scanState, r *vendorRule, start int) bool {
 		return false
 	}
 	body := start + len(r.prefix)
-	e, ok := matchSegs(s, body, r.segs)
+	e, ok := matchSegsLenient(s, body, r.segs)
 	if !ok {
 		return c.longTokenPrefix(sc, r, start, body)
 	}
-	last := r.segs[len(r.segs)-1].cls
+	last := r.segs[len(r.segs)-1].cls.lenient()
 	if r.pad {
 		for p := 0; p < 2 && e < len(s) && s[e] == '='; p++ {
 			e++
@@ -110,6 +110,12 @@ func (c *Classifier) vendorToken(sc *scanState, r *vendorRule, start int) bool {
 	}
 	if v := s[body:e]; repeats(v, 6) || classMix(v) < 2 && len(v) > 1 {
 		return false // a placeholder: XXXXXX, 000000, or one class only
+	}
+	if r.check != nil && !r.check(s[body:e]) {
+		return false // fails the vendor's checksum
+	}
+	if r.narrow() && strayCharacters(s[body:e]) {
+		return false // hex, or one case, with a character typed wrong (see lenient)
 	}
 	c.emit(sc, r.det, start, e)
 	return true
@@ -133,6 +139,17 @@ func (c *Classifier) longTokenPrefix(sc *scanState, r *vendorRule, start, body i
 	}
 	c.emit(sc, r.det, start, len(s))
 	return true
+}
+
+// narrow reports whether a run of r's body is documented in a narrower alphabet than the
+// one it is matched in (charClass.lenient).
+func (r *vendorRule) narrow() bool {
+	for _, g := range r.segs {
+		if g.cls.lenient() != g.cls {
+			return true
+		}
+	}
+	return false
 }
 
 // maxLen is the longest token of r.
@@ -167,6 +184,25 @@ func prefixOfSegs(v string, segs []seg) bool {
 		}
 	}
 	return false
+}
+
+// matchSegsLenient is matchSegs with each run's alphabet widened (charClass.lenient).
+func matchSegsLenient(s string, p int, segs []seg) (int, bool) {
+	for _, g := range segs {
+		if !strings.HasPrefix(s[p:], g.lit) {
+			return 0, false
+		}
+		p += len(g.lit)
+		a := p
+		cls := g.cls.lenient()
+		for p < len(s) && p-a < g.max && cls.has(s[p]) {
+			p++
+		}
+		if p-a < g.min {
+			return 0, false
+		}
+	}
+	return p, true
 }
 
 // matchSegs matches segs from p, each run as long as it can be up to its max, and returns the

@@ -6,7 +6,7 @@ import (
 )
 
 // Vendor tokens whose shape is not a prefix and a body, found at a byte inside them: a '.'
-// after the token's first part (Terraform Cloud, Airtable, Discord), the "Q~" of an Entra ID
+// after the token's first part (Terraform Cloud, Airtable, Discord, Zoho), the "Q~" of an Entra ID
 // client secret, the ':' of a Telegram bot token, an Asana token or a Ghost admin key, the
 // '-' of a Mailchimp or Mailgun key.
 
@@ -27,6 +27,11 @@ func (c *Classifier) dotAt(sc *scanState, i int) {
 			if e, ok := matchSegs(s, i+len(".atlasv1."), []seg{{"", cB62, 60, 80}}); ok && tokenEnd(s, e) {
 				c.emit(sc, detGenericSecret, a, e)
 			}
+		}
+	case i >= 4 && s[i-4:i] == "1000" && tokenStart(s, i-4):
+		// Zoho OAuth access and refresh tokens: "1000.", 32 hex digits, '.', 32 hex digits.
+		if e, ok := matchSegs(s, i+1, []seg{{"", cHex, 32, 32}, {".", cHex, 32, 32}}); ok && tokenEnd(s, e) {
+			c.emit(sc, detGenericSecret, i-4, e)
 		}
 	case i >= 17 && s[i-17:i-14] == "pat" && tokenStart(s, i-17) && allIn(s[i-14:i], cB62):
 		// Airtable personal access tokens: "pat", a 14-character id, '.', 64 hex digits.

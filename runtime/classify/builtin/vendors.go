@@ -1,5 +1,7 @@
 package builtin
 
+import "hash/crc32"
+
 // Vendor tokens: credentials whose vendor documents a fixed prefix and a body of known
 // alphabet and length (shpat_ and 32 hex digits, dop_v1_ and 64, NRAK- and 27 capitals and
 // digits, …). They are one table, vendorRules, so that adding a vendor costs a row and no
@@ -49,6 +51,20 @@ func (k charClass) has(b byte) bool {
 	return false
 }
 
+// lenient is the alphabet a vendor rule accepts for a run of class k. A vendor's prefix
+// is what makes its token distinctive; documentation often describes the body loosely ("32
+// random characters"), and issued tokens and the examples written from them mix cases, so a
+// run documented as hex, or as letters of one case and digits, is accepted in letters and
+// digits of either case. The length of the run is kept: it, a character outside every
+// token alphabet, a failed checksum or a body that is not random refuse a value.
+func (k charClass) lenient() charClass {
+	switch k {
+	case cHex, cHexAny, cLowNum, cUpNum:
+		return cB62
+	}
+	return k
+}
+
 // seg is one run of a token's body: the literal lit, then min to max bytes of cls.
 type seg struct {
 	lit      string
@@ -67,6 +83,9 @@ type vendorRule struct {
 	det    detector // the category it is reported under
 	// pad accepts up to two '=' after the last run (base64 padding).
 	pad bool
+	// check, when set, is the vendor's own test of the body (a checksum): a body that fails
+	// it is not a token of the vendor, nor any other secret (see vendorShaped).
+	check func(body string) bool
 }
 
 // Body shapes shared by several vendors.
@@ -79,10 +98,14 @@ var (
 	gitlab = []seg{{"", cGitLab, 20, 255}}
 )
 
-// vendorRules are the vendor token formats, by family. Every rule's prefix is matched
+// vendorRules are the vendor token formats: the rules below and the long tail of
+// vendors_tail.go.
+var vendorRules = append(append([]vendorRule{}, coreVendorRules...), tailVendorRules...)
+
+// coreVendorRules are the vendor token formats of issue 31, by family. Every rule's prefix is matched
 // case-sensitively and must begin a token (the byte before it is not part of a word or of a
 // longer token); its body must end at a byte that is not a word byte.
-var vendorRules = []vendorRule{
+var coreVendorRules = []vendorRule{
 	// Developer platforms.
 	{kind: "gitlab-deploy-token", prefix: "gldt-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-runner-token", prefix: "glrt-", segs: gitlab, det: detGitLab},
@@ -96,7 +119,7 @@ var vendorRules = []vendorRule{
 	{kind: "gitlab-agent-token", prefix: "glagent-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-feature-flag-token", prefix: "glffct-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-workspace-token", prefix: "glwt-", segs: gitlab, det: detGitLab},
-	{kind: "npm-token", prefix: "npm_", segs: b62n(36, 36), det: detGenericSecret},
+	{kind: "npm-token", prefix: "npm_", segs: b62n(36, 36), det: detGenericSecret, check: base62CRCOK},
 	{kind: "pypi-token", prefix: "pypi-AgEIcHlwaS5vcmc", segs: b64urn(40, 1024), det: detGenericSecret},
 	{kind: "pypi-test-token", prefix: "pypi-AgENdGVzdC5weXBpLm9yZw", segs: b64urn(40, 1024), det: detGenericSecret},
 	{kind: "rubygems-key", prefix: "rubygems_", segs: []seg{{"", cHex, 48, 48}}, det: detGenericSecret},
@@ -149,10 +172,10 @@ var vendorRules = []vendorRule{
 	{kind: "shopify-custom-app-token", prefix: "shpca_", segs: hex32, det: detGenericSecret},
 	{kind: "shopify-private-app-token", prefix: "shppa_", segs: hex32, det: detGenericSecret},
 	{kind: "shopify-shared-secret", prefix: "shpss_", segs: hex32, det: detGenericSecret},
-	{kind: "stripe-secret-key", prefix: "sk_live_", segs: b62n(24, 247), det: detGenericSecret},
-	{kind: "stripe-test-key", prefix: "sk_test_", segs: b62n(24, 247), det: detGenericSecret},
-	{kind: "stripe-restricted-key", prefix: "rk_live_", segs: b62n(24, 247), det: detGenericSecret},
-	{kind: "stripe-restricted-test-key", prefix: "rk_test_", segs: b62n(24, 247), det: detGenericSecret},
+	{kind: "stripe-secret-key", prefix: "sk_live_", segs: b64urn(24, 247), det: detGenericSecret},
+	{kind: "stripe-test-key", prefix: "sk_test_", segs: b64urn(24, 247), det: detGenericSecret},
+	{kind: "stripe-restricted-key", prefix: "rk_live_", segs: b64urn(24, 247), det: detGenericSecret},
+	{kind: "stripe-restricted-test-key", prefix: "rk_test_", segs: b64urn(24, 247), det: detGenericSecret},
 	{kind: "stripe-webhook-secret", prefix: "whsec_", segs: []seg{{"", cB64, 32, 88}}, pad: true, det: detGenericSecret},
 	{kind: "square-access-token", prefix: "EAAA", segs: b64urn(60, 60), det: detGenericSecret},
 	{kind: "square-oauth-secret", prefix: "sq0csp-", segs: b64urn(43, 43), det: detGenericSecret},
@@ -212,7 +235,7 @@ var vendorRules = []vendorRule{
 	{kind: "sentry-org-token", prefix: "sntrys_eyJ", segs: []seg{{"", cB64, 40, 512}, {"_", cB64, 43, 43}}, pad: true, det: detGenericSecret},
 	{kind: "sentry-user-token", prefix: "sntryu_", segs: hex64, det: detGenericSecret},
 	{kind: "grafana-service-account-token", prefix: "glsa_", segs: []seg{{"", cB62, 32, 32}, {"_", cHex, 8, 8}}, det: detGenericSecret},
-	{kind: "grafana-cloud-token", prefix: "glc_eyJ", segs: []seg{{"", cB64, 32, 1024}}, pad: true, det: detGenericSecret},
+	{kind: "grafana-cloud-token", prefix: "glc_", segs: []seg{{"", cB64, 32, 1024}}, pad: true, det: detGenericSecret},
 	{kind: "dynatrace-token", prefix: "dt0c01.", segs: []seg{{"", cUpNum, 24, 24}, {".", cUpNum, 64, 64}}, det: detGenericSecret},
 	{kind: "dynatrace-platform-token", prefix: "dt0s16.", segs: []seg{{"", cUpNum, 24, 24}, {".", cUpNum, 64, 64}}, det: detGenericSecret},
 	{kind: "honeycomb-ingest-key", prefix: "hcaik_", segs: []seg{{"", cLowNum, 50, 70}}, det: detGenericSecret},
@@ -220,7 +243,7 @@ var vendorRules = []vendorRule{
 	{kind: "honeycomb-management-key", prefix: "hcamk_", segs: []seg{{"", cLowNum, 50, 70}}, det: detGenericSecret},
 
 	// Messaging, e-mail and notification APIs.
-	{kind: "sendgrid-key", prefix: "SG.", segs: []seg{{"", cB64URL, 22, 22}, {".", cB64URL, 43, 43}}, det: detGenericSecret},
+	{kind: "sendgrid-key", prefix: "SG.", segs: []seg{{"", cB64URL, 16, 32}, {".", cB64URL, 32, 64}}, det: detGenericSecret},
 	{kind: "mailgun-key", prefix: "key-", segs: hex32, det: detGenericSecret},
 	{kind: "brevo-key", prefix: "xkeysib-", segs: []seg{{"", cHex, 64, 64}, {"-", cB62, 16, 16}}, det: detGenericSecret},
 	{kind: "brevo-smtp-key", prefix: "xsmtpsib-", segs: []seg{{"", cHex, 64, 64}, {"-", cB62, 16, 16}}, det: detGenericSecret},
@@ -252,4 +275,52 @@ var vendorRules = []vendorRule{
 	{kind: "elevenlabs-key", prefix: "sk_", segs: []seg{{"", cHex, 48, 48}}, det: detGenericSecret},
 	{kind: "openrouter-key", prefix: "sk-or-v1-", segs: hex64, det: detOpenAI},
 	{kind: "deepseek-key", prefix: "sk-", segs: hex32, det: detOpenAI},
+}
+
+// base62CRCOK reports whether a 36-character body of a GitHub or npm token ends in the
+// checksum of the 30 characters before it: their CRC-32 (IEEE), written in base62
+// (0-9, A-Z, a-z), six digits, most significant first. GitHub describes the format in
+// "Behind GitHub's new authentication token formats" (2021) and npm in "Announcing npm's
+// new access token format" (2021); issued tokens always carry it, so a body whose last six
+// characters are not its checksum was not issued by them (a typo, a test fixture, a
+// hand-made look-alike).
+func base62CRCOK(body string) bool {
+	if len(body) != 36 {
+		return false
+	}
+	c := crc32IEEE(body[:30])
+	for i := 35; i >= 30; i-- {
+		if body[i] != base62Digits[c%62] {
+			return false
+		}
+		c /= 62
+	}
+	return true
+}
+
+// base62Digits is the alphabet of base62CRC32.
+const base62Digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// base62CRC32 is the CRC-32 (IEEE) of s in six base62 digits.
+func base62CRC32(s string) string {
+	c := crc32IEEE(s)
+	var d [6]byte
+	for i := 5; i >= 0; i-- {
+		d[i] = base62Digits[c%62]
+		c /= 62
+	}
+	return string(d[:])
+}
+
+// crc32Table is the IEEE polynomial's table, for crc32IEEE.
+var crc32Table = crc32.MakeTable(crc32.IEEE)
+
+// crc32IEEE is crc32.ChecksumIEEE of s without converting s to a slice (which would
+// allocate on the hot path).
+func crc32IEEE(s string) uint32 {
+	c := ^uint32(0)
+	for i := 0; i < len(s); i++ {
+		c = crc32Table[byte(c)^s[i]] ^ c>>8
+	}
+	return ^c
 }

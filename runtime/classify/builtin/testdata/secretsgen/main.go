@@ -27,6 +27,8 @@
 // keyword followed by text that is not a secret. A near miss is kept only when it no longer
 // matches the capture group.
 //
+// An unescaped '.' in a capture group is generated as a dot.
+//
 // Values are stored XOR 0x5A and hex-encoded, so that no credential-shaped string is in the
 // repository (and no push protection is tripped by it).
 package main
@@ -433,7 +435,9 @@ func (g *gen) emit(b *strings.Builder, r *syntax.Regexp) {
 		rs := classRunes(r)
 		b.WriteRune(rs[g.rng.IntN(len(rs))])
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
-		b.WriteByte(alnum[g.rng.IntN(len(alnum))])
+		// An unescaped '.' in a capture group is, nearly always, a literal dot written
+		// without its backslash (".atlasv1.", "@apiconnector.com").
+		b.WriteByte('.')
 	case syntax.OpCapture:
 		g.emit(b, r.Sub[0])
 	case syntax.OpConcat:

@@ -1,0 +1,190 @@
+package builtin
+
+import "strings"
+
+// A value that looks like a vendor's token is judged by the vendor's rule alone: when the
+// rule refuses it (a body one character short or long, a character outside its alphabet, a
+// wrong checksum) or its prefix is one character off a vendor's, generic-secret does not
+// take it either. Such values are look-alikes — typos, test fixtures, documentation and
+// hand-made examples — not credentials a vendor issued, and a random secret begins with a
+// vendor's prefix by chance about once in 62³ values or less.
+
+// builtinPrefixes are the prefixes of the token detectors that are not in vendorRules.
+var builtinPrefixes = []string{
+	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+	"xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-", "xoxc-", "xoxe.xoxp-", "xapp-",
+	"sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-",
+	"AKIA", "ASIA",
+}
+
+// minNearPrefix is the shortest prefix without a separator whose one-character-off
+// spellings are refused ("AIza" is too easily hit by a random value); a prefix with a
+// separator needs four characters ("aio_"): the one-off spellings of three ("sk_", "hf_")
+// are other vendors' prefixes as often as typos.
+const minNearPrefix = 5
+
+// nearPrefixes are the prefixes whose one-character-off spellings are refused, builtin and
+// vendor.
+var nearPrefixes = func() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		sep := strings.IndexFunc(p, func(r rune) bool { return r < 0x80 && isSeparator(byte(r)) }) > 0
+		if (len(p) >= minNearPrefix || sep && len(p) >= 4) && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range builtinPrefixes {
+		add(p)
+	}
+	for _, r := range vendorRules {
+		add(r.prefix)
+	}
+	return out
+}()
+
+// vendorShaped reports whether v begins with a builtin prefix or a vendor's identifying
+// prefix, or with one of nearPrefixes one character off.
+func vendorShaped(v string) bool {
+	for _, p := range builtinPrefixes {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	if len(v) >= 2 && vendors.headPairs.has(v[0], v[1]) {
+		for _, x := range vendors.head[[2]byte{v[0], v[1]}] {
+			if identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) {
+				return true
+			}
+		}
+	}
+	for p := 1; p < len(v) && p <= 24; p++ {
+		if !isSeparator(v[p]) {
+			continue
+		}
+		if vendors.sepPairs.has(v[p-1], v[p]) {
+			for _, x := range vendors.sep[[2]byte{v[p-1], v[p]}] {
+				if x.at == p && identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) {
+					return true
+				}
+			}
+		}
+		break // prefixes are keyed by their first separator
+	}
+	for _, p := range nearPrefixes {
+		if len(v) > len(p) && oneOff(v[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// genericPrefixWords are prefixes several vendors use, or words: a value that begins with
+// one and fails one vendor's shape may be another's token.
+var genericPrefixWords = []string{"key", "api", "sdk", "pat", "sat", "st", "web", "test", "live", "prod", "sand",
+	"sandbox", "secret", "access", "account", "master", "token", "TEST"}
+
+// identifying reports whether a vendor's prefix names the vendor: four characters without a
+// separator ("AIza"), or five or more with one that are not a shared word ("shpat_",
+// "sk_live_"; not "pk_", "key-", "test_"). Only such a prefix refuses a value its rule
+// refuses.
+func identifying(prefix string) bool {
+	sep := strings.IndexFunc(prefix, func(r rune) bool { return r < 0x80 && isSeparator(byte(r)) })
+	if sep < 0 {
+		return len(prefix) >= 4
+	}
+	if len(prefix) < 5 {
+		return false
+	}
+	return !(sep == len(prefix)-1 && wordIn(prefix[:sep], genericPrefixWords))
+}
+
+// oneOff reports whether a and p, of one length, differ in exactly one byte. A separator
+// of p may be that byte only when a letter or digit stands for it and p has four other
+// characters ("shpatz" for "shpat_"): one separator for another ("api_" for "api-") is
+// another vendor's style, not a typo.
+func oneOff(a, p string) bool {
+	diff := 0
+	for i := 0; i < len(p); i++ {
+		if a[i] == p[i] {
+			continue
+		}
+		if isSeparator(a[i]) || isSeparator(p[i]) && len(p) < 5 {
+			return false
+		}
+		if diff++; diff > 1 {
+			return false
+		}
+	}
+	return diff == 1
+}
+
+// strayCharacters reports a value drawn from one alphabet but for one or two characters:
+// hex with one or two other letters, or letters of one case with a single letter of the
+// other. A random token of the larger alphabet almost never looks like that (a 20-character
+// base62 value has at most two non-hex letters with a probability under 10⁻⁶, and a single
+// capital among 12 or more small letters under 10⁻³); a token with a character typed
+// wrong, or a look-alike made from one, does.
+func strayCharacters(v string) bool {
+	// A leading run of letters is a prefix ("dapi" of a Databricks token), not part of the
+	// body drawn at random.
+	p := 0
+	for p < len(v) && p < 8 && isAlpha(v[p]) {
+		p++
+	}
+	if p < len(v) && p < 8 {
+		v = v[p:]
+	}
+	if len(v) < 16 {
+		return false
+	}
+	var hexLetters, lower, upper, digits int
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		switch {
+		case isDigit(b):
+			digits++
+		case isLower(b):
+			lower++
+			if b <= 'f' {
+				hexLetters++
+			}
+		case isUpper(b):
+			upper++
+			if b <= 'F' {
+				hexLetters++
+			}
+		default:
+			return false
+		}
+	}
+	letters := lower + upper
+	if other := letters - hexLetters; len(v) >= 20 && digits > 0 && hexLetters > 0 && other >= 1 && other <= 2 && (lower == 0 || upper == 0 || other == 1) {
+		return true
+	}
+	return digits > 0 && (lower >= 12 && upper == 1 || upper >= 12 && lower == 1)
+}
+
+// straySymbol reports a value of letters and digits with exactly one other character that
+// is not part of a token alphabet (base64's + / =, base64url's - _, '.', '~' and the ':'
+// of id:secret pairs), in the middle: a token drawn from letters and digits with one character typed wrong. Only values
+// of token keys (api keys, tokens, bearer credentials) are tested: a generated password
+// often has exactly one symbol.
+func straySymbol(v string) bool {
+	if len(v) < 24 {
+		return false
+	}
+	odd := -1
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		if isAlnum(b) || strings.IndexByte("+/=-_.~:", b) >= 0 {
+			continue
+		}
+		if odd >= 0 {
+			return false
+		}
+		odd = i
+	}
+	return odd > 0 && odd < len(v)-1 && classMix(v) >= 2
+}
