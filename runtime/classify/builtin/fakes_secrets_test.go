@@ -212,6 +212,8 @@ func fakeShapedTokens(seed int) map[string]string {
 		"zoho-oauth-token":      "1000." + fakeHex(32, seed) + "." + fakeHex(32, seed+1),
 		"grafana-api-key": base64.StdEncoding.EncodeToString([]byte(`{"k":"` + fakeFrom(alphaB62, 32, seed) +
 			`","n":"ci","id":` + fmt.Sprint(1+seed%90) + `}`)),
+		"neptune-api-token": base64.StdEncoding.EncodeToString([]byte(`{"api_address":"https://app.neptune.ai","api_url":"https://app.neptune.ai","api_key":"` +
+			fakeUUID(seed) + `"}`)),
 		"cloudflare-tunnel-token": base64.StdEncoding.EncodeToString([]byte(`{"a":"` + fakeHex(32, seed) + `","t":"` +
 			fakeUUID(seed+1) + `","s":"` + fakeBase64(44, seed+2) + `"}`)),
 	}

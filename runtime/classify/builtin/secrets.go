@@ -300,10 +300,10 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 }
 
 // base64JSONKeys begin credentials that are a JSON object in base64, with no dots: a
-// Grafana API key ({"k":"…","n":"…","id":…}) and a Cloudflare Tunnel token
+// Grafana API key ({"k":"…","n":"…","id":…}), a Cloudflare Tunnel token
 // ({"a":"<account>","t":"<tunnel>","s":"<secret>"}), as `cloudflared service install`
-// takes it.
-var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi"}
+// takes it, and a Neptune API token ({"api_address":"…","api_url":"…","api_key":"…"}).
+var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi", "eyJhcGlfYWRkcmVzcyI6"}
 
 // base64JSONKey matches such a credential in s[start:end]: 60 or more base64 characters
 // (with '=' padding) that end at a byte that is not a token's.
@@ -318,7 +318,7 @@ func (c *Classifier) base64JSONKey(sc *scanState, start, end int) bool {
 	for p := 0; p < 2 && end < len(s) && s[end] == '='; p++ {
 		end++
 	}
-	if !tokenEnd(s, end) || end < len(s) && s[end] == '.' {
+	if !tokenEnd(s, end) || end+1 < len(s) && s[end] == '.' && isB64URL(s[end+1]) {
 		return false
 	}
 	for _, p := range base64JSONKeys {

@@ -29,6 +29,8 @@ var tailVendorRules = []vendorRule{
 	{kind: "langsmith-legacy-key", prefix: "ls__", segs: hex32, det: detGenericSecret},
 	{kind: "promptlayer-key", prefix: "pl_", segs: hex32, det: detGenericSecret},
 	{kind: "humanloop-key", prefix: "hl_sk_", segs: b62n(40, 64), det: detGenericSecret},
+	{kind: "nvidia-api-key", prefix: "nvapi-", segs: b64urn(64, 64), det: detGenericSecret},
+	{kind: "e2b-key", prefix: "e2b_", segs: hex40, det: detGenericSecret},
 	{kind: "bedrock-api-key", prefix: "ABSK", segs: b64n(60, 400), pad: true, det: detGenericSecret},
 
 	// Developer platforms, hosting and CI.
@@ -45,6 +47,7 @@ var tailVendorRules = []vendorRule{
 	{kind: "portainer-token", prefix: "ptr_", segs: b64n(40, 48), pad: true, det: detGenericSecret},
 	{kind: "scaleway-access-key", prefix: "SCW", segs: []seg{{"", cUpNum, 17, 17}}, det: detGenericSecret},
 	{kind: "digitalocean-spaces-key", prefix: "DO00", segs: []seg{{"", cUpNum, 16, 16}}, det: detGenericSecret},
+	{kind: "prefect-bot-key", prefix: "pnb_", segs: b62n(36, 36), det: detGenericSecret},
 	{kind: "linear-oauth-token", prefix: "lin_oauth_", segs: hex64, det: detGenericSecret},
 
 	// Identity, feature flags and analytics.
@@ -54,6 +57,9 @@ var tailVendorRules = []vendorRule{
 	{kind: "stytch-statsig-secret", prefix: "secret-", segs: b64urn(30, 80), det: detGenericSecret},
 	{kind: "persona-key", prefix: "persona_production_", segs: b64urn(30, 64), det: detGenericSecret},
 	{kind: "persona-key", prefix: "persona_sandbox_", segs: b64urn(30, 64), det: detGenericSecret},
+	{kind: "onfido-token", prefix: "api_live.", segs: []seg{{"", cGitLab, 30, 80}}, det: detGenericSecret},
+	{kind: "onfido-token", prefix: "api_sandbox.", segs: []seg{{"", cGitLab, 30, 80}}, det: detGenericSecret},
+	{kind: "flagsmith-server-key", prefix: "ser.", segs: b62n(20, 40), det: detGenericSecret},
 	{kind: "posthog-personal-key", prefix: "phx_", segs: b64urn(40, 50), det: detGenericSecret},
 
 	// Monitoring, logging and browser testing.
@@ -82,6 +88,9 @@ var tailVendorRules = []vendorRule{
 	{kind: "circle-api-key", prefix: "TEST_API_KEY:", segs: []seg{{"", cHex, 32, 32}, {":", cHex, 32, 32}}, det: detGenericSecret},
 	{kind: "easyship-token", prefix: "prod_", segs: b64urn(40, 64), det: detGenericSecret},
 	{kind: "easyship-token", prefix: "sand_", segs: b64urn(40, 64), det: detGenericSecret},
+	{kind: "polar-token", prefix: "polar_pat_", segs: b64urn(40, 64), det: detGenericSecret},
+	{kind: "polar-token", prefix: "polar_oat_", segs: b64urn(40, 64), det: detGenericSecret},
+	{kind: "ecwid-secret-token", prefix: "secret_", segs: b62n(32, 32), det: detGenericSecret},
 	{kind: "calcom-key", prefix: "cal_live_", segs: hex32, det: detGenericSecret},
 	{kind: "paddle-key", prefix: "pdl_live_apikey_", segs: b64urn(40, 80), det: detGenericSecret},
 	{kind: "paddle-key", prefix: "pdl_sdbx_apikey_", segs: b64urn(40, 80), det: detGenericSecret},
@@ -111,6 +120,8 @@ var tailVendorRules = []vendorRule{
 	// Data, scraping, maps and IoT APIs.
 	{kind: "radar-secret-key", prefix: "prj_live_sk_", segs: hex40, det: detGenericSecret},
 	{kind: "radar-secret-key", prefix: "prj_test_sk_", segs: hex40, det: detGenericSecret},
+	{kind: "coingecko-key", prefix: "CG-", segs: b62n(24, 24), det: detGenericSecret},
+	{kind: "covalent-key", prefix: "cqt_", segs: b62n(26, 32), det: detGenericSecret},
 	{kind: "apify-token", prefix: "apify_api_", segs: b62n(36, 36), det: detGenericSecret},
 	{kind: "scrapfly-key", prefix: "scp-live-", segs: hex32, det: detGenericSecret},
 	{kind: "scrapfly-key", prefix: "scp-test-", segs: hex32, det: detGenericSecret},
@@ -122,6 +133,7 @@ var tailVendorRules = []vendorRule{
 	{kind: "africastalking-key", prefix: "atsk_", segs: hex64, det: detGenericSecret},
 	{kind: "pinterest-token", prefix: "pina_", segs: b64urn(40, 200), det: detGenericSecret},
 	{kind: "instagram-token", prefix: "IGQV", segs: b64urn(100, 400), det: detGenericSecret},
+	{kind: "pubnub-secret-key", prefix: "sec-c-", segs: b64n(40, 64), pad: true, det: detGenericSecret},
 	{kind: "mandrill-key", prefix: "md-", segs: b64urn(22, 22), det: detGenericSecret},
 	{kind: "onesignal-key", prefix: "os_v2_app_", segs: lownum(50, 120), det: detGenericSecret},
 	{kind: "onesignal-key", prefix: "os_v2_org_", segs: lownum(50, 120), det: detGenericSecret},
