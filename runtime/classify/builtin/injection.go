@@ -167,8 +167,10 @@ type firstWord struct {
 }
 
 var (
-	injection     = compileInjection(injectionPhrases, injectionSets)
-	injectionHint = injection.hint
+	injection = compileInjection(injectionPhrases, injectionSets)
+	// injectionHint covers the phrase list's longest phrase and the signal engine's longest
+	// match and look-back (injection_engine.go).
+	injectionHint = max(injection.hint, injHint)
 )
 
 // compileInjection parses the phrase list. The list is part of the program, so a malformed

@@ -39,7 +39,7 @@ func TestOpenIsWhereThePendingTextBegins(t *testing.T) {
 		{"a custom pattern with a space in it is held across the space", "see |INC 12", ""},
 		{"a keyword phrase is held from its first word", "I love |New Yo", ""},
 		{"a complete keyword waits for the boundary after it", "I love |bluebird", ""},
-		{"a word that cannot begin a phrase settles at once", "the end|", "prompt-injection"},
+		{"a word that cannot begin a phrase settles at once", "the garden|", "prompt-injection"},
 		{"a word that can begin a phrase is held", "the |ena", "prompt-injection"},
 		{"a phrase that begins after an apostrophe inside a word is held", "x’|ignore all prev", "prompt-injection"},
 		{"so is one after a straight apostrophe", "x'|ignore all prev", "prompt-injection"},
@@ -237,9 +237,13 @@ func TestEveryFirstWordOfAPhraseIsHeld(t *testing.T) {
 	}
 }
 
-// isFirstWord reports whether w, folded, is a word a phrase begins with.
+// isFirstWord reports whether w, folded, is a word a phrase, or a rule of the signal engine
+// (which reads "you'r" as "your"), begins with.
 func isFirstWord(w string) bool {
 	w = strings.ToLower(strings.ReplaceAll(w, "’", "'"))
+	if len(injSig.byWord[strings.ReplaceAll(strings.ReplaceAll(w, "'", ""), "-", "")]) > 0 {
+		return true
+	}
 	for _, first := range injection.byLetter {
 		for _, fw := range first {
 			if fw.word == w {

@@ -112,10 +112,14 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 	for _, p := range c.global {
 		p.matchAll(&sc)
 	}
+	sigOpen := n
+	if c.on(detInjection) {
+		sigOpen = c.injectionSignals(&sc, more)
+	}
 	if !more {
 		return sc.finish(), 0, nil
 	}
-	open := c.open(s)
+	open := min(c.open(s), sigOpen)
 	if sc.held > 0 {
 		open = min(open, sc.held-1)
 	}

@@ -1,0 +1,378 @@
+package builtin
+
+import (
+	"unicode/utf8"
+)
+
+// The prompt-injection signal detector (issue 42) reads the text as a stream of tokens: words
+// and single punctuation marks. A word is normalised as it is read, so that the rules see one
+// spelling for many: ASCII case is folded, Unicode look-alikes of Latin letters (Cyrillic,
+// Greek, fullwidth, mathematical, circled, accented letters) are read as the letter they look
+// like, zero-width and other invisible characters inside a word are skipped, a hyphen or an
+// apostrophe inside a word is dropped ("role-play" is "roleplay", "don't" is "dont"), and in a
+// word that mixes letters and digits the leetspeak digits are read as letters ("1gn0r3").
+
+// maxNormWord is the longest normalised word the lexicon knows; a longer word is no word of it.
+const maxNormWord = 24
+
+// Token kinds.
+const (
+	tkWord uint8 = iota + 1
+	tkPunct
+)
+
+// itok is one token.
+type itok struct {
+	start, end int32
+	kind       uint8
+	// ch is the punctuation mark (quotes and dashes of any script folded to ASCII).
+	ch byte
+	// nl is how many line breaks the white space before the token holds (2 at most); ws is
+	// whether there was any, wsLen how many bytes (255 at most).
+	nl    uint8
+	ws    bool
+	wsLen uint8
+	// open says the word reaches the end of a text that may go on: it may still grow.
+	open bool
+	// leet says the word mixed letters and digits and its digits were read as letters.
+	leet  bool
+	n     uint8
+	norm  [maxNormWord]byte
+	class uint64 // lexicon classes, filled by the engine
+}
+
+func (t *itok) word() string { return string(t.norm[:t.n]) }
+
+// lexer reads tokens from s.
+type lexer struct {
+	s    string
+	pos  int
+	more bool
+}
+
+// Byte classes of the lexer.
+const (
+	lcOther  = iota // punctuation
+	lcSpace         // white space
+	lcLetter        // ASCII letter
+	lcDigit         // ASCII digit
+	lcHigh          // a byte of a multi-byte rune
+)
+
+var lexClass = func() (t [256]uint8) {
+	for b := range 256 {
+		switch {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z':
+			t[b] = lcLetter
+		case b >= '0' && b <= '9':
+			t[b] = lcDigit
+		case b == ' ', b == '\t', b == '\n', b == '\r', b == '\f', b == '\v':
+			t[b] = lcSpace
+		case b >= utf8.RuneSelf:
+			t[b] = lcHigh
+		}
+	}
+	return
+}()
+
+// leetLetter is the letter a digit stands for in leetspeak ('1' is tried as 'i' first, then
+// 'l', by the lexicon lookup).
+var leetLetter = [10]byte{'o', 'i', 'z', 'e', 'a', 's', 'g', 't', 'b', 'g'}
+
+// invisible reports a rune that renders as nothing and may be put inside a word to hide it.
+func invisible(r rune) bool {
+	switch {
+	case r == 0x00AD, r == 0x034F, r == 0x061C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5, r == 0x180E:
+		return true
+	case r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x206F:
+		return true
+	case r == 0x3164, r == 0xFEFF, r == 0xFFA0, r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0000 && r <= 0xE007F, r >= 0xE0100 && r <= 0xE01EF:
+		return true
+	}
+	return false
+}
+
+// foldLetter returns the ASCII letter (lower case) that r looks like, or 0.
+func foldLetter(r rune) byte {
+	switch {
+	case r < utf8.RuneSelf:
+		b := byte(r)
+		if isAlpha(b) {
+			return lower(b)
+		}
+		return 0
+	case r >= 0xFF21 && r <= 0xFF3A: // fullwidth A-Z
+		return byte('a' + r - 0xFF21)
+	case r >= 0xFF41 && r <= 0xFF5A: // fullwidth a-z
+		return byte('a' + r - 0xFF41)
+	case r >= 0x1D400 && r <= 0x1D6A3: // mathematical alphanumeric letters, 52 a style
+		k := (r - 0x1D400) % 52
+		if k < 26 {
+			return byte('a' + k)
+		}
+		return byte('a' + k - 26)
+	case r >= 0x24B6 && r <= 0x24CF: // circled capitals
+		return byte('a' + r - 0x24B6)
+	case r >= 0x24D0 && r <= 0x24E9: // circled small letters
+		return byte('a' + r - 0x24D0)
+	case r >= 0x1F130 && r <= 0x1F149: // squared capitals
+		return byte('a' + r - 0x1F130)
+	case r >= 0x1F150 && r <= 0x1F169: // negative circled capitals
+		return byte('a' + r - 0x1F150)
+	case r >= 0x1F170 && r <= 0x1F189: // negative squared capitals
+		return byte('a' + r - 0x1F170)
+	case r >= 0x1F1E6 && r <= 0x1F1FF: // regional indicators
+		return byte('a' + r - 0x1F1E6)
+	}
+	if b, ok := confusables[r]; ok {
+		return b
+	}
+	return 0
+}
+
+// confusables are the letters of other scripts, and the accented Latin letters, that look
+// like an ASCII letter (Unicode's confusables for the Latin alphabet, the common ones).
+var confusables = func() map[rune]byte {
+	m := map[rune]byte{}
+	add := func(letter byte, runes string) {
+		for _, r := range runes {
+			m[r] = letter
+		}
+	}
+	add('a', "аАαΑаàáâãäåāăąǎȁȃȧаɑᴀ")
+	add('b', "ВвβΒЬƅḃ")
+	add('c', "сСϲϹçćĉċčᴄ")
+	add('d', "ԁďđḋɗ")
+	add('e', "еЕεΕèéêëēĕėęěȅȇɛҽᴇ")
+	add('f', "ғϝḟ")
+	add('g', "ɡġğĝģǧ")
+	add('h', "һНΗհḣĥħ")
+	add('i', "іІιΙìíîïĩīĭįıǐȉȋɪӏ")
+	add('j', "јЈϳĵ")
+	add('k', "кКκΚķḳᴋ")
+	add('l', "ⅼĺļľŀłӀ")
+	add('m', "мМΜṁᴍ")
+	add('n', "ոΝñńņňŉṅηп")
+	add('o', "оОοΟοòóôõöøōŏőǒȍȏσ০٥ᴏ")
+	add('p', "рРρΡṗᴘ")
+	add('q', "ԛզ")
+	add('r', "гŕŗřȑȓṙᴦ")
+	add('s', "ѕЅśŝşšșṡ")
+	add('t', "тТτΤţťŧțṫᴛ")
+	add('u', "υùúûüũūŭůűųǔȕȗսᴜ")
+	add('v', "νѵᴠ")
+	add('w', "ѡԝẁẃẅŵᴡ")
+	add('x', "хХχΧ×")
+	add('y', "уУγΥýÿŷẏү")
+	add('z', "ΖźżžẓᴢΖ")
+	return m
+}()
+
+// next reads the next token; ok is false at the end of the text.
+func (lx *lexer) next(t *itok) bool {
+	s := lx.s
+	i := lx.pos
+	t.nl, t.ws, t.wsLen = 0, false, 0
+	from := i
+	// White space and invisible runes between tokens.
+	for i < len(s) {
+		c := lexClass[s[i]]
+		if c == lcSpace {
+			if s[i] == '\n' && t.nl < 2 {
+				t.nl++
+			}
+			t.ws = true
+			i++
+			continue
+		}
+		if c == lcHigh {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if invisible(r) || r == 0x00A0 || r == 0x2028 || r == 0x2029 || r >= 0x2000 && r <= 0x200A || r == 0x3000 {
+				if r == 0x2028 || r == 0x2029 {
+					t.nl = 2
+				}
+				t.ws = t.ws || !invisible(r)
+				i += n
+				continue
+			}
+		}
+		break
+	}
+	if i >= len(s) {
+		lx.pos = i
+		return false
+	}
+	t.wsLen = uint8(min(255, i-from))
+	t.start = int32(i)
+	t.open, t.leet = false, false
+	b := s[i]
+	c := lexClass[b]
+	if c == lcOther || c == lcHigh && !lx.wordRune(i) {
+		// One punctuation mark (a rune).
+		t.kind = tkPunct
+		n := 1
+		t.ch = b
+		if c == lcHigh {
+			var r rune
+			r, n = utf8.DecodeRuneInString(s[i:])
+			t.ch = foldPunct(r)
+			if r == utf8.RuneError && n <= 1 && lx.more && !utf8.FullRuneInString(s[i:]) {
+				t.open = true
+				n = len(s) - i
+			}
+		}
+		if b == '.' && i+1 == len(s) && lx.more {
+			t.open = true // a dot at the end: a sentence end, or a dot inside an address
+		}
+		t.end = int32(i + n)
+		lx.pos = i + n
+		return true
+	}
+	t.kind = tkWord
+	t.n = 0
+	letters, digits := 0, 0
+	over := false
+	put := func(ch byte) {
+		if int(t.n) < maxNormWord {
+			t.norm[t.n] = ch
+			t.n++
+		} else {
+			over = true
+		}
+	}
+	for i < len(s) {
+		b := s[i]
+		switch lexClass[b] {
+		case lcLetter:
+			put(lower(b))
+			letters++
+			i++
+			continue
+		case lcDigit:
+			put(b)
+			digits++
+			i++
+			continue
+		case lcHigh:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 && !utf8.FullRuneInString(s[i:]) {
+				if lx.more {
+					t.open = true
+				}
+				i = len(s)
+				continue
+			}
+			if invisible(r) {
+				i += n
+				continue
+			}
+			if r == '’' && i+n < len(s) && lx.letterAt(i+n) && (letters+digits) > 0 {
+				i += n // an apostrophe inside a word is dropped
+				continue
+			}
+			if l := foldLetter(r); l != 0 {
+				put(l)
+				letters++
+				i += n
+				continue
+			}
+		case lcOther:
+			// An apostrophe or hyphen between letters, '@' or '$' inside a word (leetspeak for
+			// a and s) and '_' between parts of a name stay in the word.
+			if (b == '\'' || b == '-' || b == '_') && letters+digits > 0 && i+1 < len(s) && lx.letterAt(i+1) {
+				if b == '_' {
+					put('_')
+				}
+				i++
+				continue
+			}
+			if (b == '@' || b == '$') && letters > 0 && i+1 < len(s) && lexClass[s[i+1]] == lcLetter {
+				if b == '@' {
+					put('a')
+				} else {
+					put('s')
+				}
+				letters++
+				i++
+				continue
+			}
+			if lx.more && i+1 == len(s) && (b == '\'' || b == '-' || b == '_' || b == '@' || b == '$') {
+				t.open = true
+			}
+		}
+		break
+	}
+	if i >= len(s) && lx.more {
+		t.open = true
+	}
+	t.end = int32(i)
+	lx.pos = i
+	if over {
+		t.n = 0 // too long to be a word of the lexicon
+	}
+	if letters > 0 && digits > 0 && digits <= letters+1 && !twoDigits(t.norm[:t.n]) {
+		for k := range t.n {
+			if d := t.norm[k]; d >= '0' && d <= '9' {
+				t.norm[k] = leetLetter[d-'0']
+				t.leet = true
+			}
+		}
+	}
+	return true
+}
+
+// letterAt reports whether a letter (of any script the lexer folds) begins at i.
+func (lx *lexer) letterAt(i int) bool {
+	b := lx.s[i]
+	if lexClass[b] == lcLetter || lexClass[b] == lcDigit {
+		return true
+	}
+	if lexClass[b] != lcHigh {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(lx.s[i:])
+	return foldLetter(r) != 0
+}
+
+// wordRune reports whether the rune at i begins a word: a letter the lexer folds.
+func (lx *lexer) wordRune(i int) bool {
+	r, n := utf8.DecodeRuneInString(lx.s[i:])
+	if r == utf8.RuneError && n <= 1 {
+		return false
+	}
+	return foldLetter(r) != 0
+}
+
+// foldPunct folds the quotes, dashes and brackets of Unicode to their ASCII mark, and every
+// other rune to 0x80 (a mark that is neither).
+func foldPunct(r rune) byte {
+	switch r {
+	case '“', '”', '„', '‟', '«', '»', '＂':
+		return '"'
+	case '‘', '’', '‚', '‛', '‹', '›', '＇':
+		return '\''
+	case '–', '—', '―', '‐', '‑', '−':
+		return '-'
+	case '…':
+		return '.'
+	case '：', '﹕':
+		return ':'
+	case '［', '【':
+		return '['
+	case '］', '】':
+		return ']'
+	case '＜', '〈':
+		return '<'
+	case '＞', '〉':
+		return '>'
+	case '｜':
+		return '|'
+	}
+	return 0x80
+}
+
+// twoDigits reports whether w begins with two digits (a number with a unit, "330ft", not
+// leetspeak).
+func twoDigits(w []byte) bool {
+	return len(w) >= 2 && isDigit(w[0]) && isDigit(w[1])
+}
