@@ -58,8 +58,9 @@ type hub struct {
 	timer *time.Timer
 	// first is when the pending burst began.
 	first time.Time
-	// history remembers the Guardrails of recent versions, for acks of a version that is
-	// no longer current (a guard restarted on its persisted snapshot).
+	// history remembers the Guardrails of recent versions by namespace and version, for
+	// acks of a version that is no longer current (a guard restarted on its persisted
+	// snapshot). An ack counts only for a version compiled for the guard's own namespace.
 	history map[string]string
 	order   []string
 }
@@ -270,7 +271,7 @@ func (h *hub) compileLocked(ns, key, prevKey string, e *entry, compile compileFu
 		h.metrics.compiles.Inc()
 	}
 	e.snap, e.gen = snap, max(e.gen, g)
-	h.rememberLocked(snap)
+	h.rememberLocked(ns, snap)
 	return snap, nil
 }
 
@@ -391,20 +392,25 @@ func (h *hub) sweepSelectionsLocked(ns string, now time.Time) {
 	}
 }
 
-// enforcedOf returns the Guardrails a version holds, if this replica compiled it.
-func (h *hub) enforcedOf(version string) (string, bool) {
+// enforcedOf returns the Guardrails a version holds, if this replica compiled it for
+// namespace ns: a version of another namespace's policy names Guardrails of that
+// namespace, which the guard of a pod in ns does not enforce, whatever their names.
+func (h *hub) enforcedOf(ns, version string) (string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v, ok := h.history[version]
+	v, ok := h.history[historyKey(ns, version)]
 	return v, ok
 }
 
-func (h *hub) rememberLocked(b *built) {
-	if _, ok := h.history[b.version]; ok {
+func historyKey(ns, version string) string { return ns + "/" + version }
+
+func (h *hub) rememberLocked(ns string, b *built) {
+	k := historyKey(ns, b.version)
+	if _, ok := h.history[k]; ok {
 		return
 	}
-	h.history[b.version] = b.enforced
-	h.order = append(h.order, b.version)
+	h.history[k] = b.enforced
+	h.order = append(h.order, k)
 	if len(h.order) > maxHistory {
 		delete(h.history, h.order[0])
 		h.order = h.order[1:]

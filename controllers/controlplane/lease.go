@@ -90,7 +90,7 @@ func (s *Server) recordAck(ctx context.Context, pod *metav1.PartialObjectMetadat
 	if lease != nil {
 		cur = lease.Annotations
 	}
-	enforced, known := s.hub.enforcedOf(req.Running)
+	enforced, known := s.hub.enforcedOf(pod.Namespace, req.Running)
 	want := ackAnnotations(cur, req, enforced, known)
 	holder := pod.Namespace + "/" + pod.Name
 	if lease != nil && len(want) == 0 && !guards.RenewDue(lease, holder, now, s.opts.LeaseDuration) {
