@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"strings"
 	"sync"
@@ -33,8 +34,21 @@ spec:
 // splitTokens are credentials the built-in secrets pack finds, built at run time (not
 // committed as tokens).
 var splitTokens = map[string]string{
-	"github": "ghp_" + "8vKpZq2mW4xR7tY1nB3cD5fG9hJ0kL6sQwEr",
+	"github": githubToken("8vKpZq2mW4xR7tY1nB3cD5fG9hJ0kL"),
 	"aws":    "AKIA" + "Z7Q3M9XK2L4P8RTB",
+}
+
+// githubToken returns a GitHub token of the documented format: ghp_, 30 base62
+// characters, and their CRC-32 in six base62 digits (the secrets pack checks it).
+func githubToken(body string) string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	c := crc32.ChecksumIEEE([]byte(body))
+	var sum [6]byte
+	for i := 5; i >= 0; i-- {
+		sum[i] = digits[c%62]
+		c /= 62
+	}
+	return "ghp_" + body + string(sum[:])
 }
 
 const (
