@@ -177,6 +177,7 @@ var classAlphabets = map[charClass]string{
 	cHex: "0123456789abcdef", cHexAny: "0123456789abcdefABCDEF", cDigit: alphaDigit, cB62: alphaB62,
 	cB64URL: alphaB62 + "-_", cB64: alphaB62 + "+/", cUpNum: alphaUpper + alphaDigit,
 	cLowNum: alphaLower + alphaDigit, cBech32: "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", cGitLab: alphaB62 + "-_",
+	cB62Pct: alphaB62,
 }
 
 // fakeVendorToken returns a token of rule r: its prefix, then each run of its body at a

@@ -42,9 +42,9 @@ type vendorRecord struct {
 	a, b        int // the value's bytes in text
 }
 
-func loadVendorCorpus(t testing.TB) []vendorRecord {
+func loadVendorCorpus(t testing.TB, name string) []vendorRecord {
 	t.Helper()
-	f, err := os.Open("testdata/secrets_vendor_corpus.jsonl.gz")
+	f, err := os.Open("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func scoreVendor(t testing.TB, recs []vendorRecord, split string, miss func(r ve
 		}
 		fig.near++
 		fig.nearCount[r.Kind]++
-		dn := r.Distinctive || r.Kind == "near-words"
+		dn := r.Distinctive || r.Kind == "near-words" || r.Kind == "near-fp"
 		if dn {
 			fig.distNear++
 		}
@@ -374,12 +374,12 @@ func ordinaryFigures(t testing.TB, log func(set, chunk string, spans []classify.
 // Held-out bars: the figures README.md reports for the held-out split, less a small margin.
 // They are set from one measurement and never lowered to make a change pass.
 const (
-	heldOutDistRecallMin     = 0.66  // measured 124/180 = 0.689
-	heldOutRecallMin         = 0.55  // measured 922/1620 = 0.569
-	heldOutNearRateMax       = 0.34  // measured 338/1060 = 0.319
-	heldOutDistNearRateMax   = 0.11  // measured 30/344 = 0.087
+	heldOutDistRecallMin     = 0.68  // measured 127/180 = 0.706
+	heldOutRecallMin         = 0.55  // measured 925/1620 = 0.571
+	heldOutNearRateMax       = 0.34  // measured 341/1060 = 0.322
+	heldOutDistNearRateMax   = 0.12  // measured 33/344 = 0.096
 	ordinaryRateMax          = 0.001 // the goal; measured 0/6407
-	tuningDistRecallMinFloor = 0.67  // measured 405/584 = 0.693
+	tuningDistRecallMinFloor = 0.68  // measured 412/584 = 0.705
 )
 
 // TestSecretsVendorCorpus reports the figures of the vendor-format corpus (both splits) and
@@ -387,7 +387,7 @@ const (
 // -v and SECRETS_TUNING_MISSES=1 it logs every miss and false positive of the tuning split
 // and every flagged chunk of ordinary text.
 func TestSecretsVendorCorpus(t *testing.T) {
-	recs := loadVendorCorpus(t)
+	recs := loadVendorCorpus(t, "secrets_vendor_corpus.jsonl.gz")
 	verbose := os.Getenv("SECRETS_TUNING_MISSES") != ""
 	var miss func(r vendorRecord, spans []classify.Span, what string)
 	if verbose {
@@ -428,5 +428,29 @@ func TestSecretsVendorCorpus(t *testing.T) {
 	}
 	if rate > ordinaryRateMax {
 		t.Errorf("ordinary text flagged %.4f, want ≤ %.4f", rate, ordinaryRateMax)
+	}
+}
+
+// Bars of the gitleaks corpus (testdata/secrets_gitleaks_corpus.jsonl.gz): the true and false
+// positives of gitleaks' own rule tests, converted after the detectors of issue 42 were
+// written and measured once; its tuning split was read after that, its held-out split only
+// in aggregate (README.md).
+const (
+	gitleaksDistRecallMin = 0.80 // measured 1113/1173 = 0.949 (tuning), 978/1174 = 0.833 (held out)
+	gitleaksNearRateMax   = 0.19 // measured 33/198 = 0.167 (tuning), 23/144 = 0.160 (held out)
+)
+
+// TestSecretsGitleaksCorpus reports the figures of the gitleaks corpus, in figures only.
+func TestSecretsGitleaksCorpus(t *testing.T) {
+	recs := loadVendorCorpus(t, "secrets_gitleaks_corpus.jsonl.gz")
+	for _, split := range []string{"tuning", "heldout"} {
+		fig := scoreVendor(t, recs, split, nil)
+		t.Logf("gitleaks %s: %s", split, fig)
+		if fig.distRecall() < gitleaksDistRecallMin {
+			t.Errorf("gitleaks %s distinctive recall %.3f, want ≥ %.3f", split, fig.distRecall(), gitleaksDistRecallMin)
+		}
+		if fig.nearRate() > gitleaksNearRateMax {
+			t.Errorf("gitleaks %s false positives flagged %.3f, want ≤ %.3f", split, fig.nearRate(), gitleaksNearRateMax)
+		}
 	}
 }

@@ -9,7 +9,8 @@ import "strings"
 // hand-made examples — not credentials a vendor issued, and a random secret begins with a
 // vendor's prefix by chance about once in 62³ values or less.
 
-// builtinPrefixes are the prefixes of the token detectors that are not in vendorRules.
+// builtinPrefixes are the prefixes of the token detectors that are not in vendorRules;
+// the value that follows one is judged by builtinNear.
 var builtinPrefixes = []string{
 	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
 	"xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-", "xoxc-", "xoxe.xoxp-", "xapp-",
@@ -17,10 +18,26 @@ var builtinPrefixes = []string{
 	"AKIA", "ASIA",
 }
 
-// minNearPrefix is the shortest prefix without a separator whose one-character-off
-// spellings are refused ("AIza" is too easily hit by a random value); a prefix with a
-// separator needs four characters ("aio_"): the one-off spellings of three ("sk_", "hf_")
-// are other vendors' prefixes as often as typos.
+// builtinNear reports whether v, which begins with builtin prefix p, is a near miss of
+// that detector's fixed shape: a GitHub token of 35 to 37 letters and digits (36 with a
+// wrong checksum is refused by the detector), an AWS key id of 15 to 17 capitals and digits
+// after its prefix. The detectors whose bodies have no fixed length (Slack, OpenAI,
+// Anthropic, GitLab) leave a value they refuse to the generic tests.
+func builtinNear(v, p string) bool {
+	body := v[len(p):]
+	switch p {
+	case "ghp_", "gho_", "ghu_", "ghs_", "ghr_":
+		return len(body) >= 35 && len(body) <= 37 && allIn(body, cB62)
+	case "AKIA", "ASIA":
+		return len(body) >= 15 && len(body) <= 17 && allIn(body, cUpNum)
+	}
+	return false
+}
+
+// minNearPrefix is the shortest prefix whose one-character-off spellings are refused: the
+// one-off spellings of a shorter one are other vendors' prefixes as often as typos ("tfp_"
+// of Typeform and "nfp_" of Netlify, "sk_" and "pk_"), or too easily hit by a random value
+// ("AIza").
 const minNearPrefix = 5
 
 // nearPrefixes are the prefixes whose one-character-off spellings are refused, builtin and
@@ -29,8 +46,7 @@ var nearPrefixes = func() []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(p string) {
-		sep := strings.IndexFunc(p, func(r rune) bool { return r < 0x80 && isSeparator(byte(r)) }) > 0
-		if (len(p) >= minNearPrefix || sep && len(p) >= 4) && !seen[p] {
+		if len(p) >= minNearPrefix && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}
@@ -44,17 +60,18 @@ var nearPrefixes = func() []string {
 	return out
 }()
 
-// vendorShaped reports whether v begins with a builtin prefix or a vendor's identifying
-// prefix, or with one of nearPrefixes one character off.
+// vendorShaped reports whether v begins with a builtin prefix, or with a vendor's
+// identifying prefix and a body of the vendor's shape or one character off it (nearShape),
+// or with one of nearPrefixes one character off.
 func vendorShaped(v string) bool {
 	for _, p := range builtinPrefixes {
-		if strings.HasPrefix(v, p) {
+		if strings.HasPrefix(v, p) && builtinNear(v, p) {
 			return true
 		}
 	}
 	if len(v) >= 2 && vendors.headPairs.has(v[0], v[1]) {
 		for _, x := range vendors.head[[2]byte{v[0], v[1]}] {
-			if identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) {
+			if identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) && x.r.nearShape(v[len(x.r.prefix):]) {
 				return true
 			}
 		}
@@ -65,7 +82,7 @@ func vendorShaped(v string) bool {
 		}
 		if vendors.sepPairs.has(v[p-1], v[p]) {
 			for _, x := range vendors.sep[[2]byte{v[p-1], v[p]}] {
-				if x.at == p && identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) {
+				if x.at == p && identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) && x.r.nearShape(v[len(x.r.prefix):]) {
 					return true
 				}
 			}
@@ -78,6 +95,46 @@ func vendorShaped(v string) bool {
 		}
 	}
 	return false
+}
+
+// nearShape reports whether body is the body of r or one character off it: of the rule's
+// length, or one shorter or longer than it allows, in the rule's alphabets but for at most
+// one symbol that belongs to no token alphabet (a typo). A body farther from the rule than
+// that — longer or shorter still, or with a character of another token alphabet, such as a
+// '-' in a body of letters and digits — is judged as any other value is: it is another form
+// of the vendor's token that the rule does not know, or no token of the vendor at all.
+func (r *vendorRule) nearShape(body string) bool {
+	lo, hi := 0, 0
+	for _, g := range r.segs {
+		lo += len(g.lit) + g.min
+		hi += len(g.lit) + g.max
+	}
+	if r.pad {
+		hi += 2
+	}
+	if len(body) < lo-1 || len(body) > hi+1 {
+		return false
+	}
+	odd := 0
+	for i := 0; i < len(body); i++ {
+		b := body[i]
+		in := b == '='
+		for _, g := range r.segs {
+			if g.cls.lenient().has(b) || strings.IndexByte(g.lit, b) >= 0 {
+				in = true
+				break
+			}
+		}
+		if !in {
+			if isB64URL(b) || strings.IndexByte("+/=.~:", b) >= 0 {
+				return false // another token alphabet: not a typo
+			}
+			if odd++; odd > 1 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // genericPrefixWords are prefixes several vendors use, or words: a value that begins with

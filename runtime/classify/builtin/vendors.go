@@ -23,6 +23,7 @@ const (
 	cLowNum                  // a-z 0-9
 	cBech32                  // the upper-case bech32 alphabet (age keys)
 	cGitLab                  // base64url and '.' (GitLab's routable tokens)
+	cB62Pct                  // A-Z a-z 0-9 and '%' (URL-encoded tokens: X's bearer tokens)
 )
 
 func (k charClass) has(b byte) bool {
@@ -47,6 +48,8 @@ func (k charClass) has(b byte) bool {
 		return isUpper(b) && b != 'B' && b != 'I' && b != 'O' || isDigit(b) && b != '1'
 	case cGitLab:
 		return isB64URL(b) || b == '.'
+	case cB62Pct:
+		return isAlnum(b) || b == '%'
 	}
 	return false
 }
@@ -177,7 +180,7 @@ var coreVendorRules = []vendorRule{
 	{kind: "stripe-restricted-key", prefix: "rk_live_", segs: b64urn(24, 247), det: detGenericSecret},
 	{kind: "stripe-restricted-test-key", prefix: "rk_test_", segs: b64urn(24, 247), det: detGenericSecret},
 	{kind: "stripe-webhook-secret", prefix: "whsec_", segs: []seg{{"", cB64, 32, 88}}, pad: true, det: detGenericSecret},
-	{kind: "square-access-token", prefix: "EAAA", segs: b64urn(60, 60), det: detGenericSecret},
+	{kind: "square-access-token", prefix: "EAAA", segs: b64urn(22, 60), det: detGenericSecret},
 	{kind: "square-oauth-secret", prefix: "sq0csp-", segs: b64urn(43, 43), det: detGenericSecret},
 	{kind: "square-legacy-token", prefix: "sq0atp-", segs: b64urn(22, 22), det: detGenericSecret},
 	{kind: "woocommerce-consumer-key", prefix: "ck_", segs: hex40, det: detGenericSecret},
@@ -261,8 +264,7 @@ var coreVendorRules = []vendorRule{
 	{kind: "cloudflare-origin-ca-key", prefix: "v1.0-", segs: []seg{{"", cHex, 24, 24}, {"-", cHex, 146, 146}}, det: detGenericSecret},
 	{kind: "mapbox-secret-token", prefix: "sk.eyJ", segs: []seg{{"", cB64URL, 20, 256}, {".", cB64URL, 20, 32}}, det: detGenericSecret},
 	{kind: "meta-access-token", prefix: "EAA", segs: b62n(90, 512), det: detGenericSecret},
-	{kind: "x-bearer-token", prefix: "AAAAAAAAAAAAAAAAAAAAA", segs: []seg{{"", cB62, 20, 40}, {"%", cB62, 40, 80}}, det: detGenericSecret},
-	{kind: "x-bearer-token", prefix: "AAAAAAAAAAAAAAAAAAAAA", segs: b62n(60, 120), det: detGenericSecret},
+	{kind: "x-bearer-token", prefix: "AAAAAAAAAAAAAAAAAAAAA", segs: []seg{{"", cB62Pct, 60, 160}}, det: detGenericSecret},
 
 	// AI APIs.
 	{kind: "groq-key", prefix: "gsk_", segs: b62n(52, 52), det: detGenericSecret},

@@ -80,12 +80,17 @@ func main() {
 	thVersion := flag.String("trufflehog-version", "github.com/trufflesecurity/trufflehog/v3@v3.63.0", "module@version recorded as the source")
 	out := flag.String("out", "", "testdata directory to write to")
 	ordinary := flag.Bool("ordinary", false, "write secrets_ordinary.txt.gz instead")
+	glDump := flag.String("gitleaks-dump", "", "write secrets_gitleaks_corpus.jsonl.gz from this dump of gitleaks' rule tests instead")
 	flag.Parse()
 	if *out == "" {
 		log.Fatal("-out is required")
 	}
 	if *ordinary {
 		writeOrdinary(*out)
+		return
+	}
+	if *glDump != "" {
+		writeGitleaks(*glDump, *out)
 		return
 	}
 	if *th == "" {
@@ -783,4 +788,78 @@ func writeOrdinary(out string) {
 	if err := os.WriteFile(filepath.Join(out, "secrets_ordinary_logs.txt.gz"), buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// writeGitleaks converts a dump of gitleaks' rule tests (see testdata/README.md: the true
+// and false positives each rule of github.com/zricethezav/gitleaks/v8@v8.30.1 validates
+// itself with, and the secret its detector extracts from each true positive) into
+// secrets_gitleaks_corpus.jsonl.gz: a positive per true positive with its first secret
+// marked, and a near miss ("near-fp") per false positive. A rule's family is its id's first
+// word; the split is HeldOut's.
+func writeGitleaks(dump, out string) {
+	f, err := os.Open(dump)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+	var recs []Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var row struct {
+			Rule, Regex, Kind, Text string
+			Secrets                 []string
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			log.Fatal(err)
+		}
+		family := strings.SplitN(row.Rule, "-", 2)[0]
+		split := "tuning"
+		if HeldOut(family) {
+			split = "heldout"
+		}
+		src := "github.com/zricethezav/gitleaks/v8@v8.30.1 cmd/generate/config/rules:" + row.Rule
+		dist := false
+		if g, ok := group(row.Regex); ok {
+			dist = distinctive(g)
+		}
+		switch row.Kind {
+		case "tp":
+			if len(row.Secrets) == 0 || row.Secrets[0] == "" {
+				continue
+			}
+			v := row.Secrets[0]
+			i := strings.Index(row.Text, v)
+			if i < 0 {
+				continue
+			}
+			if strings.Contains(row.Text, "%s") {
+				continue // the test reads the first %s of a context as the value's place
+			}
+			ctx := row.Text[:i] + "%s" + row.Text[i+len(v):]
+			recs = append(recs, Record{Family: family, Split: split, Distinctive: dist, Kind: "pos", Source: src, Context: ctx, Value: Encode(v)})
+		case "fp":
+			recs = append(recs, Record{Family: family, Split: split, Distinctive: dist, Kind: "near-fp", Source: src,
+				Context: "%s", Value: Encode(row.Text)})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		log.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	enc := json.NewEncoder(zw)
+	enc.SetEscapeHTML(false)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "secrets_gitleaks_corpus.jsonl.gz"), buf.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("%d records", len(recs))
 }
