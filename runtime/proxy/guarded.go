@@ -49,8 +49,17 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	if !x.loadPolicy() {
 		return
 	}
-	// ServeHTTP bounded r.Body by MaxBodyBytes.
-	body, err := readAll(r.Body, r.ContentLength, p.cfg.MaxBodyBytes)
+	// ServeHTTP bounded r.Body by MaxBodyBytes. A body that declares a larger length is
+	// refused unread, its connection closed: reading it cost a buffer of the limit's size
+	// (16 MiB by default) for nothing, which the guard's GOGC=400 multiplied.
+	var body []byte
+	var err error
+	if r.ContentLength > p.cfg.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+		err = &http.MaxBytesError{Limit: p.cfg.MaxBodyBytes}
+	} else {
+		body, err = readAll(r.Body, r.ContentLength, p.cfg.MaxBodyBytes)
+	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -266,13 +275,15 @@ func (x *exchange) passThrough(resp *http.Response) {
 }
 
 // readAll reads a body into one buffer sized from its Content-Length (bounded by max),
-// instead of growing it step by step.
+// instead of growing it step by step. A body of unknown length (chunked) is read by
+// io.ReadAll, in chunks copied once at the end: about twice its size allocated, where
+// growing one buffer as append does (a quarter at a time) allocated five times its size.
+// r must be bounded (MaxBytesReader, LimitReader).
 func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
-	size := int64(512)
-	if contentLength > 0 {
-		size = min(contentLength+1, limit+1)
+	if contentLength <= 0 {
+		return io.ReadAll(r)
 	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, 0, min(contentLength+1, limit+1))
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)] // grow as io.ReadAll does
