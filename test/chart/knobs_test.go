@@ -142,9 +142,17 @@ func TestTheReleaseNamespaceIsNeverSentToTheWebhook(t *testing.T) {
 		}
 	}
 	// Extra object selectors never reach the required entry: a pod label must not skip it.
+	// The opt-in entries take them (enabled has no objectSelector of its own).
 	for _, w := range webhooks(t, objects(t, renderYAML(t, "guardrail-system", everyKnob))) {
 		_, has := w["objectSelector"]
 		if strings.HasPrefix(w["name"].(string), "required.") == has {
+			t.Errorf("entry %s: objectSelector %v", w["name"], w["objectSelector"])
+		}
+	}
+	// Without them the enabled entry has none either: no pod label keeps a pod, or a
+	// hand-written guard, from the injector in a namespace labelled enabled.
+	for _, w := range webhooks(t, objects(t, renderYAML(t, "guardrail-system", ""))) {
+		if _, has := w["objectSelector"]; has && !strings.HasPrefix(w["name"].(string), "pod.") {
 			t.Errorf("entry %s: objectSelector %v", w["name"], w["objectSelector"])
 		}
 	}
