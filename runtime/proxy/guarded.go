@@ -50,13 +50,15 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 		return
 	}
 	// ServeHTTP bounded r.Body by MaxBodyBytes. A body that declares a larger length is
-	// refused unread, its connection closed: reading it cost a buffer of the limit's size
-	// (16 MiB by default) for nothing, which the guard's GOGC=400 multiplied.
+	// read to the limit and discarded, not kept: buffering it cost the limit's size (16 MiB
+	// by default) for nothing, which the guard's GOGC=400 multiplied. It is still read so
+	// that a client that is sending it gets the 413, not a reset connection.
 	var body []byte
 	var err error
 	if r.ContentLength > p.cfg.MaxBodyBytes {
-		w.Header().Set("Connection", "close")
-		err = &http.MaxBytesError{Limit: p.cfg.MaxBodyBytes}
+		if _, err = io.Copy(io.Discard, r.Body); err == nil {
+			err = &http.MaxBytesError{Limit: p.cfg.MaxBodyBytes}
+		}
 	} else {
 		body, err = readAll(r.Body, r.ContentLength, p.cfg.MaxBodyBytes)
 	}
