@@ -163,15 +163,18 @@ func (x *exchange) hidden(tool string, s *Stop) {
 func (x *exchange) post() {
 	defer x.count()
 	x.r.Body = http.MaxBytesReader(x.w, x.r.Body, x.h.cfg.MaxBodyBytes)
+	rd := &idleReader{r: x.r.Body, rc: x.rc, timeout: x.h.cfg.ReadIdleTimeout}
 	var body []byte
 	var err error
 	if x.r.ContentLength > x.h.cfg.MaxBodyBytes {
-		// Refused unread, its connection closed: reading it would cost a buffer of the
-		// limit's size for nothing.
-		x.w.Header().Set("Connection", "close")
-		err = &http.MaxBytesError{Limit: x.h.cfg.MaxBodyBytes}
+		// Read to the limit and discarded, not kept: buffering it would cost the limit's
+		// size for nothing. It is still read so that a client that is sending it gets the
+		// 413, not a reset connection.
+		if _, err = io.Copy(io.Discard, rd); err == nil {
+			err = &http.MaxBytesError{Limit: x.h.cfg.MaxBodyBytes}
+		}
 	} else {
-		body, err = io.ReadAll(&idleReader{r: x.r.Body, rc: x.rc, timeout: x.h.cfg.ReadIdleTimeout})
+		body, err = io.ReadAll(rd)
 	}
 	if err != nil {
 		var tooLarge *http.MaxBytesError
