@@ -141,7 +141,7 @@ func demoTraffic(ctx context.Context, base string) []string {
 	type req struct{ what, body string }
 	reqs := []req{
 		{"an answer with an email address (redact-pii-secrets)", `{"model":"demo","messages":[{"role":"user","content":"Please write to jane.doe@example.com about the invoice."}]}`},
-		{"a streamed answer with a GitHub token (stop-streamed-secrets)", `{"model":"demo","stream":true,"messages":[{"role":"user","content":"Deploy with GITHUB_TOKEN=ghp_8vKpZq2mW4xR7tY1nB3cD5fG9hJ0kL6sQwEr and report back."}]}`},
+		{"a streamed answer with a GitHub token (stop-streamed-secrets)", `{"model":"demo","stream":true,"messages":[{"role":"user","content":"Deploy with GITHUB_TOKEN=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 and report back."}]}`},
 		{"a harmless answer", `{"model":"demo","messages":[{"role":"user","content":"What is the capital of France?"}]}`},
 	}
 	var out []string

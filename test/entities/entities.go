@@ -6,6 +6,7 @@ package entities
 
 import (
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"strings"
 )
@@ -79,7 +80,8 @@ func New(rng *rand.Rand, kind string) Entity {
 	case "aws-access-key":
 		return Entity{Kind: kind, Category: "aws-access-key", Value: "AKIA" + Token(rng, Upper+Digits, 16), Before: "id ", After: " in use"}
 	case "github-token":
-		return Entity{Kind: kind, Category: "github-token", Value: "gh" + string("pousr"[rng.IntN(5)]) + "_" + Token(rng, alnum, 36), Before: "token ", After: " expires"}
+		body := Token(rng, alnum, 36)[:30]
+		return Entity{Kind: kind, Category: "github-token", Value: "gh" + string("pousr"[rng.IntN(5)]) + "_" + body + GitHubChecksum(body), Before: "token ", After: " expires"}
 	case "github-pat":
 		return Entity{Kind: kind, Category: "github-token", Value: "github_pat_" + Token(rng, alnum, 22) + "_" + Token(rng, alnum, 59), Before: "token ", After: " expires"}
 	case "gitlab-token":
@@ -234,3 +236,17 @@ func Split(s string, size int) []string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// GitHubChecksum is the checksum a GitHub token (ghp_ and 36 characters) ends in: the
+// CRC-32 (IEEE) of the 30 characters before it in six base62 digits. The built-in detector
+// refuses a token whose last six characters are not its checksum, as GitHub never issues one.
+func GitHubChecksum(body string) string {
+	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	c := crc32.ChecksumIEEE([]byte(body))
+	var d [6]byte
+	for i := 5; i >= 0; i-- {
+		d[i] = digits[c%62]
+		c /= 62
+	}
+	return string(d[:])
+}

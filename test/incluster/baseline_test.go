@@ -24,7 +24,7 @@ func TestAPlatformBaselineBindsEveryTenant(t *testing.T) {
 	u := user{t: t, c: c}
 	loadImages(t, c)
 	const ns = "baseline-tenant"
-	const token = "ghp_8vKpZq2mW4xR7tY1nB3cD5fG9hJ0kL6sQwEr"
+	const token = "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"
 	// The guard refuses an Input block with HTTP 400 and the Guardrail's reason; which
 	// Guardrail refused shows in its status (a Report Guardrail never refuses).
 	const refusal = "400"

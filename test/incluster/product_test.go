@@ -111,7 +111,7 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 	})
 	t.Run("a streamed answer with a credential is stopped with the sample's reason", func(t *testing.T) {
 		u := user{t: t, c: c}
-		const token = "ghp_8vKpZq2mW4xR7tY1nB3cD5fG9hJ0kL6sQwEr"
+		const token = "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"
 		out := u.chat("deploy with GITHUB_TOKEN="+token+" and report", true)
 		text := streamedText(t, out)
 		if strings.Contains(out, token[4:12]) || strings.Contains(out, token[len(token)-8:]) {
