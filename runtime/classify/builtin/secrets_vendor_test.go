@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -208,7 +209,7 @@ const ordinaryChunk = 1024
 // Debian's license texts) and logs (package-manager logs in testdata).
 func ordinaryText(t testing.TB) map[string][]string {
 	t.Helper()
-	root := runtime.GOROOT()
+	root := goroot(t)
 	out := map[string][]string{}
 	add := func(set, text string) {
 		for len(text) > 0 {
@@ -299,6 +300,16 @@ func ordinaryText(t testing.TB) map[string][]string {
 		add("logs", string(part))
 	}
 	return out
+}
+
+// goroot is the root of the Go toolchain the test runs with (go env GOROOT).
+func goroot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // moduleCache returns the module cache's directory and the versions go.mod requires, or ""
