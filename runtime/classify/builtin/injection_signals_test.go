@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,34 @@ func TestInjectionRulesCompile(t *testing.T) {
 			}()
 			compileInjSig(injSets, []injRuleDef{bad})
 		}()
+	}
+}
+
+// TestInjectionRegionsFindWhatTheWholeTextDoes: reading only the regions around anchors finds
+// exactly the spans, and the same Open, as reading every token of the text, on the
+// evaluation set and on streaming prefixes of the attacks.
+func TestInjectionRegionsFindWhatTheWholeTextDoes(t *testing.T) {
+	c := only(t, "prompt-injection")
+	run := func(text string, more, whole bool) classify.Result {
+		injWholeText = whole
+		defer func() { injWholeText = false }()
+		r, err := c.Classify(context.Background(), classify.Input{Text: text, More: more})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	check := func(text string, more bool) {
+		a, b := run(text, more, false), run(text, more, true)
+		if a.Open != b.Open || !slices.Equal(a.Spans, b.Spans) {
+			t.Fatalf("%.120q (more %v): regions give %s open %d, the whole text %s open %d", text, more,
+				describeSpans(c, text, a.Spans), a.Open, describeSpans(c, text, b.Spans), b.Open)
+		}
+	}
+	for _, s := range injectionCorpus(t) {
+		check(s.text, false)
+		for k := 0; k < len(s.text); k += 97 {
+			check(s.text[:k], true)
+		}
 	}
 }
