@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/base64"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -94,7 +95,10 @@ type injSigTable struct {
 	// anchors are the words of each rule's rarest mandatory slot; a region of the text is
 	// read only around one (regions). anchorPairs holds their first two bytes, both cases.
 	// A match can begin up to anchors[w] bytes before its anchor w (anchorWords).
-	anchors      map[string]int
+	anchors map[string]int
+	// lexT and anchorsT answer as lex and anchors, faster (the hot path's lookups).
+	lexT         wordTable[injWord]
+	anchorsT     wordTable[int]
 	anchorPairs  byteSet64k
 	anchorFilter [maxNormWord + 1][36]uint64 // as filter, for the anchors
 	firstFilter  [maxNormWord + 1][36]uint64 // as filter, for the words that begin a rule
@@ -381,6 +385,7 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 			t.firstFilter[len(w)][f] |= 1 << l
 		}
 	}
+	t.lexT, t.anchorsT = newWordTable(t.lex), newWordTable(t.anchors)
 	for w := range t.lex {
 		f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
 		if f < 0 || l < 0 || len(w) > maxNormWord {
@@ -474,7 +479,7 @@ func (x *injScan) lookup(t *itok) {
 	}
 	w := t.norm[:t.n]
 	if x.t.known(w) {
-		if e, ok := x.t.lex[string(w)]; ok {
+		if e, ok := x.t.lexT.get(w); ok {
 			t.class, t.rules = e.class, e.rules
 			return
 		}
@@ -500,7 +505,7 @@ func (x *injScan) lookup(t *itok) {
 		k++
 	}
 	if changed && x.t.known(alt[:t.n]) {
-		if e, ok := x.t.lex[string(alt[:t.n])]; ok {
+		if e, ok := x.t.lexT.get(alt[:t.n]); ok {
 			t.class, t.rules = e.class, e.rules
 		}
 	}
@@ -581,7 +586,8 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 	if first.open {
 		return injPending, 0
 	}
-	var cur, nxt [24]injState
+	var bufs [2][24]injState
+	cur, nxt := &bufs[0], &bufs[1] // swapped after each token, not copied
 	nc := 0
 	add := func(buf *[24]injState, n *int, st injState) {
 		for {
@@ -601,7 +607,7 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 			return
 		}
 	}
-	add(&cur, &nc, injState{k: 1, seen: r.need != 0 && r.need&x.cls(first) != 0})
+	add(cur, &nc, injState{k: 1, seen: r.need != 0 && r.need&x.cls(first) != 0})
 	accepted := func(st injState) bool {
 		return int(st.k) == len(r.slots) && (r.need == 0 || st.seen)
 	}
@@ -671,12 +677,12 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 							continue
 						}
 					}
-					add(&nxt, &nn, ns)
+					add(nxt, &nn, ns)
 				}
 				if !hard && injSoft[t.ch] && st.k > 0 && st.sk < injSoftRun {
 					sk := st
 					sk.sk++
-					add(&nxt, &nn, sk) // a soft mark between words is skipped
+					add(nxt, &nn, sk) // a soft mark between words is skipped
 				}
 				if t.open {
 					return injPending, 0
@@ -695,13 +701,13 @@ func (x *injScan) matchRule(r *injSigRule, i int) (int, int) {
 			seen := st.seen || r.need != 0 && r.need&x.cls(t) != 0
 			if sl.gap > 0 {
 				if int(st.g)+1 <= sl.gap {
-					add(&nxt, &nn, injState{k: st.k, g: st.g + 1, seen: seen})
+					add(nxt, &nn, injState{k: st.k, g: st.g + 1, seen: seen})
 				}
 				continue
 			}
-			add(&nxt, &nn, injState{k: st.k + 1, seen: seen})
+			add(nxt, &nn, injState{k: st.k + 1, seen: seen})
 		}
-		cur, nc = nxt, nn
+		cur, nxt, nc = nxt, cur, nn
 		last = j
 	}
 }
@@ -1046,8 +1052,18 @@ func (t *injSigTable) regions(s string, rs *injRegions, more bool) {
 		// An ASCII word, read as the lexer reads it: letters and digits, with an apostrophe,
 		// hyphen or underscore between them.
 		j := i + 1
-		for j < n && pfClass[s[j]] == pfLetter {
-			j++
+		for {
+			if j+8 > n {
+				for j < n && pfClass[s[j]] == pfLetter {
+					j++
+				}
+				break
+			}
+			if bad := nonLetters8(load8(s, j)); bad != 0 {
+				j += bits.TrailingZeros64(bad) >> 3
+				break
+			}
+			j += 8
 		}
 		kinds := c
 		for j < n {
@@ -1079,7 +1095,7 @@ func (t *injSigTable) regions(s string, rs *injRegions, more bool) {
 			if j-i <= maxNormWord+4 && k >= 2 {
 				f, l := filterIndex(lw[0]), filterIndex(lw[k-1])
 				if f >= 0 && l >= 0 && t.anchorFilter[k][f]&(1<<l) != 0 {
-					if back, ok := t.anchors[string(lw[:k])]; ok {
+					if back, ok := t.anchorsT.get(lw[:k]); ok {
 						rs.add(max(0, i-back), i)
 					}
 				}
@@ -1188,6 +1204,24 @@ func (c *Classifier) injectionBase64(sc *scanState, more bool, rs *injRegions) i
 		i = max(i+1, run(i))
 	}
 	return open
+}
+
+// nonLetters8 returns the bytes of x (eight bytes of text, load8) that are not ASCII letters,
+// as the high bit of each (the lowest set bit is the first such byte; the bits above it may
+// be wrong).
+func nonLetters8(x uint64) uint64 {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	y := x | 0x20*ones // 'A'-'Z' to 'a'-'z'; no other byte lands in 'a'-'z'
+	ge := y + (0x80-'a')*ones
+	gt := y + (0x80-'z'-1)*ones
+	return (^ge | gt | x) & high
+}
+
+// load8 reads s[j:j+8] as a little-endian word.
+func load8(s string, j int) uint64 {
+	_ = s[j+7]
+	return uint64(s[j]) | uint64(s[j+1])<<8 | uint64(s[j+2])<<16 | uint64(s[j+3])<<24 |
+		uint64(s[j+4])<<32 | uint64(s[j+5])<<40 | uint64(s[j+6])<<48 | uint64(s[j+7])<<56
 }
 
 // Byte classes of the anchor scan (regions).

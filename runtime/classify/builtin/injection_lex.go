@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -243,6 +245,22 @@ func (lx *lexer) next(t *itok) bool {
 			over = true
 		}
 	}
+	// A run of ASCII letters, eight at a time while the word has room for them (the bytes
+	// stored past a non-letter are overwritten or lie past t.n), then as below.
+	for i+8 <= len(s) && int(t.n)+8 <= maxNormWord {
+		x := load8(s, i)
+		k := 8
+		if bad := nonLetters8(x); bad != 0 {
+			k = bits.TrailingZeros64(bad) >> 3
+		}
+		binary.LittleEndian.PutUint64(t.norm[t.n:], x|0x2020202020202020)
+		t.n += uint8(k)
+		letters += k
+		i += k
+		if k < 8 {
+			break
+		}
+	}
 	for i < len(s) {
 		b := s[i]
 		switch lexClass[b] {
@@ -378,4 +396,67 @@ func foldPunct(r rune) byte {
 // leetspeak).
 func twoDigits(w []byte) bool {
 	return len(w) >= 2 && isDigit(w[0]) && isDigit(w[1])
+}
+
+// wordTable is a read-only open-addressing hash table of normalised words (at most
+// maxNormWord bytes): the engine's word lookups on the hot path, without a map's string
+// hashing. It is built once, from a map, and answers as the map does.
+type wordTable[V any] struct {
+	mask  uint32
+	slots []wordSlot[V]
+}
+
+type wordSlot[V any] struct {
+	n   uint8 // 0: empty
+	key [maxNormWord]byte
+	v   V
+}
+
+// wordHash hashes a normalised word (FNV-1a, seeded with its length).
+func wordHash(w []byte) uint32 {
+	h := uint32(2166136261) ^ uint32(len(w))
+	for _, b := range w {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	return h ^ h>>15
+}
+
+func newWordTable[V any](m map[string]V) wordTable[V] {
+	size := 16
+	for size < 4*len(m) {
+		size *= 2
+	}
+	wt := wordTable[V]{mask: uint32(size - 1), slots: make([]wordSlot[V], size)}
+	for w, v := range m {
+		if len(w) == 0 || len(w) > maxNormWord {
+			continue // get is never asked for a longer word
+		}
+		for h := wordHash([]byte(w)) & wt.mask; ; h = (h + 1) & wt.mask {
+			if sl := &wt.slots[h]; sl.n == 0 {
+				sl.n = uint8(len(w))
+				copy(sl.key[:], w)
+				sl.v = v
+				break
+			}
+		}
+	}
+	return wt
+}
+
+// get returns the value of w, as a map lookup would.
+func (wt *wordTable[V]) get(w []byte) (V, bool) {
+	if len(w) > 0 && len(w) <= maxNormWord {
+		for h := wordHash(w) & wt.mask; ; h = (h + 1) & wt.mask {
+			sl := &wt.slots[h]
+			if sl.n == 0 {
+				break
+			}
+			if int(sl.n) == len(w) && string(sl.key[:sl.n]) == string(w) {
+				return sl.v, true
+			}
+		}
+	}
+	var zero V
+	return zero, false
 }
