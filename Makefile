@@ -121,11 +121,12 @@ mutation: $(GREMLINS) ## Mutation testing of the engine, policy and built-in det
 	go run ./hack/mutation --gremlins $(GREMLINS) $(MUTATION_FLAGS)
 
 .PHONY: load
-load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams and large-input checks and the MCP tools/call latency (test/load/README.md), ~4 min.
+load: ## Run the guard's load benchmark against a plain reverse proxy, then the linear-streams and large-input checks, the MCP tools/call latency and a 4-minute memory soak (test/load/README.md), ~9 min.
 	go run ./test/load/cmd/guardload $(LOAD_FLAGS)
 	go run ./test/load/cmd/guardload linear $(LINEAR_FLAGS)
 	go run ./test/load/cmd/guardload large
 	go run ./test/load/cmd/mcpload
+	go run ./test/load/cmd/guardload soak $(SOAK_FLAGS)
 
 ##@ Single-node cluster (root; internal/singlenode, suites in test/cluster and test/incluster)
 

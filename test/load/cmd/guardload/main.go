@@ -68,6 +68,8 @@ func main() {
 		err = runSaturate(ctx, os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "linear":
 		err = runLinear(ctx, os.Args[2:], os.Stdout)
+	case len(os.Args) > 1 && os.Args[1] == "soak":
+		err = runSoak(ctx, os.Args[2:], os.Stdout)
 	default:
 		var cfg config
 		if cfg, err = parseFlags(os.Args[1:]); err == nil {
