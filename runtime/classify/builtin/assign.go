@@ -236,9 +236,6 @@ func (c *Classifier) emitSecret(sc *scanState, kind keyKind, v, ve int) {
 		c.encodedAt(sc, v, ve)
 		return
 	}
-	if (kind == keyToken || kind == keyBare || kind == keyAuthorization) && straySymbol(value) {
-		return // a token with a character typed wrong (see straySymbol)
-	}
 	switch {
 	case len(value) <= maxGenericSecret && isGenericSecret(value) && (kind != keyClientID || !isWordlike(value)):
 	case kind != keyBare && (isSecretUUID(value) || isSecretDigits(value)):

@@ -222,26 +222,3 @@ func strayCharacters(v string) bool {
 	}
 	return digits > 0 && (lower >= 12 && upper == 1 || upper >= 12 && lower == 1)
 }
-
-// straySymbol reports a value of letters and digits with exactly one other character that
-// is not part of a token alphabet (base64's + / =, base64url's - _, '.', '~' and the ':'
-// of id:secret pairs), in the middle: a token drawn from letters and digits with one character typed wrong. Only values
-// of token keys (api keys, tokens, bearer credentials) are tested: a generated password
-// often has exactly one symbol.
-func straySymbol(v string) bool {
-	if len(v) < 24 {
-		return false
-	}
-	odd := -1
-	for i := 0; i < len(v); i++ {
-		b := v[i]
-		if isAlnum(b) || strings.IndexByte("+/=-_.~:", b) >= 0 {
-			continue
-		}
-		if odd >= 0 {
-			return false
-		}
-		odd = i
-	}
-	return odd > 0 && odd < len(v)-1 && classMix(v) >= 2
-}
