@@ -364,15 +364,6 @@ func projectsGuardToken(v *corev1.Volume) bool {
 	return false
 }
 
-func mounts(c *corev1.Container, volume string) bool {
-	for _, m := range c.VolumeMounts {
-		if m.Name == volume {
-			return true
-		}
-	}
-	return false
-}
-
 // otherMount names a container other than guard that mounts one of volumes, or "".
 // Ephemeral containers cannot mount a volume of their own, but they can mount the pod's.
 func otherMount(pod *corev1.Pod, guard *corev1.Container, volumes ...string) string {

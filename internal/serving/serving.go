@@ -169,7 +169,7 @@ func (s *webhookServer) Start(ctx context.Context) error {
 
 // StartedChecker is healthy once the server accepts TLS connections, as DefaultServer's.
 func (s *webhookServer) StartedChecker() healthz.Checker {
-	return func(*http.Request) error {
+	return func(req *http.Request) error {
 		addr, enabled := s.address()
 		if !enabled {
 			return nil
@@ -180,8 +180,12 @@ func (s *webhookServer) StartedChecker() healthz.Checker {
 		if !started {
 			return errors.New("webhook server has not been started yet")
 		}
-		d := &net.Dialer{Timeout: 10 * time.Second}
-		conn, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only whether it answers
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // only whether it answers
+		ctx := context.Background()
+		if req != nil {
+			ctx = req.Context()
+		}
+		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return fmt.Errorf("webhook server is not reachable: %w", err)
 		}
@@ -196,7 +200,8 @@ func serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	go func() {
 		defer close(stopped)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		// ctx has ended: the shutdown gets a bound of its own.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()

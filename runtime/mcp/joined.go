@@ -142,7 +142,7 @@ func redactionsIn(orig, red string) ([]redaction, bool) {
 		if budget--; budget < 0 {
 			return nil, false
 		}
-		ok := true
+		var ok bool
 		switch {
 		case t == len(toks):
 			if i == len(orig) {

@@ -246,8 +246,9 @@ func wholeTokenMarker(t *testing.T, srv *switchable, url, token string) string {
 		t.Fatalf("answer %s", body)
 	}
 	text := res.Result.Content[0].Text
-	marker, ok := strings.CutPrefix(text, splitBefore)
-	if marker, ok = strings.CutSuffix(marker, splitAfter); !ok || !strings.HasPrefix(marker, markerPrefix) {
+	marker, _ := strings.CutPrefix(text, splitBefore)
+	marker, ok := strings.CutSuffix(marker, splitAfter)
+	if !ok || !strings.HasPrefix(marker, markerPrefix) {
 		t.Fatalf("the whole token was not redacted: %q", text)
 	}
 	return marker

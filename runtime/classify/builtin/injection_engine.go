@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -284,8 +285,8 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 				break
 			}
 			if k := strings.LastIndex(f, "*"); k >= 0 {
-				fmt.Sscanf(f[k+1:], "%d", &sl.gap)
-				if sl.gap <= 0 {
+				gap, err := strconv.Atoi(f[k+1:])
+				if sl.gap = gap; err != nil || sl.gap <= 0 {
 					panic(fmt.Sprintf("builtin: injection rule %q: bad gap %q", d.name, f))
 				}
 				f = f[:k]
@@ -1088,12 +1089,12 @@ func (t *injSigTable) regions(s string, rs *injRegions, more bool) {
 			k := 0
 			for q := i; q < j && k < len(lw); q++ {
 				if b := s[q]; b != '\'' && b != '-' {
-					lw[k] = lower(b)
+					lw[k] = lower(b) //nolint:gosec // k < len(lw), the loop's bound
 					k++
 				}
 			}
 			if j-i <= maxNormWord+4 && k >= 2 {
-				f, l := filterIndex(lw[0]), filterIndex(lw[k-1])
+				f, l := filterIndex(lw[0]), filterIndex(lw[k-1]) //nolint:gosec // 2 <= k <= len(lw)
 				if f >= 0 && l >= 0 && t.anchorFilter[k][f]&(1<<l) != 0 {
 					if back, ok := t.anchorsT.get(lw[:k]); ok {
 						rs.add(max(0, i-back), i)

@@ -46,8 +46,6 @@ type itok struct {
 	looked bool
 }
 
-func (t *itok) word() string { return string(t.norm[:t.n]) }
-
 // lexer reads tokens from s.
 type lexer struct {
 	s    string

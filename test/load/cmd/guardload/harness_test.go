@@ -31,7 +31,7 @@ func TestWorkloadIsCleanForTheDefaultPacks(t *testing.T) {
 	for _, d := range answerDeltas(200) {
 		answer.WriteString(d.Text)
 	}
-	for name, text := range map[string]string{"the prompt": prose(promptProse, 2048), "the answer": answer.String()} {
+	for name, text := range map[string]string{"the prompt": prose(2048), "the answer": answer.String()} {
 		t.Run(name+" matches no detector", func(t *testing.T) {
 			res, err := c.Classify(context.Background(), classify.Input{Text: text})
 			if err != nil {
@@ -46,7 +46,7 @@ func TestWorkloadIsCleanForTheDefaultPacks(t *testing.T) {
 
 func TestPromptHasTheRequestedSize(t *testing.T) {
 	for _, n := range []int{64, 2048, 5000} {
-		if got := len(prose(promptProse, n)); got > n || got < n-20 {
+		if got := len(prose(n)); got > n || got < n-20 {
 			t.Errorf("prose(%d) has %d bytes", n, got)
 		}
 	}

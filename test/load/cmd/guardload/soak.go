@@ -305,9 +305,9 @@ func startSoak(ctx context.Context, cfg soakConfig, dir string) (*soak, func(), 
 			stops[i]()
 		}
 	}
-	s := &soak{cfg: cfg, prose: prose(promptProse, 1024),
+	s := &soak{cfg: cfg, prose: prose(1024),
 		client: &http.Client{Transport: newTransport(), Timeout: time.Minute}}
-	s.oversized = s.chatBody(prose(promptProse, cfg.maxBody+4096), false)
+	s.oversized = s.chatBody(prose(cfg.maxBody+4096), false)
 	stops = append(stops, s.client.CloseIdleConnections)
 
 	provider := fakeprovider.NewHandler(fakeprovider.WithHandler(func(r *fakeprovider.Request) fakeprovider.Script {
@@ -575,7 +575,7 @@ func (s *soak) sample(ctx context.Context) (soakSample, error) {
 
 // scrapeSeries reads series without labels from a metrics endpoint, in order.
 func scrapeSeries(ctx context.Context, url string, names ...string) ([]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil) //nolint:gosec // the guard's admin address on loopback
 	if err != nil {
 		return nil, err
 	}
@@ -736,7 +736,7 @@ func soakSchedule(kinds []soakKind) []int {
 			out = append(out, i)
 		}
 	}
-	rng := rand.New(rand.NewPCG(41, 41))
+	rng := rand.New(rand.NewPCG(41, 41)) //nolint:gosec // a fixed, reproducible traffic mix, not a secret
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
 }
@@ -855,7 +855,7 @@ func (s *soak) messagesBody(stream bool, extra ...string) []byte {
 type closeConn struct{}
 
 func (s *soak) newRequest(ctx context.Context, path string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+path, bytes.NewReader(body)) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return nil, err
 	}
@@ -892,7 +892,7 @@ func (s *soak) fetch(ctx context.Context, path string, body []byte, status int) 
 	if err != nil {
 		return nil, err.Error()
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.client.Do(req) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -917,7 +917,7 @@ func (s *soak) goAway(ctx context.Context, path string, body []byte) string {
 	if err != nil {
 		return err.Error()
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.client.Do(req) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return err.Error()
 	}
@@ -952,13 +952,13 @@ func (s *soak) other(ctx context.Context) string {
 	case 1:
 		path, status = "/v1/chat/completions/chatcmpl-soak", http.StatusNotFound
 	}
-	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, s.base+path, bytes.NewReader(body)) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer soak-test")
-	resp, err := s.client.Do(req)
+	resp, err := s.client.Do(req) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return err.Error()
 	}
@@ -1007,7 +1007,7 @@ func (s *soak) refused(ctx context.Context, path string, body []byte, chunked bo
 	if chunked {
 		req.ContentLength, req.Body = -1, io.NopCloser(bytes.NewReader(body))
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.client.Do(req) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return err.Error()
 	}
@@ -1044,14 +1044,14 @@ func (s *soak) mcpGone(ctx context.Context) string {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.mcpURL, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.mcpURL, strings.NewReader(body)) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Session-Id", s.sess[0].ID())
-	resp, err := s.client.Do(req)
+	resp, err := s.client.Do(req) //nolint:gosec // the guard under test, on loopback
 	if err != nil {
 		return err.Error()
 	}

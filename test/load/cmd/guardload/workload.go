@@ -30,11 +30,12 @@ const answerProse = `Here is a practical plan for your garden. Start with raised
 	`as an outdoor classroom. A noticeboard with the planting plan and the watering rota will make newcomers feel welcome, and a short work morning once a month keeps everything tidy. ` +
 	`Above all, start small, celebrate the first harvest together, and let the garden grow with the community.`
 
-// prose returns text made of s repeated and cut at a word boundary to at most n bytes.
-func prose(s string, n int) string {
+// prose returns text made of promptProse repeated and cut at a word boundary to at most
+// n bytes.
+func prose(n int) string {
 	var b strings.Builder
 	for b.Len() < n {
-		b.WriteString(s)
+		b.WriteString(promptProse)
 	}
 	out := b.String()[:n]
 	if i := strings.LastIndexByte(out, ' '); i > 0 {
@@ -72,7 +73,7 @@ func chatRequest(promptBytes int, stream bool) []byte {
 		Model: "gpt-4o-mini",
 		Messages: []message{
 			{Role: "system", Content: "You are a helpful assistant for community projects."},
-			{Role: "user", Content: prose(promptProse, promptBytes)},
+			{Role: "user", Content: prose(promptBytes)},
 		},
 		Stream: stream,
 	})

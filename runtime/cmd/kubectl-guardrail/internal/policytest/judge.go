@@ -131,7 +131,7 @@ func NewJudge(p *Policies, t Target) (*Judge, error) {
 				}
 			}
 			if phase == nil {
-				return nil, fmt.Errorf("Guardrail %s judges tool calls only (phases: ToolCalls): eval judges a text at Input, ToolResults, Output or Stream", j.Guardrail.Key)
+				return nil, fmt.Errorf("the Guardrail %s judges tool calls only (phases: ToolCalls): eval judges a text at Input, ToolResults, Output or Stream", j.Guardrail.Key)
 			}
 		} else if !j.Guardrail.Phases.Has(*phase) {
 			return nil, fmt.Errorf("--phase %s: Guardrail %s does not judge it (phases: %s)", *phase, j.Guardrail.Key, phaseList(j.Guardrail.Phases))

@@ -212,7 +212,7 @@ spec:
 		{Target{Classifier: "x/pii"}, "no Classifier x/pii in the policies (they hold: default/pii, team-a/secrets)"},
 		{Target{Guardrail: "out", Classifier: "pii"}, "give --guardrail or --classifier, not both"},
 		{Target{Guardrail: "out", Threshold: &th}, "--threshold and --categories measure a Classifier alone"},
-		{Target{Guardrail: "tool-calls"}, "Guardrail team-a/tool-calls judges tool calls only (phases: ToolCalls): eval judges a text at Input, ToolResults, Output or Stream"},
+		{Target{Guardrail: "tool-calls"}, "the Guardrail team-a/tool-calls judges tool calls only (phases: ToolCalls): eval judges a text at Input, ToolResults, Output or Stream"},
 		{Target{Guardrail: "out", Phase: "Input"}, "--phase Input: Guardrail team-a/out does not judge it (phases: Stream, Output)"},
 		{Target{Guardrail: "out", Phase: "ToolCalls"}, `--phase "ToolCalls": eval judges a text at Input, ToolResults, Output or Stream`},
 		{Target{Classifier: "pii", Categories: []string{"mail"}}, `--categories: classifier default/pii has no category "mail" (it has: credit-card, email, iban, ip-address, phone, project-name, us-ssn)`},
