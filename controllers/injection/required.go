@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
@@ -97,24 +96,6 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 		return fmt.Sprintf("the annotation %s is not the operator's CA certificate", AnnotationCABundle)
 	}
 	return ""
-}
-
-// sameVolume compares a volume of an admitted pod with the one render makes, ignoring
-// the fields the apiserver defaults (file modes, a field reference's API version).
-func sameVolume(got, want corev1.Volume) bool {
-	got = *got.DeepCopy()
-	if d := got.DownwardAPI; d != nil && want.DownwardAPI != nil {
-		d.DefaultMode = want.DownwardAPI.DefaultMode
-		for i := range d.Items {
-			if f := d.Items[i].FieldRef; f != nil {
-				f.APIVersion = ""
-			}
-		}
-	}
-	if p := got.Projected; p != nil && want.Projected != nil {
-		p.DefaultMode = want.Projected.DefaultMode
-	}
-	return equality.Semantic.DeepEqual(got, want)
 }
 
 // unsafeForTheGuard says why the guard's secrets (its token, the snapshot that holds

@@ -118,6 +118,24 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 	return nil
 }
 
+// sameVolume compares a volume of an admitted pod with the one render makes, ignoring
+// the fields the apiserver defaults (file modes, a field reference's API version).
+func sameVolume(got, want corev1.Volume) bool {
+	got = *got.DeepCopy()
+	if d := got.DownwardAPI; d != nil && want.DownwardAPI != nil {
+		d.DefaultMode = want.DownwardAPI.DefaultMode
+		for i := range d.Items {
+			if f := d.Items[i].FieldRef; f != nil {
+				f.APIVersion = ""
+			}
+		}
+	}
+	if p := got.Projected; p != nil && want.Projected != nil {
+		p.DefaultMode = want.Projected.DefaultMode
+	}
+	return equality.Semantic.DeepEqual(got, want)
+}
+
 // podAroundTheGuard says how pod's own spec could re-point the guard's host names or
 // reach into the guard, or "".
 func podAroundTheGuard(pod *corev1.Pod) string {
