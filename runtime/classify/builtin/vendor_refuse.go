@@ -118,7 +118,9 @@ func (r *vendorRule) nearShape(body string) bool {
 	odd := 0
 	for i := 0; i < len(body); i++ {
 		b := body[i]
-		in := b == '='
+		// '=' belongs to the rule's alphabet only as the base64 padding that ends a body; one
+		// inside a body is of another alphabet (base64's, or a value of '=' among letters).
+		in := b == '=' && (r.pad || i >= len(body)-2) && strings.TrimRight(body[i:], "=") == ""
 		for _, g := range r.segs {
 			if g.cls.lenient().has(b) || strings.IndexByte(g.lit, b) >= 0 {
 				in = true
