@@ -211,6 +211,7 @@ func fakeShapedTokens(seed int) map[string]string {
 		"mailchimp-key":         fakeHex(32, seed) + "-us" + fmt.Sprint(1+seed%20),
 		"mailgun-key":           fakeHex(32, seed) + "-" + fakeHex(8, seed+1) + "-" + fakeHex(8, seed+2),
 		"zoho-oauth-token":      "1000." + fakeHex(32, seed) + "." + fakeHex(32, seed+1),
+		"prefixed-token":        "zqv_" + fakeFrom(alphaB62, 40, seed),
 		"grafana-api-key": base64.StdEncoding.EncodeToString([]byte(`{"k":"` + fakeFrom(alphaB62, 32, seed) +
 			`","n":"ci","id":` + fmt.Sprint(1+seed%90) + `}`)),
 		"neptune-api-token": base64.StdEncoding.EncodeToString([]byte(`{"api_address":"https://app.neptune.ai","api_url":"https://app.neptune.ai","api_key":"` +

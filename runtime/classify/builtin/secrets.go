@@ -65,8 +65,8 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 			c.slackToken(sc, i-4, i+1) // app-level token: xapp-1-A…-…-…
 		}
 	default:
-		if !c.vendorSepAt(sc, i) {
-			c.hexKeyDashAt(sc, i)
+		if !c.vendorSepAt(sc, i) && !c.hexKeyDashAt(sc, i) {
+			c.prefixedTokenAt(sc, i)
 		}
 	}
 }
@@ -128,7 +128,9 @@ func (c *Classifier) underscoreAt(sc *scanState, i int) {
 			c.prefixedToken(sc, detGitHub, i-6, i+5, 70, maxGitHub, isPAT, 2)
 		}
 	default:
-		c.vendorSepAt(sc, i)
+		if !c.vendorSepAt(sc, i) {
+			c.prefixedTokenAt(sc, i)
+		}
 	}
 }
 

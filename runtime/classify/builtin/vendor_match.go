@@ -1,6 +1,9 @@
 package builtin
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // How vendorRules are found. A prefix with a separator ('_', '-', '.') is keyed by its first
 // separator and the byte before it ("shpat_" by "t_"), and tried when the pass meets that
@@ -110,6 +113,9 @@ func (c *Classifier) vendorToken(sc *scanState, r *vendorRule, start int) bool {
 	}
 	if v := s[body:e]; repeats(v, 6) || classMix(v) < 2 && len(v) > 1 {
 		return false // a placeholder: XXXXXX, 000000, or one class only
+	}
+	if v := s[body:e]; len(r.segs) == 1 && !identifying(r.prefix) && len(v) >= minGenericValue && !isOneCaseDraw(v) && isWordlike(v) {
+		return false // a prefix that is a shared word ("test_", "key-") and words after it: an identifier
 	}
 	if r.check != nil && !r.check(s[body:e]) {
 		return false // fails the vendor's checksum
@@ -222,4 +228,204 @@ func matchSegs(s string, p int, segs []seg) (int, bool) {
 		}
 	}
 	return p, true
+}
+
+// A token of a vendor this package has no rule for: most vendors write their credentials
+// as a short prefix that names them, a separator and a long random body (the shape of every
+// rule above), so that shape is a secret wherever it stands, its vendor known or not. To keep
+// out what has the same shape and is not a credential, the body must be long and random,
+// the prefix must not be one of idPrefixes, and a value a vendor rule judges is left to it:
+//
+//   - prefix: two to twelve letters and digits of one case, beginning with a letter and
+//     beginning a token ("acme_", "XYZ-"), then '_' or '-';
+//   - then up to two more short words of the prefix ("live_", "v1-"), then a body of at
+//     least minPrefixedBody letters, digits, '-' and '_' that ends the token (not followed by
+//     '.', '+', '/', '=' or ':' and more of a token: a file or host name, base64, a hash);
+//   - the body mixes letters and digits, is not hex alone (hashes and request ids are),
+//     not a UUID, not words (isWordlike), not a placeholder, and has the entropy of a random
+//     draw (as generic-secret's values need);
+//   - the whole is not vendorShaped (a near miss of a vendor rule) and has no stray
+//     character (strayCharacters).
+//
+// Ids of LLM APIs and payment APIs (chatcmpl-…, msg_…, call_…, cus_…) have bodies of 24 to
+// 29 characters, under minPrefixedBody; those that are longer are in idPrefixes.
+const (
+	minPrefixedBody = 32
+	maxPrefixedBody = 200
+	maxPrefixWord   = 12
+)
+
+// idPrefixes are prefixes of identifiers that have a prefixed token's shape and are not
+// secrets: object ids of LLM and payment APIs, hashes of lockfiles and subresource
+// integrity, session and trace ids of checkout pages.
+var idPrefixes = []string{
+	"chatcmpl", "cmpl", "msg", "toolu", "call", "file", "resp", "run", "thread", "asst",
+	"batch", "vs", "ftjob", "ft", "org", "proj", "req", "step", "modr", "gen", "srvtoolu",
+	"sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake3", "xxh64",
+	"cs", "pi", "seti", "cus", "sub", "in", "evt", "ch", "txn", "trace", "span",
+	"id", "uuid", "guid", "ulid", "hash", "digest", "commit", "build", "sha",
+}
+
+// prefixedTokenAt matches, at the separator at i, a token of an unknown vendor (see above).
+func (c *Classifier) prefixedTokenAt(sc *scanState, i int) bool {
+	s := sc.s
+	if !c.on(detGenericSecret) || i+1+minPrefixedBody > len(s) {
+		return false
+	}
+	for k := i + 1; k <= i+minPrefixedBody; k++ {
+		if !isB64URL(s[k]) {
+			return false // too short: most separators are inside words and identifiers
+		}
+	}
+	a := i
+	upper, lower := false, false
+	for a > 0 && i-a <= maxPrefixWord && isAlnum(s[a-1]) {
+		a--
+		upper = upper || isUpper(s[a])
+		lower = lower || isLower(s[a])
+	}
+	if i-a < 2 || i-a > maxPrefixWord || upper == lower || !isAlpha(s[a]) || a > 0 && !tokenDelimiter(s[a-1]) {
+		return false
+	}
+	e := i + 1
+	for e < len(s) && e-i <= maxPrefixedBody+2*(maxPrefixWord+1) && isB64URL(s[e]) {
+		e++
+	}
+	if e < len(s) && (isB64URL(s[e]) || s[e] == '=' || e+1 < len(s) && !tokenDelimiter(s[e]) && s[e] != '.' && s[e] != '!' && s[e] != '?' || e+1 < len(s) && s[e] == '.' && isB64URL(s[e+1])) {
+		return false // longer than a token, or more of a token after it: a host or file name, base64, a hash, a symbol
+	}
+	body := i + 1
+	var words [3]int // where the prefix's words begin
+	words[0] = a
+	n := 1
+	for ; n < 3; n++ {
+		k := body
+		for k < e && k-body <= maxPrefixWord && isAlnum(s[k]) {
+			k++
+		}
+		if k == e || k-body > maxPrefixWord || !isSeparator(s[k]) || !isPrefixWord(s[body:k]) {
+			break
+		}
+		words[n] = body
+		body = k + 1
+	}
+	v := s[body:e]
+	if len(v) < minPrefixedBody || len(v) > maxPrefixedBody || wordIn(strings.ToLower(s[a:i]), idPrefixes) {
+		return false
+	}
+	if !randomBody(v) || strayCharacters(v) {
+		return false
+	}
+	for k, w := range words[:n] {
+		if vendorShaped(s[w:e]) || nearVendorRule(s[w:e], k == 0) {
+			return false // a vendor's rule judges it, from the first word or a later one ("my-ghp_…")
+		}
+	}
+	c.emit(sc, detGenericSecret, a, e)
+	return true
+}
+
+// isPrefixWord reports a word that continues a prefix: letters, then at most two digits
+// ("live", "test", "v1", "pat").
+func isPrefixWord(w string) bool {
+	n := 0
+	for n < len(w) && isAlpha(w[n]) {
+		n++
+	}
+	return n > 0 && len(w)-n <= 2 && allIn(w[n:], cDigit)
+}
+
+// randomBody reports a prefixed token's body that is a random draw: letters and digits
+// mixed, not hex alone, not a UUID, not words, numbers or a placeholder, and with the
+// entropy generic-secret asks of a value.
+func randomBody(v string) bool {
+	var letters, digits, hexOnly = 0, 0, true
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		switch {
+		case isDigit(b):
+			digits++
+		case isAlpha(b):
+			letters++
+			hexOnly = hexOnly && isHex(b)
+		}
+	}
+	if digits == 0 || letters == 0 || hexOnly || repeats(v, 5) || isPlaceholder(v) {
+		return false
+	}
+	draw := isOneCaseDraw(v)
+	if !draw && (classMix(v) < 3 || isWordlike(v)) {
+		return false
+	}
+	h := entropy(v)
+	if draw {
+		return h >= min(drawEntropyCap, drawEntropyRatio*math.Log2(float64(len(v))))
+	}
+	return h >= min(entropyCap, entropyRatio*math.Log2(float64(len(v))))
+}
+
+// tokenDelimiter reports a byte that may stand before or after a token written in text:
+// white space, quotes, brackets, and the marks of assignments and lists. A token glued to
+// other symbols ("x#key_…", "key_…%…") is part of something else.
+func tokenDelimiter(b byte) bool {
+	return isSpace(b) || strings.IndexByte("\"'`()[]{}<>=:,;|&\\", b) >= 0
+}
+
+// nearVendorRule reports a value that a vendor rule judges, whatever its prefix's length:
+// it begins with the rule's prefix, or with that prefix one character off, and its body is
+// of the rule's shape or one character off it (nearShape). vendorShaped asks the same only of
+// the prefixes that name a vendor, because generic-secret takes values under a secret's key
+// that begin with a shared word ("key-", "sk_"); a token of an unknown vendor, found without a
+// key, is held to more. Without shared, the rules whose prefix is a shared word ("live_",
+// "key-") are left out: inside a longer prefix ("zq_live_…") they are a word of it.
+func nearVendorRule(v string, shared bool) bool {
+	for k := range vendorRules {
+		r := &vendorRules[k]
+		p := r.prefix
+		if len(v) <= len(p) || len(p) < 3 && v[:len(p)] != p || !shared && !identifying(p) && !namesVendor(p) {
+			continue
+		}
+		if (v[:len(p)] == p || oneOff(v[:len(p)], p)) && r.nearShape(v[len(p):]) && r.nearParts(v[len(p):]) {
+			return true
+		}
+	}
+	for _, p := range builtinPrefixes {
+		if len(v) > len(p) && (strings.HasPrefix(v, p) || len(p) >= 3 && oneOff(v[:len(p)], p)) && len(v)-len(p) >= 35 && len(v)-len(p) <= 37 {
+			return true // GitHub's and npm's 36, AWS's 16 are below minPrefixedBody
+		}
+	}
+	return false
+}
+
+// nearParts reports whether body, cut at the separators of r's runs, has as many parts as
+// r has runs, each of its run's length or one character off it: "1234_" and 32 capitals
+// is near a ClickUp token, 45 small letters and digits after "pk_" are not. A rule whose
+// literals are not single separators is not cut.
+func (r *vendorRule) nearParts(body string) bool {
+	var seps string
+	for _, g := range r.segs[1:] {
+		if len(g.lit) != 1 || !isSeparator(g.lit[0]) && g.lit[0] != ':' {
+			return true
+		}
+		if strings.IndexByte(seps, g.lit[0]) < 0 {
+			seps += g.lit
+		}
+	}
+	if r.segs[0].lit != "" {
+		return true
+	}
+	k := 0
+	for _, g := range r.segs {
+		if k > 0 {
+			k++ // the separator
+		}
+		n := 0
+		for k < len(body) && strings.IndexByte(seps, body[k]) < 0 {
+			k, n = k+1, n+1
+		}
+		if n < g.min-1 || n > g.max+1 {
+			return false
+		}
+	}
+	return k == len(body)
 }

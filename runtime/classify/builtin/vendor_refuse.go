@@ -82,7 +82,8 @@ func vendorShaped(v string) bool {
 		}
 		if vendors.sepPairs.has(v[p-1], v[p]) {
 			for _, x := range vendors.sep[[2]byte{v[p-1], v[p]}] {
-				if x.at == p && identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) && x.r.nearShape(v[len(x.r.prefix):]) {
+				if x.at == p && strings.HasPrefix(v, x.r.prefix) && x.r.nearShape(v[len(x.r.prefix):]) &&
+					(identifying(x.r.prefix) || namesVendor(x.r.prefix) && x.r.nearParts(v[len(x.r.prefix):])) {
 					return true
 				}
 			}
@@ -157,6 +158,15 @@ func identifying(prefix string) bool {
 		return false
 	}
 	return !(sep == len(prefix)-1 && wordIn(prefix[:sep], genericPrefixWords))
+}
+
+// namesVendor reports a short prefix with a separator that is not a shared word ("npm_",
+// "hf_", "NF-"; not "key-", "api_", "test_"): a value under a secret's key that begins with
+// it and has the shape of the vendor's body, cut as the vendor cuts it, or one character off,
+// is judged by the vendor's rule.
+func namesVendor(prefix string) bool {
+	sep := strings.IndexFunc(prefix, func(r rune) bool { return r < 0x80 && isSeparator(byte(r)) })
+	return sep >= 2 && sep == len(prefix)-1 && !wordIn(strings.ToLower(prefix[:sep]), genericPrefixWords)
 }
 
 // oneOff reports whether a and p, of one length, differ in exactly one byte. A separator

@@ -43,3 +43,49 @@ func TestVendorShapedEqualsInBody(t *testing.T) {
 		t.Errorf("%q: value not redacted whole", text)
 	}
 }
+
+// TestPrefixedTokenOfUnknownVendor: a short prefix, a separator and a long random body is a
+// secret without a key, its vendor known or not; ids of LLM and payment APIs, hashes, file
+// and host names, identifiers and near misses of a known vendor's rule are not.
+func TestPrefixedTokenOfUnknownVendor(t *testing.T) {
+	c := secretsPack(t)
+	found := func(text string) bool {
+		res, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Spans) > 0
+	}
+	body := fakeFrom(alphaB62, 40, 11)
+	for _, tok := range []string{
+		"acme_" + body,
+		"ACME-" + body,
+		"zq_live_" + body,
+		"acme_v2_" + fakeFrom(alphaB62+"-_", 48, 12),
+		"acme-" + fakeFrom(alphaLower+alphaDigit, 40, 13),
+	} {
+		for _, text := range []string{"use " + tok + " to log in", `{"k": "` + tok + `"}`, "I found " + tok + "."} {
+			if !found(text) {
+				t.Errorf("%q: not found", text)
+			}
+		}
+	}
+	for _, text := range []string{
+		"id chatcmpl-" + fakeFrom(alphaB62, 29, 1) + " done",
+		"msg_01" + fakeFrom(alphaB62, 22, 2) + " and toolu_01" + fakeFrom(alphaB62, 22, 3),
+		"resp_" + fakeHex(48, 4) + " req_" + fakeHex(32, 5),
+		"cs_test_a1" + fakeFrom(alphaB62, 56, 6) + " is the session",
+		`"integrity": "sha512-` + fakeFrom(alphaB62, 40, 7) + "+" + fakeFrom(alphaB62, 44, 8) + `=="`,
+		"see build-" + fakeHex(40, 9) + " and user-" + fakeUUID(10),
+		"open file_" + body + ".txt or acme-" + body + ".example.com",
+		"x#acme_" + body + " and acme_" + body + "%41",
+		"func test_parse_rfc3339_timestamp_with_offset_and_nanoseconds_2024() {}",
+		"acme_" + fakeFrom(alphaLower, 40, 14) + " acme_" + fakeFrom(alphaB62, 20, 15),
+		"npm_" + fakeFrom(alphaB62, 36, 16), // a wrong checksum: npm's rule refuses it
+		"nom_" + fakeFrom(alphaB62, 36, 17), // one character off npm's prefix, npm's body
+	} {
+		if found(text) {
+			t.Errorf("%q: flagged", text)
+		}
+	}
+}

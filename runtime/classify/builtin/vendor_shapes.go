@@ -133,12 +133,13 @@ func (c *Classifier) colonAt(sc *scanState, i int) {
 }
 
 // hexKeyDashAt handles a '-' at i after 32 hex digits: a Mailchimp API key (and "-us" and
-// the data center's number) or a Mailgun API key (two more groups of 8 hex digits).
-func (c *Classifier) hexKeyDashAt(sc *scanState, i int) {
+// the data center's number) or a Mailgun API key (two more groups of 8 hex digits). It
+// reports whether one matched.
+func (c *Classifier) hexKeyDashAt(sc *scanState, i int) bool {
 	s := sc.s
 	a := i - 32
 	if !c.on(detGenericSecret) || a < 0 || !isHex(s[i-1]) || !tokenStart(s, a) || !allIn(s[a:i], cHex) || classMix(s[a:i]) < 2 {
-		return
+		return false
 	}
 	var e int
 	var ok bool
@@ -149,7 +150,9 @@ func (c *Classifier) hexKeyDashAt(sc *scanState, i int) {
 	}
 	if ok && tokenEnd(s, e) {
 		c.emit(sc, detGenericSecret, a, e)
+		return true
 	}
+	return false
 }
 
 // allIn reports whether every byte of v is in class k.
