@@ -77,6 +77,14 @@ type ClassifierCallStats struct {
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k] >= 0)",message="error counts are never negative"
 	Errors map[string]int64 `json:"errors,omitempty"`
+
+	// writes marks the manager's latest write of these figures, one entry per writer: how
+	// a write retried after a failure of unknown outcome is never counted twice. Written
+	// by the operator only.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	Writes []string `json:"writes,omitempty"`
 }
 
 // +kubebuilder:object:root=true

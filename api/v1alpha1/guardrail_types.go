@@ -106,6 +106,14 @@ type DecisionCounts struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=128
 	Categories []CategoryCount `json:"categories,omitempty"`
+
+	// writes marks the manager's latest write of these counters, one entry per writer:
+	// how a write retried after a failure of unknown outcome is never counted twice.
+	// Written by the operator only.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	Writes []string `json:"writes,omitempty"`
 }
 
 // CategoryCount is the cumulative number of matches of a category or rule.

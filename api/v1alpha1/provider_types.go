@@ -125,6 +125,14 @@ type ProviderUsage struct {
 	// otherNamespaces sums the namespaces not listed in namespaces.
 	// +optional
 	OtherNamespaces *OtherNamespacesUsage `json:"otherNamespaces,omitempty"`
+
+	// writes marks the manager's latest write of this usage, one entry per writer: how a
+	// write retried after a failure of unknown outcome is never counted twice. Written by
+	// the operator only.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	Writes []string `json:"writes,omitempty"`
 }
 
 // NamespaceUsage is a ModelProvider's usage in one namespace.

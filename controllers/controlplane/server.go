@@ -154,7 +154,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	}
 	s.intake = intake.New(intake.Options{Interval: opts.DecisionInterval, Cache: mgr.GetClient(), API: mgr.GetAPIReader(),
 		Writer: writer, Recorder: mgr.GetEventRecorder("guardrail-decisions"), Log: log.WithName("decisions"),
-		Lease: s.guardLeaseFor, HandlerSlack: handlerSlack})
+		Lease: s.guardLeaseFor, HandlerSlack: handlerSlack, LeaseNamespace: opts.LeaseNamespace, Identity: os.Getenv("POD_NAME")})
 	if err := s.watch(ctx, mgr); err != nil {
 		return nil, err
 	}

@@ -88,6 +88,12 @@ func (c *LeaseCollector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if !gone {
 		return ctrl.Result{RequeueAfter: c.Interval}, nil
 	}
+	if owed := lease.Annotations[AnnotationDecisionsOwed]; owed != "" && owed != "[]" {
+		// Counts claimed from the guard are not in status yet: the replica that claimed
+		// them writes them, or another takes them over when it is gone (package intake),
+		// and removes them from the Lease.
+		return ctrl.Result{RequeueAfter: min(c.Interval, time.Minute)}, nil
+	}
 	err = c.Client.Delete(ctx, lease, client.Preconditions{UID: &lease.UID})
 	if err = client.IgnoreNotFound(err); err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting the Lease of a deleted pod: %w", err)

@@ -28,7 +28,8 @@ import (
 //     lists a namespace's Leases from its cache;
 //   - annotations AnnotationLeasePod and AnnotationLeasePodUID: which pod it is, for the
 //     collector; cp.AnnotationPolicyVersion, cp.AnnotationEnforced and cp.AnnotationRefused:
-//     the acknowledgement; cp.AnnotationDecisions: the decisions claim (claim.go);
+//     the acknowledgement; cp.AnnotationDecisions: the decisions claim, and
+//     AnnotationDecisionsOwed: what was claimed and is not yet in status (package intake);
 //   - spec.holderIdentity "<namespace>/<pod>", spec.leaseDurationSeconds (Options.
 //     LeaseDuration) and spec.renewTime: renewed by a poll when renewTime is older than a
 //     third of the duration or the acknowledgement changed. A live guard polls at least
@@ -45,6 +46,10 @@ const (
 	AnnotationLeasePod = "guardrail.dev/pod"
 	// AnnotationLeasePodUID is the uid of a guard Lease's pod.
 	AnnotationLeasePodUID = "guardrail.dev/pod-uid"
+	// AnnotationDecisionsOwed holds, on a guard's Lease, the counts claimed from the guard
+	// that a manager replica has not yet written into status (package intake): a Lease
+	// carrying it is not collected until another replica has taken them over.
+	AnnotationDecisionsOwed = "guardrail.dev/decisions-owed"
 	// DefaultLeaseDuration is how long a guard counts as answering after its last renewal:
 	// two long polls (Options.Wait).
 	DefaultLeaseDuration = 60 * time.Second

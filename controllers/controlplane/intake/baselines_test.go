@@ -123,11 +123,11 @@ func TestAForgedBaselineCountIsDroppedByTheHandler(t *testing.T) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if p := in.pending[types.NamespacedName{Name: "production-only"}]; p != nil {
+	if p := in.cur.decisions[types.NamespacedName{Name: "production-only"}]; p != nil {
 		t.Errorf("the forged baseline counts are pending: %v", p.outcomes)
 	}
 	for _, key := range []types.NamespacedName{{Namespace: "tenant", Name: "own"}, {Name: "everywhere"}} {
-		if p := in.pending[key]; p == nil || p.outcomes["blocked"] == 0 {
+		if p := in.cur.decisions[key]; p == nil || p.outcomes["blocked"] == 0 {
 			t.Errorf("%s: not counted", key)
 		}
 	}

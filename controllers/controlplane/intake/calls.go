@@ -2,7 +2,6 @@ package intake
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,55 +13,48 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// flushCalls writes the classifier call figures counted since the last flush into each
-// Classifier's status: cumulative calls and errors by code, and the p50 and p99 latency
-// of this window's calls. Figures that cannot be written now wait for the next interval.
-func (in *Intake) flushCalls(ctx context.Context, calls map[types.NamespacedName]*callDelta) {
-	keys := make([]types.NamespacedName, 0, len(calls))
-	for k := range calls {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, key := range keys {
-		d := calls[key]
-		err := in.writeCalls(ctx, key, d)
-		switch {
-		case apierrors.IsNotFound(err):
-			statusWrites.WithLabelValues("gone").Inc()
-		case err != nil:
-			statusWrites.WithLabelValues("error").Inc()
-			in.opts.Log.Error(err, "Writing call figures into a Classifier's status; retried next interval", "classifier", key.String())
-			in.mu.Lock()
-			if cur := in.calls[key]; cur != nil {
-				d.add(cur)
-			}
-			in.calls[key] = d
-			in.mu.Unlock()
-		default:
-			statusWrites.WithLabelValues("written").Inc()
-		}
-	}
-}
-
 // writeCalls adds d to a Classifier's (or, for a key without a namespace, a
-// ClusterClassifier's) status; a classifier that is gone is a NotFound error.
-func (in *Intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta) error {
+// ClusterClassifier's) status under the mark of writer's epoch: cumulative calls and
+// errors by code, and the p50 and p99 latency of this window's calls. A classifier that
+// is gone is a NotFound error.
+func (in *Intake) writeCalls(ctx context.Context, key types.NamespacedName, d *callDelta, writer string, epoch int64) error {
 	fresh := func() client.Object { return &v1alpha1.Classifier{} }
 	if key.Namespace == "" {
 		fresh = func() client.Object { return &v1alpha1.ClusterClassifier{} }
 	}
-	obj, err := in.writeStatus(ctx, key, fresh, func(o client.Object) {
-		switch c := o.(type) {
-		case *v1alpha1.Classifier:
-			addCalls(&c.Status, d)
-		case *v1alpha1.ClusterClassifier:
-			addCalls(&c.Status, d)
-		}
-	})
+	obj, _, err := in.writeStatus(ctx, key, fresh, callMarks, func(o client.Object) {
+		addCalls(classifierStatus(o), d)
+	}, writer, epoch)
 	if err == nil && obj == nil {
 		return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("classifiers").GroupResource(), key.Name)
 	}
 	return err
+}
+
+func classifierStatus(o client.Object) *v1alpha1.ClassifierStatus {
+	switch c := o.(type) {
+	case *v1alpha1.Classifier:
+		return &c.Status
+	case *v1alpha1.ClusterClassifier:
+		return &c.Status
+	}
+	return nil
+}
+
+var callMarks = marks{
+	get: func(o client.Object) []string {
+		if st := classifierStatus(o); st != nil && st.Calls != nil {
+			return st.Calls.Writes
+		}
+		return nil
+	},
+	set: func(o client.Object, m []string) {
+		st := classifierStatus(o)
+		if st.Calls == nil {
+			st.Calls = &v1alpha1.ClassifierCallStats{}
+		}
+		st.Calls.Writes = m
+	},
 }
 
 // addCalls adds a window's figures to a Classifier's status.

@@ -28,13 +28,6 @@ func (p *pendingDecisions) addNamespace(ns string, d *delta) {
 	p.namespaces[ns].add(d)
 }
 
-// mergeNamespaces adds o's breakdown to p's.
-func (p *pendingDecisions) mergeNamespaces(o *pendingDecisions) {
-	for ns, d := range o.namespaces {
-		p.addNamespace(ns, d)
-	}
-}
-
 // namespaceFigures are the decision fields of a namespace's breakdown entry for d.
 func namespaceFigures(d *delta) v1alpha1.NamespaceFigures {
 	return v1alpha1.NamespaceFigures{Blocked: d.outcomes["blocked"], Redacted: d.outcomes["redacted"],
@@ -43,17 +36,17 @@ func namespaceFigures(d *delta) v1alpha1.NamespaceFigures {
 
 // writeCluster adds p to a ClusterGuardrail's status (writeStatus): its decisions and
 // their breakdown by namespace.
-func (in *Intake) writeCluster(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (client.Object, error) {
+func (in *Intake) writeCluster(ctx context.Context, key types.NamespacedName, p *pendingDecisions, writer string, epoch int64) (client.Object, bool, error) {
 	namespaces := make([]string, 0, len(p.namespaces))
 	for ns := range p.namespaces {
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
-	return in.writeStatus(ctx, key, func() client.Object { return &v1alpha1.ClusterGuardrail{} }, func(o client.Object) {
+	return in.writeStatus(ctx, key, func() client.Object { return &v1alpha1.ClusterGuardrail{} }, decisionMarks, func(o client.Object) {
 		g := o.(*v1alpha1.ClusterGuardrail)
 		addDecisions(&g.Status.GuardrailStatus, p.delta)
 		for _, ns := range namespaces {
 			policystatus.AddDecisions(&g.Status, ns, namespaceFigures(p.namespaces[ns]))
 		}
-	})
+	}, writer, epoch)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -101,56 +102,143 @@ func (in *Intake) take(w http.ResponseWriter, r *http.Request, pod *metav1.Parti
 	// The body is read: the handler may take its slack to claim and answer (a deadline
 	// passing on HTTP/1.1 would cancel ctx).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(in.opts.HandlerSlack))
-	lease, err := in.opts.Lease(ctx, pod, false)
-	if err != nil {
-		in.refuse(w, fmt.Errorf("reading the guard's Lease: %w", err))
+	if err := in.ensureHeartbeat(ctx); err != nil {
+		in.refuse(w, fmt.Errorf("starting this replica's heartbeat: %w", err))
 		return
 	}
+	status, err := in.claimBatch(ctx, pod, &req)
+	if err != nil {
+		in.refuse(w, err)
+		return
+	}
+	w.WriteHeader(status)
+}
+
+// claimBatch claims on the guard's Lease what req adds to what was counted, records it
+// there as owed by this replica's current epoch, and buffers it; it returns the status to
+// answer, or the error to refuse the batch with.
+func (in *Intake) claimBatch(ctx context.Context, pod *metav1.PartialObjectMetadata, req *cp.DecisionsRequest) (int, error) {
+	// The epoch cannot be cut while the claim is written: the flush of the epoch recorded
+	// on the Lease is the one that writes what the claim buffers.
+	in.cut.RLock()
+	defer in.cut.RUnlock()
+	in.mu.Lock()
+	writer, epoch := in.writer, in.epoch
+	in.mu.Unlock()
+	lease, err := in.opts.Lease(ctx, pod, false)
+	if err != nil {
+		return 0, fmt.Errorf("reading the guard's Lease: %w", err)
+	}
+	claimID := newClaimID()
 	for attempt := 1; ; attempt++ {
 		prev, perr := parseClaim(lease.Annotations[cp.AnnotationDecisions])
 		if perr != nil {
 			// Not ours (the Lease was edited by hand): counting starts again from this batch.
 			in.opts.Log.Info("Ignoring an unreadable decisions claim on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
 		}
-		deltas, next, err := claim(prev, &req, time.Now())
+		deltas, next, err := claim(prev, req, time.Now())
 		if errors.Is(err, errStaleIncarnation) {
-			in.refuse(w, &refusal{409, "stale_incarnation", err.Error()})
-			return
+			return 0, &refusal{409, "stale_incarnation", err.Error()}
 		}
 		if errors.Is(err, errImplausible) {
-			in.refuse(w, &refusal{422, "implausible", err.Error()})
-			return
+			return 0, &refusal{422, "implausible", err.Error()}
 		}
 		if deltas.empty() {
 			batches.WithLabelValues("unchanged").Inc()
-			w.WriteHeader(http.StatusNoContent)
-			return
+			return http.StatusNoContent, nil
 		}
-		err = in.writeClaim(ctx, lease, next)
+		owed, oerr := parseOwed(lease.Annotations[guards.AnnotationDecisionsOwed])
+		if oerr != nil {
+			// Written only by the operator's replicas; an unreadable value is not theirs.
+			in.opts.Log.Info("Ignoring unreadable owed counts on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
+			owed = nil
+		}
+		owed = in.owe(owed, pod.Namespace, writer, epoch, claimID, deltas)
+		err = in.writeClaim(ctx, lease, next, owed)
 		if (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && attempt < maxClaimAttempts {
 			// Another replica (or an ack) wrote the Lease since it was read, or the
 			// collector deleted it: read it again and claim only what is left.
 			batches.WithLabelValues("conflict").Inc()
 			if lease, err = in.opts.Lease(ctx, pod, true); err != nil {
-				in.refuse(w, fmt.Errorf("reading the guard's Lease: %w", err))
-				return
+				return 0, fmt.Errorf("reading the guard's Lease: %w", err)
 			}
 			continue
 		}
-		if err != nil {
-			in.refuse(w, fmt.Errorf("recording counted decisions on the guard's Lease: %w", err))
-			return
+		if _, ok := asRefusal(err); err != nil && !ok && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			// The write's outcome is unknown (a timeout, a cut connection): it may have
+			// reached the Lease. Find out; what cannot be found out now is settled by the
+			// epoch's flush (doubt.go).
+			switch in.confirmClaim(ctx, lease, writer, epoch, claimID) {
+			case claimLanded:
+				err = nil
+			case claimUnknown:
+				in.mu.Lock()
+				in.cur.doubts = append(in.cur.doubts, &doubt{lease: client.ObjectKeyFromObject(lease), claimID: claimID,
+					ns: pod.Namespace, pod: pod.Name, deltas: deltas, samples: req.Samples})
+				in.mu.Unlock()
+			}
 		}
+		if err != nil {
+			return 0, fmt.Errorf("recording counted decisions on the guard's Lease: %w", err)
+		}
+		in.mu.Lock()
 		in.add(pod.Namespace, pod.Name, deltas, req.Samples)
+		in.mu.Unlock()
 		batches.WithLabelValues("counted").Inc()
-		w.WriteHeader(http.StatusNoContent)
-		return
+		return http.StatusNoContent, nil
 	}
 }
 
-// writeClaim records next on the guard's Lease, on the condition that the Lease is still
+// owe returns the owed entries of a guard's Lease (of a pod of namespace ns) with deltas
+// added to writer's entry for epoch, under claimID, and without this replica's parts that
+// have reached status.
+func (in *Intake) owe(owed []owedEntry, ns, writer string, epoch int64, claimID string, deltas batchDelta) []owedEntry {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	out := owed[:0:0]
+	found := false
+	for _, e := range owed {
+		if e.Writer == writer && e.Epoch == epoch {
+			e.add(deltas)
+			e.addClaim(claimID)
+			found = true
+		} else if e.Writer == in.writer {
+			e.keep(func(kind itemKind, name string) bool {
+				return !in.landed(e.Writer, e.Epoch, kind, itemKey(kind, ns, name))
+			})
+		}
+		if !e.empty() || e.Writer == writer && e.Epoch == epoch {
+			out = append(out, e)
+		}
+	}
+	if !found {
+		e := owedEntry{Writer: writer, Epoch: epoch}
+		e.set(deltas)
+		e.addClaim(claimID)
+		out = append(out, e)
+	}
+	return out
+}
+
+// itemKey is the object a part of an owed entry of a guard of namespace ns is written to.
+func itemKey(kind itemKind, ns, name string) types.NamespacedName {
+	if kind == kindUsage {
+		return types.NamespacedName{Name: name}
+	}
+	return objectKey(ns, name)
+}
+
+// nullIfEmpty is an annotation's value in a merge patch: null removes it.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// writeClaim records next, and what is owed to status, on the guard's Lease, on the condition that the Lease is still
 // at the resourceVersion it was read at.
-func (in *Intake) writeClaim(ctx context.Context, lease *coordinationv1.Lease, next claimed) error {
+func (in *Intake) writeClaim(ctx context.Context, lease *coordinationv1.Lease, next claimed, owed []owedEntry) error {
 	raw, err := json.Marshal(next)
 	if err != nil {
 		return err
@@ -158,9 +246,16 @@ func (in *Intake) writeClaim(ctx context.Context, lease *coordinationv1.Lease, n
 	if len(raw) > maxClaimBytes {
 		return &refusal{413, "too_large", "the batch's counts do not fit on the guard's Lease"}
 	}
+	owedRaw, err := encodeOwed(owed)
+	if err != nil {
+		return err
+	}
+	if len(owedRaw) > maxOwedBytes {
+		return &refusal{503, "owed_full", "the counts not yet in status fill the guard's Lease; retry after the next status write"}
+	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": lease.ResourceVersion,
-		"annotations":     map[string]string{cp.AnnotationDecisions: string(raw)},
+		"annotations":     map[string]any{cp.AnnotationDecisions: string(raw), guards.AnnotationDecisionsOwed: nullIfEmpty(owedRaw)},
 	}})
 	if err != nil {
 		return err
@@ -214,6 +309,16 @@ var (
 		Help: "Provider usage entries of decision batches dropped because the reporting guard does not use that ModelProvider " +
 			"(its pod's verified guard was not injected for it, or its namespaceSelector does not select the pod's namespace, or it does not exist).",
 	})
+	fenced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_decisions_fenced_total",
+		Help: "Times this replica's decisions heartbeat expired before it could renew it: it dropped what it had " +
+			"buffered, which the other replicas take over from the guards' Leases.",
+	})
+	takenOver = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "guardrail_controlplane_decisions_taken_over_total",
+		Help: "Parts of counts (one object's, from one guard) that a stopped replica claimed and did not write, " +
+			"taken over by this replica and written at its next flush.",
+	})
 	// The provider metrics' series are bounded by the ModelProviders that exist (a deleted
 	// one's go) and the namespaces each selects.
 	providerRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -229,7 +334,7 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(decisionsCounted, batches, batchesRefused, baselinesDropped, statusWrites,
-		usageDropped, providerRequests, providerTokens)
+		usageDropped, providerRequests, providerTokens, fenced, takenOver)
 }
 
 // asRefusal unwraps a *refusal of the intake.

@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -65,23 +66,45 @@ type Options struct {
 	Lease func(ctx context.Context, pod *metav1.PartialObjectMetadata, fresh bool) (*coordinationv1.Lease, error)
 	// HandlerSlack is how long a batch may take once its body is read; 0 means 30s.
 	HandlerSlack time.Duration
+	// LeaseNamespace holds the guards' Leases and the replicas' heartbeat Leases (the
+	// operator's namespace).
+	LeaseNamespace string
+	// Identity names this replica in its writer id (its pod's name); "" means the host
+	// name.
+	Identity string
 }
 
 // Intake takes the guards' decisions batches (Handler), buffers the claimed deltas of
 // this replica per Guardrail and Classifier, and writes them into status at most once
-// per object per interval, with Events (Run, Flush). A delta is in memory only between
-// its claim on the guard's Lease and its status write: if the replica dies in between, it
-// is lost (at most one interval of this replica's counts).
+// per object per interval, with Events (Run, flush). What it claimed and has not written
+// is also recorded on the guard's Lease, so that another replica writes it if this one
+// dies (owed.go, sweep.go): each decision is counted exactly once.
 type Intake struct {
 	opts Options
 	// inflight tracks batches being taken, so that the last flush comes after them.
 	inflight sync.WaitGroup
+	// cut is held shared by a claim across its Lease write and exclusively by a flush
+	// cutting an epoch: a claim's deltas are recorded on the Lease under the epoch whose
+	// flush writes them.
+	cut sync.RWMutex
+	// flushing serializes flushes (Run's and Shutdown's).
+	flushing sync.Mutex
+	// window is how long this replica's heartbeat Lease lasts (sweep.go).
+	window time.Duration
 
-	mu      sync.Mutex
-	pending map[types.NamespacedName]*pendingDecisions
-	calls   map[types.NamespacedName]*callDelta
-	// usage is the ModelProviders' usage by provider and namespace (usage.go).
-	usage map[string]map[string]*usageDelta
+	mu sync.Mutex
+	// writer is this replica's id in marks and owed entries, new for each process (and
+	// after a fence, sweep.go).
+	writer string
+	// epoch is the flush that will write what is being claimed now.
+	epoch int64
+	// cur buffers the claims of the current epoch.
+	cur buffers
+	// unwritten are the epochs cut and not yet all written, oldest first.
+	unwritten []*epochBatch
+	// renewed is when this replica's heartbeat was last renewed; beat says it exists.
+	renewed time.Time
+	beat    bool
 }
 
 // New returns an intake; Run it, and Shutdown it when the server stops.
@@ -92,14 +115,19 @@ func New(opts Options) *Intake {
 	if opts.HandlerSlack <= 0 {
 		opts.HandlerSlack = 30 * time.Second
 	}
-	return &Intake{opts: opts,
-		pending: map[types.NamespacedName]*pendingDecisions{}, calls: map[types.NamespacedName]*callDelta{},
-		usage: map[string]map[string]*usageDelta{}}
+	if opts.Identity == "" {
+		opts.Identity, _ = os.Hostname()
+	}
+	in := &Intake{opts: opts, window: min(max(3*opts.Interval, 5*time.Second), 30*time.Second), epoch: 1}
+	in.writer = newWriterID(opts.Identity)
+	in.cur = newBuffers()
+	return in
 }
 
 // Shutdown writes what this replica counted and has not written yet, once the batches
-// being taken are done (waiting for them at most 5s): a rolling restart loses nothing
-// it had claimed.
+// being taken are done (waiting for them at most 5s), and ends its heartbeat: a rolling
+// restart loses nothing it had claimed, and what it could not write is taken over by
+// another replica at once.
 func (in *Intake) Shutdown() {
 	done := make(chan struct{})
 	go func() { in.inflight.Wait(); close(done) }()
@@ -110,6 +138,7 @@ func (in *Intake) Shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	in.flush(ctx)
+	in.endHeartbeat(ctx)
 }
 
 type pendingDecisions struct {
@@ -123,155 +152,110 @@ type pendingDecisions struct {
 }
 
 // add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns, and
-// for the ModelProviders it used.
+// for the ModelProviders it used, in the current epoch. The caller holds in.mu.
 func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.addUsage(ns, bd.providers)
-	for name, d := range bd.classifiers {
-		key := objectKey(ns, name)
-		if in.calls[key] == nil {
-			in.calls[key] = &callDelta{}
-		}
-		in.calls[key].add(d)
-	}
-	for name, d := range bd.guardrails {
-		key := objectKey(ns, name)
-		p := in.pending[key]
-		if p == nil {
-			p = &pendingDecisions{delta: newDelta(), since: time.Now(), pods: map[string]struct{}{}, samples: map[string]cp.Sample{}}
-			in.pending[key] = p
-		}
-		p.add(d)
-		if key.Namespace == "" {
-			p.addNamespace(ns, d)
-		}
-		if _, ok := p.pods[pod]; !ok {
-			p.podsAll++
-			if len(p.pods) < maxPodsKept {
-				p.pods[pod] = struct{}{}
-			}
-		}
-		for _, s := range samples {
-			if localName(s.Guardrail) != name || d.outcomes[s.Outcome] == 0 {
-				continue
-			}
-			if _, ok := p.samples[s.Outcome]; !ok {
-				p.samples[s.Outcome] = s
-			}
-		}
-		for outcome, n := range d.outcomes {
-			decisionsCounted.WithLabelValues(key.Namespace+"/"+key.Name, outcome).Add(float64(n))
-		}
-	}
+	in.cur.add(ns, pod, bd, samples)
 }
 
-// Run flushes every interval until ctx ends; Shutdown flushes a last time.
+// Run renews this replica's heartbeat, flushes and takes over what dead replicas left
+// every interval until ctx ends; Shutdown flushes a last time.
 func (in *Intake) Run(ctx context.Context) {
+	_ = in.heartbeat(ctx) // logged; a claim retries it
 	t := time.NewTicker(in.opts.Interval)
 	defer t.Stop()
+	hb := time.NewTicker(in.window / 3)
+	defer hb.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-hb.C:
+			_ = in.heartbeat(ctx) // logged; fenced when it keeps failing
 		case <-t.C:
 			in.flush(ctx)
+			in.sweep(ctx)
 		}
 	}
 }
 
-// flush writes every pending delta; one that cannot be written now stays for the next
-// interval, merged with what arrives meanwhile.
-func (in *Intake) flush(ctx context.Context) {
-	in.mu.Lock()
-	batch, calls, usage := in.pending, in.calls, in.usage
-	in.pending, in.calls = map[types.NamespacedName]*pendingDecisions{}, map[types.NamespacedName]*callDelta{}
-	in.usage = map[string]map[string]*usageDelta{}
-	in.mu.Unlock()
-	in.flushCalls(ctx, calls)
-	in.flushUsage(ctx, usage)
-	keys := make([]types.NamespacedName, 0, len(batch))
-	for k := range batch {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, key := range keys {
-		p := batch[key]
-		write := in.write
-		if key.Namespace == "" {
-			write = in.writeCluster
-		}
-		g, err := write(ctx, key, p)
-		if err != nil {
-			statusWrites.WithLabelValues("error").Inc()
-			in.opts.Log.Error(err, "Writing decisions into a Guardrail's status; retried next interval", "guardrail", key.String())
-			in.mu.Lock()
-			if cur := in.pending[key]; cur != nil {
-				p.add(cur.delta)
-				for pod := range cur.pods {
-					if len(p.pods) < maxPodsKept {
-						p.pods[pod] = struct{}{}
-					}
-				}
-				p.podsAll += cur.podsAll
-				p.mergeNamespaces(cur)
-			}
-			in.pending[key] = p
-			in.mu.Unlock()
-			continue
-		}
-		if g == nil {
-			statusWrites.WithLabelValues("gone").Inc()
-			for o := range knownOutcomes {
-				decisionsCounted.DeleteLabelValues(key.String(), o)
-			}
-			continue
-		}
-		statusWrites.WithLabelValues("written").Inc()
-		in.emit(g, p)
-	}
-}
-
-// write adds p to the Guardrail's status with an optimistic lock: another replica's write
-// in between makes it re-read and add again. A Guardrail that is gone returns nil. A
-// ClusterGuardrail's is written by writeCluster.
-func (in *Intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions) (client.Object, error) {
-	return in.writeStatus(ctx, key, func() client.Object { return &v1alpha1.Guardrail{} }, func(o client.Object) {
+// write adds p to the Guardrail's status under the mark of writer's epoch (writeStatus).
+// A ClusterGuardrail's is written by writeCluster.
+func (in *Intake) write(ctx context.Context, key types.NamespacedName, p *pendingDecisions, writer string, epoch int64) (client.Object, bool, error) {
+	return in.writeStatus(ctx, key, func() client.Object { return &v1alpha1.Guardrail{} }, decisionMarks, func(o client.Object) {
 		addDecisions(&o.(*v1alpha1.Guardrail).Status, p.delta)
-	})
+	}, writer, epoch)
 }
 
-// writeStatus reads the object at key (fresh makes an empty one), applies add to it and
+// marks reads and writes an object's write marks.
+type marks struct {
+	get func(client.Object) []string
+	set func(client.Object, []string)
+}
+
+var decisionMarks = marks{
+	get: func(o client.Object) []string {
+		if st := guardrailStatus(o); st != nil && st.Decisions != nil {
+			return st.Decisions.Writes
+		}
+		return nil
+	},
+	set: func(o client.Object, m []string) {
+		st := guardrailStatus(o)
+		if st.Decisions == nil {
+			st.Decisions = &v1alpha1.DecisionCounts{}
+		}
+		st.Decisions.Writes = m
+	},
+}
+
+func guardrailStatus(o client.Object) *v1alpha1.GuardrailStatus {
+	switch g := o.(type) {
+	case *v1alpha1.Guardrail:
+		return &g.Status
+	case *v1alpha1.ClusterGuardrail:
+		return &g.Status.GuardrailStatus
+	}
+	return nil
+}
+
+// writeStatus reads the object at key (fresh makes an empty one) and, unless its marks
+// say that writer's epoch reached it already (landed), applies add to it, marks it, and
 // patches its status with an optimistic lock, reading it again from the apiserver after a
-// conflict. An object that is gone returns nil.
-func (in *Intake) writeStatus(ctx context.Context, key types.NamespacedName, fresh func() client.Object, add func(client.Object)) (client.Object, error) {
-	var err error
+// conflict. A write of unknown outcome retried this way is counted once: had it landed,
+// the object read (or, from a stale cache, the conflict's re-read) carries its mark. An
+// object that is gone returns nil.
+func (in *Intake) writeStatus(ctx context.Context, key types.NamespacedName, fresh func() client.Object, m marks,
+	add func(client.Object), writer string, epoch int64) (obj client.Object, landed bool, err error) {
 	for attempt := range 8 {
-		obj := fresh()
+		obj = fresh()
 		reader := in.opts.Cache
 		if attempt > 0 {
 			reader = in.opts.API
 		}
 		if err = reader.Get(ctx, key, obj); apierrors.IsNotFound(err) {
-			return nil, nil
+			return nil, false, nil
 		} else if err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		if landedIn(m.get(obj), writer, epoch) {
+			return obj, true, nil
 		}
 		before := obj.DeepCopyObject().(client.Object)
 		add(obj)
+		m.set(obj, withMark(m.get(obj), writer, epoch))
 		err = in.opts.Writer.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 		switch {
 		case err == nil:
-			return obj, nil
+			return obj, false, nil
 		case apierrors.IsNotFound(err):
-			return nil, nil
+			return nil, false, nil
 		case apierrors.IsConflict(err):
 			statusWrites.WithLabelValues("conflict").Inc()
 			continue
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return nil, err
+	return nil, false, err
 }
 
 // addDecisions adds d to the cumulative counters of a Guardrail's status.

@@ -107,66 +107,55 @@ func claimUsage(prev, cur []cp.ProviderUsage) ([]cp.ProviderUsage, map[string]us
 	return out, deltas
 }
 
-// addUsage buffers usage claimed from a guard of namespace ns and counts it in the
-// metrics. The caller holds in.mu.
-func (in *Intake) addUsage(ns string, usage map[string]usageDelta) {
+// addUsageTo buffers usage claimed from a guard of namespace ns into to (by provider
+// and namespace) and counts it in the metrics.
+func addUsageTo(to map[string]map[string]*usageDelta, ns string, usage map[string]usageDelta) {
 	for name, d := range usage {
-		if in.usage[name] == nil {
-			in.usage[name] = map[string]*usageDelta{}
+		if to[name] == nil {
+			to[name] = map[string]*usageDelta{}
 		}
-		if in.usage[name][ns] == nil {
-			in.usage[name][ns] = &usageDelta{}
+		if to[name][ns] == nil {
+			to[name][ns] = &usageDelta{}
 		}
-		in.usage[name][ns].add(d)
+		to[name][ns].add(d)
 		providerRequests.WithLabelValues(name, ns).Add(float64(d.requests))
 		providerTokens.WithLabelValues(name, ns, "input").Add(float64(d.input))
 		providerTokens.WithLabelValues(name, ns, "output").Add(float64(d.output))
 	}
 }
 
-// flushUsage writes the usage buffered since the last flush into each ModelProvider's
-// status.usage; usage that cannot be written now waits for the next interval.
-func (in *Intake) flushUsage(ctx context.Context, usage map[string]map[string]*usageDelta) {
-	names := make([]string, 0, len(usage))
-	for name := range usage {
-		names = append(names, name)
+// writeUsage adds a provider's usage, by namespace, to its status.usage under the mark of
+// writer's epoch; gone says the ModelProvider no longer exists.
+func (in *Intake) writeUsage(ctx context.Context, name string, byNS map[string]*usageDelta, writer string, epoch int64) (gone bool, err error) {
+	namespaces := make([]string, 0, len(byNS))
+	for ns := range byNS {
+		namespaces = append(namespaces, ns)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		byNS := usage[name]
-		obj, err := in.writeStatus(ctx, types.NamespacedName{Name: name}, func() client.Object { return &v1alpha1.ModelProvider{} },
-			func(o client.Object) {
-				st := &o.(*v1alpha1.ModelProvider).Status
-				namespaces := make([]string, 0, len(byNS))
-				for ns := range byNS {
-					namespaces = append(namespaces, ns)
-				}
-				sort.Strings(namespaces)
-				for _, ns := range namespaces {
-					addUsage(st, ns, *byNS[ns])
-				}
-			})
-		switch {
-		case err != nil:
-			statusWrites.WithLabelValues("error").Inc()
-			in.opts.Log.Error(err, "Writing usage into a ModelProvider's status; retried next interval", "provider", name)
-			in.mu.Lock()
-			for ns, d := range in.usage[name] {
-				if byNS[ns] == nil {
-					byNS[ns] = &usageDelta{}
-				}
-				byNS[ns].add(*d)
+	sort.Strings(namespaces)
+	obj, _, err := in.writeStatus(ctx, types.NamespacedName{Name: name}, func() client.Object { return &v1alpha1.ModelProvider{} },
+		usageMarks, func(o client.Object) {
+			st := &o.(*v1alpha1.ModelProvider).Status
+			for _, ns := range namespaces {
+				addUsage(st, ns, *byNS[ns])
 			}
-			in.usage[name] = byNS
-			in.mu.Unlock()
-		case obj == nil:
-			statusWrites.WithLabelValues("gone").Inc()
-			providerRequests.DeletePartialMatch(map[string]string{"provider": name})
-			providerTokens.DeletePartialMatch(map[string]string{"provider": name})
-		default:
-			statusWrites.WithLabelValues("written").Inc()
+		}, writer, epoch)
+	return err == nil && obj == nil, err
+}
+
+var usageMarks = marks{
+	get: func(o client.Object) []string {
+		if u := o.(*v1alpha1.ModelProvider).Status.Usage; u != nil {
+			return u.Writes
 		}
-	}
+		return nil
+	},
+	set: func(o client.Object, m []string) {
+		st := &o.(*v1alpha1.ModelProvider).Status
+		if st.Usage == nil {
+			st.Usage = &v1alpha1.ProviderUsage{}
+		}
+		st.Usage.Writes = m
+	},
 }
 
 // addUsage adds what guards of namespace ns counted to a ModelProvider's status.usage:

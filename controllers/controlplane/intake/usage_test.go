@@ -171,7 +171,7 @@ func TestAForgedProviderUsageIsDroppedByTheHandler(t *testing.T) {
 	}
 	w.in.mu.Lock()
 	var pending []string
-	for name := range w.in.usage {
+	for name := range w.in.cur.usage {
 		pending = append(pending, name)
 	}
 	w.in.mu.Unlock()
@@ -231,8 +231,8 @@ func TestMalformedUsageRefusesTheBatch(t *testing.T) {
 			}
 			w.in.mu.Lock()
 			defer w.in.mu.Unlock()
-			if len(w.in.usage) != 0 {
-				t.Fatalf("a refused batch left usage pending: %v", w.in.usage)
+			if len(w.in.cur.usage) != 0 {
+				t.Fatalf("a refused batch left usage pending: %v", w.in.cur.usage)
 			}
 		})
 	}
