@@ -212,6 +212,9 @@ func fakeShapedTokens(seed int) map[string]string {
 		"mailgun-key":           fakeHex(32, seed) + "-" + fakeHex(8, seed+1) + "-" + fakeHex(8, seed+2),
 		"zoho-oauth-token":      "1000." + fakeHex(32, seed) + "." + fakeHex(32, seed+1),
 		"prefixed-token":        "zqv_" + fakeFrom(alphaB62, 40, seed),
+		"openshift-oauth-token": "sha256" + "~" + fakeFrom(alphaB62+"-_", 43, seed),
+		"maxmind-license-key":   fakeFrom(alphaB62, 6, seed) + "_" + fakeFrom(alphaB62, 29, seed+1) + "_mmk",
+		"convex-deploy-key":     "prod:" + "happy-otter-" + fmt.Sprint(100+seed%900) + "|" + fakeFrom(alphaB62+"-_", 80, seed+1),
 		"grafana-api-key": base64.StdEncoding.EncodeToString([]byte(`{"k":"` + fakeFrom(alphaB62, 32, seed) +
 			`","n":"ci","id":` + fmt.Sprint(1+seed%90) + `}`)),
 		"neptune-api-token": base64.StdEncoding.EncodeToString([]byte(`{"api_address":"https://app.neptune.ai","api_url":"https://app.neptune.ai","api_key":"` +

@@ -114,7 +114,8 @@ func repeats(v string, n int) bool {
 	return false
 }
 
-// underscoreAt handles a '_' at i: gh[pousr]_ and github_pat_ tokens.
+// underscoreAt handles a '_' at i: gh[pousr]_ and github_pat_ tokens, then the vendor rules
+// keyed by a '_', a MaxMind license key and a token of an unknown vendor.
 func (c *Classifier) underscoreAt(sc *scanState, i int) {
 	s := sc.s
 	switch {
@@ -128,7 +129,7 @@ func (c *Classifier) underscoreAt(sc *scanState, i int) {
 			c.prefixedToken(sc, detGitHub, i-6, i+5, 70, maxGitHub, isPAT, 2)
 		}
 	default:
-		if !c.vendorSepAt(sc, i) {
+		if !c.vendorSepAt(sc, i) && !c.maxmindKeyAt(sc, i) {
 			c.prefixedTokenAt(sc, i)
 		}
 	}

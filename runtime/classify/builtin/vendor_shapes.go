@@ -14,7 +14,9 @@ import (
 func (c *Classifier) dotAt(sc *scanState, i int) {
 	s := sc.s
 	if s[i] == '~' {
-		c.entraSecretAt(sc, i)
+		if !c.openshiftTokenAt(sc, i) {
+			c.entraSecretAt(sc, i)
+		}
 		return
 	}
 	if !c.on(detGenericSecret) || c.vendorSepAt(sc, i) {
@@ -65,6 +67,74 @@ func (c *Classifier) discordTokenAt(sc *scanState, i int) {
 	c.emit(sc, detGenericSecret, a, e)
 }
 
+// openshiftTokenAt matches an OpenShift OAuth access token whose '~' is at i: "sha256~" and
+// 43 base64url characters (the form OpenShift 4 issues; `oc whoami -t` prints it).
+func (c *Classifier) openshiftTokenAt(sc *scanState, i int) bool {
+	s := sc.s
+	a := i - len("sha256")
+	if !c.on(detGenericSecret) || a < 0 || s[a:i] != "sha256" || !tokenStart(s, a) {
+		return false
+	}
+	e, ok := matchSegs(s, i+1, b64urn(43, 43))
+	if !ok || !tokenEnd(s, e) || classMix(s[i+1:e]) < 2 || repeats(s[i+1:e], 6) {
+		return false
+	}
+	c.emit(sc, detGenericSecret, a, e)
+	return true
+}
+
+// maxmindKeyAt matches a MaxMind license key whose first '_' is at i: six letters and
+// digits, '_', 29 more, and the suffix "_mmk".
+func (c *Classifier) maxmindKeyAt(sc *scanState, i int) bool {
+	s := sc.s
+	a := i - 6
+	if !c.on(detGenericSecret) || a < 0 || i+35 > len(s) || !allIn(s[a:i], cB62) || !tokenStart(s, a) {
+		return false
+	}
+	e, ok := matchSegs(s, i, []seg{{"_", cB62, 29, 29}, {"_mmk", cB62, 0, 0}})
+	if !ok || !tokenEnd(s, e) || classMix(s[i+1:e-4]) < 2 {
+		return false
+	}
+	c.emit(sc, detGenericSecret, a, e)
+	return true
+}
+
+// convexDeployKeyAt matches a Convex deploy key whose ':' is at i: "prod:", "dev:" or
+// "preview:", the deployment's name (words and a number joined by '-'), '|', and a token of
+// 40 or more base64url characters.
+func (c *Classifier) convexDeployKeyAt(sc *scanState, i int) bool {
+	s := sc.s
+	a := -1
+	for _, p := range [...]string{"prod", "dev", "preview"} {
+		if i >= len(p) && s[i-len(p):i] == p && tokenStart(s, i-len(p)) {
+			a = i - len(p)
+			break
+		}
+	}
+	if a < 0 || !c.on(detGenericSecret) {
+		return false
+	}
+	k, dashes := i+1, 0
+	for k < len(s) && k-i <= 64 && (isLower(s[k]) || isDigit(s[k]) || s[k] == '-') {
+		if s[k] == '-' {
+			dashes++
+		}
+		k++
+	}
+	if dashes == 0 || k == i+1 || k >= len(s) || s[k] != '|' {
+		return false
+	}
+	e := k + 1
+	for e < len(s) && e-k <= maxGenericSecret && (isB64URL(s[e]) || s[e] == '=') {
+		e++
+	}
+	if v := s[k+1 : e]; len(v) < 40 || !tokenEnd(s, e) || classMix(v) < 3 || repeats(v, 6) {
+		return false
+	}
+	c.emit(sc, detGenericSecret, a, e)
+	return true
+}
+
 // entraSecretAt matches a Microsoft Entra ID (Azure AD) client secret whose "Q~" ends at i:
 // three characters, a digit, "Q~", and 31 to 34 characters of letters, digits, '_', '-', '.'
 // and '~'.
@@ -91,11 +161,14 @@ func (c *Classifier) entraSecretAt(sc *scanState, i int) {
 }
 
 // colonAt handles a ':' at i inside a token: a Telegram bot token (bot id, ':', "AA" and 33
-// more), an Asana personal access token ("1/" or "2/" and digits, ':', 32 hex digits) and a
-// Ghost Admin API key (24 hex digits, ':', 64 hex digits).
+// more), an Asana personal access token ("1/" or "2/" and digits, ':', 32 hex digits), a
+// Ghost Admin API key (24 hex digits, ':', 64 hex digits) and a Convex deploy key.
 func (c *Classifier) colonAt(sc *scanState, i int) {
 	s := sc.s
 	if !c.on(detGenericSecret) || i == 0 || i+1 >= len(s) {
+		return
+	}
+	if isLower(s[i-1]) && c.convexDeployKeyAt(sc, i) {
 		return
 	}
 	if isDigit(s[i-1]) && strings.HasPrefix(s[i+1:], "AA") {

@@ -129,6 +129,25 @@ var tailVendorRules = []vendorRule{
 	{kind: "locationiq-token", prefix: "pk.", segs: hex32, det: detGenericSecret},
 	{kind: "dfuse-key", prefix: "web_", segs: hex32, det: detGenericSecret},
 
+	// Issue 42, round 2: more vendors whose documentation gives a prefix.
+	{kind: "kong-konnect-token", prefix: "kpat_", segs: b62n(40, 60), det: detGenericSecret},
+	{kind: "kong-konnect-token", prefix: "spat_", segs: b62n(40, 60), det: detGenericSecret},
+	{kind: "inngest-signing-key", prefix: "signkey-prod-", segs: hex64, det: detGenericSecret},
+	{kind: "inngest-signing-key", prefix: "signkey-test-", segs: hex64, det: detGenericSecret},
+	{kind: "inngest-signing-key", prefix: "signkey-branch-", segs: hex64, det: detGenericSecret},
+	{kind: "triggerdev-key", prefix: "tr_dev_", segs: b62n(20, 64), det: detGenericSecret},
+	{kind: "triggerdev-key", prefix: "tr_prod_", segs: b62n(20, 64), det: detGenericSecret},
+	{kind: "triggerdev-key", prefix: "tr_stg_", segs: b62n(20, 64), det: detGenericSecret},
+	{kind: "triggerdev-key", prefix: "tr_pat_", segs: b62n(20, 64), det: detGenericSecret},
+	{kind: "xata-key", prefix: "xau_", segs: b62n(32, 64), det: detGenericSecret},
+	{kind: "pangea-token", prefix: "pts_", segs: lownum(32, 32), det: detGenericSecret},
+	{kind: "clojars-token", prefix: "CLOJARS_", segs: lownum(60, 60), det: detGenericSecret},
+	{kind: "shopify-partner-token", prefix: "prtapi_", segs: hex32, det: detGenericSecret},
+	{kind: "paypal-access-token", prefix: "A21AA", segs: b64urn(60, 160), det: detGenericSecret},
+	{kind: "yandex-api-key", prefix: "AQVN", segs: b64urn(33, 38), det: detGenericSecret},
+	{kind: "yandex-oauth-token", prefix: "y0_", segs: b64urn(50, 64), det: detGenericSecret},
+	{kind: "yandex-iam-token", prefix: "t1.", segs: []seg{{"", cB64URL, 20, 400}, {".", cB64URL, 80, 90}}, pad: true, det: detGenericSecret},
+
 	// Social and messaging.
 	{kind: "africastalking-key", prefix: "atsk_", segs: hex64, det: detGenericSecret},
 	{kind: "pinterest-token", prefix: "pina_", segs: b64urn(40, 200), det: detGenericSecret},
