@@ -31,6 +31,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
 	"github.com/guardrail-dev/guardrail-operator/controllers/modelprovider"
 	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -170,19 +171,23 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := index.Setup(ctx, mgr); err != nil {
 		return err
 	}
+	// One compilation per generation of each policy, shared by the four reconcilers.
+	compiler := policyreconciler.NewCompiler()
 	if err := (&classifier.Reconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder("classifier-controller"),
-		LeaseNamespace: o.operatorNamespace(),
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("classifier-controller"),
+		OperatorNamespace: o.operatorNamespace(),
+		Compiler:          compiler,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&guardrail.Reconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder("guardrail-controller"),
-		LeaseNamespace: o.operatorNamespace(),
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("guardrail-controller"),
+		OperatorNamespace: o.operatorNamespace(),
+		Compiler:          compiler,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -191,14 +196,16 @@ func SetupWith(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		APIReader:         mgr.GetAPIReader(),
 		Recorder:          mgr.GetEventRecorder("clusterclassifier-controller"),
 		OperatorNamespace: o.operatorNamespace(),
+		Compiler:          compiler,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&clusterguardrail.Reconciler{
-		Client:         mgr.GetClient(),
-		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder("clusterguardrail-controller"),
-		LeaseNamespace: o.operatorNamespace(),
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("clusterguardrail-controller"),
+		OperatorNamespace: o.operatorNamespace(),
+		Compiler:          compiler,
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func TestReconcileSpecStallsALocalBackendURLUnlessAllowed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			allowLocalURLs(t, tc.allow)
 			c := webhookClassifier(tc.url)
-			_, err := (&Reconciler{}).reconcileSpec(context.Background(), &scope{obj: c})
+			_, err := (&Reconciler{}).CheckSpec(context.Background(), c)
 			stalled := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionStalled)
 			if tc.wantStall == "" {
 				if err != nil || stalled != nil {
@@ -82,7 +82,7 @@ func TestReconcileSpecReportsCompileErrorsAndTheLocalURLTogether(t *testing.T) {
 	allowLocalURLs(t, false)
 	c := webhookClassifier("http://127.0.0.1/")
 	c.Spec.Categories = nil
-	_, err := (&Reconciler{}).reconcileSpec(context.Background(), &scope{obj: c})
+	_, err := (&Reconciler{}).CheckSpec(context.Background(), c)
 	stalled := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionStalled)
 	if !status.IsTerminal(err) || stalled == nil {
 		t.Fatalf("err = %v, Stalled = %+v; want a terminal stall", err, stalled)

@@ -1,8 +1,9 @@
-// Package clusterclassifier owns the ClusterClassifier reconciler (DESIGN.md §9.1): it
-// compiles a ClusterClassifier's spec with the function the guard uses (stalling with the
-// offending field named), resolves its credentials from a Secret of the operator's
-// namespace only — tenants cannot read them, and the guards of every namespace receive
-// them over their subscription — and counts the ClusterGuardrails that reference it and
-// the guards that enforce one, with the kstatus conditions of a Classifier
-// (controllers/internal/policystatus).
+// Package clusterclassifier is the ClusterClassifier kind of the shared classifier
+// reconciler (controllers/internal/policyreconciler): a ClusterClassifier is compiled as
+// the guard will (stalling with the offending field named) and counts the
+// ClusterGuardrails that reference it and the guards that enforce one, with the kstatus
+// conditions of a Classifier (controllers/internal/policystatus). What differs is where
+// its credentials are: a Secret of the operator's namespace only, never a tenant's —
+// tenants cannot read them, and the guards of every namespace receive them over their
+// subscription.
 package clusterclassifier

@@ -5,61 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
-	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // Reconciler reconciles ClusterGuardrails.
-type Reconciler struct {
-	client.Client
-	// APIReader lists the pods a ClusterGuardrail selects: pods without a guard are not
-	// cached.
-	APIReader client.Reader
-	Recorder  events.EventRecorder
-	// LeaseNamespace holds the guards' Leases (the operator's namespace), read from the
-	// cache.
-	LeaseNamespace string
-	// Now is the clock guards' Leases are judged by; nil is time.Now.
-	Now func() time.Time
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now == nil {
-		return time.Now()
-	}
-	return r.Now()
-}
-
-// coalesce is how long pod, Lease and namespace events wait before the ClusterGuardrails
-// are recounted: a thousand guards acknowledging one apply is one recount.
-const coalesce = 2 * time.Second
-
-// scope is what the steps of one reconcile share.
-type scope struct {
-	obj        *v1alpha1.ClusterGuardrail
-	classifier *v1alpha1.ClusterClassifier
-	compiled   *policy.Guardrail
-	// recount is when status.enforcement changes unless something else does.
-	recount time.Duration
-}
-
-type step func(ctx context.Context, s *scope) (ctrl.Result, error)
+type Reconciler = policyreconciler.Guardrails[*v1alpha1.ClusterGuardrail, *v1alpha1.ClusterClassifier, Kind]
 
 // +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups=guardrail.dev,resources=clusterguardrails/status,verbs=get;update;patch
@@ -69,128 +27,75 @@ type step func(ctx context.Context, s *scope) (ctrl.Result, error)
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=guardrail-system,resources=leases,verbs=get;list;watch
 
-// Reconcile brings a ClusterGuardrail's status in line with its spec, its
-// ClusterClassifier and the pods it selects.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
-	obj := &v1alpha1.ClusterGuardrail{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
+// Kind is the ClusterGuardrail: cluster-scoped, with a ClusterClassifier, selecting pods
+// of the namespaces its namespaceSelector picks.
+type Kind struct{}
 
-	s := &scope{obj: obj}
-	patcher := status.NewPatcher(r.Client, r.Recorder, obj, v1alpha1.ConditionClassifierResolved).
-		InEffect(func() string { return policystatus.InEffect(obj.Spec.Mode, obj.Generation, s.compiled) }).
-		WaitingReasons(v1alpha1.ReasonClassifierNotReady)
-	defer policystatus.Settle(ctx, patcher, obj, &result, &retErr, func() time.Duration {
-		return policystatus.NextRecount(s.compiled != nil, s.recount)
-	})
+var _ policyreconciler.GuardrailKind[*v1alpha1.ClusterGuardrail, *v1alpha1.ClusterClassifier] = Kind{}
 
-	for _, st := range []step{r.reconcileClassifier, r.reconcileCompile, r.reconcileEnforcement} {
-		res, err := st(ctx, s)
-		if err != nil || !res.IsZero() {
-			if s.compiled == nil {
-				obj.Status.Enforcement = nil
-				policystatus.NotDistributed(obj)
-			}
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
+func (Kind) Kind() string                               { return policy.KindClusterGuardrail }
+func (Kind) ClassifierKind() string                     { return policy.KindClusterClassifier }
+func (Kind) New() *v1alpha1.ClusterGuardrail            { return &v1alpha1.ClusterGuardrail{} }
+func (Kind) NewList() client.ObjectList                 { return &v1alpha1.ClusterGuardrailList{} }
+func (Kind) NewClassifier() *v1alpha1.ClusterClassifier { return &v1alpha1.ClusterClassifier{} }
+func (Kind) Where(*v1alpha1.ClusterGuardrail) string    { return "the selected namespaces" }
+func (Kind) WatchesNamespaces() bool                    { return true }
+
+func (Kind) Parts(g *v1alpha1.ClusterGuardrail) (*v1alpha1.GuardrailSpec, *v1alpha1.GuardrailStatus) {
+	return &g.Spec.GuardrailSpec, &g.Status.GuardrailStatus
 }
 
-// reconcileClassifier fetches the referenced ClusterClassifier and waits until it is
-// Ready for its latest generation; a Stalled one stalls the ClusterGuardrail.
-func (r *Reconciler) reconcileClassifier(ctx context.Context, s *scope) (ctrl.Result, error) {
-	name := s.obj.Spec.ClassifierRef.Name
-	c := &v1alpha1.ClusterClassifier{}
-	err := r.Get(ctx, types.NamespacedName{Name: name}, c)
-	switch {
-	case apierrors.IsNotFound(err):
-		return policystatus.ClassifierMissing(s.obj, "ClusterClassifier "+name, "")
-	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("reading ClusterClassifier %s: %w", name, err)
-	}
-	if res, err := policystatus.ClassifierReady(s.obj, c, "ClusterClassifier "+name); err != nil || !res.IsZero() {
-		return res, err
-	}
-	s.classifier = c
-	return ctrl.Result{}, nil
+func (Kind) Sources(g *v1alpha1.ClusterGuardrail, c *v1alpha1.ClusterClassifier) (policy.GuardrailObject, policy.ClassifierObject) {
+	return kube.ClusterGuardrail(g), kube.ClusterClassifier(c)
 }
 
-// reconcileCompile compiles the ClusterGuardrail against its ClusterClassifier with the
-// compiler the guard runs; a failure names the field and stalls.
-func (r *Reconciler) reconcileCompile(_ context.Context, s *scope) (ctrl.Result, error) {
-	cc, err := kube.CompileClusterClassifier(s.classifier, "")
+// Invalid checks namespaceSelector, which the compiler does not read: the operator
+// applies it when it selects the guardrails of a pod.
+func (Kind) Invalid(g *v1alpha1.ClusterGuardrail) string {
+	if _, err := policyreconciler.Selector(g.Spec.NamespaceSelector); err != nil {
+		return "spec.namespaceSelector: " + err.Error()
+	}
+	return ""
+}
+
+// Namespaces lists the namespaces namespaceSelector picks (every one when it is unset),
+// by metadata from the cache.
+func (Kind) Namespaces(ctx context.Context, c client.Reader, g *v1alpha1.ClusterGuardrail) (func(string) bool, error) {
+	sel, err := policyreconciler.Selector(g.Spec.NamespaceSelector)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("compiling ClusterClassifier %s: %w", s.classifier.Name, err)
+		return nil, fmt.Errorf("namespaceSelector: %w", err)
 	}
-	if s.obj.Spec.NamespaceSelector != nil {
-		if _, err := selectorOf(s.obj.Spec.NamespaceSelector); err != nil {
-			msg := "spec.namespaceSelector: " + err.Error()
-			status.MarkStalled(s.obj, v1alpha1.ReasonInvalidSpec, msg)
-			return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg))
-		}
+	namespaces := &metav1.PartialObjectMetadataList{}
+	namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := c.List(ctx, namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing the selected namespaces: %w", err)
 	}
-	s.compiled, err = kube.CompileClusterGuardrail(s.obj, cc)
-	return ctrl.Result{}, policystatus.Compiled(s.obj, "ClusterClassifier "+s.classifier.Name, s.classifier.Generation, err)
+	selected := make(map[string]bool, len(namespaces.Items))
+	for i := range namespaces.Items {
+		selected[namespaces.Items[i].Name] = true
+	}
+	return func(ns string) bool { return selected[ns] }, nil
 }
 
-// SetupWithManager registers the reconciler. A ClusterClassifier change re-reconciles the
-// ClusterGuardrails that reference it; injected pods, guards' Leases and namespaces
-// (their labels decide the namespaceSelector) recount every ClusterGuardrail after a
-// short coalescing delay.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	ns := &corev1.Namespace{}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.ClusterGuardrail{}).
-		Watches(&v1alpha1.ClusterClassifier{}, handler.EnqueueRequestsFromMapFunc(r.forClassifier)).
-		Watches(&corev1.Pod{}, r.recountAll(), builder.WithPredicates(policystatus.PodChanged)).
-		Watches(&coordinationv1.Lease{}, r.recountAll(), builder.WithPredicates(policystatus.LeaseChanged)).
-		Watches(ns, r.recountAll(), builder.OnlyMetadata).
-		Named("clusterguardrail").
-		Complete(r)
+// Breakdown writes status.selectedNamespaces and the per-namespace figures
+// (policystatus.SetEnforcement).
+func (Kind) Breakdown(g *v1alpha1.ClusterGuardrail, perNS map[string]policystatus.Enforcement) {
+	figures := make(map[string]v1alpha1.NamespaceFigures, len(perNS))
+	for ns, e := range perNS {
+		figures[ns] = v1alpha1.NamespaceFigures{SelectedPods: int32(e.Selected), AcknowledgedPods: int32(len(e.Acked)), //nolint:gosec // pods of a namespace
+			PodsWithoutGuard: int32(len(e.Without))} //nolint:gosec // pods of a namespace
+	}
+	g.Status.SelectedNamespaces = int32(len(perNS)) //nolint:gosec // namespaces of a cluster
+	policystatus.SetEnforcement(&g.Status, figures)
 }
 
-func (r *Reconciler) forClassifier(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1alpha1.ClusterGuardrailList
-	if err := r.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterGuardrails for a ClusterClassifier", "classifier", o.GetName())
-		return nil
-	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Spec.ClassifierRef.Name == o.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-		}
-	}
-	return reqs
-}
+// Referencing lists every ClusterGuardrail (there are few); those of another
+// ClusterClassifier are skipped.
+func (Kind) Referencing(client.Object) []client.ListOption { return nil }
 
-// recountAll enqueues every ClusterGuardrail after coalesce; the queue keeps one request
-// per ClusterGuardrail however many events arrive meanwhile.
-func (r *Reconciler) recountAll() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		var list v1alpha1.ClusterGuardrailList
-		if err := r.List(ctx, &list); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Listing ClusterGuardrails")
-			return
-		}
-		for i := range list.Items {
-			q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}, coalesce)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-		UpdateFunc: func(ctx context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q)
-		},
-	}
-}
+// Recount: every ClusterGuardrail, whichever namespace's pods, guards or labels changed.
+func (Kind) Recount(string) ([]client.ListOption, bool) { return nil, true }
+
+// Coalesce is how long pod, Lease and namespace events wait before the ClusterGuardrails
+// are recounted: a thousand guards acknowledging one apply is one recount.
+func (Kind) Coalesce() time.Duration { return 2 * time.Second }

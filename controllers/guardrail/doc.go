@@ -1,7 +1,9 @@
-// Package guardrail owns the Guardrail reconciler: it resolves a Guardrail's
-// classifierRef (re-reconciling dependents when a Classifier changes, and stalling with a
-// Stalled Classifier), compiles the Guardrail against that Classifier with the same
-// function the guard uses, and keeps the kstatus conditions Ready (naming the generation
-// and mode in effect), Reconciling, Stalled and ClassifierResolved, with reasons and
-// messages that say what to fix.
+// Package guardrail is the Guardrail kind of the shared guardrail reconciler
+// (controllers/internal/policyreconciler): a Guardrail resolves its classifierRef among
+// the Classifiers of its namespace (re-reconciling dependents when a Classifier changes,
+// and stalling with a Stalled Classifier), compiles against that Classifier with the
+// function the guard uses, counts the pods of its namespace it selects into
+// status.enforcement and the Enforced condition, and keeps the kstatus conditions Ready
+// (naming the generation and mode in effect), Reconciling, Stalled and
+// ClassifierResolved, with reasons and messages that say what to fix.
 package guardrail

@@ -14,6 +14,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
@@ -29,7 +30,7 @@ func TestEnforcementCountsOnlyWhatGuardsSayInTheirLeases(t *testing.T) {
 	notAGuard := errors.New("the pod has no container named guardrail-guard")
 	cases := []struct {
 		name       string
-		pods       []selectedPod
+		pods       []policystatus.Pod
 		want       string // summary, reason and the names the message must hold
 		nextExpiry time.Duration
 	}{{
@@ -37,58 +38,58 @@ func TestEnforcementCountsOnlyWhatGuardsSayInTheirLeases(t *testing.T) {
 		want: "0/0 NoPodsSelected",
 	}, {
 		name: "a guard whose live Lease names this generation counts, and the recount is due at its expiry",
-		pods: []selectedPod{{name: "a", cached: true, ack: live(map[string]int64{"web": 3, "other": 9}, 40*time.Second)}},
+		pods: []policystatus.Pod{{Name: "a", Cached: true, Ack: live(map[string]int64{"web": 3, "other": 9}, 40*time.Second)}},
 		want: "1/1 Succeeded", nextExpiry: 40 * time.Second,
 	}, {
 		name: "the first expiry of several live guards is the next recount",
-		pods: []selectedPod{
-			{name: "a", cached: true, ack: live(map[string]int64{"web": 3}, 40*time.Second)},
-			{name: "b", cached: true, ack: live(map[string]int64{"web": 3}, 7*time.Second)},
+		pods: []policystatus.Pod{
+			{Name: "a", Cached: true, Ack: live(map[string]int64{"web": 3}, 40*time.Second)},
+			{Name: "b", Cached: true, Ack: live(map[string]int64{"web": 3}, 7*time.Second)},
 		},
 		want: "2/2 Succeeded", nextExpiry: 7 * time.Second,
 	}, {
 		name: "a pod the cache holds, whose spec does not carry the guard, is without guard whatever its Lease says",
-		pods: []selectedPod{{name: "forged", cached: true, guardErr: notAGuard, ack: live(map[string]int64{"web": 3}, time.Minute)}},
+		pods: []policystatus.Pod{{Name: "forged", Cached: true, GuardErr: notAGuard, Ack: live(map[string]int64{"web": 3}, time.Minute)}},
 		want: "0/1 PodsWithoutGuard forged",
 	}, {
 		name: "a pod neither cached nor with a Lease is without guard",
-		pods: []selectedPod{{name: "plain"}},
+		pods: []policystatus.Pod{{Name: "plain"}},
 		want: "0/1 PodsWithoutGuard plain",
 	}, {
 		name: "a pod with a verified guard but no Lease yet waits for it",
-		pods: []selectedPod{{name: "starting", cached: true}},
+		pods: []policystatus.Pod{{Name: "starting", Cached: true}},
 		want: "0/1 AwaitingAcknowledgement",
 	}, {
 		name: "a guard whose Lease expired does not count and is named",
-		pods: []selectedPod{{name: "a", cached: true, ack: live(map[string]int64{"web": 3}, time.Minute)}, {name: "dead", cached: true, ack: expired}},
+		pods: []policystatus.Pod{{Name: "a", Cached: true, Ack: live(map[string]int64{"web": 3}, time.Minute)}, {Name: "dead", Cached: true, Ack: expired}},
 		want: "1/2 GuardsNotAnswering dead", nextExpiry: time.Minute,
 	}, {
 		name: "an uncached pod (its injected label removed) counts by its live Lease",
-		pods: []selectedPod{{name: "relabelled", ack: live(map[string]int64{"web": 3}, time.Minute)}},
+		pods: []policystatus.Pod{{Name: "relabelled", Ack: live(map[string]int64{"web": 3}, time.Minute)}},
 		want: "1/1 Succeeded", nextExpiry: time.Minute,
 	}, {
 		name: "a guard that acknowledged an older generation waits",
-		pods: []selectedPod{{name: "a", cached: true, ack: live(map[string]int64{"web": 2}, time.Minute)}},
+		pods: []policystatus.Pod{{Name: "a", Cached: true, Ack: live(map[string]int64{"web": 2}, time.Minute)}},
 		want: "0/1 AwaitingAcknowledgement", nextExpiry: time.Minute,
 	}, {
 		name: "a refusal is named with what the guard said",
-		pods: []selectedPod{{name: "r", cached: true, ack: refused}},
+		pods: []policystatus.Pod{{Name: "r", Cached: true, Ack: refused}},
 		want: "0/1 SnapshotRefused r the guard does not know field x", nextExpiry: time.Minute,
 	}, {
 		name: "a bypass is louder than a guard that stopped answering, which is louder than a refusal",
-		pods: []selectedPod{{name: "plain"}, {name: "dead", cached: true, ack: expired}, {name: "r", cached: true, ack: refused}},
+		pods: []policystatus.Pod{{Name: "plain"}, {Name: "dead", Cached: true, Ack: expired}, {Name: "r", Cached: true, Ack: refused}},
 		want: "0/3 PodsWithoutGuard plain", nextExpiry: time.Minute,
 	}, {
 		name: "a guard that stopped answering is louder than a refusal",
-		pods: []selectedPod{{name: "dead", cached: true, ack: expired}, {name: "r", cached: true, ack: refused}},
+		pods: []policystatus.Pod{{Name: "dead", Cached: true, Ack: expired}, {Name: "r", Cached: true, Ack: refused}},
 		want: "0/2 GuardsNotAnswering dead", nextExpiry: time.Minute,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := countEnforcement(g, tc.pods)
-			st, reason, msg := enforcedCondition(g, e)
+			e := policystatus.Count(g.Name, g.Generation, tc.pods)
+			st, reason, msg := policystatus.Condition(g.Generation, Kind{}.Where(g), e)
 			fields := strings.Fields(tc.want)
-			if got := fmt.Sprintf("%d/%d %s", len(e.acked), e.selected, reason); got != fields[0]+" "+fields[1] {
+			if got := fmt.Sprintf("%d/%d %s", len(e.Acked), e.Selected, reason); got != fields[0]+" "+fields[1] {
 				t.Errorf("got %s, want %s (%s)", got, fields[0]+" "+fields[1], msg)
 			}
 			for _, name := range fields[2:] {
@@ -100,8 +101,8 @@ func TestEnforcementCountsOnlyWhatGuardsSayInTheirLeases(t *testing.T) {
 				t.Errorf("status %s with reason %s", st, reason)
 			}
 			var next time.Duration
-			if !e.nextExpiry.IsZero() {
-				next = e.nextExpiry.Sub(now)
+			if !e.NextExpiry.IsZero() {
+				next = e.NextExpiry.Sub(now)
 			}
 			if next != tc.nextExpiry {
 				t.Errorf("next recount in %v, want %v", next, tc.nextExpiry)
@@ -129,7 +130,7 @@ func TestOnlyAcknowledgementsAndReturnsFromSilencePassTheLeaseWatch(t *testing.T
 		{"a renewal after the Lease expired", at(t0, acked), at(t0.Add(61*time.Second), acked), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := leaseChanged.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.pass {
+			if got := policystatus.LeaseChanged.Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.pass {
 				t.Errorf("passes %v, want %v", got, tc.pass)
 			}
 		})

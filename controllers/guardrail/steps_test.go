@@ -12,11 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
+	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 )
 
 // Step tests: each step of a reconcile on a fake client, without an apiserver. The
 // envtest specs in package controllers run the whole reconciler against a real one.
+
+type scope = policyreconciler.GuardrailScope[*v1alpha1.Guardrail, *v1alpha1.Classifier]
 
 func stepScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
@@ -87,9 +91,9 @@ func TestReconcileClassifierWaitsStallsOrResolves(t *testing.T) {
 				b = b.WithObjects(tc.classifier)
 			}
 			r := &Reconciler{Client: b.Build()}
-			s := &scope{obj: blockingGuardrail("pii")}
-			res, err := r.reconcileClassifier(context.Background(), s)
-			if got := res.RequeueAfter == waitInterval; got != tc.requeue {
+			s := &scope{Obj: blockingGuardrail("pii")}
+			res, err := r.ResolveClassifier(context.Background(), s)
+			if got := res.RequeueAfter == policystatus.WaitInterval; got != tc.requeue {
 				t.Errorf("requeue after %v, want a requeue: %v", res.RequeueAfter, tc.requeue)
 			}
 			if got := errors.Is(err, reconcile.TerminalError(nil)); got != tc.terminal {
@@ -98,10 +102,10 @@ func TestReconcileClassifierWaitsStallsOrResolves(t *testing.T) {
 			if !tc.terminal && err != nil {
 				t.Fatalf("error %v", err)
 			}
-			resolved := status.Get(s.obj, v1alpha1.ConditionClassifierResolved)
+			resolved := status.Get(s.Obj, v1alpha1.ConditionClassifierResolved)
 			if tc.reason == "" {
-				if s.classifier == nil || resolved != nil {
-					t.Fatalf("not resolved: classifier %v, condition %+v", s.classifier, resolved)
+				if s.Classifier == nil || resolved != nil {
+					t.Fatalf("not resolved: classifier %v, condition %+v", s.Classifier, resolved)
 				}
 				return
 			}
@@ -111,14 +115,14 @@ func TestReconcileClassifierWaitsStallsOrResolves(t *testing.T) {
 			if !strings.Contains(resolved.Message, tc.inMessage) {
 				t.Errorf("message %q does not say %q", resolved.Message, tc.inMessage)
 			}
-			if s.classifier != nil {
+			if s.Classifier != nil {
 				t.Error("an unresolved Classifier reached the next step")
 			}
 			if tc.terminal {
-				if st := status.Get(s.obj, v1alpha1.ConditionStalled); st == nil || st.Status != metav1.ConditionTrue {
+				if st := status.Get(s.Obj, v1alpha1.ConditionStalled); st == nil || st.Status != metav1.ConditionTrue {
 					t.Errorf("Stalled %+v, want True", st)
 				}
-			} else if rc := status.Get(s.obj, v1alpha1.ConditionReconciling); rc == nil || rc.Status != metav1.ConditionTrue {
+			} else if rc := status.Get(s.Obj, v1alpha1.ConditionReconciling); rc == nil || rc.Status != metav1.ConditionTrue {
 				t.Errorf("Reconciling %+v, want True while waiting", rc)
 			}
 		})
@@ -129,36 +133,45 @@ func TestReconcileCompileStallsAGuardrailThatDoesNotFitItsClassifier(t *testing.
 	ready := builtinClassifier(2, condition(v1alpha1.ConditionReady, metav1.ConditionTrue, "Succeeded", "ok", 2))
 	r := &Reconciler{}
 
-	s := &scope{obj: blockingGuardrail("pii", "email"), classifier: ready}
-	if _, err := r.reconcileCompile(context.Background(), s); err != nil || s.compiled == nil {
-		t.Fatalf("a Guardrail on a category its Classifier has: error %v, compiled %v", err, s.compiled)
+	s := &scope{Obj: blockingGuardrail("pii", "email"), Classifier: ready}
+	if _, err := r.Compile(context.Background(), s); err != nil || s.Compiled == nil {
+		t.Fatalf("a Guardrail on a category its Classifier has: error %v, compiled %v", err, s.Compiled)
 	}
-	if c := status.Get(s.obj, v1alpha1.ConditionClassifierResolved); c == nil || c.Status != metav1.ConditionTrue {
+	if c := status.Get(s.Obj, v1alpha1.ConditionClassifierResolved); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("ClassifierResolved %+v, want True", c)
 	}
 
-	s = &scope{obj: blockingGuardrail("pii", "no-such-category"), classifier: ready}
-	_, err := r.reconcileCompile(context.Background(), s)
-	if !errors.Is(err, reconcile.TerminalError(nil)) || s.compiled != nil {
-		t.Fatalf("error %v, compiled %v: want a terminal error and nothing compiled", err, s.compiled)
+	s = &scope{Obj: blockingGuardrail("pii", "no-such-category"), Classifier: ready}
+	_, err := r.Compile(context.Background(), s)
+	if !errors.Is(err, reconcile.TerminalError(nil)) || s.Compiled != nil {
+		t.Fatalf("error %v, compiled %v: want a terminal error and nothing compiled", err, s.Compiled)
 	}
-	c := status.Get(s.obj, v1alpha1.ConditionClassifierResolved)
+	c := status.Get(s.Obj, v1alpha1.ConditionClassifierResolved)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonClassifierMismatch ||
 		!strings.Contains(c.Message, "no-such-category") {
 		t.Errorf("ClassifierResolved %+v, want False/%s naming the category", c, v1alpha1.ReasonClassifierMismatch)
 	}
-	if st := status.Get(s.obj, v1alpha1.ConditionStalled); st == nil || st.Reason != v1alpha1.ReasonClassifierMismatch {
+	if st := status.Get(s.Obj, v1alpha1.ConditionStalled); st == nil || st.Reason != v1alpha1.ReasonClassifierMismatch {
 		t.Errorf("Stalled %+v, want the mismatch", st)
 	}
 }
 
 func TestInEffectSaysTheModeAndWhatAStreamMayLetThrough(t *testing.T) {
+	ready := builtinClassifier(2, condition(v1alpha1.ConditionReady, metav1.ConditionTrue, "Succeeded", "ok", 2))
+	inEffect := func(g *v1alpha1.Guardrail) string {
+		t.Helper()
+		s := &scope{Obj: g, Classifier: ready}
+		if _, err := (&Reconciler{}).Compile(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		return policystatus.InEffect(g.Generation, s.Compiled)
+	}
 	g := blockingGuardrail("pii")
-	if got := inEffect(g, nil); got != "Generation 4 is in effect in Enforce mode" {
+	if got := inEffect(g); got != "Generation 4 is in effect in Enforce mode" {
 		t.Errorf("Enforce: %q", got)
 	}
 	g.Spec.Mode = v1alpha1.ModeReport
-	if got := inEffect(g, nil); !strings.Contains(got, "Report mode: decisions are recorded, content is left untouched") {
+	if got := inEffect(g); !strings.Contains(got, "Report mode: decisions are recorded, content is left untouched") {
 		t.Errorf("Report: %q", got)
 	}
 }

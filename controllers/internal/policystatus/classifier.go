@@ -3,6 +3,7 @@ package policystatus
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,20 +18,22 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// CheckSpec compiles a classifier's spec (obj is the classifier, m its policy form) and
-// fills st with its backend, categories and hold-back hint. What the schema cannot check
-// (regular expressions, category map targets, ...) stalls the classifier with the
-// offending field named; so does a backend URL on the guard's own host or link
-// (policy.LocalBackendURLs) unless allowLocal. The backend is reported before compiling,
-// so that a Stalled classifier still shows it.
-func CheckSpec(obj status.Object, st *v1alpha1.ClassifierStatus, m *policy.ClassifierObject, allowLocal bool) (ctrl.Result, error) {
+// CheckSpec judges a classifier's spec (obj is the classifier, m its policy form, which
+// policy.CompileClassifier(m, "") turned into compiled or err) and fills st with its
+// backend, categories and hold-back hint. What the schema cannot check (regular
+// expressions, category map targets, ...) stalls the classifier with the offending field
+// named; so does a backend URL on the guard's own host or link (policy.LocalBackendURLs)
+// unless allowLocal. A Stalled classifier still shows its backend. err is not changed: a
+// compilation may be shared.
+func CheckSpec(obj status.Object, st *v1alpha1.ClassifierStatus, m *policy.ClassifierObject,
+	compiled *policy.Classifier, err error, allowLocal bool) (ctrl.Result, error) {
 	st.Backend = BackendOf(&m.Spec)
-	compiled, err := policy.CompileClassifier(m, "")
 	if !allowLocal {
 		if errs := policy.LocalBackendURLs(&m.Spec); len(errs) > 0 {
-			perr, _ := err.(*policy.Error)
-			if perr == nil {
-				perr = &policy.Error{Kind: m.Kind, Key: m.Key(), Reason: v1alpha1.ReasonInvalidSpec}
+			perr := &policy.Error{Kind: m.Kind, Key: m.Key(), Reason: v1alpha1.ReasonInvalidSpec}
+			if compileErr, ok := err.(*policy.Error); ok {
+				*perr = *compileErr
+				perr.Errs = slices.Clone(compileErr.Errs)
 			}
 			perr.Errs = append(perr.Errs, errs...)
 			err = perr

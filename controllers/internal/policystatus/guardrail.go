@@ -86,16 +86,20 @@ func Compiled(g status.Object, what string, gen int64, compileErr error) error {
 // InEffect is the Ready message of a guardrail whose generation is in effect: it says the
 // mode, so that a switch between Report and Enforce shows in status and in the Event, and,
 // in Enforce mode, what of a stream may reach clients before it is judged (the cadence and
-// hold-back trade-off of remote classifiers, DESIGN.md §4.4), where the user decides it.
-func InEffect(mode v1alpha1.Mode, generation int64, compiled *policy.Guardrail) string {
-	if mode == v1alpha1.ModeReport {
+// hold-back trade-off of remote classifiers), where the user decides it. The mode is the
+// compiled policy's (policy.Guardrail.Mode): the compiler decides Report or Enforce, for
+// the guard and for this message alike. nil (nothing compiled, so Ready is not True) says
+// the generation only.
+func InEffect(generation int64, compiled *policy.Guardrail) string {
+	switch {
+	case compiled == nil:
+		return fmt.Sprintf("Generation %d is in effect", generation)
+	case compiled.Mode == policy.ModeReport:
 		return fmt.Sprintf("Generation %d is in effect in Report mode: decisions are recorded, content is left untouched", generation)
 	}
-	msg := fmt.Sprintf("Generation %d is in effect in %s mode", generation, mode)
-	if compiled != nil {
-		if u := compiled.Unjudged(); u != "" {
-			msg += "; " + u
-		}
+	msg := fmt.Sprintf("Generation %d is in effect in %s mode", generation, compiled.Mode)
+	if u := compiled.Unjudged(); u != "" {
+		msg += "; " + u
 	}
 	return msg
 }
