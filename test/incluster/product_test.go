@@ -27,7 +27,8 @@ const (
 // app of make dev (config/dev) in an opted-in namespace with the shipped samples; the guard
 // injected and started by the kubelet; answers redacted and blocked, streamed and not, with
 // the decisions counted in the Guardrails' status and no prompt text in any log; the
-// manager's pods deleted while traffic flows; an app pod deleted and replaced; helm upgrade
+// manager's pods deleted while traffic flows, and its replicas deleted and killed in turn
+// with every decision counted exactly once; an app pod deleted and replaced; helm upgrade
 // with a changed value; the manager's RBAC refusing what it must not do; helm uninstall.
 func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 	c := singlenode.Get(t)
@@ -49,8 +50,8 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 	if got := u.kubectl("-n", systemNS, "get", "deploy", release, "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}"); got != "2/2" {
 		t.Fatalf("ready replicas %s, want 2/2", got)
 	}
-	if holder := u.kubectl("-n", systemNS, "get", "lease", "-o", "jsonpath={.items[*].spec.holderIdentity}"); strings.Count(holder, release) != 1 {
-		t.Errorf("leader lease holders %q: want exactly one replica leading", holder)
+	if holder := u.kubectl("-n", systemNS, "get", "lease", leaderLease, "-o", "jsonpath={.spec.holderIdentity}"); !strings.HasPrefix(holder, release+"-") {
+		t.Errorf("leader lease holder %q: want one replica leading", holder)
 	}
 
 	u.kubectl("apply", "-f", "config/dev/provider.yaml")
@@ -157,6 +158,9 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 		}
 		u.kubectl("-n", systemNS, "rollout", "status", "deploy/"+release, "--timeout=2m")
 		u.eventually(2*time.Minute, atLeast(before+n), "-n", "demo", "get", "guardrail", "redact-pii-secrets", "-o", "jsonpath={.status.decisions.redacted}")
+	})
+	t.Run("the leader deleted and the other replica SIGKILLed, three times each, under steady traffic: every decision counted exactly once", func(t *testing.T) {
+		user{t: t, c: c}.exactlyFailover()
 	})
 	t.Run("an app pod deleted: its replacement is injected and its guard enforces before the app starts", func(t *testing.T) {
 		u := user{t: t, c: c}

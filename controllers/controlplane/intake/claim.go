@@ -13,7 +13,7 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// Counting decisions exactly once (DESIGN.md §6 "Decisions"): a guard sends cumulative
+// Counting decisions exactly once: a guard sends cumulative
 // counts of its incarnation; what was already counted for (pod, incarnation) is recorded
 // on the guard's Lease in the operator's namespace (package guards), in cp.AnnotationDecisions,
 // by a merge patch that carries the Lease's resourceVersion. Whoever writes the new

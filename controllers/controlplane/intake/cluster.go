@@ -11,7 +11,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 )
 
-// Decisions of ClusterGuardrails (DESIGN.md §9.1): guards of any namespace report them
+// Decisions of ClusterGuardrails: guards of any namespace report them
 // under "/name"; they are summed into the ClusterGuardrail's status.decisions like a
 // Guardrail's, and broken down by the guards' namespace into status.namespaces and
 // status.otherNamespaces (at most v1alpha1.MaxNamespacesListed listed,

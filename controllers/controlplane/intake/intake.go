@@ -22,7 +22,7 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// Event reasons of decisions on a Guardrail (DESIGN.md §6 "Decisions"): at most one Event
+// Event reasons of decisions on a Guardrail: at most one Event
 // per Guardrail, reason and interval, on each replica that counted decisions for it.
 const (
 	ReasonBlocked          = "Blocked"

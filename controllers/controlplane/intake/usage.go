@@ -13,7 +13,7 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// Usage of ModelProviders (DESIGN.md §9.2, keyless apps): a guard reports, per provider it
+// Usage of ModelProviders (keyless apps): a guard reports, per provider it
 // called, cumulative requests and the tokens of the provider's usage fields for its
 // incarnation (cp.DecisionsRequest.Providers). The difference not yet counted is claimed
 // on the guard's Lease with the decisions (claim.go), after the entries the pod's guard
