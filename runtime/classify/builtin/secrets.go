@@ -1,6 +1,10 @@
 package builtin
 
-import "strings"
+import (
+	"bytes"
+	"encoding/base64"
+	"strings"
+)
 
 // The secrets pack's token detectors. Each is found from a rare byte of its fixed prefix ('-'
 // of sk-, glpat-, xox?- and -----BEGIN, '_' of gh?_ and github_pat_, 'A' of AKIA, 'J' of eyJ)
@@ -262,7 +266,9 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 		}
 		seg[n] = [2]int{a, k}
 		n++
-		if k+1 >= len(s) || s[k] != '.' || !isB64URL(s[k+1]) {
+		// A JWE's encrypted key is empty when the key is agreed directly (alg "dir"): header..iv.
+		emptyKey := n == 1 && k+2 < len(s) && s[k] == '.' && s[k+1] == '.' && isB64URL(s[k+2])
+		if k+1 >= len(s) || s[k] != '.' || !isB64URL(s[k+1]) && !emptyKey {
 			break
 		}
 		k++
@@ -274,10 +280,17 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 	if n == 1 && c.base64JSONKey(sc, start, seg[0][1]) {
 		return
 	}
-	// The payload is a JSON object too: "ey…" ({") or "ew…" ({ and a line break).
+	// The payload is a JSON object too: "ey…" ({") or "ew…" ({ and a line break). A JWE's
+	// second part is its encrypted key, and a JWS may sign any payload: those are taken when
+	// the header is a JOSE header (joseHeader).
 	payloadOK := func(min int) bool {
 		p := s[seg[1][0]:seg[1][1]]
-		return len(p) >= min && (len(p) == 0 || p[0] == 'e') && (len(p) < 2 || p[1] == 'y' || p[1] == 'w')
+		if len(p) >= min && (len(p) == 0 || p[0] == 'e') && (len(p) < 2 || p[1] == 'y' || p[1] == 'w') {
+			return true
+		}
+		// An encrypted key or a payload of 16 or more characters (a JWE's key is empty when
+		// alg is "dir"); shorter second parts are not told from text ("….short.x").
+		return (len(p) >= 16 || len(p) == 0 && n == 5) && header < maxJWTHeader && joseHeader(s[seg[0][0]:seg[0][1]])
 	}
 	atEnd := seg[n-1][1] == len(s) || seg[n-1][1] == len(s)-1 && s[len(s)-1] == '.'
 	if atEnd && header < maxJWTHeader && (n == 1 && s[len(s)-1] == '.' || n == 2 && payloadOK(0) || n > 2 && payloadOK(4)) {
@@ -300,6 +313,23 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 		return
 	}
 	c.emit(sc, detJWT, start, end)
+}
+
+// joseHeader reports whether h, a token's first part, is the base64url of a JOSE header: a
+// JSON object with an "alg" member (RFC 7515 § 4.1.1, RFC 7516 § 4.1.1).
+func joseHeader(h string) bool {
+	h = strings.TrimRight(h, "=")
+	if len(h) > maxJWTHeader {
+		return false
+	}
+	var src, buf [maxJWTHeader]byte // on the stack: no allocation on the scan's path
+	copy(src[:], h)
+	n, err := base64.RawURLEncoding.Decode(buf[:], src[:len(h)])
+	if err != nil {
+		return false
+	}
+	d := bytes.TrimSpace(buf[:n])
+	return len(d) >= 2 && d[0] == '{' && d[len(d)-1] == '}' && bytes.Contains(d, []byte(`"alg"`))
 }
 
 // base64JSONKeys begin credentials that are a JSON object in base64, with no dots: a

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"encoding/base64"
 	"hash/crc32"
 	"testing"
 
@@ -86,6 +87,40 @@ func TestPrefixedTokenOfUnknownVendor(t *testing.T) {
 	} {
 		if found(text) {
 			t.Errorf("%q: flagged", text)
+		}
+	}
+}
+
+// TestJOSETokensWithoutAJSONPayload: a JWE (its second part is the encrypted key, random, or
+// empty with alg "dir") and a JWS over a payload that is not JSON are tokens when the header
+// is a JOSE header; a header without "alg", or a second part too short to tell from text,
+// is not. Streamed, they are held back and redacted whole.
+func TestJOSETokensWithoutAJSONPayload(t *testing.T) {
+	enc := base64.RawURLEncoding.EncodeToString
+	iv, ct, tag := fakeFrom(alphaB62+"-_", 16, 1), fakeFrom(alphaB62+"-_", 120, 2), fakeFrom(alphaB62+"-_", 22, 3)
+	jwe := enc([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM"}`)) + "." + fakeFrom(alphaB62+"-_", 342, 4) + "." + iv + "." + ct + "." + tag
+	dir := enc([]byte(`{"alg":"dir","enc":"A128GCM"}`)) + ".." + iv + "." + ct + "." + tag
+	jws := enc([]byte(`{"alg":"HS256"}`)) + "." + enc([]byte("a payload that is not JSON: 0123456789")) + "." + fakeFrom(alphaB62+"-_", 43, 5)
+	notJOSE := enc([]byte(`{"typ":"HS256"}`)) + "." + enc([]byte("a payload that is not JSON: 0123456789")) + "." + fakeFrom(alphaB62+"-_", 43, 5)
+	c := secretsPack(t)
+	for _, tc := range []struct {
+		tok  string
+		want bool
+	}{{jwe, true}, {dir, true}, {jws, true}, {notJOSE, false}} {
+		text := "I found " + tc.tok + " in the log"
+		res, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := covered(res.Spans, len("I found "), len("I found ")+len(tc.tok))
+		if got != tc.want {
+			t.Errorf("%q: redacted whole %v, want %v (spans %v)", tc.tok, got, tc.want, res.Spans)
+		}
+		if tc.want {
+			checkEverySplit(t, c, "token "+tc.tok+" ok")
+			for delta := 1; delta <= 32; delta += 7 {
+				checkDeltas(t, c, "token "+tc.tok+" ok", delta)
+			}
 		}
 	}
 }
