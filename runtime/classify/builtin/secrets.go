@@ -3,6 +3,7 @@ package builtin
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 )
 
@@ -316,7 +317,8 @@ func (c *Classifier) jwtAt(sc *scanState, i int) {
 }
 
 // joseHeader reports whether h, a token's first part, is the base64url of a JOSE header: a
-// JSON object with an "alg" member (RFC 7515 § 4.1.1, RFC 7516 § 4.1.1).
+// JSON object with an "alg" member (RFC 7515 § 4.1.1, RFC 7516 § 4.1.1). A header with a
+// character typed wrong is seldom valid JSON.
 func joseHeader(h string) bool {
 	h = strings.TrimRight(h, "=")
 	if len(h) > maxJWTHeader {
@@ -329,7 +331,7 @@ func joseHeader(h string) bool {
 		return false
 	}
 	d := bytes.TrimSpace(buf[:n])
-	return len(d) >= 2 && d[0] == '{' && d[len(d)-1] == '}' && bytes.Contains(d, []byte(`"alg"`))
+	return len(d) >= 2 && d[0] == '{' && bytes.Contains(d, []byte(`"alg"`)) && json.Valid(d)
 }
 
 // base64JSONKeys begin credentials that are a JSON object in base64, with no dots: a
