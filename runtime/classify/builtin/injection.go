@@ -134,14 +134,15 @@ type injPhrase struct {
 type injTable struct {
 	phrases  []injPhrase
 	byAnchor map[string][]int // first word of an anchor alternative → phrases
-	first    [256]bool        // bytes an anchor word begins with, both cases
+	// first and pairs stay empty: they are the Classifier's (detectors.go) way to stop the
+	// pass at the phrases' anchors, and the pass reaches them through the signal engine's
+	// test of a word's first three bytes instead (injTriples), which holds them too.
+	first [256]bool
 	// lenFirst[n] (lenLast[n]) has bit b-'a' set when an anchor word of n bytes begins (ends)
 	// with b.
 	lenFirst, lenLast [32]uint32
-	// pairs holds the first two bytes of anchor words, both cases, as a bit set indexed by
-	// b0<<8|b1: the single pass tests it before stopping at a word.
-	pairs byteSet64k
-	hint  int
+	pairs             byteSet64k
+	hint              int
 	// byLetter lists, per first letter (b-'a'), the words a phrase's first slot begins
 	// with, each with the phrases that can begin with it. reach is how far before the end of
 	// the text a phrase still pending can begin: the longest phrase in bytes (’ is three)
@@ -231,14 +232,8 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 			if l := t.byAnchor[w]; len(l) == 0 || l[len(l)-1] != idx {
 				t.byAnchor[w] = append(l, idx)
 			}
-			t.first[w[0]], t.first[w[0]-'a'+'A'] = true, true
 			t.lenFirst[len(w)] |= 1 << (w[0] - 'a')
 			t.lenLast[len(w)] |= 1 << (w[len(w)-1] - 'a')
-			for _, b0 := range []byte{w[0], w[0] - 'a' + 'A'} {
-				for _, b1 := range []byte{w[1], lower(w[1]) - 'a' + 'A'} {
-					t.pairs.add(b0, b1)
-				}
-			}
 		}
 		t.hint = max(t.hint, phraseLen(slots))
 		t.words = max(t.words, phraseWords(slots))

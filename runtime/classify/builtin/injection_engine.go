@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
 
 // The prompt-injection signal engine (issue 42). It runs beside the phrase list of
@@ -98,21 +96,54 @@ type injSigTable struct {
 	// A match can begin up to anchors[w] bytes before its anchor w (anchorWords).
 	anchors map[string]int
 	// lexT and anchorsT answer as lex and anchors, faster (the hot path's lookups).
-	lexT         wordTable[injWord]
-	anchorsT     wordTable[int]
-	anchorPairs  byteSet64k
+	lexT        wordTable[injWord]
+	anchorPairs byteSet64k
+	// anchorIdx maps an anchor word to its entry of anchorRules: the rules it anchors, each
+	// with how far before it a match can begin. wordPairs holds the first two bytes a word
+	// that normalises to an anchor can be written with (digits of leetspeak, '@' and '$',
+	// a hyphen or an apostrophe between its first letters), and wordFirst their first.
+	anchorIdx   wordTable[int32]
+	anchorRules [][]injAnchorRule
+	wordPairs   byteSet64k
+	wordFirst   [256]bool
+	// triples holds the first three bytes of the anchor words written in letters, as classes
+	// of injTriClass: the single pass's test for a word that begins with two letters. The
+	// pass reads injTriples, a copy that needs no pointer and no bounds check.
+	triples      [512]uint64
+	maxWalk      int                         // the most words any rule reads before its anchor
 	anchorFilter [maxNormWord + 1][36]uint64 // as filter, for the anchors
 	firstFilter  [maxNormWord + 1][36]uint64 // as filter, for the words that begin a rule
 }
 
 var injSig = compileInjSig(injSets, injRuleDefs)
 
+// injTriples is injSig.triples with the first three letters of the phrase list's anchors
+// (injection.go), which the pass reaches through the same test.
+var injTriples = func() [512]uint64 {
+	t := *injSig
+	for w := range injection.byAnchor {
+		if len(w) < 2 || !isLower(w[1]) {
+			panic(fmt.Sprintf("builtin: injection phrase anchor %q must begin with two letters", w))
+		}
+		t.addTriple(w[0], w[1], injTriOther)
+		switch {
+		case len(w) == 2:
+			t.addTriple(w[0], w[1], injTriEnd)
+		case isLower(w[2]):
+			t.addTriple(w[0], w[1], injTriClass[w[2]])
+		default:
+			t.addTriple(w[0], w[1], injTriEnd)
+		}
+	}
+	return t.triples
+}()
+
 // injCommon are words too frequent in ordinary text to anchor a rule when another slot can.
 var injCommon = strings.Fields(`a an the to of and or in on is are be it its not no now from with for as at by this that what will do all any me us my have has i im if when can just only say tell give show write put list read type use make add include provide you your ur u there here so then than also one two new made end stop free set get got take go come see know think look want need like time year day way people man woman life world work part place case point number fact thing good great small large long little own other old right big high different early young important few public same able last next first every each many much more most some such very well back after before over under again out up down off about into through during without within between against among until while where why how who which whom whose was were been being had did does done would could should may might must shall can't don't said says say use used using help show shows called call find found give gave keep kept let put run set turn start end`)
 
 // anchorWords returns the words of r's rarest mandatory word slot: the one with the fewest
 // common words, then the fewest words. Every match of r holds one of them.
-func anchorWords(r injSigRule, members map[string][]string, setBit map[string]uint64) ([]string, int) {
+func anchorWords(r injSigRule, members map[string][]string, setBit map[string]uint64) ([]string, int, int) {
 	var best []string
 	bestScore, bestAt := -1, 0
 	for at, sl := range r.slots {
@@ -169,14 +200,91 @@ func anchorWords(r injSigRule, members map[string][]string, setBit map[string]ui
 		}
 		reach += max(1, sl.gap) * (2*longest + injGapBytes)
 	}
-	return best, min(reach, injMaxSpan)
+	return best, min(reach, injMaxSpan), bestAt
 }
+
+// injAnchorRule is a rule an anchor word stands for.
+type injAnchorRule struct {
+	rule int32
+	back int32 // bytes before the anchor a match can begin (anchorWords)
+	// words is the most words a match can hold before the anchor (0: the anchor begins the
+	// rule).
+	words int32
+}
+
+// injMask is a set of rules.
+type injMask [2]uint64
+
+func (m *injMask) set(r int)      { m[r>>6&1] |= 1 << (r & 63) }
+func (m *injMask) has(r int) bool { return m[r>>6&1]&(1<<(r&63)) != 0 }
+
+// injAllRules is the set of every rule.
+var injAllRules = injMask{^uint64(0), ^uint64(0)}
 
 func upperASCII(b byte) byte {
 	if isLower(b) {
 		return b - 'a' + 'A'
 	}
 	return b
+}
+
+// Classes of injTriClass besides the letters (0-25): a byte that may go on a word (a digit, a
+// mark the lexer keeps inside a word, a byte of a longer rune), and any other.
+const (
+	injTriOther = 26
+	injTriEnd   = 27
+)
+
+// injTriClass is the class of a byte for the triples of injSigTable.
+var injTriClass = func() (t [256]uint8) {
+	for b := range 256 {
+		switch {
+		case isAlpha(byte(b)):
+			t[b] = lower(byte(b)) - 'a'
+		case isDigit(byte(b)), b >= utf8.RuneSelf, b == '\'', b == '-', b == '_', b == '@', b == '$':
+			t[b] = injTriOther
+		default:
+			t[b] = injTriEnd
+		}
+	}
+	return
+}()
+
+func (t *injSigTable) addTriple(l0, l1, c byte) {
+	k := (int(l0-'a')*26+int(l1-'a'))*28 + int(c)
+	t.triples[k>>6] |= 1 << (k & 63)
+}
+
+// mayAnchor reports whether the word that begins at p may be an anchor, from its first three
+// bytes (its first two when it begins with other than two letters); p+2 < len(s).
+func (t *injSigTable) mayAnchor(s string, p int) bool {
+	c0, c1 := injTriClass[s[p]], injTriClass[s[p+1]]
+	if c0 < injTriOther && c1 < injTriOther {
+		k := (int(c0)*26+int(c1))*28 + int(injTriClass[s[p+2]])
+		return t.triples[k>>6]&(1<<(k&63)) != 0
+	}
+	return c1 != injTriEnd && t.wordPairs.has(s[p], s[p+1])
+}
+
+// injSpellings returns the bytes a normalised letter l can be written with at the start of
+// a word (second: as its second byte, where a hyphen, an apostrophe, '@' or '$' may stand).
+func injSpellings(l byte, second bool) []byte {
+	v := []byte{l, upperASCII(l)}
+	for d := range 10 {
+		if leetLetter[d] == l || d == 1 && l == 'l' {
+			v = append(v, byte('0'+d))
+		}
+	}
+	if second {
+		v = append(v, '-', '\'', 0xE2) // 0xE2 begins ’
+		switch l {
+		case 'a':
+			v = append(v, '@')
+		case 's':
+			v = append(v, '$')
+		}
+	}
+	return v
 }
 
 // injWord is a word of the lexicon.
@@ -352,8 +460,46 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		t.rules = append(t.rules, r)
 	}
 	t.anchors = map[string]int{}
-	for _, r := range t.rules {
-		words, back := anchorWords(r, members, t.setBit)
+	if len(t.rules) > 128 {
+		panic("builtin: too many injection rules for a rule set")
+	}
+	anchorIdx := map[string]int32{}
+	for ri, r := range t.rules {
+		words, back, at := anchorWords(r, members, t.setBit)
+		ar := injAnchorRule{rule: int32(ri), back: int32(back)}
+		for _, sl := range r.slots[:at] {
+			ar.words += int32(max(1, sl.gap))
+		}
+		t.maxWalk = max(t.maxWalk, int(ar.words))
+		for _, w := range words {
+			k, ok := anchorIdx[w]
+			if !ok {
+				k = int32(len(t.anchorRules))
+				anchorIdx[w] = k
+				t.anchorRules = append(t.anchorRules, nil)
+			}
+			if l := t.anchorRules[k]; len(l) == 0 || l[len(l)-1].rule != int32(ri) {
+				t.anchorRules[k] = append(l, ar)
+			}
+			if len(w) >= 2 {
+				if !isLower(w[1]) {
+					panic(fmt.Sprintf("builtin: injection anchor %q must begin with two letters", w))
+				}
+				t.addTriple(w[0], w[1], injTriOther)
+				switch {
+				case len(w) == 2:
+					t.addTriple(w[0], w[1], injTriEnd)
+				case isLower(w[2]):
+					t.addTriple(w[0], w[1], injTriClass[w[2]])
+				}
+				for _, b0 := range injSpellings(w[0], false) {
+					t.wordFirst[b0] = true
+					for _, b1 := range injSpellings(w[1], true) {
+						t.wordPairs.add(b0, b1)
+					}
+				}
+			}
+		}
 		for _, w := range words {
 			if old, ok := t.anchors[w]; ok {
 				back = max(back, old)
@@ -386,7 +532,7 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 			t.firstFilter[len(w)][f] |= 1 << l
 		}
 	}
-	t.lexT, t.anchorsT = newWordTable(t.lex), newWordTable(t.anchors)
+	t.lexT, t.anchorIdx = newWordTable(t.lex), newWordTable(anchorIdx)
 	for w := range t.lex {
 		f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
 		if f < 0 || l < 0 || len(w) > maxNormWord {
@@ -858,7 +1004,7 @@ func (x *injScan) suppressedAt(r *injSigRule, start int, cx *injScan) bool {
 
 // evalStart runs every rule that can begin at token i. It returns injPending when a match
 // from i is still undecided.
-func (x *injScan) evalStart(i int, cx *injScan) int {
+func (x *injScan) evalStart(i int, cx *injScan, m *injMask) int {
 	t := x.tok(i)
 	var rules []int
 	switch t.kind {
@@ -888,6 +1034,9 @@ func (x *injScan) evalStart(i int, cx *injScan) int {
 	}
 	out := injNoMatch
 	for _, ri := range rules {
+		if !m.has(ri) {
+			continue
+		}
 		r := &x.t.rules[ri]
 		s0 := &r.slots[0]
 		if t.kind == tkWord && !x.matchWord(s0, t) {
@@ -915,37 +1064,45 @@ func (x *injScan) evalStart(i int, cx *injScan) int {
 	return out
 }
 
-// injectionSignals runs the engine over s, emitting matches; with more set it returns where
-// the pending text begins (len(s) when nothing is pending).
-func (c *Classifier) injectionSignals(sc *scanState, more bool) int {
-	return c.injectionTokens(sc, more)
+// injectionTokens runs the engine over a text no pass has read (a decoded base64 run): the
+// regions are found by a scan of its own (regionsScan).
+func (c *Classifier) injectionTokens(sc *scanState, more bool) int {
+	var rs injRegions
+	rs.init(sc.s, more)
+	if injWholeText {
+		rs.add(0, len(sc.s), injAllRules)
+	} else {
+		rs.scan()
+	}
+	return c.injectionRun(sc, &rs, more)
 }
 
-// injectionTokens runs the rules from the tokens that can begin a match (the starts of
-// injectionRegions), and with more set from the end of s, where a match may be pending.
-func (c *Classifier) injectionTokens(sc *scanState, more bool) int {
+// injectionRun runs the rules over the regions gathered in rs (by the single pass of scan.go
+// through wordAt and highAt, or by scan), and with more set over the end of s, where a match
+// may be pending; it emits the matches and returns where the pending text begins (len(s)
+// when nothing is pending).
+func (c *Classifier) injectionRun(sc *scanState, rs *injRegions, more bool) int {
 	s := sc.s
-	// The phrase list's matches (injection.go) are turned off by the same context checks as
-	// the rules: a phrase after a negation, after "asks you to", or inside a reported quote.
-	var phrases []int
-	for k, sp := range sc.spans {
-		if detector(sp.Category>>detShift)-1 == detInjection {
-			phrases = append(phrases, k)
-		}
-	}
-	slices.SortFunc(phrases, func(a, b int) int { return sc.spans[a].Start - sc.spans[b].Start })
-	var rs injRegions
 	x := &rs.x
-	x.t, x.s, x.more = injSig, s, more
-	rs.spans, rs.phrases, rs.open = sc.spans, phrases, len(s)
-	if injWholeText {
-		rs.add(0, len(s))
-	} else {
-		injSig.regions(s, &rs, more)
+	if more {
+		rs.add(max(0, len(s)-injMaxSpan-16), len(s), injAllRules)
 	}
 	rs.flush()
 	open := rs.open
+	// The phrase list's matches (injection.go) are turned off by the same context checks as
+	// the rules: a phrase after a negation, after "asks you to", or inside a reported quote.
+	for k := range sc.spans {
+		if sp := &sc.spans[k]; detector(sp.Category>>detShift)-1 == detInjection && sp.Start <= open &&
+			x.suppressedAt(&injPhraseContext, sp.Start, &rs.cx) {
+			sp.Category = -1
+		}
+	}
+	// Regions read again where one reached back into another are out of order.
+	slices.SortStableFunc(x.sigs, func(a, b injSignal) int { return a.start - b.start })
 	x.combine()
+	if injDebug {
+		fmt.Println("sigs", x.sigs, x.found)
+	}
 	if more {
 		// A signal may still be completed by one to come.
 		for _, sg := range x.sigs {
@@ -958,29 +1115,34 @@ func (c *Classifier) injectionTokens(sc *scanState, more bool) int {
 		c.emit(sc, detInjection, f[0], f[1])
 	}
 	if sc.depth == 0 {
-		open = min(open, c.injectionBase64(sc, more, &rs))
+		open = min(open, c.injectionBase64(sc, more, rs))
 	}
 	return open
 }
 
-// Regions: the rules are run only from the tokens that can begin a match: a match holds an
-// anchor (a word of its rule's rarest mandatory slot) and begins at most injMaxSpan bytes
-// before it (at it when the anchor is the rule's first slot); a word that a look-alike, an
-// invisible character or a digit could be hiding (a non-ASCII letter, a word mixing letters
-// and digits) may be any anchor. Tokens after a start are read only as far as a rule reads
-// them, and the context before a match only when it is found, so ordinary text costs a
-// scan for anchors and little more.
+// Regions: the rules are run only from the tokens that can begin a match. A match holds an
+// anchor (a word of its rule's rarest mandatory slot); for each rule an anchor word stands
+// for, the words before it are read backwards, as far as the rule can reach, for one that can
+// begin the rule, and the rule runs from there to the anchor (at the anchor alone when it is
+// the rule's first slot). A word that a look-alike or an invisible character could be hiding
+// (a non-ASCII letter) may be any anchor: every rule runs from injMaxSpan bytes before it. A
+// word written with digits, '@' or '$' is read as the lexer reads it, and is an anchor when
+// it reads as one. Tokens after a start are read only as far as a rule reads them, and the
+// context before a match only when it is found, so ordinary text costs the single pass and
+// little more.
 
 // injWholeText makes the engine try every token of the text (tests compare).
 var injWholeText = false
 
-// injRegions gathers the regions as regions finds them, and runs the rules over each once it
-// is complete: no list is kept, so a call allocates nothing for them.
+var injDebug = false
+
+// injRegions gathers the regions as they are found, in the order of their anchors, and runs
+// the rules over each once it is complete: no list is kept, so a call allocates nothing for
+// them.
 type injRegions struct {
 	x, cx   injScan
-	spans   []classify.Span // the call's spans so far: the phrase list's matches
-	phrases []int
 	cur     [2]int
+	curMask injMask
 	have    bool
 	done    int // the regions before this byte have been run
 	open    int
@@ -988,6 +1150,19 @@ type injRegions struct {
 	// base64 run can be (injectionBase64); past len(long) every run is read.
 	long  [64]int
 	nlong int
+	from  int // the single pass: the first byte after the last boundary it saw
+	// toks are the tokens before an anchor (anchor, walkBack), kept here so that a call
+	// does not clear them for every anchor.
+	toks [injWalkMax]injWalked
+	// whole says every token is tried (injWholeText): the pass finds no regions.
+	whole bool
+}
+
+// init prepares rs for a call on s.
+func (rs *injRegions) init(s string, more bool) {
+	rs.x.t, rs.x.s, rs.x.more = injSig, s, more
+	rs.open = len(s)
+	rs.whole = injWholeText
 }
 
 // longWord records a long word at i.
@@ -998,15 +1173,48 @@ func (rs *injRegions) longWord(i int) {
 	rs.nlong++
 }
 
-// add adds the starts from lo to hi (anchors come in order, but a region may reach back).
-func (rs *injRegions) add(lo, hi int) {
-	lo = max(lo, rs.done)
+// longRun records s[i:j], a run of word bytes between two boundaries, when it is a long word
+// of letters and digits.
+func (rs *injRegions) longRun(i, j int) {
+	if rs.whole {
+		return
+	}
+	s := rs.x.s
+	letters, digits := false, false
+	for k := i; k < j; k++ {
+		b := s[k]
+		letters = letters || isAlpha(b)
+		digits = digits || isDigit(b)
+	}
+	if letters && digits {
+		rs.longWord(i)
+	}
+}
+
+// add adds the starts from lo to hi for the rules of m. Anchors come in order, but a region
+// may reach back into one already run: that part is run again for the rules of m.
+func (rs *injRegions) add(lo, hi int, m injMask) {
+	if injDebug {
+		println("add", lo, hi, m[0], m[1], rs.done, rs.have, rs.cur[0], rs.cur[1])
+	}
+	if rs.open < len(rs.x.s) {
+		return
+	}
+	if lo < rs.done {
+		rs.open = min(rs.open, rs.x.region(lo, min(hi, rs.done-1), &m, &rs.cx))
+		lo = rs.done
+		if lo > hi {
+			return
+		}
+	}
 	if rs.have && lo <= rs.cur[1]+64 {
 		rs.cur = [2]int{min(rs.cur[0], lo), max(rs.cur[1], hi)}
+		rs.curMask[0] |= m[0]
+		rs.curMask[1] |= m[1]
 		return
 	}
 	rs.flush()
-	rs.cur, rs.have = [2]int{lo, hi}, true
+	rs.cur, rs.curMask, rs.have = [2]int{lo, hi}, m, true
 }
 
 // flush runs the rules over the current region.
@@ -1016,124 +1224,427 @@ func (rs *injRegions) flush() {
 	}
 	rs.have = false
 	rs.done = rs.cur[1] + 1
-	rs.open = rs.x.region(rs.cur[0], rs.cur[1], rs.spans, &rs.phrases, &rs.cx)
+	rs.open = rs.x.region(rs.cur[0], rs.cur[1], &rs.curMask, &rs.cx)
 }
 
-// regions finds the regions of s whose tokens may begin a match, in order, into rs.
-func (t *injSigTable) regions(s string, rs *injRegions, more bool) {
-	spans, phrases := rs.spans, rs.phrases
-	p := 0
-	n := len(s)
-	next := n // the next phrase's start
-	if len(phrases) > 0 {
-		next = spans[phrases[0]].Start
+// injWordBuf is a word read as the lexer reads it (injNormWord).
+type injWordBuf struct {
+	norm, alt [maxNormWord]byte
+	n         int
+	hasAlt    bool // alt is the word with each '1' read as 'l'
+}
+
+// injNormWord reads the word that begins at p as the lexer does (letters, digits, an
+// apostrophe, hyphen or underscore between them, '@' and '$' inside it, leetspeak digits read
+// as letters). ok is false when the word holds a letter of another script or an invisible
+// character: a region of its own (highAt) covers it.
+func injNormWord(s string, p int, w *injWordBuf) (end int, ok bool) {
+	i := p
+	letters, digits := 0, 0
+	over := false
+	w.n, w.hasAlt = 0, false
+	put := func(ch byte) {
+		if w.n < maxNormWord {
+			w.norm[w.n] = ch
+			w.n++
+		} else {
+			over = true
+		}
 	}
-	for i := 0; i < n; {
-		c := pfClass[s[i]]
-		if c == pfSkip {
+	letterAt := func(i int) bool {
+		switch lexClass[s[i]] {
+		case lcLetter, lcDigit:
+			return true
+		case lcHigh:
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return foldLetter(r) != 0
+		}
+		return false
+	}
+loop:
+	for i < len(s) {
+		b := s[i]
+		switch lexClass[b] {
+		case lcLetter:
+			put(lower(b))
+			letters++
 			i++
 			continue
-		}
-		for next <= i {
-			rs.add(next, next)
-			if p++; p < len(phrases) {
-				next = spans[phrases[p]].Start
-			} else {
-				next = n
-			}
-		}
-		if c == pfHigh {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r >= 0x80 && (invisible(r) || foldLetter(r) != 0) {
-				rs.add(max(0, i-injMaxSpan), i)
-			}
-			i += size
+		case lcDigit:
+			put(b)
+			digits++
+			i++
 			continue
-		}
-		// An ASCII word, read as the lexer reads it: letters and digits, with an apostrophe,
-		// hyphen or underscore between them.
-		j := i + 1
-		for {
-			if j+8 > n {
-				for j < n && pfClass[s[j]] == pfLetter {
-					j++
-				}
-				break
+		case lcHigh:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if invisible(r) || foldLetter(r) != 0 {
+				return i, false
 			}
-			if bad := nonLetters8(load8(s, j)); bad != 0 {
-				j += bits.TrailingZeros64(bad) >> 3
-				break
-			}
-			j += 8
-		}
-		kinds := c
-		for j < n {
-			d := pfClass[s[j]]
-			if d == pfLetter || d == pfDigit {
-				kinds |= d
-				j++
+			if r == '’' && i+n < len(s) && letterAt(i+n) && letters+digits > 0 {
+				i += n
 				continue
 			}
-			if d == pfJoin && j+1 < n && pfClass[s[j+1]]&(pfLetter|pfDigit) != 0 {
-				kinds |= pfJoin
+		case lcOther:
+			if (b == '\'' || b == '-' || b == '_') && letters+digits > 0 && i+1 < len(s) && letterAt(i+1) {
+				if b == '_' {
+					put('_')
+				}
+				i++
+				continue
+			}
+			if (b == '@' || b == '$') && letters > 0 && i+1 < len(s) && lexClass[s[i+1]] == lcLetter {
+				if b == '@' {
+					put('a')
+				} else {
+					put('s')
+				}
+				letters++
+				i++
+				continue
+			}
+		}
+		break loop
+	}
+	if over {
+		w.n = 0
+		return i, true
+	}
+	if letters > 0 && digits > 0 && digits <= letters+1 && !twoDigits(w.norm[:w.n]) {
+		for k := range w.n {
+			if d := w.norm[k]; d >= '0' && d <= '9' {
+				w.norm[k] = leetLetter[d-'0']
+			}
+		}
+		// The lexicon lookup reads a '1' as 'l' when it does not know the word with 'i'.
+		w.alt = w.norm
+		k := 0
+		for j := p; j < i && k < w.n; j++ {
+			if b := s[j]; isAlnum(b) {
+				if b == '1' {
+					w.alt[k] = 'l'
+					w.hasAlt = true
+				}
+				k++
+			}
+		}
+	}
+	return i, true
+}
+
+// injWordGoesOn reports whether the lexer reads the byte at j, after letters, as part of the
+// word: a digit, a mark it keeps inside words, a byte of a longer rune.
+func injWordGoesOn(s string, j int) bool {
+	switch b := s[j]; {
+	case isDigit(b), b >= utf8.RuneSelf:
+		return true
+	case b == '\'' || b == '-' || b == '_' || b == '@' || b == '$':
+		return j+1 < len(s) && (isAlnum(s[j+1]) || s[j+1] >= utf8.RuneSelf)
+	}
+	return false
+}
+
+// midWord reports whether the lexer reads p, a word byte after a boundary, as part of the
+// word before it ("role-play", "don't", "p@ss", "don’t").
+func midWord(s string, p int) bool {
+	if p < 2 {
+		return false
+	}
+	switch b := s[p-1]; b {
+	case '\'', '-':
+		return isAlnum(s[p-2])
+	case '@', '$':
+		for k := p - 2; k >= 0 && k >= p-2-maxNormWord && isAlnum(s[k]); k-- {
+			if isAlpha(s[k]) {
+				return true
+			}
+		}
+		return false
+	}
+	return p >= 4 && s[p-3:p] == "’" && isAlnum(s[p-4])
+}
+
+// wordAt looks at the word that begins at p, after a boundary: an anchor adds its regions.
+func (rs *injRegions) wordAt(p int) {
+	if rs.whole {
+		return
+	}
+	s := rs.x.s
+	t := rs.x.t
+	if p+1 >= len(s) || !t.wordPairs.has(s[p], s[p+1]) || midWord(s, p) {
+		return
+	}
+	// Most words are ASCII letters alone: read eight at a time, filtered by their length and
+	// their first and last letters, and looked up; any other word is read as the lexer does.
+	j := p
+	for {
+		if j+8 > len(s) {
+			for j < len(s) && isAlpha(s[j]) {
 				j++
+			}
+			break
+		}
+		if bad := nonLetters8(load8(s, j)); bad != 0 {
+			j += bits.TrailingZeros64(bad) >> 3
+			break
+		}
+		j += 8
+	}
+	if j == len(s) || !injWordGoesOn(s, j) {
+		n := j - p
+		if n < 2 || n > maxNormWord {
+			return
+		}
+		f, l := filterIndex(lower(s[p])), filterIndex(lower(s[j-1]))
+		if f < 0 || l < 0 || t.anchorFilter[n][f]&(1<<l) == 0 {
+			return
+		}
+		var lw [maxNormWord]byte
+		for k := range n {
+			lw[k] = lower(s[p+k])
+		}
+		if k, ok := t.anchorIdx.get(lw[:n]); ok {
+			rs.anchor(p, t.anchorRules[k])
+		}
+		return
+	}
+	var w injWordBuf
+	if _, ok := injNormWord(s, p, &w); !ok || w.n < 2 {
+		return
+	}
+	if k, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
+		rs.anchor(p, t.anchorRules[k])
+	}
+	if w.hasAlt {
+		if k, ok := t.anchorIdx.get(w.alt[:w.n]); ok {
+			rs.anchor(p, t.anchorRules[k])
+		}
+	}
+}
+
+// highAt looks at the rune that ends at i (a continuation byte followed by a byte that is
+// none): a letter of another script or an invisible character may hide any anchor.
+func (rs *injRegions) highAt(i int) {
+	if rs.whole {
+		return
+	}
+	s := rs.x.s
+	r, n := utf8.DecodeLastRuneInString(s[:i+1])
+	if r >= utf8.RuneSelf && (invisible(r) || foldLetter(r) != 0) {
+		a := i + 1 - n
+		rs.add(max(0, a-injMaxSpan), a, injAllRules)
+	}
+}
+
+// injWalked is a token before an anchor (anchor): a word, or a punctuation mark (ch).
+type injWalked struct {
+	start int
+	ch    byte
+	words int // words from it to the anchor, itself included
+	w     injWordBuf
+}
+
+// injWalkMax is the most tokens anchor reads back.
+const injWalkMax = 32
+
+// anchor adds the regions of the anchor word at p for the rules it stands for: for a rule
+// whose anchor is its first slot, the anchor itself; for another, from the farthest token
+// before it, as far as the rule reaches in words, that can fill its first slot.
+func (rs *injRegions) anchor(p int, rules []injAnchorRule) {
+	var m injMask
+	lo := p
+	walked := false
+	toks := &rs.toks
+	nt := 0
+	full := false // the tokens before p were read as far as any rule reaches
+	for _, ar := range rules {
+		if ar.words == 0 {
+			m.set(int(ar.rule))
+			continue
+		}
+		if !walked {
+			walked = true
+			most := 0
+			for _, o := range rules {
+				most = max(most, int(o.words))
+			}
+			nt, full = rs.walkBack(p, most, toks)
+		}
+		s0 := &rs.x.t.rules[ar.rule].slots[0]
+		found, beyond := -1, false
+		for q := 0; q < nt; q++ {
+			if toks[q].words > int(ar.words) {
+				beyond = true
+				break
+			}
+			if rs.fitsFirst(s0, &toks[q]) {
+				found = toks[q].start
+			}
+		}
+		switch {
+		case found >= 0:
+			m.set(int(ar.rule))
+			lo = min(lo, found)
+		case !beyond && !full:
+			// The walk stopped at what it cannot read: from as far back as the rule reaches.
+			m.set(int(ar.rule))
+			lo = min(lo, max(0, p-int(ar.back)))
+		}
+	}
+	if m != (injMask{}) {
+		rs.add(lo, p, m)
+	}
+}
+
+// fitsFirst reports whether the token w can fill slot sl (the first of a rule).
+func (rs *injRegions) fitsFirst(sl *injSigSlot, w *injWalked) bool {
+	if w.ch != 0 {
+		return strings.IndexByte(sl.puncts, w.ch) >= 0
+	}
+	t := rs.x.t
+	for _, alt := range [2][]byte{w.w.norm[:w.w.n], w.w.alt[:w.w.n]} {
+		if len(alt) == 0 {
+			continue
+		}
+		if sl.class != 0 && t.known(alt) {
+			if e, ok := t.lexT.get(alt); ok && e.class&sl.class != 0 {
+				return true
+			}
+		}
+		for _, x := range sl.words {
+			if x == string(alt) {
+				return true
+			}
+		}
+		if !w.w.hasAlt {
+			break
+		}
+	}
+	return false
+}
+
+// walkBack reads the tokens before p, nearest first, as far as a match from one of them
+// could reach p: not past a sentence end, a blank line, more white space than a phrase may
+// hold or injMaxSpan bytes, nor past a letter of another script or an invisible character (a
+// region of its own covers what lies before it). full is false when it stopped at what it
+// cannot read (a word the lexer would read otherwise), or at injWalkMax tokens; it reads no
+// further than most words.
+func (rs *injRegions) walkBack(p, most int, out *[injWalkMax]injWalked) (n int, full bool) {
+	s := rs.x.s
+	j := p
+	words := 0
+	for {
+		if words >= most {
+			return n, true
+		}
+		if n == len(out) {
+			return n, false
+		}
+		// White space before the token.
+		ws, nl := 0, 0
+		for j > 0 && isSpace(s[j-1]) {
+			ws++
+			if s[j-1] == '\n' {
+				nl++
+			}
+			if nl >= 2 || ws > maxInjectionGap {
+				return n, true
+			}
+			j--
+		}
+		if j == 0 || p-j > injMaxSpan {
+			return n, true
+		}
+		b := s[j-1]
+		if b < utf8.RuneSelf && !isAlnum(b) {
+			if b == '!' || b == '?' || b == ';' || b == '.' && (j >= len(s) || isSpace(s[j])) {
+				return n, true
+			}
+			out[n] = injWalked{start: j - 1, ch: b, words: words}
+			n++
+			j--
+			continue
+		}
+		if b >= utf8.RuneSelf {
+			r, size := utf8.DecodeLastRuneInString(s[:j])
+			if invisible(r) || foldLetter(r) != 0 {
+				return n, true
+			}
+			if r == '’' && j-size > 0 && isAlnum(s[j-size-1]) && j < len(s) && isAlnum(s[j]) {
+				return n, false // inside a word
+			}
+			out[n] = injWalked{start: j - size, ch: foldPunct(r), words: words}
+			n++
+			j -= size
+			continue
+		}
+		// The word that ends at j: word bytes, with the marks the lexer keeps inside a word.
+		k := j
+		for k > 0 && p-k <= injMaxSpan+maxNormWord {
+			b := s[k-1]
+			if isAlnum(b) {
+				k--
+				continue
+			}
+			if (b == '\'' || b == '-' || b == '_' || b == '@' || b == '$') && k >= 2 && isAlnum(s[k-2]) {
+				k--
 				continue
 			}
 			break
 		}
-		if kinds&(pfLetter|pfDigit) == pfLetter|pfDigit {
-			rs.add(max(0, i-injMaxSpan), i) // leetspeak, or a number with a unit
-		} else if j-i >= 2 && j-i <= maxNormWord+4 && t.anchorPairs.has(s[i], s[i+1]) &&
-			(kinds&pfJoin != 0 || t.anchorFilter[min(j-i, maxNormWord)][filterIndex(lower(s[i]))]&(1<<filterIndex(lower(s[j-1]))) != 0) {
-			var lw [maxNormWord]byte
-			k := 0
-			for q := i; q < j && k < len(lw); q++ {
-				if b := s[q]; b != '\'' && b != '-' {
-					lw[k] = lower(b) //nolint:gosec // k < len(lw), the loop's bound
-					k++
-				}
-			}
-			if j-i <= maxNormWord+4 && k >= 2 {
-				f, l := filterIndex(lw[0]), filterIndex(lw[k-1]) //nolint:gosec // 2 <= k <= len(lw)
-				if f >= 0 && l >= 0 && t.anchorFilter[k][f]&(1<<l) != 0 {
-					if back, ok := t.anchorsT.get(lw[:k]); ok {
-						rs.add(max(0, i-back), i)
-					}
-				}
-			}
+		if k > 0 && s[k-1] >= utf8.RuneSelf {
+			return n, false
 		}
-		if j-i >= 20 && kinds&(pfLetter|pfDigit) == pfLetter|pfDigit {
-			rs.longWord(i) // a long word of letters and digits: a piece of a base64 run?
+		end, ok := injNormWord(s, k, &out[n].w)
+		if !ok || end != j || k > 0 && midWord(s, k) {
+			return n, false
 		}
-		i = j
-	}
-	for next < n {
-		rs.add(next, next)
-		if p++; p < len(phrases) {
-			next = spans[phrases[p]].Start
-		} else {
-			next = n
-		}
-	}
-	if more {
-		rs.add(max(0, n-injMaxSpan-16), n) // the end, where a match may be pending
+		words++
+		out[n].start, out[n].ch, out[n].words = k, 0, words
+		n++
+		j = k
 	}
 }
 
-// region runs the rules from every token that begins in s[lo:hi]; it returns where pending
-// text begins, or len(s).
-func (x *injScan) region(lo, hi int, spans []classify.Span, phrases *[]int, cx *injScan) int {
+// scan finds the regions of a text no pass has read: as the single pass of scan.go does, at
+// every word after a boundary and every rune of more than one byte.
+func (rs *injRegions) scan() {
+	s := rs.x.s
+	from := 0
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !isBoundaryByte(b) {
+			continue
+		}
+		if i-from >= 20 {
+			rs.longRun(from, i)
+		}
+		from = i + 1
+		if b >= utf8.RuneSelf && (i+1 >= len(s) || s[i+1] < 0x80 || s[i+1] >= 0xC0) {
+			rs.highAt(i)
+		}
+		if i+1 < len(s) && rs.x.t.wordFirst[s[i+1]] && (b < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
+			rs.wordAt(i + 1)
+		}
+	}
+	if len(s)-from >= 20 {
+		rs.longRun(from, len(s))
+	}
+}
+
+// region runs the rules of m from every token that begins in s[lo:hi]; it returns where
+// pending text begins, or len(s).
+func (x *injScan) region(lo, hi int, m *injMask, cx *injScan) int {
 	s := x.s
 	from := lo
 	for k := 0; k < 64 && from > 0 && !isSpace(s[from-1]); k++ {
 		from--
 	}
-	if from > 0 {
-		from-- // begin on white space, so that the first token knows what precedes it
+	// Begin on the white space before, all of it, so that the first token knows what
+	// precedes it (line breaks, how much).
+	for k := 0; k < 255 && from > 0 && isSpace(s[from-1]); k++ {
+		from--
 	}
 	x.reset(from)
-	ph := *phrases
-	defer func() { *phrases = ph }()
 	for i := 0; x.ensure(i); i++ {
 		t := x.tok(i)
 		if int(t.start) < lo {
@@ -1142,13 +1653,7 @@ func (x *injScan) region(lo, hi int, spans []classify.Span, phrases *[]int, cx *
 		if int(t.start) > hi {
 			break
 		}
-		for len(ph) > 0 && spans[ph[0]].Start <= int(t.start) {
-			if spans[ph[0]].Start == int(t.start) && x.suppressedAt(&injPhraseContext, int(t.start), cx) {
-				spans[ph[0]].Category = -1
-			}
-			ph = ph[1:]
-		}
-		if x.evalStart(i, cx) == injPending {
+		if x.evalStart(i, cx, m) == injPending {
 			return int(t.start)
 		}
 	}
@@ -1224,31 +1729,6 @@ func load8(s string, j int) uint64 {
 	return uint64(s[j]) | uint64(s[j+1])<<8 | uint64(s[j+2])<<16 | uint64(s[j+3])<<24 |
 		uint64(s[j+4])<<32 | uint64(s[j+5])<<40 | uint64(s[j+6])<<48 | uint64(s[j+7])<<56
 }
-
-// Byte classes of the anchor scan (regions).
-const (
-	pfSkip   = 0
-	pfLetter = 1
-	pfDigit  = 2
-	pfHigh   = 4
-	pfJoin   = 8 // ' - _ inside a word
-)
-
-var pfClass = func() (t [256]uint8) {
-	for b := range 256 {
-		switch {
-		case isAlpha(byte(b)):
-			t[b] = pfLetter
-		case isDigit(byte(b)):
-			t[b] = pfDigit
-		case b >= utf8.RuneSelf:
-			t[b] = pfHigh
-		case b == '\'', b == '-', b == '_':
-			t[b] = pfJoin
-		}
-	}
-	return
-}()
 
 // b64Byte marks the bytes of base64 (both alphabets) and its padding.
 var b64Byte = func() (t [256]bool) {

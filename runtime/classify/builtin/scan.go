@@ -95,9 +95,26 @@ func (c *Classifier) emit(sc *scanState, d detector, start, end int) {
 // pending text begins (see pending.go) and returns only the spans that end before it, with
 // that offset; otherwise the offset is 0.
 func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.Span, int, error) {
+	if c.on(detInjection) {
+		var rs injRegions
+		rs.init(s, more)
+		return c.scanWith(ctx, s, more, &rs)
+	}
+	return c.scanWith(ctx, s, more, nil)
+}
+
+// scanWith is scan, with rs gathering the prompt-injection engine's regions when the pack is
+// on.
+func (c *Classifier) scanWith(ctx context.Context, s string, more bool, rs *injRegions) ([]classify.Span, int, error) {
 	var sc scanState
 	sc.s = s
 	n := len(s)
+	// rs gathers the prompt-injection engine's regions as the pass finds its anchors: it is
+	// handed to the pass rather than kept in sc, whose contents escape.
+	inj := rs
+	if n > 2 && inj != nil {
+		c.injWordAt(&sc, inj, 0)
+	}
 	if n > 0 && c.wordFirst[s[0]] != 0 {
 		c.wordAt(&sc, 0)
 	}
@@ -107,14 +124,21 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 				return nil, 0, err
 			}
 		}
-		c.pass(&sc, lo, min(n, lo+ctxStride))
+		if inj != nil {
+			c.passInj(&sc, inj, lo, min(n, lo+ctxStride))
+		} else {
+			c.pass(&sc, lo, min(n, lo+ctxStride))
+		}
 	}
 	for _, p := range c.global {
 		p.matchAll(&sc)
 	}
 	sigOpen := n
-	if c.on(detInjection) {
-		sigOpen = c.injectionSignals(&sc, more)
+	if rs != nil {
+		if injWholeText {
+			rs.add(0, n, injAllRules)
+		}
+		sigOpen = c.injectionRun(&sc, rs, more)
 	}
 	if !more {
 		return sc.finish(), 0, nil
@@ -168,6 +192,92 @@ func (c *Classifier) pass(sc *scanState, lo, hi int) {
 			c.trigger(sc, i, t)
 		}
 	}
+}
+
+// passInj is pass with the prompt-injection engine on: the same triggers, and at every
+// boundary what the engine's regions need besides the words (see injRegions).
+func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
+	s, n := sc.s, len(sc.s)
+	from := max(lo, rs.from)
+	trig := &c.trig
+	for i := lo; i < hi; i++ {
+		t := trig[s[i]]
+		if t == 0 {
+			continue
+		}
+		if t&trigBoundary != 0 {
+			// The engine's anchors are words (wordAt); here, a long word of letters and
+			// digits (a piece of a base64 run?) and a rune of more than one byte, which may
+			// be a look-alike letter or an invisible character.
+			if i-from >= 20 {
+				rs.longRun(from, i)
+			}
+			from = i + 1
+			if s[i] >= utf8.RuneSelf && (i+1 >= n || s[i+1] < 0x80 || s[i+1] >= 0xC0) {
+				rs.highAt(i)
+			}
+			// A word that may be an anchor, by its first three bytes (mayAnchor, inlined).
+			if i+3 < n {
+				c0, c1 := injTriClass[s[i+1]], injTriClass[s[i+2]]
+				may := false
+				if c0 < injTriOther && c1 < injTriOther {
+					k := (int(c0)*26+int(c1))*28 + int(injTriClass[s[i+3]])
+					may = injTriples[k>>6&511]&(1<<(k&63)) != 0
+				} else if c0 != injTriEnd && c1 != injTriEnd {
+					may = injSig.wordPairs.has(s[i+1], s[i+2])
+				}
+				if may && (s[i] < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
+					c.injWordAt(sc, rs, i+1)
+				}
+			} else if i+2 < n {
+				c.injWordAt(sc, rs, i+1)
+			}
+		}
+		// A comma matters to assignments only right after a string literal; elsewhere
+		// it is just a boundary, as it is in prose.
+		if t&trigComma != 0 && (i == 0 || s[i-1] != '"' && s[i-1] != '\'' && s[i-1] != ' ') {
+			t &^= trigComma
+			if t == 0 {
+				continue
+			}
+		}
+		// A '.' ends most sentences and a capital begins them: a vendor token needs a token
+		// byte after its '.', and a capital the first two bytes of a prefix. Decide both here,
+		// without a call, as the spaces below.
+		if t&trigDot != 0 && (i+1 >= n || !isB64URL(s[i+1]) && s[i+1] != '~') {
+			t &^= trigDot
+		}
+		if t&trigHead != 0 && (i+1 >= n || !headPairs.has(s[i], s[i+1])) {
+			t &^= trigHead
+		}
+		// Spaces are the most frequent trigger: decide them here, without a call, from the
+		// next two bytes.
+		if t == trigBoundary {
+			if i+2 < n {
+				if !c.wordPairs.has(s[i+1], s[i+2]) {
+					continue
+				}
+			} else if i+1 >= n || c.wordFirst[s[i+1]] == 0 {
+				continue
+			}
+		}
+		if t != 0 {
+			c.trigger(sc, i, t)
+		}
+	}
+	if hi == n && n-from >= 20 {
+		rs.longRun(from, n)
+	}
+	rs.from = from
+}
+
+// injWordAt runs the prompt-injection pack at p, the first byte of a word whose first three
+// bytes may begin an anchor: the phrase list, and the signal engine's regions.
+func (c *Classifier) injWordAt(sc *scanState, rs *injRegions, p int) {
+	if isAlpha(sc.s[p]) {
+		c.injectionAt(sc, p)
+	}
+	rs.wordAt(p)
 }
 
 // trigger runs the handlers of the trigger bits t at position i.
