@@ -33,11 +33,19 @@ type Kind struct{}
 
 var _ policyreconciler.ClassifierKind[*v1alpha1.Classifier] = Kind{}
 
-func (Kind) New() *v1alpha1.Classifier                             { return &v1alpha1.Classifier{} }
-func (Kind) NewList() client.ObjectList                            { return &v1alpha1.ClassifierList{} }
-func (Kind) Source(c *v1alpha1.Classifier) policy.ClassifierObject { return kube.Classifier(c) }
-func (Kind) AllowLocalURLs() bool                                  { return AllowLocalURLs }
+// New returns an empty Classifier.
+func (Kind) New() *v1alpha1.Classifier { return &v1alpha1.Classifier{} }
 
+// NewList returns an empty ClassifierList.
+func (Kind) NewList() client.ObjectList { return &v1alpha1.ClassifierList{} }
+
+// Source returns c as the compiler reads it.
+func (Kind) Source(c *v1alpha1.Classifier) policy.ClassifierObject { return kube.Classifier(c) }
+
+// AllowLocalURLs is the package's AllowLocalURLs, read at each reconcile.
+func (Kind) AllowLocalURLs() bool { return AllowLocalURLs }
+
+// Parts returns c's spec and status.
 func (Kind) Parts(c *v1alpha1.Classifier) (*v1alpha1.ClassifierSpec, *v1alpha1.ClassifierStatus) {
 	return &c.Spec, &c.Status
 }
@@ -52,8 +60,8 @@ func (Kind) ForSecret(secret client.Object, _ string) ([]client.ListOption, bool
 		client.MatchingFields{index.ClassifierSecret: secret.GetName()}}, true
 }
 
-// ForGuards: every Classifier of the guards' namespace (there are few, and a guard that
-// stopped enforcing a Guardrail no longer names it).
+// ForGuards finds every Classifier of the guards' namespace (there are few, and a guard
+// that stopped enforcing a Guardrail no longer names it).
 func (Kind) ForGuards(namespace string) ([]client.ListOption, bool) {
 	return []client.ListOption{client.InNamespace(namespace)}, namespace != ""
 }

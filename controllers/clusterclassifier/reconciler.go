@@ -27,13 +27,21 @@ type Kind struct{}
 
 var _ policyreconciler.ClassifierKind[*v1alpha1.ClusterClassifier] = Kind{}
 
+// New returns an empty ClusterClassifier.
 func (Kind) New() *v1alpha1.ClusterClassifier { return &v1alpha1.ClusterClassifier{} }
-func (Kind) NewList() client.ObjectList       { return &v1alpha1.ClusterClassifierList{} }
+
+// NewList returns an empty ClusterClassifierList.
+func (Kind) NewList() client.ObjectList { return &v1alpha1.ClusterClassifierList{} }
+
+// Source returns c as the compiler reads it.
 func (Kind) Source(c *v1alpha1.ClusterClassifier) policy.ClassifierObject {
 	return kube.ClusterClassifier(c)
 }
+
+// AllowLocalURLs is classifier.AllowLocalURLs, read at each reconcile.
 func (Kind) AllowLocalURLs() bool { return classifier.AllowLocalURLs }
 
+// Parts returns c's spec and status.
 func (Kind) Parts(c *v1alpha1.ClusterClassifier) (*v1alpha1.ClassifierSpec, *v1alpha1.ClassifierStatus) {
 	return &c.Spec, &c.Status
 }
@@ -45,11 +53,11 @@ func (Kind) SecretNamespace(_ *v1alpha1.ClusterClassifier, operatorNamespace str
 	return operatorNamespace
 }
 
-// ForSecret: every ClusterClassifier (there are few) for a Secret of the operator's
+// ForSecret finds every ClusterClassifier (there are few) for a Secret of the operator's
 // namespace; those that do not name it are skipped.
 func (Kind) ForSecret(secret client.Object, operatorNamespace string) ([]client.ListOption, bool) {
 	return nil, secret.GetNamespace() == operatorNamespace
 }
 
-// ForGuards: every ClusterClassifier, whichever namespace's guard acknowledged.
+// ForGuards finds every ClusterClassifier, whichever namespace's guard acknowledged.
 func (Kind) ForGuards(string) ([]client.ListOption, bool) { return nil, true }

@@ -33,18 +33,33 @@ type Kind struct{}
 
 var _ policyreconciler.GuardrailKind[*v1alpha1.ClusterGuardrail, *v1alpha1.ClusterClassifier] = Kind{}
 
-func (Kind) Kind() string                               { return policy.KindClusterGuardrail }
-func (Kind) ClassifierKind() string                     { return policy.KindClusterClassifier }
-func (Kind) New() *v1alpha1.ClusterGuardrail            { return &v1alpha1.ClusterGuardrail{} }
-func (Kind) NewList() client.ObjectList                 { return &v1alpha1.ClusterGuardrailList{} }
-func (Kind) NewClassifier() *v1alpha1.ClusterClassifier { return &v1alpha1.ClusterClassifier{} }
-func (Kind) Where(*v1alpha1.ClusterGuardrail) string    { return "the selected namespaces" }
-func (Kind) WatchesNamespaces() bool                    { return true }
+// Kind is "ClusterGuardrail".
+func (Kind) Kind() string { return policy.KindClusterGuardrail }
 
+// ClassifierKind is "ClusterClassifier".
+func (Kind) ClassifierKind() string { return policy.KindClusterClassifier }
+
+// New returns an empty ClusterGuardrail.
+func (Kind) New() *v1alpha1.ClusterGuardrail { return &v1alpha1.ClusterGuardrail{} }
+
+// NewList returns an empty ClusterGuardrailList.
+func (Kind) NewList() client.ObjectList { return &v1alpha1.ClusterGuardrailList{} }
+
+// NewClassifier returns an empty ClusterClassifier.
+func (Kind) NewClassifier() *v1alpha1.ClusterClassifier { return &v1alpha1.ClusterClassifier{} }
+
+// Where is the namespaces namespaceSelector picks.
+func (Kind) Where(*v1alpha1.ClusterGuardrail) string { return "the selected namespaces" }
+
+// WatchesNamespaces is true: a namespace's labels decide namespaceSelector.
+func (Kind) WatchesNamespaces() bool { return true }
+
+// Parts returns g's GuardrailSpec and GuardrailStatus.
 func (Kind) Parts(g *v1alpha1.ClusterGuardrail) (*v1alpha1.GuardrailSpec, *v1alpha1.GuardrailStatus) {
 	return &g.Spec.GuardrailSpec, &g.Status.GuardrailStatus
 }
 
+// Sources returns g and c as the compiler reads them (g without namespaceSelector).
 func (Kind) Sources(g *v1alpha1.ClusterGuardrail, c *v1alpha1.ClusterClassifier) (policy.GuardrailObject, policy.ClassifierObject) {
 	return kube.ClusterGuardrail(g), kube.ClusterClassifier(c)
 }
@@ -93,7 +108,8 @@ func (Kind) Breakdown(g *v1alpha1.ClusterGuardrail, perNS map[string]policystatu
 // ClusterClassifier are skipped.
 func (Kind) Referencing(client.Object) []client.ListOption { return nil }
 
-// Recount: every ClusterGuardrail, whichever namespace's pods, guards or labels changed.
+// Recount finds every ClusterGuardrail, whichever namespace's pods, guards or labels
+// changed.
 func (Kind) Recount(string) ([]client.ListOption, bool) { return nil, true }
 
 // Coalesce is how long pod, Lease and namespace events wait before the ClusterGuardrails

@@ -30,29 +30,46 @@ type Kind struct{}
 
 var _ policyreconciler.GuardrailKind[*v1alpha1.Guardrail, *v1alpha1.Classifier] = Kind{}
 
-func (Kind) Kind() string                        { return "Guardrail" }
-func (Kind) ClassifierKind() string              { return "Classifier" }
-func (Kind) New() *v1alpha1.Guardrail            { return &v1alpha1.Guardrail{} }
-func (Kind) NewList() client.ObjectList          { return &v1alpha1.GuardrailList{} }
-func (Kind) NewClassifier() *v1alpha1.Classifier { return &v1alpha1.Classifier{} }
-func (Kind) Invalid(*v1alpha1.Guardrail) string  { return "" }
-func (Kind) Where(g *v1alpha1.Guardrail) string  { return "namespace " + g.Namespace }
-func (Kind) WatchesNamespaces() bool             { return false }
+// Kind is "Guardrail".
+func (Kind) Kind() string { return "Guardrail" }
 
+// ClassifierKind is "Classifier".
+func (Kind) ClassifierKind() string { return "Classifier" }
+
+// New returns an empty Guardrail.
+func (Kind) New() *v1alpha1.Guardrail { return &v1alpha1.Guardrail{} }
+
+// NewList returns an empty GuardrailList.
+func (Kind) NewList() client.ObjectList { return &v1alpha1.GuardrailList{} }
+
+// NewClassifier returns an empty Classifier.
+func (Kind) NewClassifier() *v1alpha1.Classifier { return &v1alpha1.Classifier{} }
+
+// Invalid is "": the compiler reads all of a Guardrail's spec.
+func (Kind) Invalid(*v1alpha1.Guardrail) string { return "" }
+
+// Where is the Guardrail's namespace.
+func (Kind) Where(g *v1alpha1.Guardrail) string { return "namespace " + g.Namespace }
+
+// WatchesNamespaces is false: a Guardrail selects no namespace.
+func (Kind) WatchesNamespaces() bool { return false }
+
+// Parts returns g's spec and status.
 func (Kind) Parts(g *v1alpha1.Guardrail) (*v1alpha1.GuardrailSpec, *v1alpha1.GuardrailStatus) {
 	return &g.Spec, &g.Status
 }
 
+// Sources returns g and c as the compiler reads them.
 func (Kind) Sources(g *v1alpha1.Guardrail, c *v1alpha1.Classifier) (policy.GuardrailObject, policy.ClassifierObject) {
 	return kube.Guardrail(g), kube.Classifier(c)
 }
 
-// Namespaces: a Guardrail's pods are those of its namespace.
+// Namespaces is nil: a Guardrail's pods are those of its namespace.
 func (Kind) Namespaces(context.Context, client.Reader, *v1alpha1.Guardrail) (func(string) bool, error) {
 	return nil, nil
 }
 
-// Breakdown: a Guardrail's status has none.
+// Breakdown does nothing: a Guardrail's status has no breakdown.
 func (Kind) Breakdown(*v1alpha1.Guardrail, map[string]policystatus.Enforcement) {}
 
 // Referencing finds the Guardrails of the Classifier's namespace that reference it
@@ -61,7 +78,7 @@ func (Kind) Referencing(c client.Object) []client.ListOption {
 	return []client.ListOption{client.InNamespace(c.GetNamespace()), client.MatchingFields{index.GuardrailClassifier: c.GetName()}}
 }
 
-// Recount: the Guardrails of the namespace whose pods or guards changed.
+// Recount finds the Guardrails of the namespace whose pods or guards changed.
 func (Kind) Recount(namespace string) ([]client.ListOption, bool) {
 	return []client.ListOption{client.InNamespace(namespace)}, namespace != ""
 }
