@@ -104,14 +104,22 @@ func (c *Classifier) maxmindKeyAt(sc *scanState, i int) bool {
 // 40 or more base64url characters.
 func (c *Classifier) convexDeployKeyAt(sc *scanState, i int) bool {
 	s := sc.s
-	a := -1
-	for _, p := range [...]string{"prod", "dev", "preview"} {
-		if i >= len(p) && s[i-len(p):i] == p && tokenStart(s, i-len(p)) {
-			a = i - len(p)
-			break
-		}
+	if i+1 >= len(s) || !isLower(s[i+1]) {
+		return false // most colons are followed by a space, a quote or '='
 	}
-	if a < 0 || !c.on(detGenericSecret) {
+	var p string
+	switch s[i-1] {
+	case 'd':
+		p = "prod"
+	case 'v':
+		p = "dev"
+	case 'w':
+		p = "preview"
+	default:
+		return false
+	}
+	a := i - len(p)
+	if a < 0 || s[a:i] != p || !tokenStart(s, a) || !c.on(detGenericSecret) {
 		return false
 	}
 	k, dashes := i+1, 0
