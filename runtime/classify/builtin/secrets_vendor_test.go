@@ -384,13 +384,14 @@ func ordinaryFigures(t testing.TB, log func(set, chunk string, spans []classify.
 
 // Held-out bars: the figures README.md reports for the held-out split, less a small margin.
 // They are set from one measurement and never lowered to make a change pass.
+// Round 2 of issue 42 raised them to its figures (the near-miss bars stay where they were).
 const (
-	heldOutDistRecallMin     = 0.68  // measured 127/180 = 0.706
-	heldOutRecallMin         = 0.55  // measured 925/1620 = 0.571
-	heldOutNearRateMax       = 0.40  // measured 408/1060 = 0.385
-	heldOutDistNearRateMax   = 0.13  // measured 40/344 = 0.116
+	heldOutDistRecallMin     = 0.83  // measured 154/180 = 0.856 (round 1: 127/180 = 0.706)
+	heldOutRecallMin         = 0.57  // measured 956/1620 = 0.590 (round 1: 928/1620 = 0.573)
+	heldOutNearRateMax       = 0.40  // measured 407/1060 = 0.384 (round 1: 408/1060 = 0.385)
+	heldOutDistNearRateMax   = 0.13  // measured 39/344 = 0.113 (round 1: 40/344 = 0.116)
 	ordinaryRateMax          = 0.001 // the goal; measured 0/6407
-	tuningDistRecallMinFloor = 0.68  // measured 412/584 = 0.705
+	tuningDistRecallMinFloor = 0.75  // measured 452/584 = 0.774 (round 1: 414/584 = 0.709)
 )
 
 // TestSecretsVendorCorpus reports the figures of the vendor-format corpus (both splits) and
@@ -447,7 +448,7 @@ func TestSecretsVendorCorpus(t *testing.T) {
 // written and measured once; its tuning split was read after that, its held-out split only
 // in aggregate (README.md).
 const (
-	gitleaksDistRecallMin = 0.80 // measured 1113/1173 = 0.949 (tuning), 978/1174 = 0.833 (held out)
+	gitleaksDistRecallMin = 0.90 // measured 1119/1173 = 0.954 (tuning), 1080/1174 = 0.920 (held out); round 1: 0.949, 0.833
 	gitleaksNearRateMax   = 0.19 // measured 33/198 = 0.167 (tuning), 23/144 = 0.160 (held out)
 )
 
