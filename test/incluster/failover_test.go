@@ -89,7 +89,16 @@ func (u user) appTraffic(content string) (stop func() []string) {
 		if strings.HasPrefix(out, "ERROR ") {
 			u.t.Fatalf("traffic from the app: %s", out)
 		}
-		return strings.Split(strings.TrimSpace(out), "\n")
+		// kubectl's own warnings (a websocket's, on stderr) are not answers.
+		var answers []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "{") {
+				answers = append(answers, line)
+			} else if strings.TrimSpace(line) != "" {
+				u.t.Logf("not an answer: %s", line)
+			}
+		}
+		return answers
 	}
 }
 
