@@ -267,14 +267,14 @@ var idPrefixes = []string{
 }
 
 // prefixedTokenAt matches, at the separator at i, a token of an unknown vendor (see above).
-func (c *Classifier) prefixedTokenAt(sc *scanState, i int) bool {
+func (c *Classifier) prefixedTokenAt(sc *scanState, i int) {
 	s := sc.s
 	if !c.on(detGenericSecret) || i+1+minPrefixedBody > len(s) {
-		return false
+		return
 	}
 	for k := i + 1; k <= i+minPrefixedBody; k++ {
 		if !isB64URL(s[k]) {
-			return false // too short: most separators are inside words and identifiers
+			return // too short: most separators are inside words and identifiers
 		}
 	}
 	a := i
@@ -285,14 +285,14 @@ func (c *Classifier) prefixedTokenAt(sc *scanState, i int) bool {
 		lower = lower || isLower(s[a])
 	}
 	if i-a < 2 || i-a > maxPrefixWord || upper == lower || !isAlpha(s[a]) || a > 0 && !tokenDelimiter(s[a-1]) {
-		return false
+		return
 	}
 	e := i + 1
 	for e < len(s) && e-i <= maxPrefixedBody+2*(maxPrefixWord+1) && isB64URL(s[e]) {
 		e++
 	}
 	if e < len(s) && (isB64URL(s[e]) || s[e] == '=' || e+1 < len(s) && !tokenDelimiter(s[e]) && s[e] != '.' && s[e] != '!' && s[e] != '?' || e+1 < len(s) && s[e] == '.' && isB64URL(s[e+1])) {
-		return false // longer than a token, or more of a token after it: a host or file name, base64, a hash, a symbol
+		return // longer than a token, or more of a token after it: a host or file name, base64, a hash, a symbol
 	}
 	body := i + 1
 	var words [3]int // where the prefix's words begin
@@ -311,18 +311,17 @@ func (c *Classifier) prefixedTokenAt(sc *scanState, i int) bool {
 	}
 	v := s[body:e]
 	if len(v) < minPrefixedBody || len(v) > maxPrefixedBody || wordIn(strings.ToLower(s[a:i]), idPrefixes) {
-		return false
+		return
 	}
 	if !randomBody(v) || strayCharacters(v) {
-		return false
+		return
 	}
 	for k, w := range words[:n] {
 		if vendorShaped(s[w:e]) || nearVendorRule(s[w:e], k == 0) {
-			return false // a vendor's rule judges it, from the first word or a later one ("my-ghp_…")
+			return // a vendor's rule judges it, from the first word or a later one ("my-ghp_…")
 		}
 	}
 	c.emit(sc, detGenericSecret, a, e)
-	return true
 }
 
 // isPrefixWord reports a word that continues a prefix: letters, then at most two digits
