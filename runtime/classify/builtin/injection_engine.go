@@ -1156,6 +1156,8 @@ type injRegions struct {
 	toks [injWalkMax]injWalked
 	// whole says every token is tried (injWholeText): the pass finds no regions.
 	whole bool
+	// highDone is the end of the last word highAt read.
+	highDone int
 }
 
 // init prepares rs for a call on s.
@@ -1232,17 +1234,18 @@ type injWordBuf struct {
 	norm, alt [maxNormWord]byte
 	n         int
 	hasAlt    bool // alt is the word with each '1' read as 'l'
+	high      bool // the word holds a letter of another script or an invisible character
 }
 
 // injNormWord reads the word that begins at p as the lexer does (letters, digits, an
 // apostrophe, hyphen or underscore between them, '@' and '$' inside it, leetspeak digits read
-// as letters). ok is false when the word holds a letter of another script or an invisible
-// character: a region of its own (highAt) covers it.
+// as letters, look-alike letters of other scripts as the Latin letter, invisible characters
+// skipped). ok is false when it cannot say (a rune cut at the end of the text).
 func injNormWord(s string, p int, w *injWordBuf) (end int, ok bool) {
 	i := p
 	letters, digits := 0, 0
 	over := false
-	w.n, w.hasAlt = 0, false
+	w.n, w.hasAlt, w.high = 0, false, false
 	put := func(ch byte) {
 		if w.n < maxNormWord {
 			w.norm[w.n] = ch
@@ -1277,8 +1280,20 @@ loop:
 			continue
 		case lcHigh:
 			r, n := utf8.DecodeRuneInString(s[i:])
-			if invisible(r) || foldLetter(r) != 0 {
+			if r == utf8.RuneError && n <= 1 {
 				return i, false
+			}
+			if invisible(r) {
+				w.high = true
+				i += n
+				continue
+			}
+			if l := foldLetter(r); l != 0 {
+				w.high = true
+				put(l)
+				letters++
+				i += n
+				continue
 			}
 			if r == '’' && i+n < len(s) && letterAt(i+n) && letters+digits > 0 {
 				i += n
@@ -1364,14 +1379,17 @@ func midWord(s string, p int) bool {
 }
 
 // wordAt looks at the word that begins at p, after a boundary: an anchor adds its regions.
-func (rs *injRegions) wordAt(p int) {
+//
+// It returns the end of the ASCII letters the word begins with, or -1 when it did not read
+// them.
+func (rs *injRegions) wordAt(p int) int {
 	if rs.whole {
-		return
+		return -1
 	}
 	s := rs.x.s
 	t := rs.x.t
 	if p+1 >= len(s) || !t.wordPairs.has(s[p], s[p+1]) || midWord(s, p) {
-		return
+		return -1
 	}
 	// Most words are ASCII letters alone: read eight at a time, filtered by their length and
 	// their first and last letters, and looked up; any other word is read as the lexer does.
@@ -1392,11 +1410,11 @@ func (rs *injRegions) wordAt(p int) {
 	if j == len(s) || !injWordGoesOn(s, j) {
 		n := j - p
 		if n < 2 || n > maxNormWord {
-			return
+			return j
 		}
 		f, l := filterIndex(lower(s[p])), filterIndex(lower(s[j-1]))
 		if f < 0 || l < 0 || t.anchorFilter[n][f]&(1<<l) == 0 {
-			return
+			return j
 		}
 		var lw [maxNormWord]byte
 		for k := range n {
@@ -1405,10 +1423,57 @@ func (rs *injRegions) wordAt(p int) {
 		if k, ok := t.anchorIdx.get(lw[:n]); ok {
 			rs.anchor(p, t.anchorRules[k])
 		}
-		return
+		return j
 	}
 	var w injWordBuf
-	if _, ok := injNormWord(s, p, &w); !ok || w.n < 2 {
+	if _, ok := injNormWord(s, p, &w); !ok || w.n < 2 || w.high {
+		return j // a word with a letter of another script is highAt's
+	}
+	if k, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
+		rs.anchor(p, t.anchorRules[k])
+	}
+	if w.hasAlt {
+		if k, ok := t.anchorIdx.get(w.alt[:w.n]); ok {
+			rs.anchor(p, t.anchorRules[k])
+		}
+	}
+	return j
+}
+
+// highAt looks at the rune that ends at i (a continuation byte followed by a byte that is
+// none): a letter of another script or an invisible character may hide any anchor.
+//
+// The word that holds it is read as the lexer reads it, and is an anchor when it reads as one;
+// where the word cannot be told (a word of many such runes, a rune cut short), every rule runs
+// from injMaxSpan bytes before it.
+func (rs *injRegions) highAt(i int) {
+	if rs.whole {
+		return
+	}
+	s := rs.x.s
+	r, n := utf8.DecodeLastRuneInString(s[:i+1])
+	if r < utf8.RuneSelf || !invisible(r) && foldLetter(r) == 0 {
+		return
+	}
+	a := i + 1 - n
+	if a < rs.highDone {
+		return // the word was read at an earlier rune of it
+	}
+	p, ok := injWordStart(s, a)
+	var w injWordBuf
+	end := 0
+	if ok {
+		end, ok = injNormWord(s, p, &w)
+	}
+	if !ok || end <= a || p > 0 && midWord(s, p) {
+		if !invisible(r) || a > 0 && injWordByte(s, a) {
+			rs.add(max(0, a-injMaxSpan), a, injAllRules)
+		}
+		return
+	}
+	rs.highDone = end
+	t := rs.x.t
+	if w.n < 2 {
 		return
 	}
 	if k, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
@@ -1421,25 +1486,67 @@ func (rs *injRegions) wordAt(p int) {
 	}
 }
 
-// highAt looks at the rune that ends at i (a continuation byte followed by a byte that is
-// none): a letter of another script or an invisible character may hide any anchor.
-func (rs *injRegions) highAt(i int) {
-	if rs.whole {
-		return
+// injWordByte reports whether the byte before a ends a letter, digit or look-alike letter.
+func injWordByte(s string, a int) bool {
+	if s[a-1] < utf8.RuneSelf {
+		return isAlnum(s[a-1])
 	}
-	s := rs.x.s
-	r, n := utf8.DecodeLastRuneInString(s[:i+1])
-	if r >= utf8.RuneSelf && (invisible(r) || foldLetter(r) != 0) {
-		a := i + 1 - n
-		rs.add(max(0, a-injMaxSpan), a, injAllRules)
+	r, _ := utf8.DecodeLastRuneInString(s[:a])
+	return foldLetter(r) != 0
+}
+
+// injWordStart returns where the lexer's word that holds the rune at a begins: back over
+// letters, digits, look-alike letters, invisible characters and the marks the lexer keeps
+// inside a word, then forward to the first byte that can begin a word. ok is false when the
+// word is longer than any the lexicon knows could be written.
+func injWordStart(s string, a int) (int, bool) {
+	k := a
+	for k > 0 {
+		if a-k > 4*maxNormWord+16 {
+			return 0, false
+		}
+		b := s[k-1]
+		if isAlnum(b) {
+			k--
+			continue
+		}
+		if (b == '\'' || b == '-' || b == '_' || b == '@' || b == '$') && k >= 2 && (isAlnum(s[k-2]) || s[k-2] >= utf8.RuneSelf) {
+			k--
+			continue
+		}
+		if b >= utf8.RuneSelf {
+			r, size := utf8.DecodeLastRuneInString(s[:k])
+			if foldLetter(r) != 0 || invisible(r) || r == '’' {
+				k -= size
+				continue
+			}
+		}
+		break
 	}
+	// The lexer begins a word at a letter, a digit or a look-alike letter.
+	for k < a {
+		if isAlnum(s[k]) {
+			return k, true
+		}
+		if s[k] >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[k:])
+			if foldLetter(r) != 0 {
+				return k, true
+			}
+			k += size
+			continue
+		}
+		k++
+	}
+	return a, true
 }
 
 // injWalked is a token before an anchor (anchor): a word, or a punctuation mark (ch).
 type injWalked struct {
 	start int
 	ch    byte
-	words int // words from it to the anchor, itself included
+	words int    // words from it to the anchor, itself included
+	class uint64 // the word's lexicon classes (with '1' read as 'l' too)
 	w     injWordBuf
 }
 
@@ -1495,20 +1602,23 @@ func (rs *injRegions) anchor(p int, rules []injAnchorRule) {
 	}
 }
 
+// classOf returns the classes of w, a word of the lexicon or not.
+func (t *injSigTable) classOf(w []byte) uint64 {
+	e, _ := t.lexT.get(w)
+	return e.class
+}
+
 // fitsFirst reports whether the token w can fill slot sl (the first of a rule).
 func (rs *injRegions) fitsFirst(sl *injSigSlot, w *injWalked) bool {
 	if w.ch != 0 {
 		return strings.IndexByte(sl.puncts, w.ch) >= 0
 	}
-	t := rs.x.t
+	if sl.class&w.class != 0 {
+		return true
+	}
 	for _, alt := range [2][]byte{w.w.norm[:w.w.n], w.w.alt[:w.w.n]} {
 		if len(alt) == 0 {
 			continue
-		}
-		if sl.class != 0 && t.known(alt) {
-			if e, ok := t.lexT.get(alt); ok && e.class&sl.class != 0 {
-				return true
-			}
 		}
 		for _, x := range sl.words {
 			if x == string(alt) {
@@ -1566,40 +1676,76 @@ func (rs *injRegions) walkBack(p, most int, out *[injWalkMax]injWalked) (n int, 
 		}
 		if b >= utf8.RuneSelf {
 			r, size := utf8.DecodeLastRuneInString(s[:j])
-			if invisible(r) || foldLetter(r) != 0 {
-				return n, true
-			}
 			if r == '’' && j-size > 0 && isAlnum(s[j-size-1]) && j < len(s) && isAlnum(s[j]) {
 				return n, false // inside a word
 			}
-			out[n] = injWalked{start: j - size, ch: foldPunct(r), words: words}
-			n++
-			j -= size
-			continue
+			if !invisible(r) && foldLetter(r) == 0 {
+				out[n] = injWalked{start: j - size, ch: foldPunct(r), words: words}
+				n++
+				j -= size
+				continue
+			}
 		}
 		// The word that ends at j: word bytes, with the marks the lexer keeps inside a word.
 		k := j
+		letters := true
 		for k > 0 && p-k <= injMaxSpan+maxNormWord {
 			b := s[k-1]
-			if isAlnum(b) {
+			if isAlpha(b) {
 				k--
 				continue
 			}
-			if (b == '\'' || b == '-' || b == '_' || b == '@' || b == '$') && k >= 2 && isAlnum(s[k-2]) {
+			if isDigit(b) {
+				letters = false
+				k--
+				continue
+			}
+			if (b == '\'' || b == '-' || b == '_' || b == '@' || b == '$') && k >= 2 && (isAlnum(s[k-2]) || s[k-2] >= utf8.RuneSelf) {
+				letters = false
 				k--
 				continue
 			}
 			break
 		}
-		if k > 0 && s[k-1] >= utf8.RuneSelf {
+		if k > 0 && s[k-1] >= utf8.RuneSelf || s[j-1] >= utf8.RuneSelf {
+			// Look-alike letters or invisible characters in the word: read it as the lexer.
+			var ok bool
+			if k, ok = injWordStart(s, j); !ok || k >= j {
+				return n, false
+			}
+			letters = false
+		}
+		if j < len(s) && s[j] >= utf8.RuneSelf {
+			letters = false // a ’ may join it to the anchor side
+		}
+		o := &out[n]
+		if letters {
+			// ASCII letters alone, the most frequent word: no need to read it as the lexer.
+			if j-k > maxNormWord {
+				o.w.n = 0
+			} else {
+				o.w.n = j - k
+				for q := k; q < j; q++ {
+					o.w.norm[q-k] = lower(s[q])
+				}
+			}
+			o.w.hasAlt = false
+		} else if end, ok := injNormWord(s, k, &o.w); !ok || end != j {
 			return n, false
 		}
-		end, ok := injNormWord(s, k, &out[n].w)
-		if !ok || end != j || k > 0 && midWord(s, k) {
+		if k > 0 && midWord(s, k) {
 			return n, false
+		}
+		o.class = 0
+		t := rs.x.t
+		if w := o.w.norm[:o.w.n]; len(w) > 0 && t.known(w) {
+			o.class = t.classOf(w)
+		}
+		if w := o.w.alt[:o.w.n]; o.w.hasAlt && t.known(w) {
+			o.class |= t.classOf(w)
 		}
 		words++
-		out[n].start, out[n].ch, out[n].words = k, 0, words
+		o.start, o.ch, o.words = k, 0, words
 		n++
 		j = k
 	}

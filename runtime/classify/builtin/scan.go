@@ -199,6 +199,7 @@ func (c *Classifier) pass(sc *scanState, lo, hi int) {
 func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 	s, n := sc.s, len(sc.s)
 	from := max(lo, rs.from)
+	keywords := c.keywords.len() > 0
 	trig := &c.trig
 	for i := lo; i < hi; i++ {
 		t := trig[s[i]]
@@ -216,20 +217,24 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 			if s[i] >= utf8.RuneSelf && (i+1 >= n || s[i+1] < 0x80 || s[i+1] >= 0xC0) {
 				rs.highAt(i)
 			}
-			// A word that may be an anchor, by its first three bytes (mayAnchor, inlined).
+			// A word that may be an anchor, by its first three bytes (mayAnchor, inlined): most
+			// boundaries are decided by two loads and a bit.
+			may := false
 			if i+3 < n {
-				c0, c1 := injTriClass[s[i+1]], injTriClass[s[i+2]]
-				may := false
-				if c0 < injTriOther && c1 < injTriOther {
-					k := (int(c0)*26+int(c1))*28 + int(injTriClass[s[i+3]])
-					may = injTriples[k>>6&511]&(1<<(k&63)) != 0
-				} else if c0 != injTriEnd && c1 != injTriEnd {
-					may = injSig.wordPairs.has(s[i+1], s[i+2])
+				if c0 := injTriClass[s[i+1]]; c0 < injTriOther {
+					if c1 := injTriClass[s[i+2]]; c1 < injTriOther {
+						k := int(c0)*(26*28) + int(c1)*28 + int(injTriClass[s[i+3]])
+						may = injTriples[k>>6&511]&(1<<(k&63)) != 0
+					} else {
+						may = c1 == injTriOther && injSig.wordPairs.has(s[i+1], s[i+2])
+					}
+				} else {
+					may = c0 == injTriOther && injTriClass[s[i+2]] != injTriEnd && injSig.wordPairs.has(s[i+1], s[i+2])
 				}
-				if may && (s[i] < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
-					c.injWordAt(sc, rs, i+1)
-				}
-			} else if i+2 < n {
+			} else {
+				may = i+2 < n
+			}
+			if may && (s[i] < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
 				c.injWordAt(sc, rs, i+1)
 			}
 		}
@@ -253,6 +258,9 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 		// Spaces are the most frequent trigger: decide them here, without a call, from the
 		// next two bytes.
 		if t == trigBoundary {
+			if !keywords {
+				continue // the phrase list and the engine are reached above
+			}
 			if i+2 < n {
 				if !c.wordPairs.has(s[i+1], s[i+2]) {
 					continue
@@ -274,10 +282,19 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 // injWordAt runs the prompt-injection pack at p, the first byte of a word whose first three
 // bytes may begin an anchor: the phrase list, and the signal engine's regions.
 func (c *Classifier) injWordAt(sc *scanState, rs *injRegions, p int) {
-	if isAlpha(sc.s[p]) {
+	s := sc.s
+	j := rs.wordAt(p)
+	if !isAlpha(s[p]) {
+		return
+	}
+	if j < 0 {
+		j = wordEnd(s, p)
+	}
+	// The phrase list's filter, by length and first and last letters (injectionAt's own).
+	if n := j - p; n < len(injection.lenFirst) && injection.lenFirst[n]&(1<<(lower(s[p])-'a')) != 0 &&
+		injection.lenLast[n]&(1<<(lower(s[j-1])-'a')) != 0 {
 		c.injectionAt(sc, p)
 	}
-	rs.wordAt(p)
 }
 
 // trigger runs the handlers of the trigger bits t at position i.
