@@ -65,6 +65,7 @@ type injSigSlot struct {
 	gap     int // 0: one token; n > 0: 0 to n words
 	bol     bool
 	upper   bool
+	cap     bool // the word must begin with a capital
 	end     bool
 	anchor  bool // chosen by hand as the rule's anchor (regions)
 }
@@ -77,6 +78,11 @@ type injSigRule struct {
 	noNeg bool
 	noTo  bool
 	noRep bool
+	// group is the rule whose signals this one's count as: signals of rules of one group
+	// (the flag doc: the marks of a document; reply: instructions about the reply) count
+	// once in a window.
+	group     int
+	groupName string
 }
 
 type injSigTable struct {
@@ -356,6 +362,7 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		return m
 	}
 	firsts := map[string]bool{}
+	groups := map[string]int{} // a group's first rule
 	for ri, d := range defs {
 		r := injSigRule{name: d.name, w: d.w}
 		if d.need != "" {
@@ -369,6 +376,8 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 				r.noTo = true
 			case "noRep":
 				r.noRep = true
+			case "doc", "reply":
+				r.groupName = f // resolved below
 			default:
 				panic(fmt.Sprintf("builtin: injection rule %q: unknown flag %q", d.name, f))
 			}
@@ -388,6 +397,12 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 					continue
 				case strings.HasPrefix(f, "@"):
 					sl.anchor, f = true, f[1:]
+					continue
+				case strings.HasPrefix(f, "+"):
+					sl.cap, f = true, f[1:]
+					if f == "" {
+						sl.anyWord = true // "+" alone: one word, capitalised
+					}
 					continue
 				}
 				break
@@ -435,6 +450,14 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 				}
 			}
 			r.slots = append(r.slots, sl)
+		}
+		r.group = ri
+		if r.groupName != "" {
+			if k, ok := groups[r.groupName]; ok {
+				r.group = k
+			} else {
+				groups[r.groupName] = ri
+			}
 		}
 		s0 := r.slots[0]
 		if s0.opt || s0.gap > 0 || s0.end || s0.anyWord {
@@ -689,6 +712,9 @@ func (x *injScan) hard(t *itok) bool {
 // matchWord reports whether word token t fits slot sl.
 func (x *injScan) matchWord(sl *injSigSlot, t *itok) bool {
 	if t.kind != tkWord {
+		return false
+	}
+	if sl.cap && !isUpper(x.s[t.start]) {
 		return false
 	}
 	if sl.anyWord {
@@ -1057,7 +1083,7 @@ func (x *injScan) evalStart(i int, cx *injScan, m *injMask) int {
 			if r.w >= 0.999 {
 				x.emit(start, end)
 			} else {
-				x.sigs = append(x.sigs, injSignal{start: start, end: end, rule: ri, w: r.w})
+				x.sigs = append(x.sigs, injSignal{start: start, end: end, rule: r.group, w: r.w})
 			}
 		}
 	}
@@ -1545,9 +1571,11 @@ func injWordStart(s string, a int) (int, bool) {
 type injWalked struct {
 	start int
 	ch    byte
-	words int    // words from it to the anchor, itself included
-	class uint64 // the word's lexicon classes (with '1' read as 'l' too)
-	w     injWordBuf
+	words int // words from it to the anchor, itself included
+	// rules are the rules the word can begin (of its spelling with '1' read as 'l' too, in
+	// alt): the lexicon's, which holds every word of a first slot.
+	rules, alt []int
+	w          injWordBuf
 }
 
 // injWalkMax is the most tokens anchor reads back.
@@ -1565,7 +1593,11 @@ func (rs *injRegions) anchor(p int, rules []injAnchorRule) {
 	full := false // the tokens before p were read as far as any rule reaches
 	for _, ar := range rules {
 		if ar.words == 0 {
-			m.set(int(ar.rule))
+			// A rule that must begin a line ("From:", "Regards") is not run from a word
+			// inside one.
+			if !rs.x.t.rules[ar.rule].slots[0].bol || injLineStart(rs.x.s, p) {
+				m.set(int(ar.rule))
+			}
 			continue
 		}
 		if !walked {
@@ -1583,7 +1615,7 @@ func (rs *injRegions) anchor(p int, rules []injAnchorRule) {
 				beyond = true
 				break
 			}
-			if rs.fitsFirst(s0, &toks[q]) {
+			if rs.fitsFirst(int(ar.rule), s0, &toks[q]) {
 				found = toks[q].start
 			}
 		}
@@ -1602,34 +1634,27 @@ func (rs *injRegions) anchor(p int, rules []injAnchorRule) {
 	}
 }
 
-// classOf returns the classes of w, a word of the lexicon or not.
-func (t *injSigTable) classOf(w []byte) uint64 {
-	e, _ := t.lexT.get(w)
-	return e.class
+// injLineStart reports whether only white space holding a line break, or none at the start
+// of the text, comes before p (a token the lexer says begins a line).
+func injLineStart(s string, p int) bool {
+	for ; p > 0; p-- {
+		switch s[p-1] {
+		case '\n':
+			return true
+		case ' ', '\t', '\r', '\f', '\v':
+			continue
+		}
+		return false
+	}
+	return true
 }
 
-// fitsFirst reports whether the token w can fill slot sl (the first of a rule).
-func (rs *injRegions) fitsFirst(sl *injSigSlot, w *injWalked) bool {
+// fitsFirst reports whether the token w can begin rule r (fill its first slot, sl).
+func (rs *injRegions) fitsFirst(r int, sl *injSigSlot, w *injWalked) bool {
 	if w.ch != 0 {
 		return strings.IndexByte(sl.puncts, w.ch) >= 0
 	}
-	if sl.class&w.class != 0 {
-		return true
-	}
-	for _, alt := range [2][]byte{w.w.norm[:w.w.n], w.w.alt[:w.w.n]} {
-		if len(alt) == 0 {
-			continue
-		}
-		for _, x := range sl.words {
-			if x == string(alt) {
-				return true
-			}
-		}
-		if !w.w.hasAlt {
-			break
-		}
-	}
-	return false
+	return slices.Contains(w.rules, r) || slices.Contains(w.alt, r)
 }
 
 // walkBack reads the tokens before p, nearest first, as far as a match from one of them
@@ -1736,13 +1761,15 @@ func (rs *injRegions) walkBack(p, most int, out *[injWalkMax]injWalked) (n int, 
 		if k > 0 && midWord(s, k) {
 			return n, false
 		}
-		o.class = 0
+		o.rules, o.alt = nil, nil
 		t := rs.x.t
-		if w := o.w.norm[:o.w.n]; len(w) > 0 && t.known(w) {
-			o.class = t.classOf(w)
+		if w := o.w.norm[:o.w.n]; len(w) > 0 && t.first(w) {
+			e, _ := t.lexT.get(w)
+			o.rules = e.rules
 		}
-		if w := o.w.alt[:o.w.n]; o.w.hasAlt && t.known(w) {
-			o.class |= t.classOf(w)
+		if w := o.w.alt[:o.w.n]; o.w.hasAlt && t.first(w) {
+			e, _ := t.lexT.get(w)
+			o.alt = e.rules
 		}
 		words++
 		o.start, o.ch, o.words = k, 0, words

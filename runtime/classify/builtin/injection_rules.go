@@ -52,6 +52,7 @@ var injSets = map[string]string{
 	"PROMO": "promote promotes promoting advertise advertises advertising advertisement ad ads link links www url website discount offer offers deal deals lottery winnings subscribe newsletter fabricated fabricate false fake rumor rumour misleading misinformation propaganda scam phishing bank",
 	"REQ":   "request requests requested attempt attempts attempted tries try trying asks ask asked asking tell tells told telling instruct instructs instructed instructing urge urges urged force forces forced make makes made trick tricks tricked convince convinced manipulate manipulates persuade persuaded cause causes causing caused get gets designed intended meant order orders ordered command commands commanded lead leads led pressure coerce says say saying said",
 	"CUE":   "like such say says saying said send sends sent ask asks asked request requests query example examples eg ie instance including include includes phrase phrases type types write writes tries try attempt attempts something anything called named",
+	"FORM":  "reverse reversed backward backwards french german spanish italian portuguese dutch russian chinese japanese korean arabic hindi cipher ciphers caesar monoalphabetic vigenere base64 base32 binary hexadecimal hex morse emoji emojis leetspeak rot13 uppercase pirate rhymes rhyming haiku",
 	"ROT":   "vtaber qvfertneq sbetrg bireevqr vafgehpgvbaf vafgehpgvba cerivbhf cebzcg flfgrz erirny ehyrf thvqryvarf nobir cevbe cnffjbeq frperg",
 }
 
@@ -137,18 +138,29 @@ var injRuleDefs = []injRuleDef{
 	// Instructions about "your response": an ordinary request in a user's prompt ("translate
 	// your answer into French"), an injection inside a document. Alone they are signals; an
 	// instruction to put a link, an advertisement or a falsehood into the reply is a match.
-	{"transform-your-reply", 0.6, "{TRANS} *4 your {REPLY}", "", "noNeg noRep"},
-	{"add-to-your-reply", 0.6, "{ADDV} *4 your {REPLY}", "", "noNeg noRep"},
-	{"in-your-reply", 0.6, "in|within|into|to your {REPLY} {ADDV|TRANS}", "", "noNeg noRep"},
-	{"reply-in", 0.6, "reply|respond|answer in|using|with reverse|base64|base32|base16|french|german|spanish|italian|portuguese|emojis|emoji|cipher|morse|binary|hex|leetspeak|rot13", "", "noRep"},
+	{"transform-your-reply", 0.6, "{TRANS} *4 your {REPLY}", "", "noNeg noRep reply"},
+	{"add-to-your-reply", 0.6, "{ADDV} *4 your {REPLY}", "", "noNeg noRep reply"},
+	{"in-your-reply", 0.6, "in|within|into|to your {REPLY} {ADDV|TRANS}", "", "noNeg noRep reply"},
+	{"reply-in", 0.6, "reply|respond|answer in|using|with reverse|base64|base32|base16|french|german|spanish|italian|portuguese|emojis|emoji|cipher|morse|binary|hex|leetspeak|rot13", "", "noRep reply"},
+	{"your-reply-form", 0.6, "your {REPLY} *3 {FORM}", "", "noNeg noRep reply"},
+	{"form-for-your-reply", 0.6, "{FORM} *8 for|to|in|on|of your {REPLY}", "", "noNeg noRep reply"},
 	{"promote-in-your-reply", 1, "your {REPLY} *12 {PROMO}", "", "noNeg noRep"},
 	{"promote-to-your-reply", 1, "{PROMO} *12 your {REPLY}", "", "noNeg noRep"},
 	// Document context: an instruction about "your response" next to the marks of an email
 	// or a tool result is addressed to the model reading it, not written by its user.
-	{"email-header", 0.4, "^subject|emailfrom|email_from|sender|cc|bcc :colon", "", ""},
-	{"email-salutation", 0.4, "^dear *2 :,", "", ""},
-	{"email-signoff", 0.4, "^regards|sincerely|cheers|respectfully", "", ""},
-	{"email-signoff2", 0.4, "^best|kind|warm regards|wishes", "", ""},
+	// The marks are one group: however many there are, they weigh 0.4 together.
+	{"email-header", 0.4, "^subject|emailfrom|email_from|sender|cc|bcc :colon", "", "doc"},
+	{"email-salutation", 0.4, "^dear *2 :,", "", "doc"},
+	{"email-signoff", 0.4, "^regards|sincerely|cheers|respectfully", "", "doc"},
+	{"email-signoff2", 0.4, "^best|kind|warm regards|wishes", "", "doc"},
+	{"email-footer", 0.4, "unsubscribe|unsubscribing", "", "doc"},
+	{"email-privacy", 0.4, "privacy policy|notice|statement", "", "doc"},
+	{"email-rights", 0.4, "all rights reserved", "", "doc"},
+	{"email-receiving", 0.4, "you are|re receiving|getting this|these|notifications|emails|email", "", "doc"},
+	{"email-sent-with", 0.4, "sent with care|love from", "", "doc"},
+	{"email-reply-to-this", 0.4, "reply|respond to this email|message", "", "doc"},
+	{"email-questions", 0.4, "if you have any questions|question|concerns", "", "doc"},
+	{"email-browser", 0.4, "view ?this|it ?email|message|online in|on ?your|a|the browser", "", "doc"},
 	{"do-not-evaluate", 0.6, "{NEG} @evaluate|assess|analyze|analyse|summarize|summarise|grade the|this candidate|resume|cv|document|email|text|applicant|application|content|data|article", "", "noRep"},
 	{"simply-respond-with", 0.5, "simply|just @respond|reply|answer|output|print with|:colon|:\"", "", "noRep"},
 	{"reply-only-following", 0.6, "reply|respond|answer|print|output|say ?with ?only ?the following", "", "noRep"},
