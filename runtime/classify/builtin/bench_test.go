@@ -126,6 +126,24 @@ func BenchmarkClassifyProseMatchPerKiB64KiB(b *testing.B) {
 	benchClassify(b, benchText(64<<10))
 }
 
+// BenchmarkClassifyNoInjectionProse64KiB: the pii and secrets packs without prompt-injection
+// on the same prose: the single pass without the engine's work at boundaries.
+func BenchmarkClassifyNoInjectionProse64KiB(b *testing.B) {
+	p := Packs()
+	c, err := New(Config{Detectors: append(append([]string{}, p["pii"]...), p["secrets"]...)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := classify.Input{Text: benchProse(64 << 10)}
+	b.SetBytes(int64(len(in.Text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Classify(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkClassifyMessage1KiB: a typical chat message, to show the per-call overhead.
 func BenchmarkClassifyMessage1KiB(b *testing.B) {
 	benchClassify(b, benchProse(1<<10))

@@ -151,7 +151,9 @@ func (c *Classifier) scanWith(ctx context.Context, s string, more bool, rs *injR
 	return sc.finish(), open, nil
 }
 
-// pass runs the triggers of sc.s[lo:hi].
+// pass runs the triggers of sc.s[lo:hi] without the prompt-injection pack (or on a
+// decoded value's text). passInj is the same loop with the pack's work at boundaries: a
+// change to one is a change to the other.
 func (c *Classifier) pass(sc *scanState, lo, hi int) {
 	s, n := sc.s, len(sc.s)
 	trig := &c.trig
@@ -194,8 +196,9 @@ func (c *Classifier) pass(sc *scanState, lo, hi int) {
 	}
 }
 
-// passInj is pass with the prompt-injection engine on: the same triggers, and at every
-// boundary what the engine's regions need besides the words (see injRegions).
+// passInj is pass with the prompt-injection pack on: the same triggers, and at every
+// boundary what the engine's regions need (see injRegions): the words that may be anchors of
+// the engine or of the phrase list, runes of more than one byte, long words.
 func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 	s, n := sc.s, len(sc.s)
 	from := max(lo, rs.from)
