@@ -261,17 +261,6 @@ func (t *injSigTable) addTriple(l0, l1, c byte) {
 	t.triples[k>>6] |= 1 << (k & 63)
 }
 
-// mayAnchor reports whether the word that begins at p may be an anchor, from its first three
-// bytes (its first two when it begins with other than two letters); p+2 < len(s).
-func (t *injSigTable) mayAnchor(s string, p int) bool {
-	c0, c1 := injTriClass[s[p]], injTriClass[s[p+1]]
-	if c0 < injTriOther && c1 < injTriOther {
-		k := (int(c0)*26+int(c1))*28 + int(injTriClass[s[p+2]])
-		return t.triples[k>>6]&(1<<(k&63)) != 0
-	}
-	return c1 != injTriEnd && t.wordPairs.has(s[p], s[p+1])
-}
-
 // injSpellings returns the bytes a normalised letter l can be written with at the start of
 // a word (second: as its second byte, where a hyphen, an apostrophe, '@' or '$' may stand).
 func injSpellings(l byte, second bool) []byte {
@@ -1126,9 +1115,6 @@ func (c *Classifier) injectionRun(sc *scanState, rs *injRegions, more bool) int 
 	// Regions read again where one reached back into another are out of order.
 	slices.SortStableFunc(x.sigs, func(a, b injSignal) int { return a.start - b.start })
 	x.combine()
-	if injDebug {
-		fmt.Println("sigs", x.sigs, x.found)
-	}
 	if more {
 		// A signal may still be completed by one to come.
 		for _, sg := range x.sigs {
@@ -1159,8 +1145,6 @@ func (c *Classifier) injectionRun(sc *scanState, rs *injRegions, more bool) int 
 
 // injWholeText makes the engine try every token of the text (tests compare).
 var injWholeText = false
-
-var injDebug = false
 
 // injRegions gathers the regions as they are found, in the order of their anchors, and runs
 // the rules over each once it is complete: no list is kept, so a call allocates nothing for
@@ -1222,9 +1206,6 @@ func (rs *injRegions) longRun(i, j int) {
 // add adds the starts from lo to hi for the rules of m. Anchors come in order, but a region
 // may reach back into one already run: that part is run again for the rules of m.
 func (rs *injRegions) add(lo, hi int, m injMask) {
-	if injDebug {
-		println("add", lo, hi, m[0], m[1], rs.done, rs.have, rs.cur[0], rs.cur[1])
-	}
 	if rs.open < len(rs.x.s) {
 		return
 	}

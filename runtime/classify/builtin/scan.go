@@ -220,7 +220,7 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 			if s[i] >= utf8.RuneSelf && (i+1 >= n || s[i+1] < 0x80 || s[i+1] >= 0xC0) {
 				rs.highAt(i)
 			}
-			// A word that may be an anchor, by its first three bytes (mayAnchor, inlined): most
+			// A word that may be an anchor, by its first three bytes (injTriples): most
 			// boundaries are decided by two loads and a bit.
 			may := false
 			if i+3 < n {
