@@ -584,6 +584,7 @@ type injScan struct {
 	ring [injRing]itok
 	n    int // tokens read
 	done bool
+	from int // where the reading began (suppressedAt)
 	// found are the matches, handed to the call's state at the end (so that the state does
 	// not escape through this one); sigs are the signals, in the order of their starts.
 	found [][2]int
@@ -1000,13 +1001,17 @@ func (x *injScan) suppressedAt(r *injSigRule, start int, cx *injScan) bool {
 	if !r.noNeg && !r.noTo && !r.noRep {
 		return false
 	}
-	cx.t, cx.s, cx.more = x.t, x.s, false
 	lo := max(0, start-injHint)
 	for k := 0; k < 64 && lo > 0 && !isSpace(x.s[lo-1]); k++ {
 		lo--
 	}
-	cx.reset(lo)
-	cx.lx.s = x.s[:start+1] // the first byte of the match ends the reading
+	// The tokens cx read for the match before are read on, when they began no later and
+	// their last is before this start: the tokens within the look-back are the same.
+	if cx.t == nil || cx.from > lo || cx.n == 0 || int(cx.tok(cx.n-1).start) >= start || int(cx.tok(cx.n-1).start) < lo {
+		cx.t, cx.s, cx.more = x.t, x.s, false
+		cx.reset(lo)
+		cx.from = lo
+	}
 	for {
 		if !cx.ensure(cx.n) {
 			return false
