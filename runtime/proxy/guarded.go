@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -45,8 +46,17 @@ type exchange struct {
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
 func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
 	start := time.Now()
-	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, st: st}
+	x := &exchange{p: p, f: f, family: familyLabel(f), w: w, r: r, st: st}
 	if !x.loadPolicy() {
+		return
+	}
+	model, geminiStream, _ := wire.GeminiCall(r.URL.Path)
+	if f == wire.FamilyGemini && geminiStream && !geminiSSE(r.URL.RawQuery) {
+		x.outcome("refused")
+		w.Header().Set("Connection", "close")
+		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
+			Message: "the guardrail sidecar serves streamGenerateContent as server-sent events only: add alt=sse to the query " +
+				"(the official Gemini SDKs do)"})
 		return
 	}
 	// ServeHTTP bounded r.Body by MaxBodyBytes. A body that declares a larger length is
@@ -97,6 +107,10 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	x.body = body
 	if err == nil {
 		x.req, err = wire.ParseRequest(f, body)
+		if f == wire.FamilyGemini {
+			// The model and the stream are in the path.
+			x.req.Model, x.req.Stream = model, geminiStream
+		}
 	}
 	if err != nil {
 		x.outcome("refused")
@@ -129,6 +143,32 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 }
 
 func (x *exchange) outcome(o string) { x.p.cfg.Telemetry.Request(x.family, o) }
+
+// familyLabel is the family's guard_requests_total label: its route without /v1/
+// (chat/completions, responses, embeddings, messages), generateContent for Gemini calls
+// (streamed or not).
+func familyLabel(f wire.Family) string {
+	if f.Gemini() {
+		return "generateContent"
+	}
+	return strings.TrimPrefix(f.Path(), "/v1/")
+}
+
+// withoutQuery returns err with the query removed from the URL it names (a *url.Error
+// of the client), so that a key given as a query parameter (Gemini's ?key=) never
+// reaches the log.
+func withoutQuery(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	u, perr := url.Parse(ue.URL)
+	if perr != nil {
+		return &url.Error{Op: ue.Op, URL: "(the upstream URL)", Err: ue.Err}
+	}
+	u.RawQuery, u.User = "", nil
+	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+}
 
 // begin starts the engine's session of the exchange.
 func (x *exchange) begin(record func(engine.Record)) {
@@ -211,7 +251,7 @@ func (x *exchange) forward() {
 			x.outcome("client_gone")
 			return
 		}
-		x.p.cfg.Log.Warn("Upstream call failed", "requestId", x.r.Header.Get("X-Request-Id"), "error", err.Error())
+		x.p.cfg.Log.Warn("Upstream call failed", "requestId", x.r.Header.Get("X-Request-Id"), "error", withoutQuery(err).Error())
 		x.outcome("upstream_error")
 		writeError(x.w, x.f, upstreamUnreachable("the guardrail sidecar could not reach the model provider"))
 		return

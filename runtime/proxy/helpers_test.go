@@ -122,6 +122,9 @@ func newHarness(t testing.TB, policyText string, opts ...harnessOpt) *harness {
 	if cfg.AnthropicUpstream == nil {
 		cfg.AnthropicUpstream = u
 	}
+	if cfg.GeminiUpstream == nil {
+		cfg.GeminiUpstream = u
+	}
 	cfg.Telemetry, cfg.Log = h.tel, discardLogger()
 	h.px = New(cfg)
 	if policyText != "" {

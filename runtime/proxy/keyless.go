@@ -205,8 +205,13 @@ type upstream struct {
 func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f wire.Family, family string) (upstream, bool) {
 	up := upstream{base: p.cfg.OpenAIUpstream}
 	fam := policy.ProviderOpenAI
-	if f.Anthropic() {
+	switch {
+	case f.Anthropic():
 		up.base, fam = p.cfg.AnthropicUpstream, policy.ProviderAnthropic
+	case f.Gemini():
+		// No ModelProvider takes the Gemini API's calls: they go to its upstream with the
+		// client's own headers, whatever --provider names.
+		return upstream{base: p.cfg.GeminiUpstream}, true
 	}
 	if len(p.cfg.Providers) == 0 {
 		return up, true

@@ -51,12 +51,46 @@ func unforwardablePath(u *url.URL) string {
 // serves both, so that one base URL (the one the injector sets) suits every client, and
 // routes, judges and forwards the versioned path: the provider sees /v1/messages either
 // way. Every path of the OpenAI and Anthropic APIs is under /v1.
+//
+// The Gemini API's paths carry their own version (/v1beta, /v1alpha), which @google/genai
+// always writes: they are left as they are.
 func versioned(u *url.URL) {
 	if _, ok := cutPrefixFold(u.Path+"/", "/v1/"); ok {
 		return // in any case, as retrieval reads it
 	}
+	if geminiVersioned(u.Path) {
+		return
+	}
 	u.Path = "/v1" + u.Path
 	u.RawPath = ""
+}
+
+// geminiVersioned reports whether a path is under a version only the Gemini API has
+// (/v1beta, /v1alpha).
+func geminiVersioned(path string) bool {
+	for _, v := range []string{"/v1beta", "/v1alpha"} {
+		if rest, ok := strings.CutPrefix(path, v); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
+}
+
+// geminiSSE reports whether a streamed Gemini call asks for its stream as server-sent
+// events: exactly one alt parameter, sse. Without it the API streams one JSON array,
+// which the guard does not judge piece by piece; the official SDKs always ask for SSE.
+func geminiSSE(rawQuery string) bool {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return false
+	}
+	n := 0
+	for k, vs := range q {
+		if strings.EqualFold(k, "alt") || strings.EqualFold(k, "$alt") {
+			n += len(vs)
+		}
+	}
+	return n == 1 && q.Get("alt") == "sse"
 }
 
 func hasControl(s string) bool {

@@ -121,10 +121,14 @@ func appendOptString(dst []byte, s string) []byte {
 
 // AppendErrorBody appends the JSON body of e in f's shape: OpenAI's
 // {"error":{"message","type","param","code","guardrail"}} or Anthropic's
-// {"type":"error","error":{"type","message","details":{"error_code"},"guardrail"}}.
+// {"type":"error","error":{"type","message","details":{"error_code"},"guardrail"}}, or
+// Gemini's {"error":{"code","message","status","details":[ErrorInfo]}}.
 func AppendErrorBody(dst []byte, f Family, e APIError) []byte {
 	if f.Anthropic() {
 		return appendAnthropicError(dst, &e)
+	}
+	if f.Gemini() {
+		return appendGeminiError(dst, &e)
 	}
 	dst = append(dst, `{"error":`...)
 	dst = appendOpenAIError(dst, &e)

@@ -43,6 +43,8 @@ func ParseRequest(f Family, body []byte) (Request, error) {
 		err = parseEmbeddings(&req, body)
 	case FamilyMessages:
 		err = parseMessages(&req, body)
+	case FamilyGemini:
+		err = parseGemini(&req, body)
 	default:
 		return req, fmt.Errorf("wire: unknown family %d", f)
 	}

@@ -30,6 +30,8 @@ func DecodeResponse(f Family, req *Request, body []byte) (Response, error) {
 		return decodeResponsesResponse(body, object)
 	case FamilyMessages:
 		return decodeMessagesResponse(body, object)
+	case FamilyGemini:
+		return decodeGeminiResponse(body, object)
 	}
 	return Response{}, fmt.Errorf("wire: family %s has no response content", f)
 }
@@ -55,6 +57,8 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 		err = rewriteResponsesResponse(o, byChannel, finish)
 	case FamilyMessages:
 		err = rewriteMessagesResponse(o, byChannel, finish)
+	case FamilyGemini:
+		err = rewriteGeminiResponse(o, byChannel, finish)
 	default:
 		return nil, fmt.Errorf("wire: family %s has no response content", f)
 	}
@@ -125,6 +129,10 @@ func BlockResponse(f Family, body []byte, reason string, kept map[int]string) ([
 		o.Set("stop_reason", []byte(`"`+StopRefusal+`"`))
 		o.Set("stop_sequence", []byte("null"))
 		o.Set("stop_details", appendRefusalDetails(nil, reason))
+	case FamilyGemini:
+		if err := blockGeminiResponse(o, textOf, reason); err != nil {
+			return nil, malformed(f, "candidates: %v", err)
+		}
 	default:
 		return nil, fmt.Errorf("wire: family %s has no response content", f)
 	}

@@ -27,10 +27,18 @@ const (
 	kArguments
 	kCustom
 	kFunctionCall
+	// Gemini's members, in both spellings its JSON parser accepts.
+	kContents
+	kParts
+	kSystemInstruction
+	kSystemInstructionSnake
+	kFunctionCallCamel
+	kArgs
 )
 
 var keyNames = [...]string{"messages", "content", "text", "refusal", "input", "output", "instructions", "system", "source", "data",
-	"tool_calls", "function", "arguments", "custom", "function_call"}
+	"tool_calls", "function", "arguments", "custom", "function_call",
+	"contents", "parts", "systemInstruction", "system_instruction", "functionCall", "args"}
 
 const maxPath = 12
 

@@ -156,6 +156,8 @@ func NewStream(req *Request) *Stream {
 		s.c, s.ordered, s.trackAll = newResponsesCodec(s), true, true
 	case FamilyMessages:
 		s.c, s.ordered = newMessagesCodec(s), true
+	case FamilyGemini:
+		s.c = newGeminiCodec(s)
 	default:
 		return nil
 	}

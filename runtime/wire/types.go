@@ -22,6 +22,9 @@ const (
 	FamilyEmbeddings
 	// FamilyMessages is Anthropic POST /v1/messages.
 	FamilyMessages
+	// FamilyGemini is the Gemini API's POST /v1beta/models/{model}:generateContent and
+	// :streamGenerateContent (also under /v1 and /v1alpha): see GeminiCall.
+	FamilyGemini
 )
 
 // String returns the family's route path.
@@ -43,12 +46,17 @@ func (f Family) Path() string {
 		return "/v1/embeddings"
 	case FamilyMessages:
 		return "/v1/messages"
+	case FamilyGemini:
+		return geminiPath
 	}
 	return ""
 }
 
 // Anthropic reports whether the family speaks Anthropic's formats (errors included).
 func (f Family) Anthropic() bool { return f == FamilyMessages }
+
+// Gemini reports whether the family speaks the Gemini API's formats (errors included).
+func (f Family) Gemini() bool { return f == FamilyGemini }
 
 // Route returns the family that guards a request, by method and path; ok is false for
 // every other route (GET routes such as /v1/models, and unknown POST routes, which the
@@ -61,6 +69,9 @@ func Route(method, path string) (f Family, ok bool) {
 		if path == f.Path() {
 			return f, true
 		}
+	}
+	if _, _, ok := GeminiCall(path); ok {
+		return FamilyGemini, true
 	}
 	return 0, false
 }

@@ -11,7 +11,8 @@ import (
 // command checks keys with its own --keys-file.)
 
 // WithKeys makes the provider answer 401, in the route's error shape, to a request that
-// carries none of keys in Authorization (Bearer), x-api-key or api-key. SetKeys changes
+// carries none of keys in Authorization (Bearer), x-api-key, api-key, x-goog-api-key or
+// a key query parameter (Gemini's). SetKeys changes
 // them (a rotation).
 func WithKeys(keys ...string) Option {
 	return func(p *Provider) { p.keys = func() []string { return keys } }
@@ -47,12 +48,13 @@ func requestKeys(h http.Header) []string {
 		}
 	}
 	keys = append(keys, h.Values("X-Api-Key")...)
+	keys = append(keys, h.Values("X-Goog-Api-Key")...)
 	return append(keys, h.Values("Api-Key")...)
 }
 
 // checkKey counts a request's keys and reports whether it may be answered.
-func (p *Provider) checkKey(h http.Header) bool {
-	keys := requestKeys(h)
+func (p *Provider) checkKey(h http.Header, params []string) bool {
+	keys := append(requestKeys(h), params...)
 	p.mu.Lock()
 	accepted := p.keys
 	if !p.forget {

@@ -2,6 +2,7 @@ package fakeprovider
 
 import (
 	"encoding/json"
+	"net/http"
 	"strconv"
 )
 
@@ -14,6 +15,8 @@ func (g *gen) whole() []byte {
 		return mustJSON(g.response("completed", g.responseOutput()))
 	case familyMessages:
 		return g.message()
+	case familyGemini:
+		return g.geminiResponse()
 	}
 	panic(errUnknownFamily)
 }
@@ -27,6 +30,8 @@ func (g *gen) stream() {
 		g.responsesStream()
 	case familyMessages:
 		g.messagesStream()
+	case familyGemini:
+		g.geminiStream()
 	default:
 		panic(errUnknownFamily)
 	}
@@ -70,6 +75,8 @@ func openAIErrorOf(e *Error) openAIErrorObject {
 // errorEvent is the family's mid-stream error event.
 func (g *gen) errorEvent(e *Error) []byte {
 	switch g.fam {
+	case familyGemini:
+		return sseEvent("", geminiError(http.StatusInternalServerError, e))
 	case familyMessages:
 		typ := e.Type
 		if typ == "" {

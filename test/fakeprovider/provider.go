@@ -196,15 +196,22 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
 		fam, known = familyModels, true
 	}
+	geminiModel, geminiStreams, gemini := geminiRoute(r.Method, r.URL.Path)
+	if gemini {
+		fam, known = familyGemini, true
+	}
 	rw := &recorder{p: p, w: w, resp: resp, ctx: r.Context()}
-	if !p.checkKey(r.Header) {
+	if !p.checkKey(r.Header, r.URL.Query()["key"]) {
 		e := &Error{Type: "authentication_error", Message: "invalid x-api-key"}
 		if fam != familyMessages {
 			e = &Error{Type: "invalid_request_error", Code: "invalid_api_key", Message: "Incorrect API key provided."}
 		}
 		body := openAIError(e)
-		if fam == familyMessages {
+		switch fam {
+		case familyMessages:
 			body = anthropicError(e, seq)
+		case familyGemini:
+			body = geminiError(http.StatusUnauthorized, &Error{Message: "API key not valid. Please pass a valid API key."})
 		}
 		rw.json(http.StatusUnauthorized, body)
 		return
@@ -215,6 +222,10 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var params requestParams
 	_ = json.Unmarshal(body, &params)
+	if gemini {
+		params = requestParams{Model: geminiModel, Stream: geminiStreams}
+		params.geminiArray = geminiStreams && r.URL.Query().Get("alt") != "sse"
+	}
 	if fam == familyResponses {
 		if id := unknownItem(params.Input); id != "" {
 			// As OpenAI answers a reference to an item it never made or did not store.
@@ -240,6 +251,7 @@ const (
 	familyEmbeddings
 	familyMessages
 	familyModels
+	familyGemini
 )
 
 var families = map[string]int{
@@ -260,6 +272,8 @@ type requestParams struct {
 		IncludeObfuscation *bool `json:"include_obfuscation"`
 	} `json:"stream_options"`
 	Input json.RawMessage `json:"input"`
+	// geminiArray: a Gemini stream asked for without alt=sse (one JSON array).
+	geminiArray bool
 }
 
 // recorder writes a response and records its bytes.
@@ -377,9 +391,12 @@ func (g *gen) serve() {
 		if status == 0 {
 			status = http.StatusInternalServerError
 		}
-		if g.fam == familyMessages {
+		switch g.fam {
+		case familyMessages:
 			g.w.json(status, anthropicError(s.Error, g.seq))
-		} else {
+		case familyGemini:
+			g.w.json(status, geminiError(status, s.Error))
+		default:
 			g.w.json(status, openAIError(s.Error))
 		}
 	case s.Raw != nil:
@@ -388,6 +405,8 @@ func (g *gen) serve() {
 		g.w.json(http.StatusOK, g.models())
 	case g.fam == familyEmbeddings:
 		g.w.json(g.status(), g.embeddings())
+	case g.params.geminiArray:
+		g.w.json(g.status(), g.geminiArray())
 	case !g.params.Stream:
 		g.w.json(g.status(), g.whole())
 	default:

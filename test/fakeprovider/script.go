@@ -1,6 +1,9 @@
 // Package fakeprovider is a fake model provider for tests: an HTTP server that speaks the
 // real wire formats of OpenAI (POST /v1/chat/completions, /v1/responses, /v1/embeddings,
-// GET /v1/models) and Anthropic (POST /v1/messages), streamed and not, from scripts.
+// GET /v1/models), Anthropic (POST /v1/messages) and Gemini (POST
+// /v1beta/models/{model}:generateContent and :streamGenerateContent, with ?alt=sse as
+// SSE, else as one JSON array), streamed and not, from scripts. A Gemini answer is its
+// first choice; a tool call is a functionCall part, sent whole.
 //
 // A Script says what the next response is: choices of text, reasoning and tool call
 // deltas, finish reasons, usage, delays between events, an upstream error (as an HTTP
