@@ -4,8 +4,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/manager . && \
-    CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/guard ./runtime/cmd/guard
+RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/manager ./cmd/manager && \
+    CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/guard ./cmd/guard
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /out/manager /out/guard /

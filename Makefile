@@ -156,12 +156,12 @@ release: $(HELM) $(CYCLONEDX_GOMOD) ## A release's assets in bin/release: the ch
 
 .PHONY: build
 build: ## Build the manager and the guard into bin/.
-	go build -o $(LOCALBIN)/manager .
-	go build -o $(LOCALBIN)/guard ./runtime/cmd/guard
+	go build -o $(LOCALBIN)/manager ./cmd/manager
+	go build -o $(LOCALBIN)/guard ./cmd/guard
 
 .PHONY: kubectl-guardrail
 kubectl-guardrail: ## Build the kubectl plugin into bin/kubectl-guardrail (put bin/ on PATH for `kubectl guardrail`).
-	go build -o $(LOCALBIN)/kubectl-guardrail ./runtime/cmd/kubectl-guardrail
+	go build -o $(LOCALBIN)/kubectl-guardrail ./cmd/kubectl-guardrail
 
 ##@ Tools
 

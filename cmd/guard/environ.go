@@ -17,7 +17,7 @@ import (
 // each HTTP/2 request's headers, Authorization included, and is read when net/http is
 // initialized, before main runs. So main first drops those variables and, when it dropped
 // any, executes itself again without them (restartWithout), before anything reads them.
-// The outbound transports ignore the proxy and CA variables as well (runtime/internal/egress).
+// The outbound transports ignore the proxy and CA variables as well (runtime/egress).
 
 // keptGoSettings are the Go runtime settings the guard honours. The injector sets
 // GOMAXPROCS and GOMEMLIMIT from the guard's CPU and memory limits; GOGC tunes the

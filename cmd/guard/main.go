@@ -47,7 +47,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
-	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
+	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"

@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/cmd/kubectl-guardrail/internal/policyeval"
-	"github.com/guardrail-dev/guardrail-operator/runtime/cmd/kubectl-guardrail/internal/policytest"
+	"github.com/guardrail-dev/guardrail-operator/cmd/kubectl-guardrail/internal/policyeval"
+	"github.com/guardrail-dev/guardrail-operator/cmd/kubectl-guardrail/internal/policytest"
 )
 
 type evalOptions struct {
@@ -49,7 +49,7 @@ SCOPE=MIN where SCOPE is a category, micro, macro, any (per line) or * (each cat
 command exits with status 1 when a gate fails (an undefined figure fails its gate) or a line
 could not be evaluated. Texts are never printed unless --show-text is given: a dataset can
 hold real secrets. The dataset format is in the plugin's README
-(runtime/cmd/kubectl-guardrail/README.md).`,
+(cmd/kubectl-guardrail/README.md).`,
 		Example: `  # the pii and secrets sample on its sample dataset
   kubectl guardrail eval -f config/samples/pii-secrets-redaction.yaml \
     --dataset config/samples/tests/pii-secrets-eval.jsonl

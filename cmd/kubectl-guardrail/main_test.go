@@ -135,7 +135,7 @@ func TestCompletionScriptsAreGenerated(t *testing.T) {
 // that generates it does: they are read where they are, not under the cases file's
 // directory.
 func TestACasesFileNamesItsPoliciesByAbsolutePath(t *testing.T) {
-	policies, err := filepath.Abs(filepath.Join("..", "..", "..", "config", "samples", "pii-secrets-redaction.yaml"))
+	policies, err := filepath.Abs(filepath.Join("..", "..", "config", "samples", "pii-secrets-redaction.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/cmd/kubectl-guardrail/internal/policytest"
+	"github.com/guardrail-dev/guardrail-operator/cmd/kubectl-guardrail/internal/policytest"
 )
 
 type testOptions struct {
@@ -32,7 +32,7 @@ remote ones answer with the verdicts the cases file gives.
 
 Each case runs not streamed and, for each delta size it lists, streamed. The command exits
 with status 1 when a run fails or cannot run. The format of the cases file is in the
-plugin's README (runtime/cmd/kubectl-guardrail/README.md).`,
+plugin's README (cmd/kubectl-guardrail/README.md).`,
 		Example: `  # the samples and their cases
   kubectl guardrail test -f config/samples --cases config/samples/tests/cases.yaml
 

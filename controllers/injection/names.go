@@ -105,7 +105,7 @@ const (
 
 // The guard's own flags that the injector sets. The control-plane ones live in the
 // contract package shared with the guard; these four predate it and are defined by
-// runtime/cmd/guard.
+// cmd/guard.
 const (
 	flagListen            = "listen"
 	flagAdminListen       = "admin-listen"

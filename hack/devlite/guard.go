@@ -109,7 +109,7 @@ func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir string, render
 	defer provider.Close()
 
 	bin := filepath.Join(guardDir, "guard")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator/runtime/cmd/guard")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator/cmd/guard")
 	build.Dir = envtestutil.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the guard: %w\n%s", err, out)

@@ -114,7 +114,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	lines = append(lines, fmt.Sprintf("image   %s (%s, manifest %s)", filepath.Join(out, imageFile), img.Ref, manifest))
 
 	if o.cyclonedx != "" {
-		for _, bin := range []struct{ name, main string }{{"manager", "."}, {"guard", "runtime/cmd/guard"}} {
+		for _, bin := range []struct{ name, main string }{{"manager", "."}, {"guard", "cmd/guard"}} {
 			sbom := fmt.Sprintf("guardrail-operator-%s.%s.cdx.json", meta.AppVersion, bin.name)
 			// The build constraints of the image's binaries (test/singlenode.GoImage).
 			env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH}

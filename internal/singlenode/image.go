@@ -303,7 +303,7 @@ func OperatorImage(ctx context.Context, root string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	return GoImage(ctx, root, ref, map[string]string{"manager": ".", "guard": "./runtime/cmd/guard"}, "manager")
+	return GoImage(ctx, root, ref, map[string]string{"manager": "./cmd/manager", "guard": "./cmd/guard"}, "manager")
 }
 
 // OperatorImageRef reads the chart's default image reference.

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
+	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 

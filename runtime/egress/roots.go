@@ -19,7 +19,7 @@ import (
 // server. Outside Linux the pool is nil and crypto/x509's own choice applies: the
 // platform's verifier on macOS and Windows (which the environment does not configure); on
 // other systems the guard's environment is cleared of SSL_CERT_FILE and SSL_CERT_DIR before
-// it starts (runtime/cmd/guard). The pool is shared by every caller: add nothing to it.
+// it starts (cmd/guard). The pool is shared by every caller: add nothing to it.
 func SystemRoots() (*x509.CertPool, error) { return systemRoots() }
 
 var systemRoots = sync.OnceValues(func() (*x509.CertPool, error) {

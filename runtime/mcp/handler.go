@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
+	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
@@ -28,7 +28,7 @@ type Config struct {
 	// Judges judges the traffic; required.
 	Judges Judges
 	// Transport reaches the upstreams; nil means an egress transport (no proxy, the
-	// system's CA bundle: runtime/internal/egress).
+	// system's CA bundle: runtime/egress).
 	Transport http.RoundTripper
 	// MaxBodyBytes bounds a client's POST body (413 beyond); 0 means 4 MiB.
 	MaxBodyBytes int64

@@ -65,5 +65,5 @@
 // moving is never cut, however long it takes. The server's own ReadTimeout and
 // WriteTimeout are not used: they are deadlines for the whole request, which streams
 // outlast (see idleReader). Header and keep-alive timeouts are the server's
-// (runtime/cmd/guard).
+// (cmd/guard).
 package proxy

@@ -48,7 +48,7 @@ func buildManager(t *testing.T) string {
 			return
 		}
 		managerBin = filepath.Join(dir, "manager")
-		args := append(append([]string{"build"}, buildFlags...), "-o", managerBin, "github.com/guardrail-dev/guardrail-operator")
+		args := append(append([]string{"build"}, buildFlags...), "-o", managerBin, "github.com/guardrail-dev/guardrail-operator/cmd/manager")
 		out, err := exec.Command("go", args...).CombinedOutput() //nolint:gosec // fixed arguments
 		if err != nil {
 			managerErr = fmt.Errorf("building the manager: %v\n%s", err, out)

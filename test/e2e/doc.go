@@ -1,5 +1,5 @@
 // Package e2e is the guard's end-to-end suite (DESIGN.md §5, §7): it builds the real
-// runtime/cmd/guard binary once per run, starts it on loopback with a policy file, and
+// cmd/guard binary once per run, starts it on loopback with a policy file, and
 // drives it with the official OpenAI (openai-go) and Anthropic (anthropic-sdk-go) SDKs and
 // with a raw HTTP client, against test/fakeprovider and test/fakeclassifiers. What the
 // tests assert is what an unmodified application sees: provider bytes passed through

@@ -35,7 +35,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	args := append(append([]string{"build"}, buildFlags...), "-o", guardBin,
-		"github.com/guardrail-dev/guardrail-operator/runtime/cmd/guard")
+		"github.com/guardrail-dev/guardrail-operator/cmd/guard")
 	build := exec.CommandContext(ctx, "go", args...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

@@ -26,7 +26,7 @@ func (u user) leaderPod() string {
 	return pod
 }
 
-// leaderLease is the manager's leader election Lease (main.go's leaderLockID).
+// leaderLease is the manager's leader election Lease (cmd/manager's leaderLockID).
 const leaderLease = "guardrail-operator.guardrail.dev"
 
 // managerPods are the running manager pods, not being deleted.

@@ -1798,9 +1798,12 @@ func (x *injScan) region(lo, hi int, m *injMask, cx *injScan) int {
 	for k := 0; k < 64 && from > 0 && !isSpace(s[from-1]); k++ {
 		from--
 	}
-	// Begin on the white space before, all of it, so that the first token knows what
-	// precedes it (line breaks, how much).
-	for k := 0; k < 255 && from > 0 && isSpace(s[from-1]); k++ {
+	// Begin on the white space before, so that the first token knows what precedes it as
+	// the lexer counts it: line breaks up to two, bytes up to 255.
+	for k, nl := 0, 0; from > 0 && isSpace(s[from-1]) && (k < 255 || nl < 2); k++ {
+		if s[from-1] == '\n' {
+			nl++
+		}
 		from--
 	}
 	x.reset(from)

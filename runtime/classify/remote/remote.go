@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
-	"github.com/guardrail-dev/guardrail-operator/runtime/internal/egress"
+	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 )
 
 // Option configures New.

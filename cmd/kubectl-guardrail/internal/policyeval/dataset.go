@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/cmd/kubectl-guardrail/internal/policytest"
+	"github.com/guardrail-dev/guardrail-operator/cmd/kubectl-guardrail/internal/policytest"
 )
 
 // MaxLine bounds a line of a dataset.

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/cmd/kubectl-guardrail/internal/policytest"
+	"github.com/guardrail-dev/guardrail-operator/cmd/kubectl-guardrail/internal/policytest"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/cmd/kubectl-guardrail/internal/policytest"
+	"github.com/guardrail-dev/guardrail-operator/cmd/kubectl-guardrail/internal/policytest"
 )
 
 const policies = `apiVersion: guardrail.dev/v1alpha1

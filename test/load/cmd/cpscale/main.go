@@ -128,11 +128,11 @@ func run(n, sets int, out io.Writer) error {
 		return err
 	}
 	bin := filepath.Join(work, "manager")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator/cmd/manager").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the manager: %v\n%s", err, out)
 	}
 	guardBin := filepath.Join(work, "guard")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", guardBin, "github.com/guardrail-dev/guardrail-operator/runtime/cmd/guard").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", guardBin, "github.com/guardrail-dev/guardrail-operator/cmd/guard").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the guard: %v\n%s", err, out)
 	}
 	scheme := runtime.NewScheme()

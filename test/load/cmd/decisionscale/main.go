@@ -94,7 +94,7 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 		return err
 	}
 	bin := filepath.Join(work, "manager")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/guardrail-dev/guardrail-operator/cmd/manager").CombinedOutput(); err != nil {
 		return fmt.Errorf("building the manager: %v\n%s", err, out)
 	}
 	scheme := runtime.NewScheme()

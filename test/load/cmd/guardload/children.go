@@ -130,7 +130,7 @@ func freePort(ctx context.Context) (string, error) {
 	return addr, ln.Close()
 }
 
-// buildGuard builds runtime/cmd/guard of the module around the working directory into dir,
+// buildGuard builds cmd/guard of the module around the working directory into dir,
 // as the container image builds it (Dockerfile): static, trimmed, without the symbol
 // table. A cgo build maps libc and the dynamic loader too, about 1.7 MiB more resident.
 func buildGuard(ctx context.Context, dir string) (string, error) {
@@ -143,11 +143,11 @@ func buildGuard(ctx context.Context, dir string) (string, error) {
 		return "", errors.New("run guardload inside the guardrail-operator module, or pass --guard-bin")
 	}
 	bin := filepath.Join(dir, "guard")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s", "-o", bin, "./runtime/cmd/guard") //nolint:gosec // a fixed command
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s", "-o", bin, "./cmd/guard") //nolint:gosec // a fixed command
 	cmd.Dir = filepath.Dir(gomod)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("CGO_ENABLED=0 go build -trimpath -ldflags=-s ./runtime/cmd/guard: %w\n%s", err, indent(string(out)))
+		return "", fmt.Errorf("CGO_ENABLED=0 go build -trimpath -ldflags=-s ./cmd/guard: %w\n%s", err, indent(string(out)))
 	}
 	return bin, nil
 }

@@ -58,7 +58,7 @@ type linearConfig struct {
 func runLinear(ctx context.Context, args []string, out io.Writer) error {
 	var cfg linearConfig
 	fs := flag.NewFlagSet("guardload linear", flag.ContinueOnError)
-	fs.StringVar(&cfg.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./runtime/cmd/guard.")
+	fs.StringVar(&cfg.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./cmd/guard.")
 	sizes := fs.String("sizes", "10000,100000,1000000,3000000", "Answer sizes in bytes of text, comma-separated, increasing.")
 	fs.IntVar(&cfg.eventChars, "event-chars", 32, "Characters of text per streamed delta.")
 	fs.IntVar(&cfg.perSize, "text-per-size", 3000000, "Bytes of answer text streamed at each size (a small answer is repeated), so that each figure rests on enough CPU time to read.")

@@ -98,7 +98,7 @@ func parseFlags(args []string) (config, error) {
 			"request rate, in interleaved slices. Run it from the module root. Flags:\n\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./runtime/cmd/guard into the work directory.")
+	fs.StringVar(&c.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./cmd/guard into the work directory.")
 	fs.Func("guard-env", "KEY=VALUE added to the guard's environment only (repeatable), e.g. GOMAXPROCS=1 or GOGC=200.", func(v string) error {
 		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
 			return errors.New("want KEY=VALUE")

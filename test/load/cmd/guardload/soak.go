@@ -81,7 +81,7 @@ func parseSoakFlags(args []string) (soakConfig, error) {
 			"is more than --bound percent above its memory after the warm-up. Flags:\n\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.guardBin, "guard-bin", "", "Guard binary to soak; empty builds ./runtime/cmd/guard.")
+	fs.StringVar(&c.guardBin, "guard-bin", "", "Guard binary to soak; empty builds ./cmd/guard.")
 	fs.Func("guard-env", "KEY=VALUE added to the guard's environment (repeatable).", func(v string) error {
 		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
 			return errors.New("want KEY=VALUE")

@@ -51,7 +51,7 @@ const ttfcEntity = "robin.gardener@example.org"
 func runTTFC(ctx context.Context, args []string, out io.Writer) error {
 	var c ttfcConfig
 	fs := flag.NewFlagSet("guardload ttfc", flag.ContinueOnError)
-	fs.StringVar(&c.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./runtime/cmd/guard.")
+	fs.StringVar(&c.guardBin, "guard-bin", "", "Guard binary to measure; empty builds ./cmd/guard.")
 	fs.IntVar(&c.streams, "streams", 100, "Streams per workload and target.")
 	fs.DurationVar(&c.gap, "gap", 20*time.Millisecond, "Delay before each text event of the provider.")
 	fs.IntVar(&c.size, "event-chars", 5, "Characters per text event.")

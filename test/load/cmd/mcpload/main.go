@@ -68,7 +68,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.guardBin, "guard-bin", "", "Guard binary to measure (built from ./runtime/cmd/guard when empty).")
+	flag.StringVar(&o.guardBin, "guard-bin", "", "Guard binary to measure (built from ./cmd/guard when empty).")
 	flag.IntVar(&o.rounds, "rounds", 3, "Rounds; each measures direct, then guarded.")
 	flag.DurationVar(&o.duration, "duration", 8*time.Second, "Length of each measurement.")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "Client sessions calling at once, each one call at a time.")
@@ -90,7 +90,7 @@ func run(ctx context.Context, o options) error {
 	defer func() { _ = os.RemoveAll(dir) }()
 	if o.guardBin == "" {
 		o.guardBin = filepath.Join(dir, "guard")
-		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s", "-o", o.guardBin, "./runtime/cmd/guard") //nolint:gosec // a fixed command
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s", "-o", o.guardBin, "./cmd/guard") //nolint:gosec // a fixed command
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			return fmt.Errorf("building the guard: %v\n%s", err, out)
