@@ -1,7 +1,7 @@
 // Package wire is the guard's wire layer for the guarded provider routes (DESIGN.md §5):
 // it extracts what the guard judges from requests and responses of each API family, and
 // encodes what clients receive when the guard changes, holds back or stops content, so
-// that unmodified OpenAI and Anthropic SDKs see valid provider traffic and surface
+// that unmodified OpenAI, Anthropic and Gemini SDKs see valid provider traffic and surface
 // blocks and failures as their normal error types.
 //
 // # Families
@@ -13,6 +13,10 @@
 //   - FamilyEmbeddings: OpenAI POST /v1/embeddings, judged on input only.
 //   - FamilyMessages: Anthropic POST /v1/messages, streamed as typed events
 //     (message_start, content_block_*, message_delta, message_stop).
+//   - FamilyGemini: the Gemini API's POST /v1beta/models/{model}:generateContent and
+//     :streamGenerateContent (also under /v1 and /v1alpha; GeminiCall reads the model and
+//     the stream from the path), streamed with alt=sse as data-only events, each a
+//     GenerateContentResponse, without a terminator.
 //
 // A Responses answer fetched again (GET /v1/responses/{id}) is the same object as the
 // answer to a non-streamed POST: StoredRequest reads from it what of its request shapes
@@ -77,9 +81,15 @@
 // Blocked and Failed build the guard's own errors; AppendErrorBody and WriteError write
 // them in OpenAI's shape ({"error":{"message","type","param","code","guardrail"}}) or
 // Anthropic's ({"type":"error","error":{"type","message","details":{"error_code"},
-// "guardrail"}}); only these two, policy verdicts, carry x-should-retry: false (Final).
+// "guardrail"}}) or Google's ({"error":{"code","message","status","details":[ErrorInfo]}});
+// only these two, policy verdicts, carry x-should-retry: false (Final).
 // BlockResponse replaces a non-streamed response by the reason: finish_reason
 // content_filter for OpenAI, and for Anthropic stop_reason "refusal" with the reason as
 // the text and as stop_details.explanation — Anthropic has no content_filter stop
-// reason, and "refusal" is its native signal for content the model will not produce.
+// reason, and "refusal" is its native signal for content the model will not produce. For
+// Gemini every candidate's content is the reason with finishReason SAFETY (FinishSafety)
+// and the reason as finishMessage: SAFETY is Gemini's own reason for content stopped by a
+// filter, which the SDKs expose; a stream ends the same way, then ends (Gemini streams have
+// no terminator), and a failure mid-stream is a chunk holding the error object, which
+// @google/genai raises as an ApiError.
 package wire
