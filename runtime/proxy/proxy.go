@@ -29,6 +29,9 @@ type Config struct {
 	// OpenAIUpstream and AnthropicUpstream are the providers' base URLs; the request path
 	// (/v1/...) is appended, and a trailing /v1 of the base is ignored.
 	OpenAIUpstream, AnthropicUpstream *url.URL
+	// GeminiUpstream is the Gemini API's base URL (the request path, /v1beta/..., is
+	// appended); nil means DefaultGeminiUpstream.
+	GeminiUpstream *url.URL
 	// Transport reaches the upstreams; nil means a tuned egress transport (no proxy, the
 	// system's CA bundle: runtime/egress).
 	Transport http.RoundTripper
@@ -92,11 +95,19 @@ type Proxy struct {
 	passThrough map[string]bool
 	openai      *httputil.ReverseProxy
 	anthropic   *httputil.ReverseProxy
+	gemini      *httputil.ReverseProxy
 	client      *http.Client
 }
 
+// DefaultGeminiUpstream is the Gemini API's base URL, where Gemini calls go when
+// Config.GeminiUpstream is not set.
+const DefaultGeminiUpstream = "https://generativelanguage.googleapis.com"
+
 // New returns a proxy with no policy: guarded routes answer 503 until Apply.
 func New(cfg Config) *Proxy {
+	if cfg.GeminiUpstream == nil {
+		cfg.GeminiUpstream, _ = url.Parse(DefaultGeminiUpstream)
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 16 << 20
 	}
@@ -131,6 +142,7 @@ func New(cfg Config) *Proxy {
 	}
 	p.openai = p.reverseProxy(cfg.OpenAIUpstream, nil)
 	p.anthropic = p.reverseProxy(cfg.AnthropicUpstream, nil)
+	p.gemini = p.reverseProxy(cfg.GeminiUpstream, nil)
 	return p
 }
 
@@ -297,6 +309,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			up.provider.passThrough.ServeHTTP(w, r)
 		case f.Anthropic():
 			p.anthropic.ServeHTTP(w, r)
+		case f.Gemini():
+			p.gemini.ServeHTTP(w, r)
 		default:
 			p.openai.ServeHTTP(w, r)
 		}
@@ -320,11 +334,16 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, id string, f wire
 }
 
 // familyOfUnguarded is the family whose error shape answers a request outside the
-// guarded routes: Anthropic's for Anthropic clients (an anthropic-version or x-api-key
-// header), else OpenAI's.
+// guarded routes, and whose upstream a GET or pass-through route goes to: Anthropic's for
+// Anthropic clients (an anthropic-version or x-api-key header), Gemini's for Gemini
+// clients (an x-goog-api-key header, or a path under /v1beta or /v1alpha, which only the
+// Gemini API has), else OpenAI's.
 func familyOfUnguarded(r *http.Request) wire.Family {
-	if r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "" {
+	switch {
+	case r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != "":
 		return wire.FamilyMessages
+	case r.Header.Get("X-Goog-Api-Key") != "" || geminiVersioned(r.URL.Path):
+		return wire.FamilyGemini
 	}
 	return wire.FamilyChat
 }
