@@ -74,6 +74,7 @@ type options struct {
 	logLevel                     string
 	mcpUpstreams                 []mcpupstream.Upstream
 	providers                    []string
+	audit                        auditFlags
 }
 
 func main() {
@@ -104,6 +105,7 @@ func main() {
 	fs.DurationVar(&o.decisionInterval, "decision-interval", 10*time.Second, "How often decision counts are sent to the "+
 		"control plane (and once more at shutdown); with --control-plane only.")
 	fs.StringVar(&o.decisionLog, "decision-log", "", "Write one JSON line per decision to this file (- for stdout). Records hold no content.")
+	o.audit.register(fs)
 	fs.StringVar(&o.passThrough, "pass-through", "", "Comma-separated POST paths forwarded unguarded (every other unknown POST is refused).")
 	fs.Int64Var(&o.maxBody, "max-body-bytes", 16<<20, "Largest request body accepted (413 beyond).")
 	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "Time allowed to read a request's headers.")
@@ -233,6 +235,9 @@ func run(o options, log *slog.Logger) error {
 			Interval: o.decisionInterval, Agg: agg, Log: log}
 		registerReporterMetrics(tel.Registry, agg, reporter)
 		go reporter.Run(ctx)
+	}
+	if err := startAudit(o, tel, reporter, log); err != nil {
+		return err
 	}
 	go src.Run(ctx, px.Apply, func(err error) {
 		tel.PolicyError()

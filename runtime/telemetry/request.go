@@ -40,9 +40,14 @@ func (t *Telemetry) OnRequest(sink func(RequestDecisions)) { t.sink = sink }
 // synchronously by Request.Record. Install it before traffic starts.
 func (t *Telemetry) OnEvaluation(sink func(engine.Record)) { t.evalSink = sink }
 
+// OnAudit installs the audit log's sink (runtime/audit): like OnRequest's, called once,
+// synchronously, as each guarded request ends, with the same decisions. Nil (the default)
+// adds nothing to a request. Install it before traffic starts.
+func (t *Telemetry) OnAudit(sink func(RequestDecisions)) { t.audit = sink }
+
 // Begin starts recording one request's decisions; Done must follow.
 func (t *Telemetry) Begin() *Request {
-	if t.sink == nil && t.evalSink == nil {
+	if t.sink == nil && t.evalSink == nil && t.audit == nil {
 		// Nobody listens (a standalone guard): a shared Request that only forwards.
 		return t.bare
 	}
@@ -70,7 +75,7 @@ func (r *Request) Record(rec engine.Record) {
 	if r.t.evalSink != nil {
 		r.t.evalSink(rec)
 	}
-	if r.t.sink == nil {
+	if r.t.sink == nil && r.t.audit == nil {
 		return
 	}
 	r.mu.Lock()
@@ -103,7 +108,7 @@ func (r *Request) Record(rec engine.Record) {
 
 // Done hands the request's decisions to the sink.
 func (r *Request) Done() {
-	if r.t.sink == nil {
+	if r.t.sink == nil && r.t.audit == nil {
 		return
 	}
 	r.mu.Lock()
@@ -111,7 +116,12 @@ func (r *Request) Done() {
 	r.first, r.matches = nil, nil
 	r.mu.Unlock()
 	if len(rd.Decisions) > 0 {
-		r.t.sink(rd)
+		if r.t.audit != nil {
+			r.t.audit(rd)
+		}
+		if r.t.sink != nil {
+			r.t.sink(rd)
+		}
 	}
 }
 

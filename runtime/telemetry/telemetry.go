@@ -40,6 +40,8 @@ type Telemetry struct {
 	sink func(RequestDecisions)
 	// evalSink receives every decision record (OnEvaluation).
 	evalSink func(engine.Record)
+	// audit receives each request's decisions for the audit log (OnAudit); nil when off.
+	audit func(RequestDecisions)
 	// bare is the Request of every request when nobody listens.
 	bare *Request
 	// lastDecision holds, per phase, the decisions series recorded last: a stream's

@@ -1,0 +1,197 @@
+package audit
+
+import (
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+)
+
+// timeLayout is RFC 3339 in UTC with milliseconds, of fixed width.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// maxModelChars bounds the model name a line carries.
+const maxModelChars = 128
+
+// appendLine encodes one decision as a line (with its newline), by hand: the guard's
+// hot path does not allocate for it. Field order is the schema's (docs/audit-log.md).
+func appendLine(b []byte, cfg *Config, end time.Time, r *engine.Record, dropped uint64) []byte {
+	b = append(b, `{"schema":"`...)
+	b = append(b, Schema...)
+	b = append(b, `","time":"`...)
+	b = end.UTC().AppendFormat(b, timeLayout)
+	b = append(b, '"')
+	b = appendField(b, "pod", cfg.Pod)
+	b = appendField(b, "namespace", cfg.Namespace)
+	ns, name, _ := strings.Cut(r.Guardrail, "/")
+	if name == "" {
+		ns, name = "", r.Guardrail // not a key; written as it is
+	}
+	b = append(b, `,"guardrail":`...)
+	b = appendString(b, name)
+	b = appendField(b, "guardrailNamespace", ns)
+	b = append(b, `,"clusterScoped":`...)
+	b = strconv.AppendBool(b, ns == "" && strings.HasPrefix(r.Guardrail, "/"))
+	b = append(b, `,"generation":`...)
+	b = strconv.AppendInt(b, r.Generation, 10)
+	b = append(b, `,"phase":`...)
+	b = appendString(b, r.Phase.String())
+	b = append(b, `,"outcome":`...)
+	b = appendString(b, string(r.Outcome))
+	b = appendField(b, "action", actionOf(r.Outcome))
+	b = append(b, `,"mode":`...)
+	b = appendString(b, r.Mode.String())
+	b = appendFindings(b, "categories", r.Findings, engine.FindingCategory)
+	b = appendFindings(b, "rules", r.Findings, engine.FindingRule)
+	b = appendFindings(b, "notInspected", r.Findings, engine.FindingNotInspected)
+	b = appendField(b, "code", string(r.Code))
+	if r.Escalated {
+		b = append(b, `,"escalated":true`...)
+	}
+	if r.Partial {
+		b = append(b, `,"partial":true`...)
+	}
+	if controlplane.ValidID(r.IDs.RequestID) {
+		b = appendField(b, "requestId", r.IDs.RequestID)
+	}
+	if isHexID(r.IDs.TraceID, 32) {
+		b = appendField(b, "traceId", r.IDs.TraceID)
+		if isHexID(r.IDs.SpanID, 16) {
+			b = appendField(b, "spanId", r.IDs.SpanID)
+		}
+	}
+	if validModel(r.IDs.Model) {
+		b = appendField(b, "model", r.IDs.Model)
+	}
+	b = appendField(b, "mcpServer", r.IDs.MCPServer)
+	b = appendField(b, "guardVersion", cfg.Version)
+	b = appendField(b, "incarnation", cfg.Incarnation)
+	if dropped > 0 {
+		b = append(b, `,"dropped":`...)
+		b = strconv.AppendUint(b, dropped, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendField appends ,"key":"value", or nothing when value is empty.
+func appendField(b []byte, key, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, '"', ':')
+	return appendString(b, value)
+}
+
+// appendFindings appends the names of the findings of kind as an array, or nothing.
+func appendFindings(b []byte, key string, fs []engine.Finding, kind engine.FindingKind) []byte {
+	n := 0
+	for i := range fs {
+		if fs[i].Kind != kind {
+			continue
+		}
+		if n == 0 {
+			b = append(b, ',', '"')
+			b = append(b, key...)
+			b = append(b, `":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		b = appendString(b, fs[i].Name)
+		n++
+	}
+	if n > 0 {
+		b = append(b, ']')
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string: quotes, backslashes and control characters
+// escaped, invalid UTF-8 replaced, and <, >, & escaped as encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			if r == utf8.RuneError {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = append(b, `\u202`...)
+				b = append(b, hexDigits[r&0xf])
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// isHexID reports whether s is n lowercase hex digits, not all zero (W3C trace context:
+// an all-zero id is invalid).
+func isHexID(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	zero := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !zero
+}
+
+// validModel reports whether a client's model name is written: a name of letters, digits
+// and ._:/@+- of at most maxModelChars, which a model id is ("gpt-4o",
+// "models/gemini-2.0-flash", "anthropic.claude-3-5-sonnet-20241022-v2:0"); anything else
+// is left out, being the client's free text.
+func validModel(s string) bool {
+	if s == "" || len(s) > maxModelChars {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '/' || c == '@' || c == '+' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
