@@ -155,7 +155,7 @@ func TestAuditLogOfRequestsThroughTheProxy(t *testing.T) {
 		t.Fatalf("the prompt was not blocked (%d)", code)
 	}
 	// 2. A clean prompt whose answer names it: allowed at Input, would be blocked at Output.
-	provider.Enqueue(fakeprovider.Reply(canaryCompletion+" all about "+canaryMatch))
+	provider.Enqueue(fakeprovider.Reply(canaryCompletion + " all about " + canaryMatch))
 	if code := post(`{"model":"gpt-4o","messages":[{"role":"user","content":"`+canaryPrompt+` hello"}]}`,
 		"X-Request-Id", "req-42"); code != http.StatusOK {
 		t.Fatalf("status %d", code)
