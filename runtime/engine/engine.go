@@ -163,6 +163,15 @@ type Options struct {
 	// deterministic order. The session keeps no records, so that its memory does not grow
 	// with the stream. Nil drops them.
 	Record func(Record)
+	// Trace, when not nil, sees each decision record too, with the time its evaluation
+	// started (zero when no classifier ran): tracing (runtime/tracing) makes a span of it.
+	Trace Tracer
+}
+
+// Tracer sees a session's decision records as they are made (Options.Trace). start is when
+// the evaluation began, zero for a record without one; rec.Duration is how long it took.
+type Tracer interface {
+	Evaluation(rec Record, start time.Time)
 }
 
 // NewSession starts enforcing one request. A session is used by one goroutine at a time.
@@ -241,9 +250,15 @@ func (s *Session) warn(key string) {
 	}
 }
 
-func (s *Session) emit(r Record) {
+func (s *Session) emit(r Record) { s.emitAt(r, time.Time{}) }
+
+// emitAt emits the record of an evaluation that started at start.
+func (s *Session) emitAt(r Record, start time.Time) {
 	if s.opts.Record != nil {
 		r.IDs = s.opts.IDs
 		s.opts.Record(r)
+	}
+	if s.opts.Trace != nil {
+		s.opts.Trace.Evaluation(r, start)
 	}
 }

@@ -17,6 +17,8 @@ type evaluation struct {
 	// code is set when the evaluation failed. The cause is not kept: it may quote content.
 	code classify.Code
 	dur  time.Duration
+	// start is when the classifier call began (tracing); zero when none ran.
+	start time.Time
 	// partial: the text sent was truncated, or cadence evaluations were skipped.
 	partial bool
 	// open is where the text sent stops being settled (classify.Result.Open): the
@@ -46,7 +48,7 @@ func evaluate(ctx context.Context, gd *guard, in classify.Input) (ev evaluation)
 		if r := recover(); r != nil {
 			ev = failure(classify.CodeClassifierFailed)
 		}
-		ev.dur = time.Since(start)
+		ev.dur, ev.start = time.Since(start), start
 	}()
 	res, err := gd.backend.Classify(cctx, in)
 	if err != nil {
@@ -145,11 +147,11 @@ func (s *Session) decide(gd *guard, phase policy.Phase, where Location, ev *eval
 		rec.Code = ev.code
 		if g.FailOpen {
 			rec.Outcome = OutcomeNotInspected
-			s.emit(rec)
+			s.emitAt(rec, ev.start)
 			return policy.ActionAllow, nil
 		}
 		rec.Outcome = OutcomeFailed
-		s.emit(rec)
+		s.emitAt(rec, ev.start)
 		return policy.ActionAllow, &Verdict{Kind: Failed, Guardrail: g.Key, Reason: FailureMessage, Code: ev.code, Phase: phase}
 	}
 	a, escalated := effectOf(&ev.j, t)
@@ -160,7 +162,7 @@ func (s *Session) decide(gd *guard, phase policy.Phase, where Location, ev *eval
 	if rec.Outcome == OutcomeAllowed && len(ev.j.findings) > 0 && ev.j.findings[0].Kind == FindingNotInspected {
 		rec.Outcome = OutcomeNotInspected
 	}
-	s.emit(rec)
+	s.emitAt(rec, ev.start)
 	if !gd.enforcing() {
 		return policy.ActionAllow, nil
 	}

@@ -1,0 +1,195 @@
+// Package otlptest is an OTLP trace receiver for tests: a gRPC server of the collector's
+// TraceService (the OTLP protos' generated service, over gRPC's own library) or an
+// OTLP/HTTP endpoint, on loopback, that keeps what it receives. Tests only: the guard
+// does not link it (runtime/linkcheck_test.go).
+package otlptest
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // the gzip exports a collector accepts
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+)
+
+// Collector keeps the spans it received.
+type Collector struct {
+	// Endpoint is what OTEL_EXPORTER_OTLP_ENDPOINT is set to.
+	Endpoint string
+
+	mu       sync.Mutex
+	requests []*coltracepb.ExportTraceServiceRequest
+	raw      [][]byte
+	headers  []map[string][]string
+	changed  chan struct{}
+}
+
+func newCollector() *Collector { return &Collector{changed: make(chan struct{}, 1)} }
+
+func (c *Collector) keep(req *coltracepb.ExportTraceServiceRequest, h map[string][]string) {
+	raw, _ := proto.Marshal(req)
+	c.mu.Lock()
+	c.requests = append(c.requests, req)
+	c.raw = append(c.raw, raw)
+	c.headers = append(c.headers, h)
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+type service struct {
+	coltracepb.UnimplementedTraceServiceServer
+	c *Collector
+}
+
+func (s service) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	h := map[string][]string{}
+	if md, ok := metadataFrom(ctx); ok {
+		h = md
+	}
+	s.c.keep(req, h)
+	return &coltracepb.ExportTraceServiceResponse{}, nil
+}
+
+// NewGRPC starts an OTLP/gRPC receiver (plaintext, HTTP/2 with prior knowledge) on
+// loopback; it stops with the test. Endpoint is http://127.0.0.1:port.
+func NewGRPC(t testing.TB) *Collector {
+	t.Helper()
+	c := newCollector()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(srv, service{c: c})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	c.Endpoint = "http://" + lis.Addr().String()
+	return c
+}
+
+// NewHTTP starts an OTLP/HTTP receiver (binary protobuf at /v1/traces) on loopback; it
+// stops with the test. Endpoint is its base URL.
+func NewHTTP(t testing.TB) *Collector {
+	t.Helper()
+	c := newCollector()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "not an OTLP/HTTP protobuf export", http.StatusBadRequest)
+			return
+		}
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			body = zr
+		}
+		b, err := io.ReadAll(body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req := &coltracepb.ExportTraceServiceRequest{}
+		if err := proto.Unmarshal(b, req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c.keep(req, r.Header.Clone())
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	c.Endpoint = srv.URL
+	return c
+}
+
+// Span is a received span with its resource.
+type Span struct {
+	*tracepb.Span
+	Resource []*commonpb.KeyValue
+	Scope    string
+}
+
+// Spans returns the spans received so far.
+func (c *Collector) Spans() []Span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Span
+	for _, req := range c.requests {
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, sp := range ss.GetSpans() {
+					out = append(out, Span{Span: sp, Resource: rs.GetResource().GetAttributes(), Scope: ss.GetScope().GetName()})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Headers returns the headers (gRPC metadata) of each export received.
+func (c *Collector) Headers() []map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]map[string][]string(nil), c.headers...)
+}
+
+// Raw returns every export as received, encoded: what a test searches for text that must
+// not be there.
+func (c *Collector) Raw() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bytes.Join(c.raw, nil)
+}
+
+// WaitSpans waits until at least n spans have arrived, or d has passed, and returns them.
+func (c *Collector) WaitSpans(n int, d time.Duration) []Span {
+	deadline := time.After(d)
+	for {
+		if s := c.Spans(); len(s) >= n {
+			return s
+		}
+		select {
+		case <-c.changed:
+		case <-deadline:
+			return c.Spans()
+		}
+	}
+}
+
+// Attr returns the value of a span's (or resource's) attribute key, nil when absent.
+func Attr(kvs []*commonpb.KeyValue, key string) *commonpb.AnyValue {
+	for _, kv := range kvs {
+		if kv.GetKey() == key {
+			return kv.GetValue()
+		}
+	}
+	return nil
+}
+
+// Str returns a string attribute's value, "" when absent.
+func Str(kvs []*commonpb.KeyValue, key string) string { return Attr(kvs, key).GetStringValue() }
+
+func metadataFrom(ctx context.Context) (map[string][]string, bool) {
+	md, ok := metadata.FromIncomingContext(ctx)
+	return md, ok
+}

@@ -1,0 +1,314 @@
+// Package tracing is the guard's OpenTelemetry tracing: a span per guarded model call,
+// with the GenAI semantic conventions' attributes, and under it a span per guardrail
+// evaluation, exported over OTLP (http/protobuf or grpc) to the collector the standard
+// OTEL_* variables name (FromEnv). It is off unless an endpoint is set, and then costs
+// nothing: the proxy's tracer is nil and no span is made.
+//
+// A call that carries a W3C traceparent header is a child of the app's span (the
+// tracecontext propagator; baggage is not read). Spans carry names, ids, numbers and
+// outcomes, never prompt or completion text, request bodies, headers or credentials:
+// the model the request names, the upstream's host, the guardrail's name, classifier,
+// phase, mode, outcome, matched categories and rules and their highest score.
+//
+// The guardrail attributes are under guardrail.*: the GenAI conventions have no
+// guardrail attributes yet (a draft of the GenAI SIG proposes gen_ai.security.*); they
+// will be mapped when the names are settled (docs/tracing.md).
+package tracing
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+)
+
+// scope is the instrumentation scope of the guard's spans.
+const scope = "github.com/guardrail-dev/guardrail-operator/runtime/tracing"
+
+// Tracer makes the spans of guarded calls. A nil *Tracer is off: StartCall returns nil.
+type Tracer struct {
+	tracer   trace.Tracer
+	provider *sdktrace.TracerProvider
+	prop     propagation.TraceContext
+}
+
+// Options are what the guard knows of itself, for the spans' resource.
+type Options struct {
+	// Pod and Namespace are the guard's pod (k8s.pod.name, k8s.namespace.name).
+	Pod, Namespace string
+	// Version is the guard's version (service.version), when known.
+	Version string
+	// OnError, when not nil, receives the errors of exports (a collector that cannot be
+	// reached or refuses spans): OpenTelemetry's error handler, which is global. The errors
+	// name no endpoint, header or span content.
+	OnError func(error)
+}
+
+// DefaultServiceName is service.name unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES
+// say otherwise.
+const DefaultServiceName = "guardrail-guard"
+
+// Setup starts exporting spans as cfg says; it returns nil, and no error, when cfg is off.
+// Shutdown flushes and stops it. OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read
+// here, and the batch processor's OTEL_BSP_* variables by the SDK.
+func Setup(ctx context.Context, cfg Config, o Options) (*Tracer, error) {
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if o.OnError != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(o.OnError))
+	}
+	exp, err := otlptrace.New(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return newTracer(ctx, cfg, o, sdktrace.WithBatcher(exp))
+}
+
+// newTracer builds the tracer over a span processor (Setup's batcher, a test's recorder).
+func newTracer(ctx context.Context, cfg Config, o Options, opts ...sdktrace.TracerProviderOption) (*Tracer, error) {
+	attrs := []attribute.KeyValue{attribute.String("service.name", DefaultServiceName)}
+	if o.Version != "" {
+		attrs = append(attrs, attribute.String("service.version", o.Version))
+	}
+	if o.Pod != "" {
+		attrs = append(attrs, attribute.String("k8s.pod.name", o.Pod))
+	}
+	if o.Namespace != "" {
+		attrs = append(attrs, attribute.String("k8s.namespace.name", o.Namespace))
+	}
+	// Later sources win: the variables over the guard's own defaults.
+	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, err
+	}
+	opts = append(opts, sdktrace.WithResource(res), sdktrace.WithSampler(newSampler(cfg)))
+	tp := sdktrace.NewTracerProvider(opts...)
+	return &Tracer{tracer: tp.Tracer(scope), provider: tp}, nil
+}
+
+func newSampler(cfg Config) sdktrace.Sampler {
+	switch cfg.Sampler {
+	case SamplerAlwaysOn:
+		return sdktrace.AlwaysSample()
+	case SamplerAlwaysOff:
+		return sdktrace.NeverSample()
+	case SamplerTraceIDRatio:
+		return sdktrace.TraceIDRatioBased(cfg.SamplerArg)
+	case SamplerParentBasedAlwaysOn:
+		return sdktrace.ParentBased(sdktrace.AlwaysSample())
+	case SamplerParentBasedAlwaysOff:
+		return sdktrace.ParentBased(sdktrace.NeverSample())
+	}
+	ratio := cfg.SamplerArg
+	if cfg.Sampler == "" {
+		ratio = 1
+	}
+	return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
+}
+
+// Shutdown exports the spans still buffered and stops; nil-safe.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.provider.Shutdown(ctx)
+}
+
+// CallInfo describes a guarded call for its span: names, never content.
+type CallInfo struct {
+	// Operation is gen_ai.operation.name: chat, embeddings, generate_content.
+	Operation string
+	// Provider is gen_ai.provider.name: openai, anthropic, gcp.gemini.
+	Provider string
+	// Model is the model the request names (gen_ai.request.model).
+	Model string
+	// Server is the upstream's host and Port its port (server.address, server.port).
+	Server string
+	Port   int
+}
+
+// Call is the span of one guarded call. A nil *Call is a call that is not traced (tracing
+// off, or not sampled): every method does nothing.
+type Call struct {
+	span trace.Span
+	ctx  context.Context
+	t    *Tracer
+}
+
+// StartCall starts the span of a guarded call, a child of the span h's traceparent names
+// when there is one. It returns nil when t is nil or the call is not sampled.
+func (t *Tracer) StartCall(ctx context.Context, h http.Header, c CallInfo) *Call {
+	if t == nil {
+		return nil
+	}
+	ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(h))
+	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs = append(attrs,
+		attribute.String("gen_ai.operation.name", c.Operation),
+		attribute.String("gen_ai.provider.name", c.Provider),
+		attribute.String("gen_ai.system", system(c.Provider)))
+	if c.Model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", c.Model))
+	}
+	if c.Server != "" {
+		attrs = append(attrs, attribute.String("server.address", c.Server))
+		if c.Port > 0 {
+			attrs = append(attrs, attribute.Int("server.port", c.Port))
+		}
+	}
+	name := c.Operation
+	if c.Model != "" {
+		name += " " + c.Model
+	}
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	if !span.IsRecording() {
+		return nil
+	}
+	return &Call{span: span, ctx: ctx, t: t}
+}
+
+// system is the older gen_ai.system's value of a provider: its name, but gemini for
+// gcp.gemini.
+func system(provider string) string {
+	if p, ok := strings.CutPrefix(provider, "gcp."); ok {
+		return p
+	}
+	return provider
+}
+
+// Context returns the context carrying the call's span (ctx when c is nil), for spans of
+// the call's own work.
+func (c *Call) Context(ctx context.Context) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, c.span)
+}
+
+// Usage records the tokens the provider reported (gen_ai.usage.*); zero counts are left out.
+func (c *Call) Usage(input, output int64) {
+	if c == nil {
+		return
+	}
+	if input > 0 {
+		c.span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", input))
+	}
+	if output > 0 {
+		c.span.SetAttributes(attribute.Int64("gen_ai.usage.output_tokens", output))
+	}
+}
+
+// ResponseModel records the model that answered (gen_ai.response.model).
+func (c *Call) ResponseModel(model string) {
+	if c == nil || model == "" {
+		return
+	}
+	c.span.SetAttributes(attribute.String("gen_ai.response.model", model))
+}
+
+// End ends the call's span with the guard's outcome (guardrail.request.outcome, as
+// guard_requests_total counts it: allowed, blocked, failed, refused, upstream_error,
+// client_gone). failed and upstream_error are errors (error.type is the outcome);
+// blocked is the guard doing its work, not an error.
+func (c *Call) End(outcome string) {
+	if c == nil {
+		return
+	}
+	if outcome != "" {
+		c.span.SetAttributes(attribute.String("guardrail.request.outcome", outcome))
+	}
+	switch outcome {
+	case "failed", "upstream_error":
+		c.span.SetAttributes(attribute.String("error.type", outcome))
+		c.span.SetStatus(codes.Error, outcome)
+	}
+	c.span.End()
+}
+
+// Evaluation makes the span of one guardrail evaluation from its decision record: it
+// started at start (the record's end less its duration when zero) and lasted
+// rec.Duration. It implements engine.Tracer.
+func (c *Call) Evaluation(rec engine.Record, start time.Time) {
+	if c == nil {
+		return
+	}
+	if start.IsZero() {
+		start = time.Now().Add(-rec.Duration)
+	}
+	namespace, name := splitKey(rec.Guardrail)
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs,
+		attribute.String("guardrail.name", name),
+		attribute.String("guardrail.namespace", namespace),
+		attribute.String("guardrail.classifier", rec.Classifier),
+		attribute.String("guardrail.phase", rec.Phase.String()),
+		attribute.String("guardrail.outcome", string(rec.Outcome)),
+		attribute.String("guardrail.mode", rec.Mode.String()),
+		attribute.String("guardrail.location", rec.Where.String()))
+	var categories, rules []string
+	score, scored := 0.0, false
+	for _, f := range rec.Findings {
+		switch f.Kind {
+		case engine.FindingCategory:
+			categories = append(categories, f.Name)
+			if !scored || f.Score > score {
+				score, scored = f.Score, true
+			}
+		case engine.FindingRule:
+			rules = append(rules, f.Name)
+		case engine.FindingNotInspected:
+			attrs = append(attrs, attribute.String("guardrail.not_inspected", f.Name))
+		}
+	}
+	if len(categories) > 0 {
+		attrs = append(attrs, attribute.StringSlice("guardrail.category", categories))
+	}
+	if scored {
+		attrs = append(attrs, attribute.Float64("guardrail.score", score))
+	}
+	if len(rules) > 0 {
+		attrs = append(attrs, attribute.StringSlice("guardrail.rule", rules))
+	}
+	if rec.Code != "" {
+		attrs = append(attrs, attribute.String("guardrail.code", string(rec.Code)))
+	}
+	if rec.Partial {
+		attrs = append(attrs, attribute.Bool("guardrail.partial", true))
+	}
+	if rec.Escalated {
+		attrs = append(attrs, attribute.Bool("guardrail.escalated", true))
+	}
+	_, span := c.t.tracer.Start(c.ctx, "guardrail "+rec.Guardrail, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if rec.Outcome == engine.OutcomeFailed {
+		span.SetAttributes(attribute.String("error.type", string(rec.Code)))
+		span.SetStatus(codes.Error, string(rec.Code))
+	}
+	span.End(trace.WithTimestamp(start.Add(rec.Duration)))
+}
+
+// splitKey returns the namespace and name of a guardrail's key (namespace/name; a
+// ClusterGuardrail's is /name).
+func splitKey(key string) (namespace, name string) {
+	if ns, n, ok := strings.Cut(key, "/"); ok {
+		return ns, n
+	}
+	return "", key
+}
