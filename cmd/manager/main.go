@@ -75,6 +75,8 @@ func main() {
 	flag.BoolVar(&classifier.AllowLocalURLs, "classifier-allow-local-urls", false, "Let Classifier backend URLs and ModelProvider "+
 		"URLs name loopback, link-local or unspecified addresses (127.0.0.1, localhost, 169.254.169.254, ...); for development "+
 		"only: a guard calls them from the app's pod, with the Classifier's or the ModelProvider's credential.")
+	flag.BoolVar(&controlPlane.AuditLog, "decision-audit-log", false, "Write a JSON line per decision count taken from a guard "+
+		"(pod, guardrail, outcome, phase, category, count; never content) to stdout: docs/audit-log.md.")
 	injectionFlags.Bind(flag.CommandLine)
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

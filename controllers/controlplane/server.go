@@ -74,6 +74,9 @@ type Options struct {
 	// --classifier-allow-local-urls. Without it such a Classifier, which its reconciler
 	// reports Stalled, reaches no guard (a Guardrail using it keeps its last good form).
 	AllowLocalClassifierURLs bool
+	// AuditLog writes a JSON line per decision count taken from a guard to stdout
+	// (intake.BatchLine): the manager's --decision-audit-log.
+	AuditLog bool
 }
 
 // Server serves the policy subscription (runtime/controlplane's protocol). It runs on
@@ -154,7 +157,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	}
 	s.intake = intake.New(intake.Options{Interval: opts.DecisionInterval, Cache: mgr.GetClient(), API: mgr.GetAPIReader(),
 		Writer: writer, Recorder: mgr.GetEventRecorder("guardrail-decisions"), Log: log.WithName("decisions"),
-		Lease: s.guardLeaseFor, HandlerSlack: handlerSlack, LeaseNamespace: opts.LeaseNamespace, Identity: os.Getenv("POD_NAME")})
+		Lease: s.guardLeaseFor, HandlerSlack: handlerSlack, LeaseNamespace: opts.LeaseNamespace, Identity: os.Getenv("POD_NAME"),
+		AuditLog: intake.AuditWriter(opts.AuditLog)})
 	if err := s.watch(ctx, mgr); err != nil {
 		return nil, err
 	}

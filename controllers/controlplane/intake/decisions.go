@@ -184,6 +184,7 @@ func (in *Intake) claimBatch(ctx context.Context, pod *metav1.PartialObjectMetad
 		in.mu.Lock()
 		in.add(pod.Namespace, pod.Name, deltas, req.Samples)
 		in.mu.Unlock()
+		in.auditBatch(pod, req.Incarnation, deltas)
 		batches.WithLabelValues("counted").Inc()
 		return http.StatusNoContent, nil
 	}

@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -72,6 +73,9 @@ type Options struct {
 	// Identity names this replica in its writer id (its pod's name); "" means the host
 	// name.
 	Identity string
+	// AuditLog, when not nil, receives a JSON line per part of each claimed batch
+	// (BatchLine, audit.go): the manager's --decision-audit-log.
+	AuditLog io.Writer
 }
 
 // Intake takes the guards' decisions batches (Handler), buffers the claimed deltas of
