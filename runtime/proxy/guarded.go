@@ -12,6 +12,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
@@ -41,6 +42,10 @@ type exchange struct {
 	retrieved bool
 	// up is where the call goes (keyless.go).
 	up upstream
+	// call is the exchange's span (tracing.go), nil when not traced; result is the
+	// outcome it ends with.
+	call   *tracing.Call
+	result string
 }
 
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
@@ -132,6 +137,7 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	rec := p.cfg.Telemetry.Begin()
 	defer rec.Done()
 	x.begin(rec.Record)
+	defer x.endCall()
 	// The pseudonymization mapping lives as long as the request, not longer.
 	defer x.session.End()
 
@@ -142,7 +148,10 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	x.forward()
 }
 
-func (x *exchange) outcome(o string) { x.p.cfg.Telemetry.Request(x.family, o) }
+func (x *exchange) outcome(o string) {
+	x.p.cfg.Telemetry.Request(x.family, o)
+	x.result = o
+}
 
 // familyLabel is the family's guard_requests_total label: its route without /v1/
 // (chat/completions, responses, embeddings, messages), generateContent for Gemini calls
@@ -173,10 +182,16 @@ func withoutQuery(err error) error {
 // begin starts the engine's session of the exchange.
 func (x *exchange) begin(record func(engine.Record)) {
 	trace, span := telemetry.TraceIDs(x.r.Header)
-	x.session = x.st.engine.NewSession(engine.Options{
+	opts := engine.Options{
 		IDs:    engine.IDs{Pod: x.p.cfg.Pod, RequestID: x.r.Header.Get("X-Request-Id"), TraceID: trace, SpanID: span, Model: x.req.Model},
 		Record: record,
-	})
+	}
+	if x.p.cfg.Tracer != nil {
+		if x.startCall(); x.call != nil {
+			opts.Trace = x.call
+		}
+	}
+	x.session = x.st.engine.NewSession(opts)
 }
 
 // input runs the Input phase; it answers the client itself and returns false when the

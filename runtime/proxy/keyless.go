@@ -274,6 +274,7 @@ func (p *Proxy) logProviders(k keyless) {
 
 // usage counts a provider's tokens from a decoded answer's usage fields.
 func (x *exchange) usage(u wire.Usage) {
+	x.call.Usage(u.InputTokens, u.OutputTokens)
 	if pr := x.up.provider; pr != nil && (u.InputTokens > 0 || u.OutputTokens > 0) {
 		x.p.cfg.Telemetry.ProviderTokens(pr.p.Name, u.InputTokens, u.OutputTokens)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
@@ -59,6 +60,9 @@ type Config struct {
 	PodLabels labels.Set
 	Telemetry *telemetry.Telemetry
 	Log       *slog.Logger
+	// Tracer, when not nil, makes a span of each guarded call and of its guardrail
+	// evaluations (runtime/tracing); nil: no tracing, at no cost.
+	Tracer *tracing.Tracer
 }
 
 // state is one applied policy: the snapshot, its backends and the engine.

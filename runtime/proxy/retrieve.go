@@ -24,6 +24,7 @@ func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Fa
 	if f == wire.FamilyChat {
 		rec := p.cfg.Telemetry.Begin()
 		defer rec.Done()
+		defer x.endCall()
 		x.storedChat(storedChatOf(r.URL.Path), rec.Record)
 		return
 	}
@@ -38,6 +39,7 @@ func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Fa
 	defer rec.Done()
 	// The model is not known before the answer: the records of a retrieval carry none.
 	x.begin(rec.Record)
+	defer x.endCall()
 	x.forward()
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,11 +36,31 @@ type Collector struct {
 	raw      [][]byte
 	headers  []map[string][]string
 	changed  chan struct{}
+	// discard: count spans, keep nothing (Discard).
+	discard atomic.Bool
+	count   atomic.Int64
 }
+
+// Discard makes the collector count the spans it receives (Count) and keep nothing: for a
+// benchmark, whose spans would otherwise pile up.
+func (c *Collector) Discard() { c.discard.Store(true) }
+
+// Count returns how many spans the collector received.
+func (c *Collector) Count() int64 { return c.count.Load() }
 
 func newCollector() *Collector { return &Collector{changed: make(chan struct{}, 1)} }
 
 func (c *Collector) keep(req *coltracepb.ExportTraceServiceRequest, h map[string][]string) {
+	n := 0
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			n += len(ss.GetSpans())
+		}
+	}
+	c.count.Add(int64(n))
+	if c.discard.Load() {
+		return
+	}
 	raw, _ := proto.Marshal(req)
 	c.mu.Lock()
 	c.requests = append(c.requests, req)

@@ -1,0 +1,37 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
+	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
+)
+
+// startCall starts the exchange's span (Config.Tracer, runtime/tracing) when the exchange
+// has none: a stored-answer retrieval begins a session per answer, under one span. It
+// carries names only: the operation, provider, requested model and upstream host.
+func (x *exchange) startCall() {
+	if x.call != nil {
+		return
+	}
+	info := tracing.CallInfo{Operation: "chat", Provider: "openai", Model: x.req.Model}
+	switch {
+	case x.f == wire.FamilyEmbeddings:
+		info.Operation = "embeddings"
+	case x.f.Gemini():
+		info.Operation, info.Provider = "generate_content", "gcp.gemini"
+	case x.f.Anthropic():
+		info.Provider = "anthropic"
+	}
+	if u := x.up.base; u != nil {
+		info.Server = u.Hostname()
+		info.Port, _ = strconv.Atoi(u.Port())
+		if info.Port == 0 {
+			info.Port = map[string]int{"https": 443, "http": 80}[u.Scheme]
+		}
+	}
+	x.call = x.p.cfg.Tracer.StartCall(x.r.Context(), x.r.Header, info)
+}
+
+// endCall ends the exchange's span with its outcome; nothing when it has none.
+func (x *exchange) endCall() { x.call.End(x.result) }
