@@ -212,10 +212,12 @@ func run(o options, log *slog.Logger) error {
 			passThrough = append(passThrough, p)
 		}
 	}
+	tracer := startTracing(o, log) // tracing.go: nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+	defer stopTracing(tracer, log)
 	px := proxy.New(proxy.Config{
 		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, PassThrough: passThrough,
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,
-		PodLabels: podLabels, Providers: o.providers, Telemetry: tel, Log: log,
+		PodLabels: podLabels, Providers: o.providers, Telemetry: tel, Log: log, Tracer: tracer,
 	})
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

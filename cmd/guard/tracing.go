@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
+)
+
+// startTracing sets up the guard's OpenTelemetry tracing from the standard OTEL_*
+// variables (runtime/tracing, docs/tracing.md). It returns nil, off, when no OTLP endpoint
+// is set. A setting it cannot use is logged and tracing stays off: the guard is on the
+// path of the app's traffic, which a tracing mistake must not stop. The log names the
+// collector's host, never its headers.
+func startTracing(o options, log *slog.Logger) *tracing.Tracer {
+	cfg, err := tracing.FromEnv(os.Getenv)
+	if err != nil {
+		log.Error("Tracing is off: its settings are invalid", "error", err.Error())
+		return nil
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn("Tracing: " + w)
+	}
+	if !cfg.Enabled() {
+		return nil
+	}
+	tr, err := tracing.Setup(context.Background(), cfg, tracing.Options{Pod: o.pod, Namespace: o.namespace,
+		OnError: exportErrors(log, time.Minute)})
+	if err != nil {
+		log.Error("Tracing is off: it could not be set up", "error", err.Error())
+		return nil
+	}
+	host := ""
+	if u, err := url.Parse(cfg.Endpoint); err == nil {
+		host = u.Host
+	}
+	log.Info("Tracing on", "collector", host, "protocol", cfg.Protocol, "sampler", cfg.Sampler, "samplerArg", cfg.SamplerArg)
+	return tr
+}
+
+// stopTracing exports the spans still buffered, for at most five seconds.
+func stopTracing(tr *tracing.Tracer, log *slog.Logger) {
+	if tr == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		log.Warn("Tracing: the last spans were not all exported", "error", err.Error())
+	}
+}
+
+// exportErrors logs export failures at most once per interval, with how many were not
+// logged: a collector that is down fails every batch.
+func exportErrors(log *slog.Logger, interval time.Duration) func(error) {
+	var mu sync.Mutex
+	var last time.Time
+	suppressed := 0
+	return func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); now.Sub(last) >= interval {
+			log.Warn("Tracing: spans not exported", "error", err.Error(), "failuresNotLogged", suppressed)
+			last, suppressed = now, 0
+			return
+		}
+		suppressed++
+	}
+}
