@@ -35,6 +35,7 @@ type Flags struct {
 	cpuLimit, memoryLimit string
 	openAI, anthropic     string
 	nativeSidecars        string
+	auditLog              bool
 }
 
 // The flags' defaults of the guard's resources and upstreams.
@@ -77,6 +78,8 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.memoryLimit, "guard-memory-limit", defaultMemoryLimit, "Default memory limit of the guard, empty for none (annotation "+AnnotationMemoryLimit+").")
 	fs.StringVar(&f.openAI, "guard-openai-upstream", defaultOpenAIUpstream, "Default OpenAI-compatible provider (annotation "+AnnotationOpenAIUpstream+").")
 	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", defaultAnthropicUpstream, "Default Anthropic provider (annotation "+AnnotationAnthropicUpstream+").")
+	fs.BoolVar(&f.auditLog, "guard-audit-log", false, "Injected guards write their audit log, a JSON line per "+
+		"decision, to stdout (docs/audit-log.md); annotation "+AnnotationAuditLog+" overrides it per pod.")
 	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
 		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
 }
@@ -147,6 +150,7 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 		OperatorNamespace: ns,
 		OpenAIUpstream:    f.openAI,
 		AnthropicUpstream: f.anthropic,
+		AuditLog:          f.auditLog,
 	}
 	for _, q := range []struct {
 		flag, value string

@@ -26,6 +26,9 @@ const (
 	// each is passed to the guard as --mcp-upstream and given to the app containers as
 	// GUARDRAIL_MCP_<NAME>_URL. A list with one bad pair is refused whole.
 	AnnotationMCPUpstreams = mcpupstream.Annotation
+	// AnnotationAuditLog ("true" or "false") turns the guard's audit log on or off for the
+	// pod, overriding the manager's --guard-audit-log (audit.go).
+	AnnotationAuditLog = "guardrail.dev/audit-log"
 )
 
 // Annotations the injector writes.
@@ -117,6 +120,8 @@ const (
 	flagSnapshotDir       = controlplane.FlagSnapshotDir
 	flagMCPUpstream       = mcpupstream.Flag
 	flagProvider          = controlplane.FlagProvider
+	// flagAuditLog is cmd/guard's --audit-log (FlagAuditLog there).
+	flagAuditLog = "audit-log"
 )
 
 // Environment variables the injector sets on app containers that do not set them.

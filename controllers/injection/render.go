@@ -134,6 +134,7 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		args = append(args, "--"+flagMCPUpstream+"="+u.String())
 	}
 	args = append(args, providerArgs(s.providers)...)
+	args = append(args, auditLogArgs(s)...)
 	env := []corev1.EnvVar{
 		fieldEnv("POD_NAME", "metadata.name"),
 		fieldEnv("POD_NAMESPACE", "metadata.namespace"),

@@ -40,6 +40,8 @@ type Config struct {
 	CPURequest, MemoryRequest, CPULimit, MemoryLimit resource.Quantity
 	// OpenAIUpstream and AnthropicUpstream are the default provider base URLs.
 	OpenAIUpstream, AnthropicUpstream string
+	// AuditLog is the default of the guard's audit log (audit.go).
+	AuditLog bool
 }
 
 // guardSettings are the per-pod values: the manager's defaults with the pod's annotations
@@ -50,6 +52,8 @@ type guardSettings struct {
 	mcpUpstreams                                     []mcpupstream.Upstream
 	// providers are the ModelProviders the pod may use (resolveProviders), sorted by name.
 	providers []chosenProvider
+	// auditLog turns the guard's audit log on (audit.go).
+	auditLog bool
 }
 
 // refusal is an annotation value the injector did not accept.
@@ -71,6 +75,7 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 		openAIUpstream: cfg.OpenAIUpstream, anthropicUpstream: cfg.AnthropicUpstream,
 	}
 	var refused []refusal
+	refused = append(refused, resolveAuditLog(annotations, cfg, &s)...)
 	quantity := func(key string, into *resource.Quantity) {
 		raw, ok := annotations[key]
 		if !ok {

@@ -190,6 +190,11 @@ func settingsOf(c *corev1.Container) (guardSettings, string) {
 			s.mcpUpstreams = append(s.mcpUpstreams, u)
 		case flagProvider:
 			s.providers = append(s.providers, chosenProvider{name: value})
+		case flagAuditLog:
+			if value != "true" {
+				return s, fmt.Sprintf("takes a --%s the injector would not render", name)
+			}
+			s.auditLog = true
 		}
 	}
 	r := c.Resources
@@ -333,7 +338,7 @@ func samePorts(got, want []corev1.ContainerPort) bool {
 // ones included) and the ModelProviders come from the pod's annotations, the rest from
 // the manager.
 var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
-	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream, flagProvider}
+	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream, flagProvider, flagAuditLog}
 
 // GuardProviders returns the ModelProviders a pod's guard was injected for: the values of
 // its --provider flags, sorted and without duplicates. The caller verifies the pod first
