@@ -92,7 +92,8 @@ func (s service) Export(ctx context.Context, req *coltracepb.ExportTraceServiceR
 func NewGRPC(t testing.TB) *Collector {
 	t.Helper()
 	c := newCollector()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	lis, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
