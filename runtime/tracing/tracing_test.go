@@ -248,6 +248,48 @@ func TestExportToCollector(t *testing.T) {
 	}
 }
 
+// gRPC over TLS: HTTP/2 negotiated by ALPN, the collector's certificate checked against
+// OTEL_EXPORTER_OTLP_CERTIFICATE; without it the export fails (the system's roots).
+func TestExportOverGRPCWithTLS(t *testing.T) {
+	col, ca := otlptest.NewGRPCTLS(t)
+	for _, trusted := range []bool{true, false} {
+		vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+		if trusted {
+			vars["OTEL_EXPORTER_OTLP_CERTIFICATE"] = ca
+		}
+		cfg, err := tracing.FromEnv(env(vars))
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 10)
+		tr, err := tracing.Setup(t.Context(), cfg, tracing.Options{OnError: func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.StartCall(t.Context(), http.Header{}, tracing.CallInfo{Operation: "chat", Model: "tls"}).End("allowed")
+		_ = tr.Shutdown(t.Context())
+		if trusted {
+			if n := len(col.WaitSpans(1, 5*time.Second)); n != 1 {
+				t.Fatalf("%d spans over TLS, want 1", n)
+			}
+			continue
+		}
+		select {
+		case err := <-errs:
+			if !strings.Contains(err.Error(), "certificate") {
+				t.Errorf("an untrusted collector: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("an export to an untrusted collector did not fail")
+		}
+	}
+}
+
 // Sampling follows OTEL_TRACES_SAMPLER: a call whose incoming trace is not sampled is not
 // traced under the parent-based default; always_off traces nothing.
 func TestSampling(t *testing.T) {

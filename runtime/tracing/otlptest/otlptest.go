@@ -8,10 +8,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -103,6 +106,27 @@ func NewGRPC(t testing.TB) *Collector {
 	t.Cleanup(srv.Stop)
 	c.Endpoint = "http://" + lis.Addr().String()
 	return c
+}
+
+// NewGRPCTLS starts an OTLP/gRPC receiver over TLS (HTTP/2 by ALPN) on loopback, served by
+// gRPC's server through net/http; it stops with the test. Endpoint is https://127.0.0.1:port
+// and CAFile a PEM file of the certificate to trust.
+func NewGRPCTLS(t testing.TB) (c *Collector, caFile string) {
+	t.Helper()
+	c = newCollector()
+	gs := grpc.NewServer()
+	coltracepb.RegisterTraceServiceServer(gs, service{c: c})
+	srv := httptest.NewUnstartedServer(gs)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(caFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Endpoint = srv.URL
+	return c, caFile
 }
 
 // NewHTTP starts an OTLP/HTTP receiver (binary protobuf at /v1/traces) on loopback; it
