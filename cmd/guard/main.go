@@ -60,6 +60,7 @@ import (
 type options struct {
 	listen, admin                string
 	openaiUpstream, anthropicURL string
+	geminiURL                    string
 	policyFile                   string
 	controlPlane, tokenFile      string
 	caFile, snapshotDir          string
@@ -92,6 +93,7 @@ func main() {
 	fs.StringVar(&o.admin, "admin-listen", ":9090", "Address of /healthz, /readyz and /metrics.")
 	fs.StringVar(&o.openaiUpstream, "openai-upstream", "https://api.openai.com", "Base URL of the OpenAI-compatible provider.")
 	fs.StringVar(&o.anthropicURL, "anthropic-upstream", "https://api.anthropic.com", "Base URL of the Anthropic provider.")
+	fs.StringVar(&o.geminiURL, "gemini-upstream", proxy.DefaultGeminiUpstream, "Base URL of the Gemini API.")
 	fs.StringVar(&o.policyFile, "policy-file", "", "YAML file of Classifier and Guardrail manifests to enforce; watched for changes.")
 	fs.StringVar(&o.controlPlane, controlplane.FlagControlPlane, "", "Base URL (https) of the operator's control plane to "+
 		"subscribe to for this pod's policy; exclusive with --policy-file.")
@@ -186,6 +188,10 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	geminiURL, err := parseUpstream("--gemini-upstream", o.geminiURL)
+	if err != nil {
+		return err
+	}
 	var podLabels labels.Set
 	if o.podLabels != "" {
 		if podLabels, err = labels.ParseSet(o.podLabels); err != nil {
@@ -215,7 +221,7 @@ func run(o options, log *slog.Logger) error {
 	tracer := startTracing(o, log) // tracing.go: nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set
 	defer stopTracing(tracer, log)
 	px := proxy.New(proxy.Config{
-		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, PassThrough: passThrough,
+		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, GeminiUpstream: geminiURL, PassThrough: passThrough,
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,
 		PodLabels: podLabels, Providers: o.providers, Telemetry: tel, Log: log, Tracer: tracer,
 	})
@@ -270,7 +276,7 @@ func run(o options, log *slog.Logger) error {
 	}
 	adminLn = capConns(adminLn, defaultAdminLimits.MaxConns, &adminRefused)
 	log.Info("Guard listening", "proxy", ln.Addr().String(), "admin", adminLn.Addr().String(),
-		"openaiUpstream", openaiURL.Redacted(), "anthropicUpstream", anthropicURL.Redacted())
+		"openaiUpstream", openaiURL.Redacted(), "anthropicUpstream", anthropicURL.Redacted(), "geminiUpstream", geminiURL.Redacted())
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- adminSrv.Serve(adminLn) }()
