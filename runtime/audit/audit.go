@@ -52,8 +52,9 @@ type Config struct {
 
 // Logger writes the audit lines. It is safe for concurrent use.
 type Logger struct {
-	cfg Config
-	now func() time.Time
+	cfg   Config
+	fixed fixed
+	now   func() time.Time
 
 	mu sync.Mutex
 	// buf backs the line being encoded.
@@ -72,7 +73,7 @@ func New(cfg Config) *Logger {
 	if cfg.Burst < 1 {
 		cfg.Burst = 1
 	}
-	l := &Logger{cfg: cfg, now: cfg.Now, buf: make([]byte, 0, 1024), tokens: float64(cfg.Burst)}
+	l := &Logger{cfg: cfg, fixed: newFixed(&cfg), now: cfg.Now, buf: make([]byte, 0, 1024), tokens: float64(cfg.Burst)}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -93,7 +94,7 @@ func (l *Logger) Decisions(rd telemetry.RequestDecisions) {
 			l.dropped.Add(1)
 			continue
 		}
-		l.buf = appendLine(l.buf[:0], &l.cfg, rd.End, &rd.Decisions[i], l.droppedSince)
+		l.buf = appendLine(l.buf[:0], &l.fixed, rd.End, &rd.Decisions[i], l.droppedSince)
 		l.droppedSince = 0
 		if _, err := l.cfg.Out.Write(l.buf); err != nil {
 			l.writeErrors.Add(1)

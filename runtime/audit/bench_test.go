@@ -61,11 +61,11 @@ func BenchmarkRequest(b *testing.B) {
 
 // BenchmarkLine is the encoding of one line alone.
 func BenchmarkLine(b *testing.B) {
-	cfg := Config{Pod: "chat-7d9f", Namespace: "team-a", Version: "v0.9.0", Incarnation: "0123456789abcdef"}
+	f := newFixed(&Config{Pod: "chat-7d9f", Namespace: "team-a", Version: "v0.9.0", Incarnation: "0123456789abcdef"})
 	rec := blocked()
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendLine(buf[:0], &cfg, end, &rec, 0)
+		buf = appendLine(buf[:0], &f, end, &rec, 0)
 	}
 }

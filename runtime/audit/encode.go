@@ -16,16 +16,26 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 // maxModelChars bounds the model name a line carries.
 const maxModelChars = 128
 
+// fixed are the parts of every line of a Logger, encoded once: its pod's fields and
+// its guard's.
+type fixed struct{ pod, guard []byte }
+
+func newFixed(cfg *Config) fixed {
+	return fixed{
+		pod:   appendField(appendField(nil, "pod", cfg.Pod), "namespace", cfg.Namespace),
+		guard: appendField(appendField(nil, "guardVersion", cfg.Version), "incarnation", cfg.Incarnation),
+	}
+}
+
 // appendLine encodes one decision as a line (with its newline), by hand: the guard's
 // hot path does not allocate for it. Field order is the schema's (docs/audit-log.md).
-func appendLine(b []byte, cfg *Config, end time.Time, r *engine.Record, dropped uint64) []byte {
+func appendLine(b []byte, f *fixed, end time.Time, r *engine.Record, dropped uint64) []byte {
 	b = append(b, `{"schema":"`...)
 	b = append(b, Schema...)
 	b = append(b, `","time":"`...)
 	b = end.UTC().AppendFormat(b, timeLayout)
 	b = append(b, '"')
-	b = appendField(b, "pod", cfg.Pod)
-	b = appendField(b, "namespace", cfg.Namespace)
+	b = append(b, f.pod...)
 	ns, name, _ := strings.Cut(r.Guardrail, "/")
 	if name == "" {
 		ns, name = "", r.Guardrail // not a key; written as it is
@@ -67,8 +77,7 @@ func appendLine(b []byte, cfg *Config, end time.Time, r *engine.Record, dropped 
 		b = appendField(b, "model", r.IDs.Model)
 	}
 	b = appendField(b, "mcpServer", r.IDs.MCPServer)
-	b = appendField(b, "guardVersion", cfg.Version)
-	b = appendField(b, "incarnation", cfg.Incarnation)
+	b = append(b, f.guard...)
 	if dropped > 0 {
 		b = append(b, `,"dropped":`...)
 		b = strconv.AppendUint(b, dropped, 10)
@@ -112,6 +121,14 @@ func appendFindings(b []byte, key string, fs []engine.Finding, kind engine.Findi
 
 const hexDigits = "0123456789abcdef"
 
+// plain marks the ASCII bytes a JSON string holds as they are.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string: quotes, backslashes and control characters
 // escaped, invalid UTF-8 replaced, and <, >, & escaped as encoding/json does.
 func appendString(b []byte, s string) []byte {
@@ -120,7 +137,7 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plain[c] {
 				i++
 				continue
 			}
