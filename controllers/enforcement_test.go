@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -15,8 +17,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // createRunning creates p (and its service account) and marks it Running, as the kubelet
@@ -53,8 +53,8 @@ var _ = Describe("A Guardrail's enforcement", func() {
 		Expect(k8sClient.Create(ctx, newClassifier(ns, "pii"))).To(Succeed())
 		g := newGuardrail(ns, "web", "pii")
 		Expect(k8sClient.Create(ctx, g)).To(Succeed())
-		createRunning(ctx, newPod(ns, "forged", withLabel(cp.LabelInjected, "true"),
-			withAnnotation(cp.AnnotationEnforced, "web=1"), withAnnotation(cp.AnnotationPolicyVersion, "0123456789abcdef"),
+		createRunning(ctx, newPod(ns, "forged", withLabel(guardv1.LabelInjected, "true"),
+			withAnnotation(guardv1.AnnotationEnforced, "web=1"), withAnnotation(guardv1.AnnotationPolicyVersion, "0123456789abcdef"),
 			withAnnotation(guards.AnnotationGuardVerification, "verified")))
 
 		Eventually(enforcement(g)).Should(And(HavePrefix("0/1 "+v1alpha1.ReasonPodsWithoutGuard+": "), ContainSubstring("forged")))
@@ -104,7 +104,7 @@ var _ = Describe("A Guardrail's enforcement", func() {
 		// A pod's container images are mutable: the guard is swapped for something else.
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
 		for i := range p.Spec.Containers {
-			if p.Spec.Containers[i].Name == injection.ContainerName {
+			if p.Spec.Containers[i].Name == guardv1.ContainerName {
 				p.Spec.Containers[i].Image = "registry.test/someone/else:v1"
 			}
 		}
@@ -118,11 +118,11 @@ var _ = Describe("The manager's pod cache", func() {
 		ctx := context.Background()
 		ns := newNamespace()
 		big := strings.Repeat("x", 200<<10)
-		tenant := createRunning(ctx, newPod(ns, "tenant", withLabel(cp.LabelInjected, "true"),
+		tenant := createRunning(ctx, newPod(ns, "tenant", withLabel(guardv1.LabelInjected, "true"),
 			withAnnotation("example.com/blob", big),
 			withAnnotation(guards.AnnotationGuardVerification, "verified"),
-			withAnnotation(cp.AnnotationEnforced, "web=1"),
-			withAnnotation(injection.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu")))
+			withAnnotation(guardv1.AnnotationEnforced, "web=1"),
+			withAnnotation(guardv1.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu")))
 		guarded := createRunning(ctx, newPod(ns, "guarded", withGuard()))
 
 		cached := &corev1.Pod{}
@@ -132,14 +132,14 @@ var _ = Describe("The manager's pod cache", func() {
 			g.Expect(cached.Status.Phase).To(Equal(corev1.PodRunning))
 		}).Should(Succeed())
 		Expect(cached.Annotations).To(HaveLen(2))
-		Expect(cached.Annotations).To(HaveKeyWithValue(injection.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu"))
-		Expect(guards.GuardVerification(cached)).To(MatchError(ContainSubstring("no container named " + injection.ContainerName)))
+		Expect(cached.Annotations).To(HaveKeyWithValue(guardv1.AnnotationInjectionWarnings, "GuardResourcesRefused: cpu"))
+		Expect(guards.GuardVerification(cached)).To(MatchError(ContainSubstring("no container named " + guardv1.ContainerName)))
 		Expect(cached.Spec.Containers).To(BeEmpty())
 
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 		Eventually(func() error { return managerCache.Get(ctx, client.ObjectKeyFromObject(tenant), meta) }).Should(Succeed())
-		Expect(meta.Annotations).To(Equal(map[string]string{injection.AnnotationInjectionWarnings: "GuardResourcesRefused: cpu"}))
+		Expect(meta.Annotations).To(Equal(map[string]string{guardv1.AnnotationInjectionWarnings: "GuardResourcesRefused: cpu"}))
 
 		Eventually(func() error { return managerCache.Get(ctx, client.ObjectKeyFromObject(guarded), cached) }).Should(Succeed())
 		Expect(guards.GuardVerification(cached)).To(Succeed())
@@ -155,7 +155,7 @@ var _ = Describe("The manager's pod cache", func() {
 		Expect(k8sClient.Create(ctx, guardLease(p, "web=1", time.Now(), 60))).To(Succeed())
 		var list coordinationv1.LeaseList
 		Eventually(func(g Gomega) {
-			g.Expect(managerCache.List(ctx, &list, client.MatchingLabels{guards.LabelLeasePodNamespace: ns})).To(Succeed())
+			g.Expect(managerCache.List(ctx, &list, client.MatchingLabels{guardv1.LabelLeasePodNamespace: ns})).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(1))
 		}).Should(Succeed())
 		Expect(list.Items[0].Namespace).To(Equal(leaseNS))

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +16,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Typed fixtures for behaviour tests, built with functional options.
@@ -183,9 +184,9 @@ func guardLease(p *corev1.Pod, enforced string, renew time.Time, duration int32)
 	t := metav1.NewMicroTime(renew)
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: guards.LeaseName(p.UID),
-			Labels: map[string]string{guards.LabelLeasePodNamespace: p.Namespace},
-			Annotations: map[string]string{guards.AnnotationLeasePod: p.Name, guards.AnnotationLeasePodUID: string(p.UID),
-				cp.AnnotationEnforced: enforced}},
+			Labels: map[string]string{guardv1.LabelLeasePodNamespace: p.Namespace},
+			Annotations: map[string]string{guardv1.AnnotationLeasePod: p.Name, guardv1.AnnotationLeasePodUID: string(p.UID),
+				guardv1.AnnotationEnforced: enforced}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(p.Namespace + "/" + p.Name), LeaseDurationSeconds: &duration, RenewTime: &t},
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"maps"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +36,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
 	"github.com/guardrail-dev/guardrail-operator/controllers/modelprovider"
 	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // DefaultOperatorNamespace is the operator's namespace in config/ (the chart installs into
@@ -48,7 +49,7 @@ const maxKeptAnnotation = 4 << 10
 // keptAnnotations are the only pod annotations the manager reads from its cache (the
 // injector's, turned into Events on the pod); AnnotationGuardVerification is set by the
 // cache itself.
-var keptAnnotations = []string{injection.AnnotationInjectionWarnings, injection.AnnotationInjectorVersion}
+var keptAnnotations = []string{guardv1.AnnotationInjectionWarnings, guardv1.AnnotationInjectorVersion}
 
 // Options describe the installation the manager's cache and reconcilers serve.
 type Options struct {
@@ -77,11 +78,11 @@ func (o Options) operatorNamespace() string {
 // refused), trimmed to metadata, phase and whether the spec carries the guard — never a
 // cluster-wide Pod informer; for Leases, to the guards' in OperatorNamespace.
 func (o Options) Cache() cache.Options {
-	handled, err := labels.NewRequirement(cp.LabelInjected, selection.Exists, nil)
+	handled, err := labels.NewRequirement(guardv1.LabelInjected, selection.Exists, nil)
 	if err != nil {
 		panic(err) // constant arguments
 	}
-	guardLease, err := labels.NewRequirement(guards.LabelLeasePodNamespace, selection.Exists, nil)
+	guardLease, err := labels.NewRequirement(guardv1.LabelLeasePodNamespace, selection.Exists, nil)
 	if err != nil {
 		panic(err) // constant arguments
 	}

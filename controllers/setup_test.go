@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,16 +22,16 @@ func TestTrimPodIsIdempotent(t *testing.T) {
 	trim := trimPod(g)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", Annotations: map[string]string{
-			"example.com/blob":                    strings.Repeat("x", 1<<20),
-			injection.AnnotationInjectionWarnings: strings.Repeat("w", maxKeptAnnotation+1),
-			guards.AnnotationGuardVerification:    "verified",
+			"example.com/blob":                  strings.Repeat("x", 1<<20),
+			guardv1.AnnotationInjectionWarnings: strings.Repeat("w", maxKeptAnnotation+1),
+			guards.AnnotationGuardVerification:  "verified",
 		}},
 		Spec:   corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	g.Image = "registry.test/guardrail/operator:v0" // injected by the previous release
 	injection.RenderGuard(pod, g, false, []byte("ca"))
-	pod.Annotations[injection.AnnotationInjectorVersion] = "v1"
+	pod.Annotations[guardv1.AnnotationInjectorVersion] = "v1"
 	once, err := trim(pod)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func TestTrimPodIsIdempotent(t *testing.T) {
 		if err := guards.GuardVerification(p); err != nil {
 			t.Errorf("transform %d: a pod that carries the guard is not verified: %v", i+1, err)
 		}
-		if len(p.Annotations) != 2 || p.Annotations[injection.AnnotationInjectorVersion] != "v1" {
+		if len(p.Annotations) != 2 || p.Annotations[guardv1.AnnotationInjectorVersion] != "v1" {
 			t.Errorf("transform %d: annotations %v, want the injector's version and the verification", i+1, keys(p.Annotations))
 		}
 		if len(p.Spec.Containers) != 0 || p.Status.Phase != corev1.PodRunning {

@@ -1,6 +1,7 @@
 // Package runtime_test holds the checks on what the guard binary links. The guard runs as
 // a sidecar in every injected pod, so each package it links costs resident memory many
-// times over; it must not link Kubernetes client libraries (DESIGN.md §2).
+// times over; it must not link Kubernetes client libraries. The kubectl plugin and the
+// guard contract are checked here too.
 package runtime_test
 
 import (
@@ -78,5 +79,38 @@ func TestTheCheckFindsKubernetesPackages(t *testing.T) {
 	bad := linked(t, module+"runtime/policy/kube")
 	if !slices.ContainsFunc(bad, func(dep string) bool { return strings.HasPrefix(dep, "k8s.io/apimachinery/") }) {
 		t.Errorf("runtime/policy/kube links apimachinery, but the check found only %v", bad)
+	}
+}
+
+// The kubectl plugin talks to the apiserver with client-go, as kubectl does; it must not
+// link the manager (controller-runtime, the reconcilers, the webhook): what it shares with
+// the operator is the guard contract, api/guard/v1.
+func TestThePluginLinksNoOperatorPackage(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", module+"cmd/kubectl-guardrail").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") || strings.HasPrefix(dep, module+"controllers/") {
+			bad = append(bad, dep)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("the kubectl plugin links %d packages of the operator: %s", len(bad), strings.Join(bad, " "))
+	}
+}
+
+// The guard contract imports the standard library only, so that the guard, the plugin and
+// the operator can all import it.
+func TestTheContractImportsOnlyTheStandardLibrary(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+"api/guard/v1").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != module+"api/guard/v1" {
+			t.Errorf("api/guard/v1 imports %s", dep)
+		}
 	}
 }

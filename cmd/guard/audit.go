@@ -10,14 +10,13 @@ import (
 	"os"
 	"runtime/debug"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/audit"
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 )
-
-// FlagAuditLog turns the audit log on; the injector passes it as --audit-log=true.
-const FlagAuditLog = "audit-log"
 
 // auditFlags are the audit log's settings (runtime/audit, docs/audit-log.md).
 type auditFlags struct {
@@ -30,7 +29,7 @@ type auditFlags struct {
 
 // register binds the audit log's flags on fs.
 func (a *auditFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&a.enabled, FlagAuditLog, false, "Write the audit log to stdout: one JSON line (schema "+audit.Schema+
+	fs.BoolVar(&a.enabled, guardv1.FlagAuditLog, false, "Write the audit log to stdout: one JSON line (schema "+audit.Schema+
 		") per guarded request, guardrail and outcome, with ids and names only, never content. Off by default.")
 	fs.Float64Var(&a.rate, "audit-log-rate", 500, "Audit lines written per second on average; lines beyond it (and "+
 		"--audit-log-burst) are dropped and counted in guard_audit_lines_dropped_total. 0 writes every line.")

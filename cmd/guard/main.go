@@ -46,6 +46,8 @@ import (
 	"syscall"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
@@ -95,13 +97,13 @@ func main() {
 	fs.StringVar(&o.anthropicURL, "anthropic-upstream", "https://api.anthropic.com", "Base URL of the Anthropic provider.")
 	fs.StringVar(&o.geminiURL, "gemini-upstream", proxy.DefaultGeminiUpstream, "Base URL of the Gemini API.")
 	fs.StringVar(&o.policyFile, "policy-file", "", "YAML file of Classifier and Guardrail manifests to enforce; watched for changes.")
-	fs.StringVar(&o.controlPlane, controlplane.FlagControlPlane, "", "Base URL (https) of the operator's control plane to "+
+	fs.StringVar(&o.controlPlane, guardv1.FlagControlPlane, "", "Base URL (https) of the operator's control plane to "+
 		"subscribe to for this pod's policy; exclusive with --policy-file.")
-	fs.StringVar(&o.tokenFile, controlplane.FlagTokenFile, "/var/run/secrets/guardrail.dev/token/token",
-		"Projected service-account token (audience "+controlplane.Audience+") presented to the control plane.")
-	fs.StringVar(&o.caFile, controlplane.FlagCAFile, "/var/run/secrets/guardrail.dev/ca/ca.crt",
+	fs.StringVar(&o.tokenFile, guardv1.FlagTokenFile, "/var/run/secrets/guardrail.dev/token/token",
+		"Projected service-account token (audience "+guardv1.Audience+") presented to the control plane.")
+	fs.StringVar(&o.caFile, guardv1.FlagCAFile, "/var/run/secrets/guardrail.dev/ca/ca.crt",
 		"PEM bundle the control plane's serving certificate must chain to.")
-	fs.StringVar(&o.snapshotDir, controlplane.FlagSnapshotDir, "", "Directory where the last good policy snapshot from the "+
+	fs.StringVar(&o.snapshotDir, guardv1.FlagSnapshotDir, "", "Directory where the last good policy snapshot from the "+
 		"control plane is persisted (mode 0600) and loaded at start when the control plane is unreachable; empty keeps none.")
 	fs.DurationVar(&o.policyInterval, "policy-interval", time.Second, "How often the policy file is checked for changes.")
 	fs.DurationVar(&o.decisionInterval, "decision-interval", 10*time.Second, "How often decision counts are sent to the "+
@@ -119,7 +121,7 @@ func main() {
 	fs.StringVar(&o.namespace, "namespace", os.Getenv("POD_NAMESPACE"), "Enforce only the guardrails of this namespace (all when empty).")
 	fs.StringVar(&o.podLabels, "pod-labels", os.Getenv("POD_LABELS"), "The pod's labels (k=v,...): enforce only the guardrails selecting them (all when empty).")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error.")
-	fs.Func(mcpupstream.Flag, "An MCP server to front, NAME=URL (repeatable): served on the proxy listener at /mcp/NAME with the "+
+	fs.Func(guardv1.FlagMCPUpstream, "An MCP server to front, NAME=URL (repeatable): served on the proxy listener at /mcp/NAME with the "+
 		"streamable HTTP transport, its tool calls, results and tool lists judged by the same guardrails.", func(v string) error {
 		u, err := mcpupstream.Parse(v)
 		if err == nil {
@@ -127,10 +129,10 @@ func main() {
 		}
 		return err
 	})
-	fs.Func(controlplane.FlagProvider, "A ModelProvider NAME this pod's calls of its API family go to, with its credential "+
+	fs.Func(guardv1.FlagProvider, "A ModelProvider NAME this pod's calls of its API family go to, with its credential "+
 		"(repeatable, one per API family; keyless apps): its URL and credential come from the control plane's snapshot. "+
 		"A client's own API key is then refused, and calls are refused (503 provider_unavailable) while a named "+
-		"provider is not in the snapshot. Needs --"+controlplane.FlagControlPlane+".", func(v string) error {
+		"provider is not in the snapshot. Needs --"+guardv1.FlagControlPlane+".", func(v string) error {
 		if err := validProviderName(v, o.providers); err != nil {
 			return err
 		}
@@ -170,14 +172,14 @@ func run(o options, log *slog.Logger) error {
 	}
 	if len(o.providers) > 0 && o.controlPlane == "" {
 		return fmt.Errorf("--%s needs --%s: a model provider's credential comes only from the control plane",
-			controlplane.FlagProvider, controlplane.FlagControlPlane)
+			guardv1.FlagProvider, guardv1.FlagControlPlane)
 	}
 	if err := mcpupstream.Unique(o.mcpUpstreams); err != nil {
-		return fmt.Errorf("--%s: %w", mcpupstream.Flag, err)
+		return fmt.Errorf("--%s: %w", guardv1.FlagMCPUpstream, err)
 	}
 	if o.controlPlane != "" {
 		if u, err := url.Parse(o.controlPlane); err != nil || u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("--%s must be an absolute https URL, got %q", controlplane.FlagControlPlane, o.controlPlane)
+			return fmt.Errorf("--%s must be an absolute https URL, got %q", guardv1.FlagControlPlane, o.controlPlane)
 		}
 	}
 	openaiURL, err := parseUpstream("--openai-upstream", o.openaiUpstream)

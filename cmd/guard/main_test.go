@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -28,7 +30,7 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 	registerReporterMetrics(tel.Registry, controlplane.NewAggregator(), &controlplane.Reporter{})
 	registerAdminMetrics(tel.Registry, new(atomic.Int64))
 	// One of each recording, with a rule name that needs escaping.
-	r := engine.Record{Guardrail: "team-a/pii", Phase: policy.PhaseInput, Outcome: engine.OutcomeBlocked,
+	r := engine.Record{Guardrail: "team-a/pii", Phase: policy.PhaseInput, Outcome: guardv1.OutcomeBlocked,
 		Classifier: "team-a/builtin", Duration: time.Millisecond,
 		Findings: []engine.Finding{{Kind: engine.FindingRule, Name: `no "quotes" \ here`}}}
 	tel.Record(r)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +22,6 @@ import (
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -111,18 +111,18 @@ func TestStatusAndExplainAgainstTheAPIServer(t *testing.T) {
 	// A pod carrying the guard, running, and its guard's Lease acknowledging both policies.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "chat-0", Namespace: "team-a", Labels: map[string]string{"app": "chat"}},
 		Spec: corev1.PodSpec{
-			InitContainers: []corev1.Container{{Name: injection.ContainerName, Image: "guard", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+			InitContainers: []corev1.Container{{Name: guardv1.ContainerName, Image: "guard", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
 			Containers:     []corev1.Container{{Name: "app", Image: "app"}},
 		}}
 	create(pod)
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{{Name: injection.ContainerName, Ready: true, Image: "guard", ImageID: "x"}}}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{{Name: guardv1.ContainerName, Ready: true, Image: "guard", ImageID: "x"}}}
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: guards.LeaseName(pod.UID), Namespace: defaultOperatorNamespace,
-			Labels:      map[string]string{guards.LabelLeasePodNamespace: "team-a"},
-			Annotations: map[string]string{guards.AnnotationLeasePod: "chat-0", guards.AnnotationLeasePodUID: string(pod.UID), cp.AnnotationEnforced: "no-credentials=1,tenant-report=1"}},
+			Labels:      map[string]string{guardv1.LabelLeasePodNamespace: "team-a"},
+			Annotations: map[string]string{guardv1.AnnotationLeasePod: "chat-0", guardv1.AnnotationLeasePodUID: string(pod.UID), guardv1.AnnotationEnforced: "no-credentials=1,tenant-report=1"}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("team-a/chat-0"), LeaseDurationSeconds: ptr.To[int32](60), RenewTime: &metav1.MicroTime{Time: time.Now()}},
 	}
 	create(lease)
@@ -194,7 +194,7 @@ func TestStatusAndExplainAgainstTheAPIServer(t *testing.T) {
 	})
 
 	t.Run("explain says when the guard is behind", func(t *testing.T) {
-		lease.Annotations[cp.AnnotationEnforced] = "no-credentials=1"
+		lease.Annotations[guardv1.AnnotationEnforced] = "no-credentials=1"
 		if err := k8s.Update(ctx, lease); err != nil {
 			t.Fatal(err)
 		}

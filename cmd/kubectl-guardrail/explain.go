@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,8 +18,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
@@ -313,25 +313,30 @@ func readyOf(conds []metav1.Condition) string {
 }
 
 // readGuard reads the pod's guard container and its Lease.
-func (o *explainOptions) readGuard(ctx context.Context, c *clients, pod *corev1.Pod, ex *explanation) (guards.Ack, error) {
+func (o *explainOptions) readGuard(ctx context.Context, c *clients, pod *corev1.Pod, ex *explanation) (guardv1.Ack, error) {
 	for _, ctr := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		ex.Guard.Injected = ex.Guard.Injected || ctr.Name == injection.ContainerName
+		ex.Guard.Injected = ex.Guard.Injected || ctr.Name == guardv1.ContainerName
 	}
 	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		if st.Name == injection.ContainerName {
+		if st.Name == guardv1.ContainerName {
 			ex.Guard.Ready = st.Ready
 		}
 	}
-	lease, err := c.kube.CoordinationV1().Leases(o.operatorNamespace).Get(ctx, guards.LeaseName(pod.UID), metav1.GetOptions{})
+	lease, err := c.kube.CoordinationV1().Leases(o.operatorNamespace).Get(ctx, guardv1.LeaseName(string(pod.UID)), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return guards.Ack{}, nil
+		return guardv1.Ack{}, nil
 	case apierrors.IsForbidden(err):
-		return guards.Ack{}, fmt.Errorf("reading the guard's Lease in %s: %w (the Leases are the operator's; check with: kubectl auth can-i get leases -n %s)", o.operatorNamespace, err, o.operatorNamespace)
+		return guardv1.Ack{}, fmt.Errorf("reading the guard's Lease in %s: %w (the Leases are the operator's; check with: kubectl auth can-i get leases -n %s)", o.operatorNamespace, err, o.operatorNamespace)
 	case err != nil:
-		return guards.Ack{}, err
+		return guardv1.Ack{}, err
 	}
-	ack := guards.ReadAck(lease, o.now())
+	var renewed *time.Time
+	var d time.Duration
+	if lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil {
+		renewed, d = &lease.Spec.RenewTime.Time, time.Duration(*lease.Spec.LeaseDurationSeconds)*time.Second
+	}
+	ack := guardv1.ReadAck(lease.Annotations, renewed, d, o.now())
 	ex.Guard.Lease, ex.Guard.Live, ex.Guard.Refused = lease.Name, ack.Live, ack.Refused
 	if !ack.Expires.IsZero() {
 		t := ack.Expires.UTC()
@@ -345,7 +350,7 @@ func (o *explainOptions) readGuard(ctx context.Context, c *clients, pod *corev1.
 func enforcing(ex *explanation) (bool, string) {
 	switch {
 	case !ex.Guard.Injected:
-		return false, fmt.Sprintf("the pod has no guard (container %s): its traffic is not guarded; label the namespace guardrail.dev/injection=enabled and re-create the pod", injection.ContainerName)
+		return false, fmt.Sprintf("the pod has no guard (container %s): its traffic is not guarded; label the namespace guardrail.dev/injection=enabled and re-create the pod", guardv1.ContainerName)
 	case ex.Pod.Phase != string(corev1.PodRunning):
 		return false, "the pod is " + ex.Pod.Phase
 	case ex.Guard.Lease == "":

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
@@ -230,7 +231,7 @@ func TestAdmissionPolicies(t *testing.T) {
 	t.Run("a tenant cannot mint a token for the control plane's audience", func(t *testing.T) {
 		var err error
 		eventually(t, "the policy refuses", func() error {
-			if err = tokenFor(tenantCS, cp.Audience); err == nil {
+			if err = tokenFor(tenantCS, guardv1.Audience); err == nil {
 				return errors.New("a token was issued")
 			}
 			return nil
@@ -260,10 +261,10 @@ func TestAdmissionPolicies(t *testing.T) {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "test-node-tokens"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}, {Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:node:impostor"}}}))
 		_, node, _ := e.as(t, "system:node:node-1", "system:nodes")
-		eventually(t, "the node is issued a token", func() error { return tokenFor(node, cp.Audience) })
+		eventually(t, "the node is issued a token", func() error { return tokenFor(node, guardv1.Audience) })
 		// The node's name without its group is not a node.
 		_, impostor, _ := e.as(t, "system:node:impostor")
-		if err := tokenFor(impostor, cp.Audience); !apierrors.IsForbidden(err) {
+		if err := tokenFor(impostor, guardv1.Audience); !apierrors.IsForbidden(err) {
 			t.Errorf("a user named like a node but outside system:nodes: err = %v, want Forbidden", err)
 		}
 	})

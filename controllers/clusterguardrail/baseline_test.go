@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -192,10 +194,10 @@ func TestEnforcementAndDecisionsCountAcrossNamespaces(t *testing.T) {
 		}
 		return nil
 	})
-	batch := cp.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
-		Guardrails: []cp.GuardrailDecisions{{Guardrail: "/no-herons", Counts: []cp.DecisionCount{
+	batch := guardv1.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
+		Guardrails: []guardv1.GuardrailDecisions{{Guardrail: "/no-herons", Counts: []guardv1.DecisionCount{
 			{Generation: g.Generation, Phase: "Input", Outcome: "blocked", Category: "banned", Requests: 3}}}}}
-	if code, body := post(t, toks[0], cp.DecisionsPath, batch); code != http.StatusNoContent {
+	if code, body := post(t, toks[0], guardv1.DecisionsPath, batch); code != http.StatusNoContent {
 		t.Fatalf("decisions batch answered %d: %s", code, body)
 	}
 	eventually(t, 20*time.Second, func() error {

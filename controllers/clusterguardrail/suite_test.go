@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,7 +216,7 @@ func token(t *testing.T, p *corev1.Pod) string {
 	t.Helper()
 	exp := int64(600)
 	tr, err := cs.CoreV1().ServiceAccounts(p.Namespace).CreateToken(context.Background(), "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	must(t, err)

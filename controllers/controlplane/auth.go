@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authnv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // identity is who a guard is: the pod its token is bound to.
@@ -68,7 +68,7 @@ func newAuthenticator(c client.Client, m *metrics) *authenticator {
 // authenticate returns the identity of a bearer token, or a *refusal.
 func (a *authenticator) authenticate(ctx context.Context, token string) (identity, error) {
 	if token == "" {
-		return identity{}, &refusal{401, "missing_token", "a bearer token (audience " + cp.Audience + ") is required"}
+		return identity{}, &refusal{401, "missing_token", "a bearer token (audience " + guardv1.Audience + ") is required"}
 	}
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
@@ -80,16 +80,16 @@ func (a *authenticator) authenticate(ctx context.Context, token string) (identit
 	}
 
 	a.metrics.tokenReviews.Inc()
-	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{cp.Audience}}}
+	tr := &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{guardv1.Audience}}}
 	if err := a.client.Create(ctx, tr); err != nil {
 		return identity{}, fmt.Errorf("TokenReview: %w", err)
 	}
 	st := tr.Status
 	if !st.Authenticated {
-		return identity{}, &refusal{401, "unauthenticated", "the token is not valid for audience " + cp.Audience}
+		return identity{}, &refusal{401, "unauthenticated", "the token is not valid for audience " + guardv1.Audience}
 	}
-	if !slices.Contains(st.Audiences, cp.Audience) {
-		return identity{}, &refusal{401, "wrong_audience", "the token is not valid for audience " + cp.Audience}
+	if !slices.Contains(st.Audiences, guardv1.Audience) {
+		return identity{}, &refusal{401, "wrong_audience", "the token is not valid for audience " + guardv1.Audience}
 	}
 	ns, ok := serviceAccountNamespace(st.User.Username)
 	pod, uid := first(st.User.Extra[podNameKey]), first(st.User.Extra[podUIDKey])

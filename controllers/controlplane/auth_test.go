@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authnv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // jwt is a token with only an exp claim: the apiserver (here, the fake) validates it; the
@@ -35,7 +35,7 @@ func TestReviewsAreCachedUntilTheTokenExpires(t *testing.T) {
 		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
 			reviews++
 			tr := obj.(*authnv1.TokenReview)
-			tr.Status = authnv1.TokenReviewStatus{Authenticated: valid, Audiences: []string{cp.Audience},
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: valid, Audiences: []string{guardv1.Audience},
 				User: authnv1.UserInfo{Username: "system:serviceaccount:shop:app", Extra: map[string]authnv1.ExtraValue{
 					podNameKey: {"web-1"}, podUIDKey: {"uid-1"}}}}
 			return nil

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,26 +31,26 @@ const decisionInterval = 300 * time.Millisecond
 
 // cumulative is a guard's batch: since it started, wouldBlock and blocked requests under
 // the Guardrail web-words of ns.
-func cumulative(ns, incarnation string, wouldBlock, blocked int64) cp.DecisionsRequest {
-	gd := cp.GuardrailDecisions{Guardrail: ns + "/web-words", Last: time.Now().UnixMilli(),
+func cumulative(ns, incarnation string, wouldBlock, blocked int64) guardv1.DecisionsRequest {
+	gd := guardv1.GuardrailDecisions{Guardrail: ns + "/web-words", Last: time.Now().UnixMilli(),
 		Matches: map[string]int64{"banned": wouldBlock + blocked}}
 	if wouldBlock > 0 {
-		gd.Counts = append(gd.Counts, cp.DecisionCount{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "banned", Requests: wouldBlock})
+		gd.Counts = append(gd.Counts, guardv1.DecisionCount{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "banned", Requests: wouldBlock})
 	}
 	if blocked > 0 {
-		gd.Counts = append(gd.Counts, cp.DecisionCount{Generation: 1, Phase: "Input", Outcome: "blocked", Category: "banned", Requests: blocked})
+		gd.Counts = append(gd.Counts, guardv1.DecisionCount{Generation: 1, Phase: "Input", Outcome: "blocked", Category: "banned", Requests: blocked})
 	}
-	return cp.DecisionsRequest{Incarnation: incarnation, Started: 1_700_000_000_000, Guardrails: []cp.GuardrailDecisions{gd},
-		Samples: []cp.Sample{{Guardrail: ns + "/web-words", Outcome: "wouldBlock", RequestID: "req-1",
-			Findings: []cp.SampleFinding{{Name: "banned", Score: 1, Threshold: 0.5}}}}}
+	return guardv1.DecisionsRequest{Incarnation: incarnation, Started: 1_700_000_000_000, Guardrails: []guardv1.GuardrailDecisions{gd},
+		Samples: []guardv1.Sample{{Guardrail: ns + "/web-words", Outcome: "wouldBlock", RequestID: "req-1",
+			Findings: []guardv1.SampleFinding{{Name: "banned", Score: 1, Threshold: 0.5}}}}}
 }
 
-func postDecisions(t *testing.T, url, tok string, req cp.DecisionsRequest) int {
+func postDecisions(t *testing.T, url, tok string, req guardv1.DecisionsRequest) int {
 	t.Helper()
 	hc, err := cp.HTTPClientFor(caFile)
 	must(t, err)
 	body, _ := json.Marshal(req)
-	hr, err := http.NewRequest(http.MethodPost, url+cp.DecisionsPath, bytes.NewReader(body))
+	hr, err := http.NewRequest(http.MethodPost, url+guardv1.DecisionsPath, bytes.NewReader(body))
 	must(t, err)
 	hr.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := hc.Do(hr)
@@ -102,7 +104,7 @@ func eventNotes(t *testing.T, ns, name string) []string {
 
 func TestResentBatchesCountOnce(t *testing.T) {
 	ns := fixture(t)
-	tok := token(t, pod(t, ns, "web-1", "web"), cp.Audience)
+	tok := token(t, pod(t, ns, "web-1", "web"), guardv1.Audience)
 	for _, url := range []string{baseURL, baseURL, secondURL} {
 		if status := postDecisions(t, url, tok, cumulative(ns, "inc-1", 5, 0)); status != http.StatusNoContent {
 			t.Fatalf("batch answered %d", status)
@@ -152,9 +154,9 @@ func TestTwoReplicasCountExactly(t *testing.T) {
 	var want int64
 	errs := make(chan string, guards*batches*2)
 	for i := range guards {
-		tok := token(t, pod(t, ns, fmt.Sprintf("web-%d", i), "web"), cp.Audience)
+		tok := token(t, pod(t, ns, fmt.Sprintf("web-%d", i), "web"), guardv1.Audience)
 		n := int64(0)
-		var sent []cp.DecisionsRequest
+		var sent []guardv1.DecisionsRequest
 		for b := range batches {
 			n += int64(1 + (i+b)%3)
 			sent = append(sent, cumulative(ns, fmt.Sprintf("guard-%d", i), n, 0))
@@ -219,7 +221,7 @@ func statusWritesWritten(t *testing.T) int {
 
 func TestDecisionsForAnotherNamespaceAreRefused(t *testing.T) {
 	a, b := fixture(t), fixture(t)
-	tok := token(t, pod(t, a, "web-1", "web"), cp.Audience)
+	tok := token(t, pod(t, a, "web-1", "web"), guardv1.Audience)
 	if status := postDecisions(t, baseURL, tok, cumulative(b, "inc-1", 5, 0)); status != http.StatusForbidden {
 		t.Errorf("a guard of %s posting for a Guardrail of %s: %d, want 403", a, b, status)
 	}
@@ -239,19 +241,19 @@ func TestATenantCannotResetTheClaim(t *testing.T) {
 	ns := fixture(t)
 	ctx := context.Background()
 	p := pod(t, ns, "web-1", "web")
-	tok := token(t, p, cp.Audience)
+	tok := token(t, p, guardv1.Audience)
 	if status := postDecisions(t, baseURL, tok, cumulative(ns, "inc-1", 5, 0)); status != http.StatusNoContent {
 		t.Fatalf("batch answered %d", status)
 	}
 	settled(t, ns, "web-words", func(c v1alpha1.DecisionCounts) bool { return c.WouldBlock >= 5 })
 	l, err := leaseOf(t, p)
 	must(t, err)
-	if !strings.Contains(l.Annotations[cp.AnnotationDecisions], `"outcome":"wouldBlock"`) {
-		t.Errorf("the guard's Lease does not record what was counted: %q", l.Annotations[cp.AnnotationDecisions])
+	if !strings.Contains(l.Annotations[guardv1.AnnotationDecisions], `"outcome":"wouldBlock"`) {
+		t.Errorf("the guard's Lease does not record what was counted: %q", l.Annotations[guardv1.AnnotationDecisions])
 	}
 	// The tenant resets the claim where it used to be, and leaves a claim of nothing.
 	must(t, k8s.Patch(ctx, p, client.RawPatch(types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"`+cp.AnnotationDecisions+`":"{\"incarnation\":\"inc-1\",\"started\":1700000000000}"}}}`))))
+		[]byte(`{"metadata":{"annotations":{"`+guardv1.AnnotationDecisions+`":"{\"incarnation\":\"inc-1\",\"started\":1700000000000}"}}}`))))
 	time.Sleep(500 * time.Millisecond) // the managers' caches see the edit
 	for _, url := range []string{baseURL, secondURL} {
 		if status := postDecisions(t, url, tok, cumulative(ns, "inc-1", 5, 0)); status != http.StatusNoContent {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -33,22 +35,22 @@ func ackAnnotations(cur map[string]string, req *cp.SubscribeRequest, enforced st
 			want[k] = &v
 		}
 	}
-	set(cp.AnnotationPolicyVersion, req.Running)
+	set(guardv1.AnnotationPolicyVersion, req.Running)
 	switch {
 	case req.Running == "":
-		set(cp.AnnotationEnforced, "")
+		set(guardv1.AnnotationEnforced, "")
 	case known:
-		set(cp.AnnotationEnforced, enforced)
-	case cur[cp.AnnotationPolicyVersion] != req.Running:
+		set(guardv1.AnnotationEnforced, enforced)
+	case cur[guardv1.AnnotationPolicyVersion] != req.Running:
 		// A version this replica never compiled: what it holds is unknown until the guard
 		// applies the current one.
-		set(cp.AnnotationEnforced, "")
+		set(guardv1.AnnotationEnforced, "")
 	}
 	refused := ""
 	if req.Refused != nil {
 		refused = guards.Printable(req.Refused.Version+": "+req.Refused.Error, guards.MaxRefusalChars)
 	}
-	set(cp.AnnotationRefused, refused)
+	set(guardv1.AnnotationRefused, refused)
 	return want
 }
 
@@ -58,8 +60,8 @@ func (s *Server) guardLease(pod *metav1.PartialObjectMetadata, now time.Time) *c
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.opts.LeaseNamespace, Name: guards.LeaseName(pod.UID),
-			Labels:      map[string]string{guards.LabelLeasePodNamespace: pod.Namespace},
-			Annotations: map[string]string{guards.AnnotationLeasePod: pod.Name, guards.AnnotationLeasePodUID: string(pod.UID)},
+			Labels:      map[string]string{guardv1.LabelLeasePodNamespace: pod.Namespace},
+			Annotations: map[string]string{guardv1.AnnotationLeasePod: pod.Name, guardv1.AnnotationLeasePodUID: string(pod.UID)},
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(pod.Namespace + "/" + pod.Name),

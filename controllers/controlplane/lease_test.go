@@ -16,6 +16,8 @@ import (
 	"time"
 	"unicode"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +31,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -67,7 +68,7 @@ func counter(t *testing.T, name, label, value string) float64 {
 
 func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 	ns := fixture(t)
-	injected := map[string]string{"app": "web", cp.LabelInjected: "true"}
+	injected := map[string]string{"app": "web", guardv1.LabelInjected: "true"}
 	// Each pod's service account may mount a token of the control plane's audience: the
 	// apiserver binds it to the pod, and nothing but the pod's spec tells a guard's token
 	// from an app's.
@@ -81,7 +82,7 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 	}{{
 		name: "an app mounting its own token of the guard's audience, labelled injected and claiming an ack",
 		pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Labels: injected,
-			Annotations: map[string]string{cp.AnnotationEnforced: "web-words=1", guards.AnnotationGuardVerification: "verified"}},
+			Annotations: map[string]string{guardv1.AnnotationEnforced: "web-words=1", guards.AnnotationGuardVerification: "verified"}},
 			Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{mountsToken("mine")},
 				Volumes: []corev1.Volume{tokenVolume("mine")}}},
 	}, {
@@ -93,7 +94,7 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 		name: "a container named like the guard running another image",
 		pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "impostor", Labels: injected},
 			Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{
-				Name: injection.ContainerName, Image: "registry.test/someone/else:v1", Command: guardCommand,
+				Name: guardv1.ContainerName, Image: "registry.test/someone/else:v1", Command: guardCommand,
 				VolumeMounts: []corev1.VolumeMount{{Name: guardTokenVolume, MountPath: "/var/run/secrets/guardrail.dev"}}}},
 				Volumes: []corev1.Volume{tokenVolume(guardTokenVolume)}}},
 	}, {
@@ -110,7 +111,7 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 		// admin wrote: its token or its provider key would reach the tenant.
 		name: "the guard told to subscribe to the tenant's own listener",
 		pod: editGuard(guardedPod(ns, "repointed", injected, nil), func(_ *corev1.Pod, g *corev1.Container) {
-			g.Args[2] = "--" + cp.FlagControlPlane + "=https://tenant-listener.tenant.svc:9444"
+			g.Args[2] = "--" + guardv1.FlagControlPlane + "=https://tenant-listener.tenant.svc:9444"
 		}),
 	}, {
 		name: "the guard behind the tenant's HTTPS proxy with the tenant's CA",
@@ -138,7 +139,7 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createPod(t, tc.pod)
-			tok := token(t, p, cp.Audience)
+			tok := token(t, p, guardv1.Audience)
 			refused := counter(t, "guardrail_controlplane_refused_total", "reason", "not_a_guard")
 			status, body := poll(t, tok, cp.SubscribeRequest{})
 			if status != http.StatusForbidden || !strings.Contains(string(body), "does not carry the guard") {
@@ -166,13 +167,13 @@ func TestOnlyPodsThatCarryTheGuardMayReport(t *testing.T) {
 
 	t.Run("a pod that carries the guard subscribes, and its Lease says which pod it is", func(t *testing.T) {
 		p := pod(t, ns, "web-1", "web")
-		if status, body := waitSnapshot(t, token(t, p, cp.Audience)); status != http.StatusOK {
+		if status, body := waitSnapshot(t, token(t, p, guardv1.Audience)); status != http.StatusOK {
 			t.Fatalf("status %d: %s", status, body)
 		}
 		l, err := leaseOf(t, p)
 		must(t, err)
-		if l.Labels[guards.LabelLeasePodNamespace] != ns || l.Annotations[guards.AnnotationLeasePod] != "web-1" ||
-			l.Annotations[guards.AnnotationLeasePodUID] != string(p.UID) || ptr.Deref(l.Spec.HolderIdentity, "") != ns+"/web-1" ||
+		if l.Labels[guardv1.LabelLeasePodNamespace] != ns || l.Annotations[guardv1.AnnotationLeasePod] != "web-1" ||
+			l.Annotations[guardv1.AnnotationLeasePodUID] != string(p.UID) || ptr.Deref(l.Spec.HolderIdentity, "") != ns+"/web-1" ||
 			ptr.Deref(l.Spec.LeaseDurationSeconds, 0) != int32(leaseDuration/time.Second) || l.Spec.RenewTime == nil {
 			t.Errorf("Lease %+v %+v", l.ObjectMeta, l.Spec)
 		}
@@ -188,7 +189,7 @@ func TestAGuardThatStopsPollingDropsOut(t *testing.T) {
 	p := pod(t, ns, "web-1", "web")
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
-	must(t, os.WriteFile(tokFile, []byte(token(t, p, cp.Audience)), 0o600))
+	must(t, os.WriteFile(tokFile, []byte(token(t, p, guardv1.Audience)), 0o600))
 	run := func() context.CancelFunc {
 		ctx, cancel := context.WithCancel(context.Background())
 		c := &cp.Client{URL: baseURL, TokenFile: tokFile, CAFile: caFile, SnapshotDir: dir}
@@ -200,8 +201,8 @@ func TestAGuardThatStopsPollingDropsOut(t *testing.T) {
 	waitEnforced(t, ns, "web-words", "1/1")
 	l, err := leaseOf(t, p)
 	must(t, err)
-	if !strings.Contains(l.Annotations[cp.AnnotationEnforced], "web-words=1") {
-		t.Errorf("the Lease's acknowledgement %q does not name web-words=1", l.Annotations[cp.AnnotationEnforced])
+	if !strings.Contains(l.Annotations[guardv1.AnnotationEnforced], "web-words=1") {
+		t.Errorf("the Lease's acknowledgement %q does not name web-words=1", l.Annotations[guardv1.AnnotationEnforced])
 	}
 	// Twice the Lease's duration of polling: renewals keep it live.
 	time.Sleep(2 * leaseDuration)
@@ -249,7 +250,7 @@ func waitReason(t *testing.T, ns, name, reason string, within time.Duration) met
 func TestARefusalReachesStatusPrintableAndBounded(t *testing.T) {
 	ns := fixture(t)
 	p := pod(t, ns, "web-1", "web")
-	tok := token(t, p, cp.Audience)
+	tok := token(t, p, guardv1.Audience)
 	_, body := waitSnapshot(t, tok)
 	var s cp.Snapshot
 	must(t, json.Unmarshal(body, &s))
@@ -285,7 +286,7 @@ func TestTheLeaseOfADeletedPodIsCollected(t *testing.T) {
 	ns := fixture(t)
 	ctx := context.Background()
 	p := pod(t, ns, "web-1", "web")
-	if status, body := poll(t, token(t, p, cp.Audience), cp.SubscribeRequest{}); status != http.StatusOK {
+	if status, body := poll(t, token(t, p, guardv1.Audience), cp.SubscribeRequest{}); status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, body)
 	}
 	if _, err := leaseOf(t, p); err != nil {
@@ -296,8 +297,8 @@ func TestTheLeaseOfADeletedPodIsCollected(t *testing.T) {
 
 	// A Lease whose pod went while no manager watched: collected when the manager sees it.
 	orphan := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: guards.LeaseName("0f0f0f0f-dead"),
-		Labels:      map[string]string{guards.LabelLeasePodNamespace: ns},
-		Annotations: map[string]string{guards.AnnotationLeasePod: "gone", guards.AnnotationLeasePodUID: "0f0f0f0f-dead"}}}
+		Labels:      map[string]string{guardv1.LabelLeasePodNamespace: ns},
+		Annotations: map[string]string{guardv1.AnnotationLeasePod: "gone", guardv1.AnnotationLeasePodUID: "0f0f0f0f-dead"}}}
 	must(t, k8s.Create(ctx, orphan))
 	waitLeaseGone(t, orphan.Name)
 }
@@ -322,7 +323,7 @@ func waitLeaseGone(t *testing.T, name string) {
 func TestLongPollsOutliveTheReadTimeoutAndSlowBodiesDoNot(t *testing.T) {
 	ns := fixture(t)
 	p := pod(t, ns, "web-1", "web")
-	tok := token(t, p, cp.Audience)
+	tok := token(t, p, guardv1.Audience)
 	_, body := waitSnapshot(t, tok)
 	var s cp.Snapshot
 	must(t, json.Unmarshal(body, &s))
@@ -390,7 +391,7 @@ func TestLongPollsOutliveTheReadTimeoutAndSlowBodiesDoNot(t *testing.T) {
 // editGuard applies edit to p and its guard container.
 func editGuard(p *corev1.Pod, edit func(*corev1.Pod, *corev1.Container)) *corev1.Pod {
 	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == injection.ContainerName {
+		if p.Spec.Containers[i].Name == guardv1.ContainerName {
 			edit(p, &p.Spec.Containers[i])
 		}
 	}

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/policyreport"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // installPolicyReportCRD installs a minimal wgpolicyk8s.io/v1alpha2 PolicyReport CRD, as
@@ -48,7 +49,7 @@ func TestReportModeDecisionsReachAPolicyReport(t *testing.T) {
 	installPolicyReportCRD(t)
 	ns := fixture(t)
 	editGuardrail(t, ns, "web-words", func(g *v1alpha1.Guardrail) { g.Spec.Mode = v1alpha1.ModeReport })
-	tok := token(t, pod(t, ns, "web-1", "web"), cp.Audience)
+	tok := token(t, pod(t, ns, "web-1", "web"), guardv1.Audience)
 	if status := postDecisions(t, baseURL, tok, cumulative(ns, "inc-1", 4, 0)); status != http.StatusNoContent {
 		t.Fatalf("batch answered %d", status)
 	}

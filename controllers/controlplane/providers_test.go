@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,12 +89,12 @@ func TestAGuardGetsOnlyTheProvidersItWasInjectedForAndMayUse(t *testing.T) {
 	ns, prefix := keylessFixture(t)
 
 	p := keylessPod(t, ns, "keyless-1", nil, prefix+"-a", prefix+"-c", prefix+"-local")
-	s, body := providersOf(t, token(t, p, cp.Audience), 1)
+	s, body := providersOf(t, token(t, p, guardv1.Audience), 1)
 	if len(s.Providers) != 1 || s.Providers[0].Name != prefix+"-a" {
 		t.Fatalf("a guard injected for %[1]s-a, %[1]s-c (which does not select its namespace) and %[1]s-local (on loopback) got providers %[2]v, want only -a", prefix, names(s.Providers))
 	}
 	got := s.Providers[0]
-	if got.Credential != canary+"-provider-"+prefix+"-a" || got.API != cp.ProviderAPIOpenAI || got.URL != "https://llm.example/v1" ||
+	if got.Credential != canary+"-provider-"+prefix+"-a" || got.API != guardv1.ProviderAPIOpenAI || got.URL != "https://llm.example/v1" ||
 		got.Headers["OpenAI-Project"] != "proj_a" {
 		t.Errorf("provider %s-a arrived as %+v (credential elided), want its spec and credential", prefix, withoutCredential(got))
 	}
@@ -105,7 +107,7 @@ func TestAGuardGetsOnlyTheProvidersItWasInjectedForAndMayUse(t *testing.T) {
 	// No flag: no provider, however the pod is annotated (the annotation the manager's
 	// cache uses is dropped by its transform, and the spec names nothing).
 	forged := keylessPod(t, ns, "forged-1", map[string]string{guards.AnnotationGuardProviders: prefix + "-b"})
-	status, body := waitSnapshot(t, token(t, forged, cp.Audience))
+	status, body := waitSnapshot(t, token(t, forged, guardv1.Audience))
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, body)
 	}
@@ -120,7 +122,7 @@ func TestProviderRotationAndRevocationReachTheGuard(t *testing.T) {
 	ns, prefix := keylessFixture(t)
 	ctx := context.Background()
 	p := keylessPod(t, ns, "keyless-1", nil, prefix+"-b")
-	tok := token(t, p, cp.Audience)
+	tok := token(t, p, guardv1.Audience)
 	first, _ := providersOf(t, tok, 1)
 	if len(first.Providers) != 1 {
 		t.Fatalf("the guard did not get provider %s-b", prefix)

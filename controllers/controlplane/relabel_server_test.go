@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
@@ -19,7 +21,7 @@ import (
 func TestARelabelledPodGetsItsNewPolicy(t *testing.T) {
 	ns := fixture(t)
 	p := pod(t, ns, "web-1", "web")
-	tok := token(t, p, cp.Audience)
+	tok := token(t, p, guardv1.Audience)
 	_, body := waitSnapshot(t, tok)
 	var web cp.Snapshot
 	must(t, json.Unmarshal(body, &web))

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane/intake"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 
@@ -291,7 +293,7 @@ func (s *Server) Start(ctx context.Context) error {
 	close(s.ready)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+cp.SubscribePath, s.subscribe)
-	mux.HandleFunc("POST "+cp.DecisionsPath, s.intake.Handler(s.authorize))
+	mux.HandleFunc("POST "+guardv1.DecisionsPath, s.intake.Handler(s.authorize))
 	// A slow client cannot hold a connection: its request is read within ReadTimeout, and
 	// an answer is written within WriteTimeout, which a long poll (Wait) stays under;
 	// each handler re-arms the read deadline once it has the body (bodyRead).
@@ -478,7 +480,7 @@ func bodyRead(w http.ResponseWriter, bound time.Duration) {
 }
 
 // validVersion reports whether v may be a snapshot's version (versionOf), or empty.
-func validVersion(v string) bool { return v == "" || cp.ValidID(v) }
+func validVersion(v string) bool { return v == "" || guardv1.ValidID(v) }
 
 func (s *Server) refuse(w http.ResponseWriter, err error) {
 	if r, ok := asRefusal(err); ok {

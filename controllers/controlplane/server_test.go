@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,7 +256,7 @@ const guardTokenVolume = "guardrail-token"
 func tokenVolume(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-			Audience: cp.Audience, Path: "token"}}}}}}
+			Audience: guardv1.Audience, Path: "token"}}}}}}
 }
 
 // createPod creates p and marks it Running.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +28,7 @@ import (
 func TestSnapshotHoldsThePodsGuardrailsAndOnlyItsCredentials(t *testing.T) {
 	a, b := fixture(t), fixture(t)
 	pa := pod(t, a, "web-1", "web")
-	status, body := waitSnapshot(t, token(t, pa, cp.Audience))
+	status, body := waitSnapshot(t, token(t, pa, guardv1.Audience))
 	if status != http.StatusOK {
 		t.Fatalf("status %d: %s", status, body)
 	}
@@ -86,7 +88,7 @@ func TestTokensThatAreNotAPodsOwnAreRefused(t *testing.T) {
 	t.Run("a token not bound to a pod", func(t *testing.T) {
 		exp := int64(600)
 		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-			Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+			Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 		must(t, err)
 		if status, body := poll(t, tr.Status.Token, cp.SubscribeRequest{}); status != http.StatusForbidden {
 			t.Errorf("status %d (%s), want 403", status, body)
@@ -94,7 +96,7 @@ func TestTokensThatAreNotAPodsOwnAreRefused(t *testing.T) {
 	})
 	t.Run("a token of a deleted pod, even once reviewed and cached", func(t *testing.T) {
 		gone := pod(t, ns, "web-gone", "web")
-		tok := token(t, gone, cp.Audience)
+		tok := token(t, gone, guardv1.Audience)
 		if status, body := poll(t, tok, cp.SubscribeRequest{}); status != http.StatusOK {
 			t.Fatalf("before deletion: status %d (%s)", status, body)
 		}
@@ -108,7 +110,7 @@ func TestTokensThatAreNotAPodsOwnAreRefused(t *testing.T) {
 	t.Run("a token of a pod of another namespace never yields this namespace", func(t *testing.T) {
 		other := fixture(t)
 		po := pod(t, other, "web-1", "web")
-		_, body := waitSnapshot(t, token(t, po, cp.Audience))
+		_, body := waitSnapshot(t, token(t, po, guardv1.Audience))
 		if bytes.Contains(body, []byte(ns)) || bytes.Contains(body, []byte(canary+"-"+ns)) {
 			t.Errorf("namespace %s's guard received namespace %s's policy", other, ns)
 		}
@@ -134,7 +136,7 @@ func TestGuardFollowsAppliesAndAcksIntoStatus(t *testing.T) {
 	p := pod(t, ns, "web-1", "web")
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
-	must(t, os.WriteFile(tokFile, []byte(token(t, p, cp.Audience)), 0o600))
+	must(t, os.WriteFile(tokFile, []byte(token(t, p, guardv1.Audience)), 0o600))
 	applied := make(chan *policy.Snapshot, 16)
 	c := &cp.Client{URL: baseURL, TokenFile: tokFile, CAFile: caFile, SnapshotDir: dir}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -313,7 +315,7 @@ func TestSecretRotationReachesTheGuard(t *testing.T) {
 	p := pod(t, ns, "web-1", "web")
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
-	must(t, os.WriteFile(tokFile, []byte(token(t, p, cp.Audience)), 0o600))
+	must(t, os.WriteFile(tokFile, []byte(token(t, p, guardv1.Audience)), 0o600))
 	applied := make(chan *policy.Snapshot, 16)
 	c := &cp.Client{URL: baseURL, TokenFile: tokFile, CAFile: caFile}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -354,7 +356,7 @@ func TestSecretRotationReachesTheGuard(t *testing.T) {
 func TestBrokenEditKeepsTheLastGoodGuardrail(t *testing.T) {
 	ns := fixture(t)
 	p := pod(t, ns, "web-1", "web")
-	tok := token(t, p, cp.Audience)
+	tok := token(t, p, guardv1.Audience)
 	_, body := waitSnapshot(t, tok)
 	var before cp.Snapshot
 	must(t, json.Unmarshal(body, &before))

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -15,16 +17,15 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 func TestEnforcementCountsOnlyWhatGuardsSayInTheirLeases(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	g := &v1alpha1.Guardrail{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: 3}}
 	live := func(enforced map[string]int64, expiresIn time.Duration) *guards.Ack {
-		return &guards.Ack{Live: true, Expires: now.Add(expiresIn), Enforced: enforced}
+		return &guards.Ack{Ack: guardv1.Ack{Live: true, Expires: now.Add(expiresIn), Enforced: enforced}}
 	}
-	expired := &guards.Ack{Live: false, Expires: now.Add(-time.Second), Enforced: map[string]int64{"web": 3}}
+	expired := &guards.Ack{Ack: guardv1.Ack{Live: false, Expires: now.Add(-time.Second), Enforced: map[string]int64{"web": 3}}}
 	refused := live(map[string]int64{"web": 2}, time.Minute)
 	refused.Refused = "abc: the guard does not know field x"
 	notAGuard := errors.New("the pod has no container named guardrail-guard")
@@ -118,15 +119,15 @@ func TestOnlyAcknowledgementsAndReturnsFromSilencePassTheLeaseWatch(t *testing.T
 			Spec: coordinationv1.LeaseSpec{RenewTime: &t, LeaseDurationSeconds: ptr.To(int32(60))}}
 	}
 	t0 := time.Unix(1_700_000_000, 0)
-	acked := map[string]string{cp.AnnotationEnforced: "web=1"}
+	acked := map[string]string{guardv1.AnnotationEnforced: "web=1"}
 	for _, tc := range []struct {
 		name     string
 		old, new *coordinationv1.Lease
 		pass     bool
 	}{
 		{"a heartbeat", at(t0, acked), at(t0.Add(30*time.Second), acked), false},
-		{"a new acknowledgement", at(t0, acked), at(t0.Add(30*time.Second), map[string]string{cp.AnnotationEnforced: "web=2"}), true},
-		{"a refusal", at(t0, acked), at(t0, map[string]string{cp.AnnotationEnforced: "web=1", cp.AnnotationRefused: "v: no"}), true},
+		{"a new acknowledgement", at(t0, acked), at(t0.Add(30*time.Second), map[string]string{guardv1.AnnotationEnforced: "web=2"}), true},
+		{"a refusal", at(t0, acked), at(t0, map[string]string{guardv1.AnnotationEnforced: "web=1", guardv1.AnnotationRefused: "v: no"}), true},
 		{"a renewal after the Lease expired", at(t0, acked), at(t0.Add(61*time.Second), acked), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +69,7 @@ func (c *LeaseCollector) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func isGuardLease(o client.Object, ns string) bool {
-	return o.GetNamespace() == ns && o.GetLabels()[LabelLeasePodNamespace] != ""
+	return o.GetNamespace() == ns && o.GetLabels()[guardv1.LabelLeasePodNamespace] != ""
 }
 
 // Reconcile deletes a guard's Lease when its pod (namespace, name and uid) is gone.
@@ -79,8 +81,8 @@ func (c *LeaseCollector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if !isGuardLease(lease, c.Namespace) {
 		return ctrl.Result{}, nil
 	}
-	key := types.NamespacedName{Namespace: lease.Labels[LabelLeasePodNamespace], Name: lease.Annotations[AnnotationLeasePod]}
-	uid := types.UID(lease.Annotations[AnnotationLeasePodUID])
+	key := types.NamespacedName{Namespace: lease.Labels[guardv1.LabelLeasePodNamespace], Name: lease.Annotations[guardv1.AnnotationLeasePod]}
+	uid := types.UID(lease.Annotations[guardv1.AnnotationLeasePodUID])
 	gone, err := c.podGone(ctx, key, uid)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -88,7 +90,7 @@ func (c *LeaseCollector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if !gone {
 		return ctrl.Result{RequeueAfter: c.Interval}, nil
 	}
-	if owed := lease.Annotations[AnnotationDecisionsOwed]; owed != "" && owed != "[]" {
+	if owed := lease.Annotations[guardv1.AnnotationDecisionsOwed]; owed != "" && owed != "[]" {
 		// Counts claimed from the guard are not in status yet: the replica that claimed
 		// them writes them, or another takes them over when it is gone (package intake),
 		// and removes them from the Lease.

@@ -2,18 +2,14 @@ package guards
 
 import (
 	"context"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -27,8 +23,8 @@ import (
 //   - label LabelLeasePodNamespace: the pod's namespace, so that the Guardrail reconciler
 //     lists a namespace's Leases from its cache;
 //   - annotations AnnotationLeasePod and AnnotationLeasePodUID: which pod it is, for the
-//     collector; cp.AnnotationPolicyVersion, cp.AnnotationEnforced and cp.AnnotationRefused:
-//     the acknowledgement; cp.AnnotationDecisions: the decisions claim, and
+//     collector; guardv1.AnnotationPolicyVersion, guardv1.AnnotationEnforced and guardv1.AnnotationRefused:
+//     the acknowledgement; guardv1.AnnotationDecisions: the decisions claim, and
 //     AnnotationDecisionsOwed: what was claimed and is not yet in status (package intake);
 //   - spec.holderIdentity "<namespace>/<pod>", spec.leaseDurationSeconds (Options.
 //     LeaseDuration) and spec.renewTime: renewed by a poll when renewTime is older than a
@@ -40,64 +36,38 @@ import (
 // owned by a pod of another namespace).
 
 const (
-	// LabelLeasePodNamespace is the namespace of a guard Lease's pod.
-	LabelLeasePodNamespace = "guardrail.dev/pod-namespace"
-	// AnnotationLeasePod is the name of a guard Lease's pod.
-	AnnotationLeasePod = "guardrail.dev/pod"
-	// AnnotationLeasePodUID is the uid of a guard Lease's pod.
-	AnnotationLeasePodUID = "guardrail.dev/pod-uid"
-	// AnnotationDecisionsOwed holds, on a guard's Lease, the counts claimed from the guard
-	// that a manager replica has not yet written into status (package intake): a Lease
-	// carrying it is not collected until another replica has taken them over.
-	AnnotationDecisionsOwed = "guardrail.dev/decisions-owed"
 	// DefaultLeaseDuration is how long a guard counts as answering after its last renewal:
 	// two long polls (Options.Wait).
 	DefaultLeaseDuration = 60 * time.Second
-	// leasePrefix tells guards' Leases from the leader election's in the namespace.
-	leasePrefix = "guard-"
 	// MaxRefusalChars bounds a guard's refusal once it is in a Lease, a condition or an Event.
-	MaxRefusalChars = 256
+	MaxRefusalChars = guardv1.MaxRefusalChars
 )
 
 // LeaseName is the name of the Lease of the guard of the pod with uid.
-func LeaseName(uid types.UID) string { return leasePrefix + string(uid) }
+func LeaseName(uid types.UID) string { return guardv1.LeaseName(string(uid)) }
 
-// Ack is what a guard's Lease says at a given time.
+// Ack is what a guard's Lease says at a given time (guardv1.Ack, with the pod's uid typed).
 type Ack struct {
-	// Pod and UID are the guard's pod, in the namespace LabelLeasePodNamespace names.
-	Pod string
+	guardv1.Ack
 	UID types.UID
-	// Live is true while the guard answers: its last renewal is within the Lease's duration.
-	Live bool
-	// Expires is when Live turns (or turned) false; zero for a Lease never renewed.
-	Expires time.Time
-	// Enforced maps each Guardrail of the policy the guard runs to its generation.
-	Enforced map[string]int64
-	// Refused is the version the guard refused and why, printable and bounded: free text
-	// of the guard, safe for a condition message.
-	Refused string
 }
 
 // ReadAck reads a guard's Lease as of now.
 func ReadAck(l *coordinationv1.Lease, now time.Time) Ack {
-	a := Ack{
-		Pod:      l.Annotations[AnnotationLeasePod],
-		UID:      types.UID(l.Annotations[AnnotationLeasePodUID]),
-		Enforced: ParseEnforced(l.Annotations[cp.AnnotationEnforced]),
-		Refused:  Printable(l.Annotations[cp.AnnotationRefused], MaxRefusalChars),
-	}
+	var renewed *time.Time
+	var d time.Duration
 	if l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil {
-		a.Expires = l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
-		a.Live = now.Before(a.Expires)
+		renewed, d = &l.Spec.RenewTime.Time, time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second
 	}
-	return a
+	a := guardv1.ReadAck(l.Annotations, renewed, d, now)
+	return Ack{Ack: a, UID: types.UID(a.UID)}
 }
 
 // ListAcks reads the Leases of the guards of pods of namespace ns, kept in leaseNS, as of
 // now: from a cache that holds the Leases of leaseNS (controllers.Options.Cache).
 func ListAcks(ctx context.Context, r client.Reader, leaseNS, ns string, now time.Time) ([]Ack, error) {
 	var leases coordinationv1.LeaseList
-	if err := r.List(ctx, &leases, client.InNamespace(leaseNS), client.MatchingLabels{LabelLeasePodNamespace: ns}); err != nil {
+	if err := r.List(ctx, &leases, client.InNamespace(leaseNS), client.MatchingLabels{guardv1.LabelLeasePodNamespace: ns}); err != nil {
 		return nil, err
 	}
 	acks := make([]Ack, len(leases.Items))
@@ -107,25 +77,8 @@ func ListAcks(ctx context.Context, r client.Reader, leaseNS, ns string, now time
 	return acks, nil
 }
 
-// Printable returns s with every rune that is not printable (controls, format characters,
-// invalid UTF-8) dropped, spaces for line breaks and tabs, cut to at most limit bytes on a
-// rune boundary: free text a guard sends, made fit for a condition message or an Event.
-func Printable(s string, limit int) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			r = ' '
-		case r == utf8.RuneError || !unicode.IsPrint(r):
-			continue
-		}
-		if b.Len()+utf8.RuneLen(r) > limit {
-			break
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// Printable is guardv1.Printable.
+func Printable(s string, limit int) string { return guardv1.Printable(s, limit) }
 
 // RenewDue reports whether a poll at now renews l: its last renewal is a third of its
 // duration old (or it has none), or it was written with another duration or holder.
@@ -140,27 +93,14 @@ func LeaseSeconds(d time.Duration) int32 {
 	return int32((d + time.Second - 1) / time.Second)
 }
 
-// FormatEnforced is the value of cp.AnnotationEnforced naming the Guardrails of a snapshot.
+// FormatEnforced is the value of guardv1.AnnotationEnforced naming the Guardrails of a snapshot.
 func FormatEnforced(gs []policy.GuardrailObject) string {
-	parts := make([]string, len(gs))
+	m := make(map[string]int64, len(gs))
 	for i := range gs {
-		parts[i] = gs[i].Name + "=" + strconv.FormatInt(gs[i].Generation, 10)
+		m[gs[i].Name] = gs[i].Generation
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	return guardv1.FormatEnforced(m)
 }
 
-// ParseEnforced reads the annotation written by FormatEnforced: Guardrail name → generation.
-func ParseEnforced(v string) map[string]int64 {
-	out := map[string]int64{}
-	for _, p := range strings.Split(v, ",") {
-		name, gen, ok := strings.Cut(p, "=")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseInt(gen, 10, 64); err == nil {
-			out[name] = n
-		}
-	}
-	return out
-}
+// ParseEnforced is guardv1.ParseEnforced.
+func ParseEnforced(v string) map[string]int64 { return guardv1.ParseEnforced(v) }

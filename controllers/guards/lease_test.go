@@ -7,11 +7,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 func lease(renewed time.Time, seconds int32, holder string, annotations map[string]string) *coordinationv1.Lease {
@@ -39,8 +39,8 @@ func TestAGuardIsLiveUntilItsLeaseExpires(t *testing.T) {
 			}
 		})
 	}
-	a := ReadAck(lease(now, 60, "", map[string]string{cp.AnnotationEnforced: "a=1,b=7", cp.AnnotationRefused: "v: bad\x07\nnews",
-		AnnotationLeasePod: "web-1", AnnotationLeasePodUID: "u-1"}), now)
+	a := ReadAck(lease(now, 60, "", map[string]string{guardv1.AnnotationEnforced: "a=1,b=7", guardv1.AnnotationRefused: "v: bad\x07\nnews",
+		guardv1.AnnotationLeasePod: "web-1", guardv1.AnnotationLeasePodUID: "u-1"}), now)
 	if a.Enforced["b"] != 7 || a.Refused != "v: bad news" || a.Pod != "web-1" || a.UID != "u-1" {
 		t.Errorf("ack %+v", a)
 	}

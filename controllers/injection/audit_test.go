@@ -1,6 +1,7 @@
 package injection
 
 import (
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"slices"
 	"strings"
 	"testing"
@@ -30,10 +31,10 @@ func TestTheAuditLogIsAPerPodSettingOfTheGuardsArgs(t *testing.T) {
 			cfg.AuditLog = tc.def
 			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
 			if tc.annotation != "" {
-				pod.Annotations = map[string]string{AnnotationAuditLog: tc.annotation}
+				pod.Annotations = map[string]string{guardv1.AnnotationAuditLog: tc.annotation}
 			}
 			s, refused := resolveSettings(pod.Annotations, cfg)
-			if got := slices.ContainsFunc(refused, func(r refusal) bool { return r.annotation == AnnotationAuditLog }); got != tc.refused {
+			if got := slices.ContainsFunc(refused, func(r refusal) bool { return r.annotation == guardv1.AnnotationAuditLog }); got != tc.refused {
 				t.Errorf("refused %v, want %v", refused, tc.refused)
 			}
 			render(pod, cfg, s, []byte("ca"))

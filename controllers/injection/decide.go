@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Event reasons, used in AnnotationInjectionWarnings lines and as the Events' reasons.
@@ -56,7 +56,7 @@ type decision struct {
 // be: inject=false opts out, and a pod labelled injected, or with a container named like
 // the guard, is taken as handled already (re-invocation).
 func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte, providers providerChoice) decision {
-	nsMode := nsLabels[controlplane.LabelInjection]
+	nsMode := nsLabels[guardv1.LabelInjection]
 	switch {
 	case systemNamespaces[namespace]:
 		return decision{skip: "system namespaces are never injected"}
@@ -64,13 +64,13 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 		return decision{skip: "the operator's own namespace is never injected"}
 	case nsMode == injectionRequired:
 		return decideRequired(pod, namespace, nsLabels, cfg, caPEM, providers)
-	case hasContainer(pod, ContainerName):
+	case hasContainer(pod, guardv1.ContainerName):
 		return handWritten(pod, namespace, nsLabels, cfg, caPEM, providers)
-	case pod.Labels[controlplane.LabelInject] == labelFalse:
-		return decision{skip: "the pod opts out (" + controlplane.LabelInject + "=false)"}
-	case pod.Labels[controlplane.LabelInjected] != "":
+	case pod.Labels[guardv1.LabelInject] == labelFalse:
+		return decision{skip: "the pod opts out (" + guardv1.LabelInject + "=false)"}
+	case pod.Labels[guardv1.LabelInjected] != "":
 		return decision{skip: "the pod was already handled by the injector"}
-	case nsMode != injectionEnabled && pod.Labels[controlplane.LabelInject] != labelTrue:
+	case nsMode != injectionEnabled && pod.Labels[guardv1.LabelInject] != labelTrue:
 		return decision{skip: "neither the pod nor its namespace opts in"}
 	case pod.Spec.HostNetwork:
 		return decision{skip: "hostNetwork pods are not injected"}
@@ -105,7 +105,7 @@ func decide(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *
 // is no guard: better said at admission than found later.
 func handWritten(pod *corev1.Pod, namespace string, nsLabels map[string]string, cfg *Config, caPEM []byte, providers providerChoice) decision {
 	refuse := func(why string) decision {
-		return decision{deny: fmt.Sprintf("the pod has a container named %s that is not the guard the injector renders for it: %s", ContainerName, why)}
+		return decision{deny: fmt.Sprintf("the pod has a container named %s that is not the guard the injector renders for it: %s", guardv1.ContainerName, why)}
 	}
 	settings, _ := resolveSettings(pod.Annotations, cfg)
 	chosen, why := resolveProviders(providers, namespace, nsLabels)
@@ -150,7 +150,7 @@ func notInjected(pod *corev1.Pod, why string) decision {
 		out.Labels = map[string]string{}
 	}
 	// "false" rather than no label: the events controller sees the pod and tells why.
-	out.Labels[controlplane.LabelInjected] = labelFalse
+	out.Labels[guardv1.LabelInjected] = labelFalse
 	f := []finding{{ReasonNotInjected, "the guard was not injected: " + why}}
 	setWarnings(out, f)
 	return decision{pod: out, findings: f}
@@ -158,7 +158,7 @@ func notInjected(pod *corev1.Pod, why string) decision {
 
 func deniedPrefix(namespace string) string {
 	return fmt.Sprintf("namespace %s requires the guard (%s=%s) and this pod cannot be injected: ",
-		namespace, controlplane.LabelInjection, injectionRequired)
+		namespace, guardv1.LabelInjection, injectionRequired)
 }
 
 // guardVolumeNames are the volumes render adds; they are the guard's alone.
@@ -218,13 +218,13 @@ func setWarnings(pod *corev1.Pod, findings []finding) {
 		b.WriteString(f.message)
 	}
 	if b.Len() == 0 {
-		delete(pod.Annotations, AnnotationInjectionWarnings)
+		delete(pod.Annotations, guardv1.AnnotationInjectionWarnings)
 		return
 	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationInjectionWarnings] = b.String()
+	pod.Annotations[guardv1.AnnotationInjectionWarnings] = b.String()
 }
 
 // parseWarnings reads what setWarnings wrote.

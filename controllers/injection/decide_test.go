@@ -4,15 +4,15 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-var enabledNS = map[string]string{controlplane.LabelInjection: injectionEnabled}
-var requiredNS = map[string]string{controlplane.LabelInjection: injectionRequired}
+var enabledNS = map[string]string{guardv1.LabelInjection: injectionEnabled}
+var requiredNS = map[string]string{guardv1.LabelInjection: injectionRequired}
 
 func TestDecideWhichPodsAreInjected(t *testing.T) {
 	cases := []struct {
@@ -25,19 +25,19 @@ func TestDecideWhichPodsAreInjected(t *testing.T) {
 	}{
 		{name: "a pod in a namespace labelled enabled is injected", pod: newPod(), ns: "apps", nsLabels: enabledNS, injected: true},
 		{name: "a pod in a namespace labelled required is injected", pod: newPod(), ns: "apps", nsLabels: requiredNS, injected: true},
-		{name: "a pod labelled inject=true in an unlabelled namespace is injected", pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "apps", injected: true},
+		{name: "a pod labelled inject=true in an unlabelled namespace is injected", pod: newPod(withLabel(guardv1.LabelInject, "true")), ns: "apps", injected: true},
 		{name: "a pod in an unlabelled namespace is left alone", pod: newPod(), ns: "apps"},
-		{name: "a namespace labelled with another value does not opt in", pod: newPod(), ns: "apps", nsLabels: map[string]string{controlplane.LabelInjection: "disabled"}},
-		{name: "inject=false wins over an enabled namespace", pod: newPod(withLabel(controlplane.LabelInject, "false")), ns: "apps", nsLabels: enabledNS},
-		{name: "inject=false does not opt out of a required namespace", pod: newPod(withLabel(controlplane.LabelInject, "false")), ns: "apps", nsLabels: requiredNS, injected: true},
-		{name: "kube-system is never injected, even labelled", pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "kube-system", nsLabels: enabledNS},
+		{name: "a namespace labelled with another value does not opt in", pod: newPod(), ns: "apps", nsLabels: map[string]string{guardv1.LabelInjection: "disabled"}},
+		{name: "inject=false wins over an enabled namespace", pod: newPod(withLabel(guardv1.LabelInject, "false")), ns: "apps", nsLabels: enabledNS},
+		{name: "inject=false does not opt out of a required namespace", pod: newPod(withLabel(guardv1.LabelInject, "false")), ns: "apps", nsLabels: requiredNS, injected: true},
+		{name: "kube-system is never injected, even labelled", pod: newPod(withLabel(guardv1.LabelInject, "true")), ns: "kube-system", nsLabels: enabledNS},
 		{name: "kube-node-lease is never injected", pod: newPod(), ns: "kube-node-lease", nsLabels: enabledNS},
-		{name: "the operator's namespace is never injected", pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "guardrail-system", nsLabels: enabledNS},
+		{name: "the operator's namespace is never injected", pod: newPod(withLabel(guardv1.LabelInject, "true")), ns: "guardrail-system", nsLabels: enabledNS},
 		{name: "a hostNetwork pod is skipped", pod: newPod(withHostNetwork()), ns: "apps", nsLabels: enabledNS},
 		{name: "a hostNetwork pod is denied where the guard is required", pod: newPod(withHostNetwork()), ns: "apps", nsLabels: requiredNS, denied: "hostNetwork"},
-		{name: "an injected pod is not injected twice", pod: newPod(withLabel(controlplane.LabelInjected, "true")), ns: "apps", nsLabels: enabledNS},
-		{name: "a pod with a hand-written container named like the guard is refused", pod: newPod(withInitContainer(ContainerName)), ns: "apps", nsLabels: enabledNS,
-			denied: "the pod has a container named " + ContainerName + " that is not the guard the injector renders for it"},
+		{name: "an injected pod is not injected twice", pod: newPod(withLabel(guardv1.LabelInjected, "true")), ns: "apps", nsLabels: enabledNS},
+		{name: "a pod with a hand-written container named like the guard is refused", pod: newPod(withInitContainer(guardv1.ContainerName)), ns: "apps", nsLabels: enabledNS,
+			denied: "the pod has a container named " + guardv1.ContainerName + " that is not the guard the injector renders for it"},
 		{name: "a port clash is denied where the guard is required", pod: newPod(withPort(15080)), ns: "apps", nsLabels: requiredNS, denied: "port 15080"},
 	}
 	for _, tc := range cases {
@@ -66,7 +66,7 @@ func TestDecideWhichPodsAreInjected(t *testing.T) {
 func TestDecideRendersANativeSidecar(t *testing.T) {
 	d := decide(newPod(withInitContainer("migrate")), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	p := d.pod
-	if len(p.Spec.InitContainers) != 2 || p.Spec.InitContainers[0].Name != ContainerName {
+	if len(p.Spec.InitContainers) != 2 || p.Spec.InitContainers[0].Name != guardv1.ContainerName {
 		t.Fatalf("the guard is not the first init container: %v", p.Spec.InitContainers)
 	}
 	g := &p.Spec.InitContainers[0]
@@ -99,10 +99,10 @@ func TestDecideRendersANativeSidecar(t *testing.T) {
 	if _, ok := envValue(&p.Spec.InitContainers[1], envOpenAIBaseURL); !ok {
 		t.Fatal("an init container after the native sidecar can call through it and should get the base URL")
 	}
-	if p.Labels[controlplane.LabelInjected] != "true" || p.Annotations[AnnotationInjectorVersion] != "v0.0.0-test" {
+	if p.Labels[guardv1.LabelInjected] != "true" || p.Annotations[guardv1.AnnotationInjectorVersion] != "v0.0.0-test" {
 		t.Fatal("the injected pod is not marked")
 	}
-	if p.Annotations[AnnotationCABundle] != testCA {
+	if p.Annotations[guardv1.AnnotationCABundle] != testCA {
 		t.Fatal("the CA bundle annotation is missing")
 	}
 	var token *corev1.Volume
@@ -111,7 +111,7 @@ func TestDecideRendersANativeSidecar(t *testing.T) {
 			token = &p.Spec.Volumes[i]
 		}
 	}
-	if token == nil || token.Projected.Sources[0].ServiceAccountToken.Audience != controlplane.Audience {
+	if token == nil || token.Projected.Sources[0].ServiceAccountToken.Audience != guardv1.Audience {
 		t.Fatal("no projected token with the control plane's audience")
 	}
 	if len(d.findings) != 0 {
@@ -124,7 +124,7 @@ func TestDecideRendersTheLegacyShapeBefore129(t *testing.T) {
 	cfg.NativeSidecars = false
 	d := decide(newPod(withInitContainer("migrate")), "apps", enabledNS, cfg, []byte(testCA), providerChoice{})
 	p := d.pod
-	if p.Spec.Containers[0].Name != ContainerName || p.Spec.Containers[0].RestartPolicy != nil {
+	if p.Spec.Containers[0].Name != guardv1.ContainerName || p.Spec.Containers[0].RestartPolicy != nil {
 		t.Fatalf("the guard is not the first regular container: %v", p.Spec.Containers)
 	}
 	if len(p.Spec.InitContainers) != 1 {
@@ -149,7 +149,7 @@ func TestDecideKeepsAnExplicitBaseURL(t *testing.T) {
 	if len(d.findings) != 1 || d.findings[0].reason != ReasonBaseURLKept || !strings.Contains(d.findings[0].message, envOpenAIBaseURL) {
 		t.Fatalf("findings = %v", d.findings)
 	}
-	if got := parseWarnings(d.pod.Annotations[AnnotationInjectionWarnings]); len(got) != 1 || got[0] != d.findings[0] {
+	if got := parseWarnings(d.pod.Annotations[guardv1.AnnotationInjectionWarnings]); len(got) != 1 || got[0] != d.findings[0] {
 		t.Fatalf("the warning annotation does not round-trip: %v", got)
 	}
 }
@@ -159,14 +159,14 @@ func TestDecideRefusesBadAnnotationValues(t *testing.T) {
 		name, annotation, value string
 		message                 string // substring of the warning
 	}{
-		{"negative memory", AnnotationMemory, "-64Mi", "must be positive"},
-		{"zero memory limit", AnnotationMemoryLimit, "0", "must be positive"},
-		{"unparsable CPU", AnnotationCPU, "lots", "not a Kubernetes quantity"},
-		{"unparsable CPU limit", AnnotationCPULimit, "1.5cores", "not a Kubernetes quantity"},
-		{"an upstream that is not http(s)", AnnotationOpenAIUpstream, "ftp://models.internal", "http or https"},
-		{"an upstream without a scheme", AnnotationAnthropicUpstream, "models.internal:8080", "http or https"},
-		{"an upstream with credentials", AnnotationOpenAIUpstream, "https://user:secret@models.internal", "credentials"},
-		{"a memory request above its limit", AnnotationMemory, "1Gi", "exceeds the memory limit"},
+		{"negative memory", guardv1.AnnotationMemory, "-64Mi", "must be positive"},
+		{"zero memory limit", guardv1.AnnotationMemoryLimit, "0", "must be positive"},
+		{"unparsable CPU", guardv1.AnnotationCPU, "lots", "not a Kubernetes quantity"},
+		{"unparsable CPU limit", guardv1.AnnotationCPULimit, "1.5cores", "not a Kubernetes quantity"},
+		{"an upstream that is not http(s)", guardv1.AnnotationOpenAIUpstream, "ftp://models.internal", "http or https"},
+		{"an upstream without a scheme", guardv1.AnnotationAnthropicUpstream, "models.internal:8080", "http or https"},
+		{"an upstream with credentials", guardv1.AnnotationOpenAIUpstream, "https://user:secret@models.internal", "credentials"},
+		{"a memory request above its limit", guardv1.AnnotationMemory, "1Gi", "exceeds the memory limit"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+" is warned about and the default used", func(t *testing.T) {
@@ -215,10 +215,10 @@ func TestDecideSizesTheGuardFromAnnotations(t *testing.T) {
 		cpuLimit    string
 	}{
 		{"no CPU limit: GOMAXPROCS from the request", nil, "1", ""},
-		{"half a CPU: one P", map[string]string{AnnotationCPULimit: "500m"}, "1", "500m"},
-		{"one CPU: one P", map[string]string{AnnotationCPULimit: "1"}, "1", "1"},
-		{"1.5 CPU: two Ps", map[string]string{AnnotationCPULimit: "1500m", AnnotationCPU: "1"}, "2", "1500m"},
-		{"a 3-CPU request without a limit: three Ps", map[string]string{AnnotationCPU: "3"}, "3", ""},
+		{"half a CPU: one P", map[string]string{guardv1.AnnotationCPULimit: "500m"}, "1", "500m"},
+		{"one CPU: one P", map[string]string{guardv1.AnnotationCPULimit: "1"}, "1", "1"},
+		{"1.5 CPU: two Ps", map[string]string{guardv1.AnnotationCPULimit: "1500m", guardv1.AnnotationCPU: "1"}, "2", "1500m"},
+		{"a 3-CPU request without a limit: three Ps", map[string]string{guardv1.AnnotationCPU: "3"}, "3", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestDecideSizesTheGuardFromAnnotations(t *testing.T) {
 func TestDecideLeavesAnUninjectablePodMarked(t *testing.T) {
 	t.Run("without the CA the pod is created without a guard and told why", func(t *testing.T) {
 		d := decide(newPod(), "apps", enabledNS, testConfig(), nil, providerChoice{})
-		if guardOf(d.pod) != nil || d.pod.Labels[controlplane.LabelInjected] != "false" {
+		if guardOf(d.pod) != nil || d.pod.Labels[guardv1.LabelInjected] != "false" {
 			t.Fatal("want an uninjected pod labelled injected=false")
 		}
 		if len(d.findings) != 1 || d.findings[0].reason != ReasonNotInjected {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -14,8 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // eventWindow bounds how old a pod may be for its injection to be reported: after a
@@ -31,7 +31,7 @@ const eventWindow = 2 * time.Minute
 // only for a pod whose spec, read from the apiserver, passes VerifyGuard; a pod labelled
 // injected=true that does not gets a Warning NotInjected saying why.
 type EventReconciler struct {
-	// Pods is a cache of the pods labelled controlplane.LabelInjected. It may hold their
+	// Pods is a cache of the pods labelled guardv1.LabelInjected. It may hold their
 	// metadata only: the spec is read through APIReader.
 	Pods cache.Cache
 	// APIReader reads the spec of a pod labelled injected=true, once, when it is created.
@@ -69,7 +69,7 @@ func (r *EventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if r.now().Sub(pod.CreationTimestamp.Time) > eventWindow || !pod.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	claimed := pod.Labels[controlplane.LabelInjected] == labelTrue
+	claimed := pod.Labels[guardv1.LabelInjected] == labelTrue
 	if claimed {
 		// The cache's copy may have no spec; the apiserver's is what the kubelet runs.
 		full := &corev1.Pod{}
@@ -81,7 +81,7 @@ func (r *EventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 		pod = full
 	}
-	for _, f := range parseWarnings(pod.Annotations[AnnotationInjectionWarnings]) {
+	for _, f := range parseWarnings(pod.Annotations[guardv1.AnnotationInjectionWarnings]) {
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, f.reason, "Inject", "%s", f.message)
 	}
 	if !claimed {
@@ -89,15 +89,15 @@ func (r *EventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	if err := VerifyGuard(pod, r.Guard); err != nil {
 		r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonNotInjected, "Inject",
-			"The pod is labelled %s=true but does not carry the injector's guard: %v", controlplane.LabelInjected, err)
+			"The pod is labelled %s=true but does not carry the injector's guard: %v", guardv1.LabelInjected, err)
 		return ctrl.Result{}, nil
 	}
 	shape := "a native sidecar"
-	if hasRegularContainer(pod, ContainerName) {
+	if hasRegularContainer(pod, guardv1.ContainerName) {
 		shape = "a regular container"
 	}
 	r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, ReasonInjected, "Inject",
-		"Injected the guard as %s (injector %s)", shape, pod.Annotations[AnnotationInjectorVersion])
+		"Injected the guard as %s (injector %s)", shape, pod.Annotations[guardv1.AnnotationInjectorVersion])
 	return ctrl.Result{}, nil
 }
 

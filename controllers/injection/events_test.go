@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -13,8 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // metadataCache serves the pods of a client with their metadata only, as the manager's
@@ -39,7 +39,7 @@ func TestEventsClaimInjectionOnlyForAPodThatCarriesTheGuard(t *testing.T) {
 		p.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
 		return p
 	}
-	appImageGuard := newPod(withAppName(ContainerName), withLabel(controlplane.LabelInjected, "true"))
+	appImageGuard := newPod(withAppName(guardv1.ContainerName), withLabel(guardv1.LabelInjected, "true"))
 	type event struct{ typ, reason, note string }
 	cases := []struct {
 		name string
@@ -48,8 +48,8 @@ func TestEventsClaimInjectionOnlyForAPodThatCarriesTheGuard(t *testing.T) {
 	}{
 		{"a pod the injector injected gets Injected", created(decide(newPod(), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{}).pod),
 			[]event{{"Normal", ReasonInjected, "Injected the guard as a native sidecar"}}},
-		{"a pod that only carries the label gets a Warning instead", created(newPod(withLabel(controlplane.LabelInjected, "true"))),
-			[]event{{"Warning", ReasonNotInjected, "labelled " + controlplane.LabelInjected + "=true but does not carry the injector's guard: the pod has no container named " + ContainerName}}},
+		{"a pod that only carries the label gets a Warning instead", created(newPod(withLabel(guardv1.LabelInjected, "true"))),
+			[]event{{"Warning", ReasonNotInjected, "labelled " + guardv1.LabelInjected + "=true but does not carry the injector's guard: the pod has no container named " + guardv1.ContainerName}}},
 		{"a pod whose app container is named like the guard gets a Warning instead", created(appImageGuard),
 			[]event{{"Warning", ReasonNotInjected, `runs image "app:1"`}}},
 		{"a pod the injector could not inject gets its warning only", created(decide(newPod(), "apps", enabledNS, testConfig(), nil, providerChoice{}).pod),

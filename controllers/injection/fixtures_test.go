@@ -1,6 +1,7 @@
 package injection
 
 import (
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +100,7 @@ func envValue(c *corev1.Container, name string) (string, bool) {
 func guardOf(p *corev1.Pod) *corev1.Container {
 	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for i := range list {
-			if list[i].Name == ContainerName {
+			if list[i].Name == guardv1.ContainerName {
 				return &list[i]
 			}
 		}

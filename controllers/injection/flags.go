@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -72,14 +74,14 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.pullPolicy, "guard-image-pull-policy", "", "Pull policy of the guard's image; empty lets the apiserver default it.")
 	fs.IntVar(&f.proxyPort, "guard-proxy-port", 15080, "Loopback port of the guard's proxy, where app base URLs point.")
 	fs.IntVar(&f.adminPort, "guard-admin-port", 15090, "Port of the guard's /healthz, /readyz and /metrics.")
-	fs.StringVar(&f.cpu, "guard-cpu-request", defaultCPURequest, "Default CPU request of the guard (annotation "+AnnotationCPU+").")
-	fs.StringVar(&f.memory, "guard-memory-request", defaultMemoryRequest, "Default memory request of the guard (annotation "+AnnotationMemory+").")
-	fs.StringVar(&f.cpuLimit, "guard-cpu-limit", "", "Default CPU limit of the guard, empty for none (annotation "+AnnotationCPULimit+").")
-	fs.StringVar(&f.memoryLimit, "guard-memory-limit", defaultMemoryLimit, "Default memory limit of the guard, empty for none (annotation "+AnnotationMemoryLimit+").")
-	fs.StringVar(&f.openAI, "guard-openai-upstream", defaultOpenAIUpstream, "Default OpenAI-compatible provider (annotation "+AnnotationOpenAIUpstream+").")
-	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", defaultAnthropicUpstream, "Default Anthropic provider (annotation "+AnnotationAnthropicUpstream+").")
+	fs.StringVar(&f.cpu, "guard-cpu-request", defaultCPURequest, "Default CPU request of the guard (annotation "+guardv1.AnnotationCPU+").")
+	fs.StringVar(&f.memory, "guard-memory-request", defaultMemoryRequest, "Default memory request of the guard (annotation "+guardv1.AnnotationMemory+").")
+	fs.StringVar(&f.cpuLimit, "guard-cpu-limit", "", "Default CPU limit of the guard, empty for none (annotation "+guardv1.AnnotationCPULimit+").")
+	fs.StringVar(&f.memoryLimit, "guard-memory-limit", defaultMemoryLimit, "Default memory limit of the guard, empty for none (annotation "+guardv1.AnnotationMemoryLimit+").")
+	fs.StringVar(&f.openAI, "guard-openai-upstream", defaultOpenAIUpstream, "Default OpenAI-compatible provider (annotation "+guardv1.AnnotationOpenAIUpstream+").")
+	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", defaultAnthropicUpstream, "Default Anthropic provider (annotation "+guardv1.AnnotationAnthropicUpstream+").")
 	fs.BoolVar(&f.auditLog, "guard-audit-log", false, "Injected guards write their audit log, a JSON line per "+
-		"decision, to stdout (docs/audit-log.md); annotation "+AnnotationAuditLog+" overrides it per pod.")
+		"decision, to stdout (docs/audit-log.md); annotation "+guardv1.AnnotationAuditLog+" overrides it per pod.")
 	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
 		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
 }

@@ -5,11 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // goldenDecision is what a user gets from the injector for one pod: refused, left alone,
@@ -58,24 +58,24 @@ func TestGoldenDecisions(t *testing.T) {
 		"enabled-legacy":                      legacy(enabled()),
 		"required":                            required(),
 		"required-legacy":                     legacy(required()),
-		"enabled-inject-false":                enabled(withLabel(controlplane.LabelInject, "false")),
-		"required-inject-false":               required(withLabel(controlplane.LabelInject, "false")),
-		"unlabelled-namespace-inject-true":    {pod: newPod(withLabel(controlplane.LabelInject, "true")), ns: "apps"},
+		"enabled-inject-false":                enabled(withLabel(guardv1.LabelInject, "false")),
+		"required-inject-false":               required(withLabel(guardv1.LabelInject, "false")),
+		"unlabelled-namespace-inject-true":    {pod: newPod(withLabel(guardv1.LabelInject, "true")), ns: "apps"},
 		"unlabelled-namespace":                {pod: newPod(), ns: "apps"},
 		"system-namespace":                    {pod: newPod(), ns: "kube-system", nsLabels: requiredNS},
 		"operator-namespace":                  {pod: newPod(), ns: "guardrail-system", nsLabels: requiredNS},
-		"enabled-already-injected-label":      enabled(withLabel(controlplane.LabelInjected, "true")),
-		"required-already-injected-label":     required(withLabel(controlplane.LabelInjected, "true")),
-		"enabled-hand-written-guard":          enabled(withContainer(ContainerName)),
-		"required-hand-written-guard":         required(withContainer(ContainerName)),
-		"resources":                           enabled(withAnnotation(AnnotationCPU, "250m"), withAnnotation(AnnotationMemory, "96Mi"), withAnnotation(AnnotationCPULimit, "1"), withAnnotation(AnnotationMemoryLimit, "256Mi")),
-		"resources-bad":                       enabled(withAnnotation(AnnotationCPU, "lots"), withAnnotation(AnnotationMemoryLimit, "-1Gi")),
-		"resources-bad-required":              required(withAnnotation(AnnotationCPU, "lots")),
-		"upstreams":                           enabled(withAnnotation(AnnotationOpenAIUpstream, "https://llm.example.com/openai"), withAnnotation(AnnotationAnthropicUpstream, "https://llm.example.com/anthropic")),
-		"upstreams-bad":                       enabled(withAnnotation(AnnotationOpenAIUpstream, "ftp://x"), withAnnotation(AnnotationAnthropicUpstream, "not a url")),
-		"mcp-upstreams":                       enabled(withAnnotation(AnnotationMCPUpstreams, "docs=http://docs.tools.svc:8080/mcp,search-1=https://search.example.com/mcp")),
-		"mcp-upstreams-bad":                   enabled(withAnnotation(AnnotationMCPUpstreams, "Docs=http://x,docs=http://y,docs=http://z")),
-		"mcp-upstreams-bad-required":          required(withAnnotation(AnnotationMCPUpstreams, "docs=file:///etc/passwd")),
+		"enabled-already-injected-label":      enabled(withLabel(guardv1.LabelInjected, "true")),
+		"required-already-injected-label":     required(withLabel(guardv1.LabelInjected, "true")),
+		"enabled-hand-written-guard":          enabled(withContainer(guardv1.ContainerName)),
+		"required-hand-written-guard":         required(withContainer(guardv1.ContainerName)),
+		"resources":                           enabled(withAnnotation(guardv1.AnnotationCPU, "250m"), withAnnotation(guardv1.AnnotationMemory, "96Mi"), withAnnotation(guardv1.AnnotationCPULimit, "1"), withAnnotation(guardv1.AnnotationMemoryLimit, "256Mi")),
+		"resources-bad":                       enabled(withAnnotation(guardv1.AnnotationCPU, "lots"), withAnnotation(guardv1.AnnotationMemoryLimit, "-1Gi")),
+		"resources-bad-required":              required(withAnnotation(guardv1.AnnotationCPU, "lots")),
+		"upstreams":                           enabled(withAnnotation(guardv1.AnnotationOpenAIUpstream, "https://llm.example.com/openai"), withAnnotation(guardv1.AnnotationAnthropicUpstream, "https://llm.example.com/anthropic")),
+		"upstreams-bad":                       enabled(withAnnotation(guardv1.AnnotationOpenAIUpstream, "ftp://x"), withAnnotation(guardv1.AnnotationAnthropicUpstream, "not a url")),
+		"mcp-upstreams":                       enabled(withAnnotation(guardv1.AnnotationMCPUpstreams, "docs=http://docs.tools.svc:8080/mcp,search-1=https://search.example.com/mcp")),
+		"mcp-upstreams-bad":                   enabled(withAnnotation(guardv1.AnnotationMCPUpstreams, "Docs=http://x,docs=http://y,docs=http://z")),
+		"mcp-upstreams-bad-required":          required(withAnnotation(guardv1.AnnotationMCPUpstreams, "docs=file:///etc/passwd")),
 		"existing-base-urls":                  enabled(withEnv("OPENAI_BASE_URL", "https://proxy.internal/v1"), withEnv("ANTHROPIC_BASE_URL", "https://proxy.internal")),
 		"existing-env":                        enabled(withEnv("LOG_LEVEL", "info")),
 		"init-container":                      enabled(withInitContainer("migrate")),
@@ -84,7 +84,7 @@ func TestGoldenDecisions(t *testing.T) {
 		"host-network":                        enabled(withHostNetwork()),
 		"host-network-required":               required(withHostNetwork()),
 		"port-of-the-guard":                   enabled(withPort(15080)),
-		"injector-version-annotation-ignored": enabled(withAnnotation(AnnotationInjectorVersion, "v0.0.0-forged")),
+		"injector-version-annotation-ignored": enabled(withAnnotation(guardv1.AnnotationInjectorVersion, "v0.0.0-forged")),
 		"keyless-pod":                         enabled(withProvider("openai-prod")),
 		"keyless-namespace-default-required":  defaultProvider("openai-prod", required(withInitContainer("migrate"))),
 		"keyless-two-families":                enabled(withProvider("openai-prod,anthropic-prod")),

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Where the manager's webhook server serves the injector: one handler, two paths, so that
@@ -108,12 +109,12 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			"the guard was not injected: the injector could not read the pod's model providers")
 	}
 	nsLabels := ns.Labels
-	if h.FailClosed && nsLabels[controlplane.LabelInjection] != injectionRequired {
+	if h.FailClosed && nsLabels[guardv1.LabelInjection] != injectionRequired {
 		nsLabels = maps.Clone(nsLabels)
 		if nsLabels == nil {
 			nsLabels = map[string]string{}
 		}
-		nsLabels[controlplane.LabelInjection] = injectionRequired
+		nsLabels[guardv1.LabelInjection] = injectionRequired
 	}
 	var ca []byte
 	if h.CA != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -134,15 +136,15 @@ func TestTheRequiredEntryTreatsItsNamespaceAsRequired(t *testing.T) {
 func TestHandlerWarnsAndDenies(t *testing.T) {
 	t.Run("a refused annotation value is an admission warning", func(t *testing.T) {
 		h := newTestHandler(t, enabledNS)
-		resp := h.Handle(context.Background(), podRequest(t, newPod(withAnnotation(AnnotationCPU, "lots"))))
-		if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], AnnotationCPU) {
+		resp := h.Handle(context.Background(), podRequest(t, newPod(withAnnotation(guardv1.AnnotationCPU, "lots"))))
+		if !resp.Allowed || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], guardv1.AnnotationCPU) {
 			t.Fatalf("allowed=%v warnings=%v", resp.Allowed, resp.Warnings)
 		}
 	})
 	t.Run("a required namespace denies with a message naming the annotation", func(t *testing.T) {
 		h := newTestHandler(t, requiredNS)
-		resp := h.Handle(context.Background(), podRequest(t, newPod(withAnnotation(AnnotationMemory, "-1Gi"))))
-		if resp.Allowed || !strings.Contains(resp.Result.Message, AnnotationMemory) {
+		resp := h.Handle(context.Background(), podRequest(t, newPod(withAnnotation(guardv1.AnnotationMemory, "-1Gi"))))
+		if resp.Allowed || !strings.Contains(resp.Result.Message, guardv1.AnnotationMemory) {
 			t.Fatalf("allowed=%v message=%q", resp.Allowed, resp.Result.Message)
 		}
 	})
@@ -185,7 +187,7 @@ func TestPatchProducesTheDecidedPod(t *testing.T) {
 		"a pod without labels":        {noLabels, true},
 		"a pod with init containers":  {newPod(withInitContainer("migrate")), true},
 		"the legacy shape":            {newPod(withInitContainer("migrate")), false},
-		"a pod with a forged warning": {newPod(withAnnotation(AnnotationInjectionWarnings, "Injected: forged"), withAnnotation("a/b~c", "x")), true},
+		"a pod with a forged warning": {newPod(withAnnotation(guardv1.AnnotationInjectionWarnings, "Injected: forged"), withAnnotation("a/b~c", "x")), true},
 		"a pod that is not injected":  {newPod(withPort(15090)), true},
 	}
 	for name, tc := range cases {
@@ -215,7 +217,7 @@ func BenchmarkHandle(b *testing.B) {
 	realSizeCA := []byte("-----BEGIN CERTIFICATE-----\n" + strings.Repeat(strings.Repeat("A", 64)+"\n", 17) + "-----END CERTIFICATE-----\n")
 	h.CA = func() ([]byte, error) { return realSizeCA, nil }
 	wh := &webhook.Admission{Handler: h}
-	req := podRequest(b, newPod(withAnnotation(AnnotationCPULimit, "1"), withEnv("LOG_LEVEL", "info")))
+	req := podRequest(b, newPod(withAnnotation(guardv1.AnnotationCPULimit, "1"), withEnv("LOG_LEVEL", "info")))
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  &req.AdmissionRequest,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Keyless apps against the real apiserver: the ModelProvider CRD's validation, the
@@ -50,7 +51,7 @@ var _ = Describe("The pod injector for keyless apps", func() {
 	// default.
 	namespaceWithDefault := func(labels map[string]string, provider string) string {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "keyless-", Labels: labels,
-			Annotations: map[string]string{controlplane.AnnotationProvider: provider}}}
+			Annotations: map[string]string{guardv1.AnnotationProvider: provider}}}
 		Expect(k8sClient.Create(context.Background(), ns)).To(Succeed())
 		createDefaultServiceAccount(ns.Name)
 		return ns.Name
@@ -58,7 +59,7 @@ var _ = Describe("The pod injector for keyless apps", func() {
 
 	It("gives a pod of a required namespace with a default provider the guard's --provider flag and a placeholder key, and no reference to any Secret", func() {
 		provider, secretName := createProvider(v1alpha1.ProviderAPIOpenAI, nil)
-		ns := namespaceWithDefault(map[string]string{controlplane.LabelInjection: "required"}, provider)
+		ns := namespaceWithDefault(map[string]string{guardv1.LabelInjection: "required"}, provider)
 		pod := createPod(ns, withInitContainer("migrate"))
 
 		guard := guardOf(pod)
@@ -66,7 +67,7 @@ var _ = Describe("The pod injector for keyless apps", func() {
 		Expect(guard.Args).To(ContainElement("--provider=" + provider))
 		for _, c := range []corev1.Container{pod.Spec.Containers[0], pod.Spec.InitContainers[1]} {
 			Expect(c.Env).To(ContainElements(
-				corev1.EnvVar{Name: "OPENAI_API_KEY", Value: controlplane.PlaceholderAPIKey},
+				corev1.EnvVar{Name: "OPENAI_API_KEY", Value: guardv1.PlaceholderAPIKey},
 				corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: "http://127.0.0.1:15080/v1"}), c.Name)
 			Expect(c.Env).NotTo(ContainElement(HaveField("Name", "ANTHROPIC_API_KEY")), c.Name)
 		}
@@ -88,7 +89,7 @@ var _ = Describe("The pod injector for keyless apps", func() {
 
 	It("denies a pod that asks for a provider that does not serve its namespace, and one that does not exist, saying why", func() {
 		provider, _ := createProvider(v1alpha1.ProviderAPIAnthropic, map[string]v1alpha1.LabelValue{"team": "ml"})
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled"})
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "enabled"})
 		p := newPod(withProvider(provider))
 		p.Namespace = ns
 		Expect(k8sClient.Create(context.Background(), p)).To(MatchError(And(
@@ -110,13 +111,13 @@ var _ = Describe("The pod injector for keyless apps", func() {
 			return k8sClient.Create(context.Background(), p)
 		}).Should(Succeed())
 		Expect(guardOf(p).Args).To(ContainElement("--provider=" + provider))
-		Expect(p.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ANTHROPIC_API_KEY", Value: controlplane.PlaceholderAPIKey}))
+		Expect(p.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ANTHROPIC_API_KEY", Value: guardv1.PlaceholderAPIKey}))
 	})
 
 	It("keeps an app's own key, warns without quoting it, and records a Warning APIKeyKept Event", func() {
 		const ownKey = "sk-ant-app-own-key-0123456789"
 		provider, _ := createProvider(v1alpha1.ProviderAPIAnthropic, nil)
-		ns := namespaceWithDefault(map[string]string{controlplane.LabelInjection: "enabled"}, provider)
+		ns := namespaceWithDefault(map[string]string{guardv1.LabelInjection: "enabled"}, provider)
 		warnings := &warningCollector{}
 		pod := newPod(withEnv("ANTHROPIC_API_KEY", ownKey))
 		pod.Namespace = ns

@@ -3,13 +3,13 @@ package injection
 import (
 	"context"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // A platform's namespace usually has a LimitRange: the apiserver's LimitRanger plugin adds
@@ -17,7 +17,7 @@ import (
 // after a webhook's change). Such a guard is still the guard, in required namespaces too.
 var _ = Describe("A namespace with a LimitRange that sets default limits", func() {
 	It("admits the injected guard with the limits added, and it counts as the guard", func() {
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "required"})
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "required"})
 		Expect(k8sClient.Create(context.Background(), &corev1.LimitRange{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"},
 			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{

@@ -4,10 +4,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 )
 
 func TestDecideFrontsTheAnnotatedMCPServers(t *testing.T) {
-	d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, "code-search=http://search.tools.svc:8080/mcp, files=https://files.example/mcp")),
+	d := decide(newPod(withAnnotation(guardv1.AnnotationMCPUpstreams, "code-search=http://search.tools.svc:8080/mcp, files=https://files.example/mcp")),
 		"apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	g := guardOf(d.pod)
 	for _, want := range []string{"--mcp-upstream=code-search=http://search.tools.svc:8080/mcp", "--mcp-upstream=files=https://files.example/mcp"} {
@@ -41,12 +43,12 @@ func TestDecideRefusesABadMCPUpstreamsAnnotation(t *testing.T) {
 		{"a URL with credentials", "files=https://u:secret@f/mcp", "credentials"},
 	} {
 		t.Run(tc.name+" is warned about and no MCP server fronted", func(t *testing.T) {
-			d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, tc.value)), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
+			d := decide(newPod(withAnnotation(guardv1.AnnotationMCPUpstreams, tc.value)), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 			if d.pod == nil || guardOf(d.pod) == nil {
 				t.Fatal("the pod should still be injected")
 			}
 			if len(d.findings) != 1 || d.findings[0].reason != ReasonInvalidAnnotation ||
-				!strings.Contains(d.findings[0].message, AnnotationMCPUpstreams) || !strings.Contains(d.findings[0].message, tc.message) {
+				!strings.Contains(d.findings[0].message, guardv1.AnnotationMCPUpstreams) || !strings.Contains(d.findings[0].message, tc.message) {
 				t.Fatalf("findings = %v", d.findings)
 			}
 			if strings.Contains(d.findings[0].message, "secret") {
@@ -64,8 +66,8 @@ func TestDecideRefusesABadMCPUpstreamsAnnotation(t *testing.T) {
 			}
 		})
 		t.Run(tc.name+" is denied where the guard is required", func(t *testing.T) {
-			d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, tc.value)), "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
-			if !strings.Contains(d.deny, AnnotationMCPUpstreams) || !strings.Contains(d.deny, tc.message) {
+			d := decide(newPod(withAnnotation(guardv1.AnnotationMCPUpstreams, tc.value)), "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
+			if !strings.Contains(d.deny, guardv1.AnnotationMCPUpstreams) || !strings.Contains(d.deny, tc.message) {
 				t.Fatalf("denial = %q", d.deny)
 			}
 		})
@@ -73,7 +75,7 @@ func TestDecideRefusesABadMCPUpstreamsAnnotation(t *testing.T) {
 }
 
 func TestDecideKeepsAnMCPURLTheAppSetsItself(t *testing.T) {
-	d := decide(newPod(withAnnotation(AnnotationMCPUpstreams, "files=http://f/mcp"), withEnv("GUARDRAIL_MCP_FILES_URL", "http://elsewhere/mcp")),
+	d := decide(newPod(withAnnotation(guardv1.AnnotationMCPUpstreams, "files=http://f/mcp"), withEnv("GUARDRAIL_MCP_FILES_URL", "http://elsewhere/mcp")),
 		"apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
 	if v, _ := envValue(&d.pod.Spec.Containers[0], "GUARDRAIL_MCP_FILES_URL"); v != "http://elsewhere/mcp" {
 		t.Fatalf("the app's own value was replaced: %q", v)

@@ -7,17 +7,18 @@ import (
 	"strconv"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Keyless apps (DESIGN.md §9.2): a pod names the ModelProviders it calls through its guard
-// with the annotation controlplane.AnnotationProvider, or inherits its namespace's. The
+// with the annotation guardv1.AnnotationProvider, or inherits its namespace's. The
 // injector passes each to the guard as --provider=NAME and gives the app containers a
 // placeholder API key of the provider's family; the guard receives the credential over
 // its subscription and swaps it in. Nothing of the credential, not even the name of its
@@ -72,11 +73,11 @@ type chosenProvider struct {
 // its namespace's: an annotation on the pod, even empty, replaces the namespace's default
 // (empty opts out of it). The value is NAME or NAME,NAME.
 func requestedProviders(podAnnotations, nsAnnotations map[string]string, namespace string) providerChoice {
-	raw, ok := podAnnotations[controlplane.AnnotationProvider]
-	c := providerChoice{from: "the pod's annotation " + controlplane.AnnotationProvider}
+	raw, ok := podAnnotations[guardv1.AnnotationProvider]
+	c := providerChoice{from: "the pod's annotation " + guardv1.AnnotationProvider}
 	if !ok {
-		raw = nsAnnotations[controlplane.AnnotationProvider]
-		c.from = fmt.Sprintf("the annotation %s of namespace %s", controlplane.AnnotationProvider, namespace)
+		raw = nsAnnotations[guardv1.AnnotationProvider]
+		c.from = fmt.Sprintf("the annotation %s of namespace %s", guardv1.AnnotationProvider, namespace)
 	}
 	for _, n := range strings.Split(raw, ",") {
 		n = strings.TrimSpace(n)
@@ -189,7 +190,7 @@ func setPlaceholderKeys(pod *corev1.Pod, cfg *Config, providers []chosenProvider
 				continue // RenderGuard's, which knows providers by name only
 			}
 			if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }); i >= 0 {
-				if e := c.Env[i]; e.ValueFrom == nil && e.Value == controlplane.PlaceholderAPIKey {
+				if e := c.Env[i]; e.ValueFrom == nil && e.Value == guardv1.PlaceholderAPIKey {
 					continue
 				}
 				findings = append(findings, finding{ReasonAPIKeyKept, fmt.Sprintf(
@@ -197,7 +198,7 @@ func setPlaceholderKeys(pod *corev1.Pod, cfg *Config, providers []chosenProvider
 						"refuses a call that carries a real provider key: leave it unset to use the provider", c.Name, name, p.name)})
 				continue
 			}
-			c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: controlplane.PlaceholderAPIKey})
+			c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: guardv1.PlaceholderAPIKey})
 		}
 	}
 	return findings

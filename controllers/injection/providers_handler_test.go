@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 func TestHandlerGivesAKeylessPodItsNamespacesProvider(t *testing.T) {
@@ -25,7 +25,7 @@ func TestHandlerGivesAKeylessPodItsNamespacesProvider(t *testing.T) {
 	if got := providerFlags(guardOf(pod)); !slices.Equal(got, []string{"--provider=openai-prod"}) {
 		t.Fatalf("the guard's provider flags: %v", got)
 	}
-	if v, _ := envValue(&pod.Spec.Containers[0], "OPENAI_API_KEY"); v != controlplane.PlaceholderAPIKey {
+	if v, _ := envValue(&pod.Spec.Containers[0], "OPENAI_API_KEY"); v != guardv1.PlaceholderAPIKey {
 		t.Fatalf("the app's OPENAI_API_KEY = %q", v)
 	}
 }

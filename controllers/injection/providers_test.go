@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // testProviders are the ModelProviders of the unit tests' cluster: two OpenAI ones and an
@@ -66,11 +67,11 @@ func decideKeyless(t testing.TB, nsLabels, nsAnnotations map[string]string, opts
 }
 
 func withProvider(value string) podOption {
-	return withAnnotation(controlplane.AnnotationProvider, value)
+	return withAnnotation(guardv1.AnnotationProvider, value)
 }
 
 func providerDefault(value string) map[string]string {
-	return map[string]string{controlplane.AnnotationProvider: value}
+	return map[string]string{guardv1.AnnotationProvider: value}
 }
 
 // secretReferences lists every way a pod's spec refers to a Secret or carries a
@@ -155,7 +156,7 @@ func TestAKeylessPodGetsItsProvidersFlagsAndPlaceholderKeys(t *testing.T) {
 				for _, c := range []*corev1.Container{app, migrate} {
 					for _, env := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
 						v, ok := envValue(c, env)
-						if want := slices.Contains(tc.keys, env); ok != want || (ok && v != controlplane.PlaceholderAPIKey) {
+						if want := slices.Contains(tc.keys, env); ok != want || (ok && v != guardv1.PlaceholderAPIKey) {
 							t.Errorf("container %s: %s = %q (set %v), want the placeholder: %v", c.Name, env, v, ok, want)
 						}
 					}
@@ -196,7 +197,7 @@ func TestAKeylessPodBeforeNativeSidecarsLeavesItsInitContainersAlone(t *testing.
 	if _, ok := envValue(&d.pod.Spec.InitContainers[0], "OPENAI_API_KEY"); ok {
 		t.Fatal("an init container runs before a legacy guard exists; it got a placeholder key")
 	}
-	if v, _ := envValue(&d.pod.Spec.Containers[1], "OPENAI_API_KEY"); v != controlplane.PlaceholderAPIKey {
+	if v, _ := envValue(&d.pod.Spec.Containers[1], "OPENAI_API_KEY"); v != guardv1.PlaceholderAPIKey {
 		t.Fatalf("the app's OPENAI_API_KEY = %q", v)
 	}
 }
@@ -239,7 +240,7 @@ func TestAPodIsDeniedAProviderItCannotUse(t *testing.T) {
 		}
 	}
 	t.Run("a provider that selects the namespace by its labels is allowed", func(t *testing.T) {
-		d := decideKeyless(t, map[string]string{controlplane.LabelInjection: injectionEnabled, "team": "ml"}, nil, withProvider("ml-only"))
+		d := decideKeyless(t, map[string]string{guardv1.LabelInjection: injectionEnabled, "team": "ml"}, nil, withProvider("ml-only"))
 		if d.deny != "" || !slices.Equal(providerFlags(guardOf(d.pod)), []string{"--provider=ml-only"}) {
 			t.Fatalf("deny %q", d.deny)
 		}
@@ -253,7 +254,7 @@ func TestAPodIsDeniedAProviderItCannotUse(t *testing.T) {
 		}
 	})
 	t.Run("a pod that opts out of an enabled namespace is not judged on its namespace's default", func(t *testing.T) {
-		d := decideKeyless(t, enabledNS, providerDefault("gone"), withLabel(controlplane.LabelInject, labelFalse))
+		d := decideKeyless(t, enabledNS, providerDefault("gone"), withLabel(guardv1.LabelInject, labelFalse))
 		if d.deny != "" || d.pod != nil {
 			t.Fatalf("deny %q, pod %v", d.deny, d.pod != nil)
 		}
@@ -274,7 +275,7 @@ func TestAnAppsOwnAPIKeyIsKeptAndReportedWithoutItsValue(t *testing.T) {
 			for _, e := range app.Env {
 				if e.Name == "OPENAI_API_KEY" {
 					n++
-					if e.Value == controlplane.PlaceholderAPIKey {
+					if e.Value == guardv1.PlaceholderAPIKey {
 						t.Error("the app's own key was replaced by the placeholder")
 					}
 				}
@@ -286,16 +287,16 @@ func TestAnAppsOwnAPIKeyIsKeptAndReportedWithoutItsValue(t *testing.T) {
 				!strings.Contains(d.findings[0].message, "OPENAI_API_KEY") || !strings.Contains(d.findings[0].message, "openai-prod") {
 				t.Fatalf("findings = %v", d.findings)
 			}
-			if strings.Contains(d.findings[0].message, realKey) || strings.Contains(d.pod.Annotations[AnnotationInjectionWarnings], realKey) {
+			if strings.Contains(d.findings[0].message, realKey) || strings.Contains(d.pod.Annotations[guardv1.AnnotationInjectionWarnings], realKey) {
 				t.Fatal("the warning quotes the app's key")
 			}
-			if got := parseWarnings(d.pod.Annotations[AnnotationInjectionWarnings]); len(got) != 1 || got[0] != d.findings[0] {
+			if got := parseWarnings(d.pod.Annotations[guardv1.AnnotationInjectionWarnings]); len(got) != 1 || got[0] != d.findings[0] {
 				t.Fatalf("the warning does not reach the events controller: %v", got)
 			}
 		})
 	}
 	t.Run("the placeholder set by the app itself is not reported", func(t *testing.T) {
-		d := decideKeyless(t, enabledNS, nil, withProvider("openai-prod"), withEnv("OPENAI_API_KEY", controlplane.PlaceholderAPIKey))
+		d := decideKeyless(t, enabledNS, nil, withProvider("openai-prod"), withEnv("OPENAI_API_KEY", guardv1.PlaceholderAPIKey))
 		if len(d.findings) != 0 {
 			t.Fatalf("findings = %v", d.findings)
 		}

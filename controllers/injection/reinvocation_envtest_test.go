@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -16,8 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 var relabelOnce sync.Once
@@ -63,7 +63,7 @@ var _ = Describe("Re-invocation by the apiserver", func() {
 	DescribeTable("injects once when a webhook after the injector changes the pod",
 		func(mode string) {
 			relabelAfterTheInjector()
-			ns := newNamespace(map[string]string{controlplane.LabelInjection: mode, "relabel": "yes"})
+			ns := newNamespace(map[string]string{guardv1.LabelInjection: mode, "relabel": "yes"})
 
 			// The apiserver's webhook configuration cache takes a moment to see the new one.
 			Eventually(func(g Gomega) {
@@ -75,7 +75,7 @@ var _ = Describe("Re-invocation by the apiserver", func() {
 				g.Expect(VerifyGuard(p, suiteGuard())).To(Succeed())
 				guards, volumes := 0, 0
 				for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
-					if c.Name == ContainerName {
+					if c.Name == guardv1.ContainerName {
 						guards++
 					}
 				}

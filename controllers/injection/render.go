@@ -6,12 +6,13 @@ import (
 	"strconv"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 )
 
@@ -24,9 +25,9 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Labels[controlplane.LabelInjected] = labelTrue
-	pod.Annotations[AnnotationInjectorVersion] = cfg.Version
-	pod.Annotations[AnnotationCABundle] = string(caPEM)
+	pod.Labels[guardv1.LabelInjected] = labelTrue
+	pod.Annotations[guardv1.AnnotationInjectorVersion] = cfg.Version
+	pod.Annotations[guardv1.AnnotationCABundle] = string(caPEM)
 
 	// App containers learn the guard's address first, so the guard itself is not counted.
 	findings := setBaseURLs(pod, cfg, s)
@@ -124,8 +125,8 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		"--" + flagListen + "=127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort)),
 		"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),
 		"--" + flagControlPlane + "=" + cfg.ControlPlaneURL,
-		"--" + flagTokenFile + "=" + TokenPath,
-		"--" + flagCAFile + "=" + CAPath,
+		"--" + flagTokenFile + "=" + guardv1.TokenPath,
+		"--" + flagCAFile + "=" + guardv1.CAPath,
 		"--" + flagSnapshotDir + "=" + snapshotDir,
 		"--" + flagOpenAIUpstream + "=" + s.openAIUpstream,
 		"--" + flagAnthropicUpstream + "=" + s.anthropicUpstream,
@@ -146,7 +147,7 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 	}
 	admin := intstr.FromString(portNameAdmin)
 	return corev1.Container{
-		Name:            ContainerName,
+		Name:            guardv1.ContainerName,
 		Image:           cfg.Image,
 		ImagePullPolicy: cfg.ImagePullPolicy,
 		Command:         cfg.Command,
@@ -202,13 +203,13 @@ func guardVolumes() []corev1.Volume {
 	return []corev1.Volume{
 		{Name: volumeToken, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-				Audience: controlplane.Audience, ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds), Path: "token",
+				Audience: guardv1.Audience, ExpirationSeconds: ptr.To[int64](tokenExpirationSeconds), Path: "token",
 			}}},
 		}}},
 		{Name: volumeCA, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: []corev1.DownwardAPIVolumeFile{{
 				Path:     "ca.crt",
-				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationCABundle + "']"},
+				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + guardv1.AnnotationCABundle + "']"},
 			}},
 		}}},
 		{Name: volumePodInfo, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // decideRequired is decide for a namespace labelled required: every pod is admitted with
@@ -38,17 +38,17 @@ func decideRequired(pod *corev1.Pod, namespace string, nsLabels map[string]strin
 	if why := unsafeForTheGuard(pod); why != "" {
 		return deny(why)
 	}
-	if hasContainer(pod, ContainerName) {
+	if hasContainer(pod, guardv1.ContainerName) {
 		return alreadyGuarded(pod, cfg, settings, caPEM, deny)
 	}
 	if why := cannotInject(pod, cfg, caPEM); why != "" {
 		return deny(why)
 	}
 	var findings []finding
-	if pod.Labels[controlplane.LabelInject] == labelFalse {
+	if pod.Labels[guardv1.LabelInject] == labelFalse {
 		findings = append(findings, finding{ReasonOptOutIgnored, fmt.Sprintf(
 			"the label %s=false is ignored: namespace %s requires the guard (%s=%s)",
-			controlplane.LabelInject, namespace, controlplane.LabelInjection, injectionRequired)})
+			guardv1.LabelInject, namespace, guardv1.LabelInjection, injectionRequired)})
 	}
 	out, findings, err := inject(pod, cfg, settings, caPEM, findings)
 	if err != nil {
@@ -61,12 +61,12 @@ func decideRequired(pod *corev1.Pod, namespace string, nsLabels map[string]strin
 // ContainerName: left as it is when that is the injector's guard, refused otherwise.
 func alreadyGuarded(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte, deny func(string) decision) decision {
 	notTheGuard := func(why string) decision {
-		return deny(fmt.Sprintf("it has a container named %s that is not the injector's guard: %s", ContainerName, why))
+		return deny(fmt.Sprintf("it has a container named %s that is not the injector's guard: %s", guardv1.ContainerName, why))
 	}
 	if why := notTheInjectors(pod, cfg, s, caPEM); why != "" {
 		return notTheGuard(why)
 	}
-	if pod.Labels[controlplane.LabelInjected] == labelTrue {
+	if pod.Labels[guardv1.LabelInjected] == labelTrue {
 		return decision{skip: "the pod carries the injector's guard already"}
 	}
 	// The guard is the injector's, whoever wrote it; the label says so.
@@ -74,7 +74,7 @@ func alreadyGuarded(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte,
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
-	out.Labels[controlplane.LabelInjected] = labelTrue
+	out.Labels[guardv1.LabelInjected] = labelTrue
 	return decision{pod: out}
 }
 
@@ -92,8 +92,8 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 	if !slices.Equal(guard.Args, guardContainer(cfg, s).Args) {
 		return "its arguments are not the ones the injector renders for this pod"
 	}
-	if pod.Annotations[AnnotationCABundle] != string(caPEM) {
-		return fmt.Sprintf("the annotation %s is not the operator's CA certificate", AnnotationCABundle)
+	if pod.Annotations[guardv1.AnnotationCABundle] != string(caPEM) {
+		return fmt.Sprintf("the annotation %s is not the operator's CA certificate", guardv1.AnnotationCABundle)
 	}
 	return ""
 }
@@ -113,7 +113,7 @@ func unsafeForTheGuard(pod *corev1.Pod) string {
 		return fmt.Sprintf("its securityContext runs containers as user %d, the guard's", guardUID)
 	}
 	runsAsGuard := func(name string, sc *corev1.SecurityContext) string {
-		if name == ContainerName || sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != guardUID {
+		if name == guardv1.ContainerName || sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != guardUID {
 			return ""
 		}
 		return fmt.Sprintf("container %s runs as user %d, the guard's", name, guardUID)

@@ -5,12 +5,12 @@ import (
 	"strconv"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // apiTokenMounts are the mounts of c of the volume the ServiceAccount admission plugin
@@ -27,7 +27,7 @@ func apiTokenMounts(c corev1.Container) []string {
 
 var _ = Describe("A namespace labelled required", func() {
 	var ns string
-	BeforeEach(func() { ns = newNamespace(map[string]string{controlplane.LabelInjection: "required"}) })
+	BeforeEach(func() { ns = newNamespace(map[string]string{guardv1.LabelInjection: "required"}) })
 
 	DescribeTable("admits a pod with the guard, whatever its labels, annotations and containers claim",
 		func(warning string, opts ...podOption) {
@@ -37,7 +37,7 @@ var _ = Describe("A namespace labelled required", func() {
 			Expect(clientWithWarnings(warnings).Create(context.Background(), pod)).To(Succeed())
 
 			Expect(VerifyGuard(pod, suiteGuard())).To(Succeed())
-			Expect(pod.Labels).To(HaveKeyWithValue(controlplane.LabelInjected, "true"))
+			Expect(pod.Labels).To(HaveKeyWithValue(guardv1.LabelInjected, "true"))
 			Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: "http://127.0.0.1:15080/v1"}))
 			if warning != "" {
 				Expect(warnings.all()).To(ContainElement(ContainSubstring(warning)))
@@ -46,10 +46,10 @@ var _ = Describe("A namespace labelled required", func() {
 			Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeNormal, ReasonInjected, "native sidecar"))
 		},
 		Entry("labelled injected=true and annotated enforced", "",
-			withLabel(controlplane.LabelInjected, "true"), withAnnotation("guardrail.dev/enforced", "true")),
-		Entry("labelled injected=false", "", withLabel(controlplane.LabelInjected, "false")),
-		Entry("labelled inject=false, which is ignored with a warning", controlplane.LabelInject+"=false is ignored",
-			withLabel(controlplane.LabelInject, "false")),
+			withLabel(guardv1.LabelInjected, "true"), withAnnotation("guardrail.dev/enforced", "true")),
+		Entry("labelled injected=false", "", withLabel(guardv1.LabelInjected, "false")),
+		Entry("labelled inject=false, which is ignored with a warning", guardv1.LabelInject+"=false is ignored",
+			withLabel(guardv1.LabelInject, "false")),
 	)
 
 	DescribeTable("refuses a pod that would escape or reach into the guard, saying why",
@@ -59,10 +59,10 @@ var _ = Describe("A namespace labelled required", func() {
 			err := k8sClient.Create(context.Background(), pod)
 			Expect(err).To(MatchError(And(ContainSubstring("requires the guard"), ContainSubstring(reason))))
 		},
-		Entry("an app container named like the guard", "a container named "+ContainerName+" that is not the injector's guard",
-			withAppName(ContainerName)),
+		Entry("an app container named like the guard", "a container named "+guardv1.ContainerName+" that is not the injector's guard",
+			withAppName(guardv1.ContainerName)),
 		Entry("an app container named like the guard, labelled injected=true", "that is not the injector's guard",
-			withAppName(ContainerName), withLabel(controlplane.LabelInjected, "true")),
+			withAppName(guardv1.ContainerName), withLabel(guardv1.LabelInjected, "true")),
 		Entry("a shared process namespace", "shareProcessNamespace",
 			func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }),
 		Entry("an app container running as the guard's user", "runs as user "+strconv.Itoa(guardUID),
@@ -74,7 +74,7 @@ var _ = Describe("A namespace labelled required", func() {
 	It("keeps the pod's Kubernetes API token out of the guard, and gives it to the app as before", func() {
 		pod := createPod(ns)
 		guard := pod.Spec.InitContainers[0]
-		Expect(guard.Name).To(Equal(ContainerName))
+		Expect(guard.Name).To(Equal(guardv1.ContainerName))
 		// The ServiceAccount admission plugin ran: the app has the token.
 		Expect(apiTokenMounts(pod.Spec.Containers[0])).To(HaveLen(1))
 		Expect(apiTokenMounts(guard)).To(BeEmpty())
@@ -83,17 +83,17 @@ var _ = Describe("A namespace labelled required", func() {
 	})
 
 	It("injects the pod of the report: labelled injected=true and inject=false, annotated enforced, by hand", func() {
-		pod := createPod(ns, withLabel(controlplane.LabelInjected, "true"), withAnnotation("guardrail.dev/enforced", "true"),
-			withLabel(controlplane.LabelInject, "false"))
+		pod := createPod(ns, withLabel(guardv1.LabelInjected, "true"), withAnnotation("guardrail.dev/enforced", "true"),
+			withLabel(guardv1.LabelInject, "false"))
 		Expect(guardOf(pod)).NotTo(BeNil())
 	})
 })
 
 var _ = Describe("A namespace labelled enabled", func() {
 	It("records no Injected Event for a pod that only carries the injector's label", func() {
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled"})
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "enabled"})
 		// The enabled entry skips pods labelled injected: the pod is admitted as written.
-		pod := createPod(ns, withLabel(controlplane.LabelInjected, "true"))
+		pod := createPod(ns, withLabel(guardv1.LabelInjected, "true"))
 		Expect(guardOf(pod)).To(BeNil())
 
 		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeWarning, ReasonNotInjected, "does not carry the injector's guard"))
@@ -101,7 +101,7 @@ var _ = Describe("A namespace labelled enabled", func() {
 	})
 
 	It("keeps the pod's Kubernetes API token out of the guard", func() {
-		pod := createPod(newNamespace(map[string]string{controlplane.LabelInjection: "enabled"}))
+		pod := createPod(newNamespace(map[string]string{guardv1.LabelInjection: "enabled"}))
 		Expect(apiTokenMounts(pod.Spec.Containers[0])).To(HaveLen(1))
 		Expect(apiTokenMounts(pod.Spec.InitContainers[0])).To(BeEmpty())
 	})

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // injectedPod is the fixture pod as the injector admits it in a required namespace.
@@ -49,15 +49,15 @@ func TestARequiredNamespaceInjectsWhateverThePodClaims(t *testing.T) {
 		warning string // substring of a finding, when one is expected
 	}{
 		{name: "a pod labelled injected=true and annotated enforced is injected all the same",
-			pod: newPod(withLabel(controlplane.LabelInjected, "true"), withAnnotation("guardrail.dev/enforced", "true"))},
+			pod: newPod(withLabel(guardv1.LabelInjected, "true"), withAnnotation("guardrail.dev/enforced", "true"))},
 		{name: "a pod labelled injected=false is injected",
-			pod: newPod(withLabel(controlplane.LabelInjected, "false"))},
+			pod: newPod(withLabel(guardv1.LabelInjected, "false"))},
 		{name: "a pod labelled inject=false is injected, and told the label is ignored",
-			pod: newPod(withLabel(controlplane.LabelInject, "false")), warning: controlplane.LabelInject + "=false is ignored"},
+			pod: newPod(withLabel(guardv1.LabelInject, "false")), warning: guardv1.LabelInject + "=false is ignored"},
 		{name: "a pod labelled inject=false and injected=true is injected",
-			pod: newPod(withLabel(controlplane.LabelInject, "false"), withLabel(controlplane.LabelInjected, "true")), warning: "is ignored"},
+			pod: newPod(withLabel(guardv1.LabelInject, "false"), withLabel(guardv1.LabelInjected, "true")), warning: "is ignored"},
 		{name: "a pod that writes the injector's warnings itself gets the injector's",
-			pod: newPod(withAnnotation(AnnotationInjectionWarnings, ReasonInjected+": injected by hand"))},
+			pod: newPod(withAnnotation(guardv1.AnnotationInjectionWarnings, ReasonInjected+": injected by hand"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestARequiredNamespaceInjectsWhateverThePodClaims(t *testing.T) {
 			if err := VerifyGuard(d.pod, cfg.Guard()); err != nil {
 				t.Fatalf("the admitted pod does not carry the guard: %v", err)
 			}
-			if d.pod.Labels[controlplane.LabelInjected] != labelTrue {
-				t.Fatalf("label %s = %q, want the injector's true", controlplane.LabelInjected, d.pod.Labels[controlplane.LabelInjected])
+			if d.pod.Labels[guardv1.LabelInjected] != labelTrue {
+				t.Fatalf("label %s = %q, want the injector's true", guardv1.LabelInjected, d.pod.Labels[guardv1.LabelInjected])
 			}
 			if v, _ := envValue(&d.pod.Spec.Containers[0], envOpenAIBaseURL); v == "" {
 				t.Fatal("the app container was not pointed at the guard")
@@ -92,7 +92,7 @@ func TestARequiredNamespaceInjectsWhateverThePodClaims(t *testing.T) {
 func TestARequiredNamespaceRefusesWhatWouldEscapeTheGuard(t *testing.T) {
 	uid := strconv.Itoa(guardUID)
 	secondToken := corev1.Volume{Name: "mytoken", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: controlplane.Audience, Path: "t"}}},
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: guardv1.Audience, Path: "t"}}},
 	}}}
 	cases := []struct {
 		name   string
@@ -100,13 +100,13 @@ func TestARequiredNamespaceRefusesWhatWouldEscapeTheGuard(t *testing.T) {
 		denied []string // substrings of the denial
 	}{
 		{name: "an app container named like the guard is refused",
-			pod:    newPod(withAppName(ContainerName)),
-			denied: []string{"a container named " + ContainerName + " that is not the injector's guard", `image "app:1"`}},
+			pod:    newPod(withAppName(guardv1.ContainerName)),
+			denied: []string{"a container named " + guardv1.ContainerName + " that is not the injector's guard", `image "app:1"`}},
 		{name: "an app container named like the guard is refused even labelled injected=true",
-			pod:    newPod(withAppName(ContainerName), withLabel(controlplane.LabelInjected, "true")),
+			pod:    newPod(withAppName(guardv1.ContainerName), withLabel(guardv1.LabelInjected, "true")),
 			denied: []string{"not the injector's guard"}},
 		{name: "an init container named like the guard is refused",
-			pod:    newPod(withInitContainer(ContainerName)),
+			pod:    newPod(withInitContainer(guardv1.ContainerName)),
 			denied: []string{"not the injector's guard", "not a sidecar"}},
 		{name: "a pod that shares its process namespace is refused",
 			pod:    newPod(func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr.To(true) }),
@@ -130,7 +130,7 @@ func TestARequiredNamespaceRefusesWhatWouldEscapeTheGuard(t *testing.T) {
 			denied: []string{"container app mounts volume " + volumeSnapshot}},
 		{name: "a second volume projecting a token of the guard's audience is refused",
 			pod:    newPod(withVolume(secondToken), withAppMount("mytoken")),
-			denied: []string{"volume mytoken projects a token of audience " + controlplane.Audience}},
+			denied: []string{"volume mytoken projects a token of audience " + guardv1.Audience}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,9 +186,9 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 	})
 	t.Run("a guard exactly like the injector's but not labelled is labelled", func(t *testing.T) {
 		p := injectedPod(t)
-		delete(p.Labels, controlplane.LabelInjected)
+		delete(p.Labels, guardv1.LabelInjected)
 		d := decide(p, "apps", requiredNS, testConfig(), []byte(testCA), providerChoice{})
-		if d.deny != "" || d.pod == nil || d.pod.Labels[controlplane.LabelInjected] != labelTrue {
+		if d.deny != "" || d.pod == nil || d.pod.Labels[guardv1.LabelInjected] != labelTrue {
 			t.Fatalf("want the label written: deny %q, pod %v", d.deny, d.pod != nil)
 		}
 		if guards := len(d.pod.Spec.InitContainers); guards != 1 {
@@ -208,7 +208,7 @@ func TestARequiredNamespaceTellsTheInjectorsGuardFromAHandWrittenOne(t *testing.
 			g.Args[6] = "--" + flagOpenAIUpstream + "=https://models.tenant.example"
 		}, "its arguments are not the ones the injector renders"},
 		{"a guard that trusts a CA of the pod's author is refused", func(p *corev1.Pod, _ *corev1.Container) {
-			p.Annotations[AnnotationCABundle] = "-----BEGIN CERTIFICATE-----\nMIIBtenant\n-----END CERTIFICATE-----\n"
+			p.Annotations[guardv1.AnnotationCABundle] = "-----BEGIN CERTIFICATE-----\nMIIBtenant\n-----END CERTIFICATE-----\n"
 		}, "is not the operator's CA certificate"},
 		{"a guard whose CA volume is the pod author's is refused", func(p *corev1.Pod, _ *corev1.Container) {
 			for i := range p.Spec.Volumes {
@@ -252,8 +252,8 @@ func TestAnEnabledNamespaceStillTakesThePodsWord(t *testing.T) {
 	// meaning; what the Events say about such a pod is
 	// TestEventsClaimInjectionOnlyForAPodThatCarriesTheGuard.
 	for _, p := range []*corev1.Pod{
-		newPod(withLabel(controlplane.LabelInject, "false")),
-		newPod(withLabel(controlplane.LabelInjected, "true")),
+		newPod(withLabel(guardv1.LabelInject, "false")),
+		newPod(withLabel(guardv1.LabelInjected, "true")),
 	} {
 		if d := decide(p, "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{}); d.pod != nil || d.deny != "" {
 			t.Errorf("labels %v, containers %s: want the pod left alone", p.Labels, p.Spec.Containers[0].Name)
@@ -261,7 +261,7 @@ func TestAnEnabledNamespaceStillTakesThePodsWord(t *testing.T) {
 	}
 	t.Run("an app that mounts the guard's token is not injected, and told why", func(t *testing.T) {
 		d := decide(newPod(withAppMount(volumeToken)), "apps", enabledNS, testConfig(), []byte(testCA), providerChoice{})
-		if d.pod == nil || guardOf(d.pod) != nil || d.pod.Labels[controlplane.LabelInjected] != labelFalse {
+		if d.pod == nil || guardOf(d.pod) != nil || d.pod.Labels[guardv1.LabelInjected] != labelFalse {
 			t.Fatal("want the pod admitted without a guard, labelled injected=false")
 		}
 		if len(d.findings) != 1 || !strings.Contains(d.findings[0].message, "mounts volume "+volumeToken) {
@@ -292,7 +292,7 @@ func TestTheGuardHoldsNoKubernetesAPIToken(t *testing.T) {
 			t.Fatalf("native=%v: the mount at %s is not a read-only emptyDir: %+v", native, serviceAccountTokenDir, m)
 		}
 		for _, c := range p.Spec.Containers {
-			if c.Name != ContainerName && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == serviceAccountTokenDir }) {
+			if c.Name != guardv1.ContainerName && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == serviceAccountTokenDir }) {
 				t.Fatalf("native=%v: app container %s was given the guard's empty mount", native, c.Name)
 			}
 		}

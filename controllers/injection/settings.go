@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -91,10 +93,10 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 			*into = q
 		}
 	}
-	quantity(AnnotationCPU, &s.cpuRequest)
-	quantity(AnnotationMemory, &s.memoryRequest)
-	quantity(AnnotationCPULimit, &s.cpuLimit)
-	quantity(AnnotationMemoryLimit, &s.memoryLimit)
+	quantity(guardv1.AnnotationCPU, &s.cpuRequest)
+	quantity(guardv1.AnnotationMemory, &s.memoryRequest)
+	quantity(guardv1.AnnotationCPULimit, &s.cpuLimit)
+	quantity(guardv1.AnnotationMemoryLimit, &s.memoryLimit)
 	upstream := func(key string, into *string) {
 		raw, ok := annotations[key]
 		if !ok {
@@ -106,12 +108,12 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 		}
 		*into = raw
 	}
-	upstream(AnnotationOpenAIUpstream, &s.openAIUpstream)
-	upstream(AnnotationAnthropicUpstream, &s.anthropicUpstream)
-	if raw, ok := annotations[AnnotationMCPUpstreams]; ok {
+	upstream(guardv1.AnnotationOpenAIUpstream, &s.openAIUpstream)
+	upstream(guardv1.AnnotationAnthropicUpstream, &s.anthropicUpstream)
+	if raw, ok := annotations[guardv1.AnnotationMCPUpstreams]; ok {
 		ups, err := mcpupstream.ParseList(raw)
 		if err != nil {
-			refused = append(refused, refusal{AnnotationMCPUpstreams, "is refused (" + err.Error() + "): no MCP server is fronted"})
+			refused = append(refused, refusal{guardv1.AnnotationMCPUpstreams, "is refused (" + err.Error() + "): no MCP server is fronted"})
 		} else {
 			s.mcpUpstreams = ups
 		}
@@ -120,11 +122,11 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 	// A request above its limit would make the apiserver refuse the whole pod: the limit
 	// is what the user asked to bound, so the request comes down to it.
 	if !s.cpuLimit.IsZero() && s.cpuRequest.Cmp(s.cpuLimit) > 0 {
-		refused = append(refused, refusal{AnnotationCPU, fmt.Sprintf("(%s) exceeds the CPU limit (%s); the request is lowered to the limit", s.cpuRequest.String(), s.cpuLimit.String())})
+		refused = append(refused, refusal{guardv1.AnnotationCPU, fmt.Sprintf("(%s) exceeds the CPU limit (%s); the request is lowered to the limit", s.cpuRequest.String(), s.cpuLimit.String())})
 		s.cpuRequest = s.cpuLimit
 	}
 	if !s.memoryLimit.IsZero() && s.memoryRequest.Cmp(s.memoryLimit) > 0 {
-		refused = append(refused, refusal{AnnotationMemory, fmt.Sprintf("(%s) exceeds the memory limit (%s); the request is lowered to the limit", s.memoryRequest.String(), s.memoryLimit.String())})
+		refused = append(refused, refusal{guardv1.AnnotationMemory, fmt.Sprintf("(%s) exceeds the memory limit (%s); the request is lowered to the limit", s.memoryRequest.String(), s.memoryLimit.String())})
 		s.memoryRequest = s.memoryLimit
 	}
 	return s, refused

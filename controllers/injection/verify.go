@@ -7,11 +7,12 @@ import (
 	"strconv"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 )
 
@@ -72,23 +73,23 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 	guard, init := findGuard(pod)
 	switch {
 	case guard == nil:
-		return fmt.Errorf("the pod has no container named %s", ContainerName)
+		return fmt.Errorf("the pod has no container named %s", guardv1.ContainerName)
 	case init && (guard.RestartPolicy == nil || *guard.RestartPolicy != corev1.ContainerRestartPolicyAlways):
-		return fmt.Errorf("the init container %s is not a sidecar (restartPolicy Always)", ContainerName)
+		return fmt.Errorf("the init container %s is not a sidecar (restartPolicy Always)", guardv1.ContainerName)
 	case imageRepository(guard.Image) != imageRepository(g.Image):
-		return fmt.Errorf("container %s runs image %q, not the guard's (%s)", ContainerName, guard.Image, imageRepository(g.Image))
+		return fmt.Errorf("container %s runs image %q, not the guard's (%s)", guardv1.ContainerName, guard.Image, imageRepository(g.Image))
 	case !slices.Equal(guard.Command, g.Command):
-		return fmt.Errorf("container %s does not run the guard's command", ContainerName)
+		return fmt.Errorf("container %s does not run the guard's command", guardv1.ContainerName)
 	}
 	s, why := settingsOf(guard)
 	if why != "" {
-		return fmt.Errorf("container %s %s", ContainerName, why)
+		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
 	}
 	if why := containerDiff(guard, renderedGuard(g, s, init)); why != "" {
-		return fmt.Errorf("container %s %s", ContainerName, why)
+		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
 	}
 	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].TargetContainerName == ContainerName {
+		if pod.Spec.EphemeralContainers[i].TargetContainerName == guardv1.ContainerName {
 			return fmt.Errorf("ephemeral container %s shares the guard's process namespace, so it can read the guard's files and memory", pod.Spec.EphemeralContainers[i].Name)
 		}
 	}
@@ -100,7 +101,7 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 		}
 		tokens++
 		if v.Name != volumeToken {
-			return fmt.Errorf("volume %s projects a token of audience %s that is not the guard's", v.Name, controlplane.Audience)
+			return fmt.Errorf("volume %s projects a token of audience %s that is not the guard's", v.Name, guardv1.Audience)
 		}
 	}
 	if tokens != 1 {
@@ -361,12 +362,12 @@ func GuardProviders(pod *corev1.Pod) []string {
 // findGuard returns the guard's container and whether it is an init container.
 func findGuard(pod *corev1.Pod) (*corev1.Container, bool) {
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == ContainerName {
+		if pod.Spec.InitContainers[i].Name == guardv1.ContainerName {
 			return &pod.Spec.InitContainers[i], true
 		}
 	}
 	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == ContainerName {
+		if pod.Spec.Containers[i].Name == guardv1.ContainerName {
 			return &pod.Spec.Containers[i], false
 		}
 	}
@@ -380,7 +381,7 @@ func projectsGuardToken(v *corev1.Volume) bool {
 		return false
 	}
 	for _, s := range v.Projected.Sources {
-		if s.ServiceAccountToken != nil && s.ServiceAccountToken.Audience == controlplane.Audience {
+		if s.ServiceAccountToken != nil && s.ServiceAccountToken.Audience == guardv1.Audience {
 			return true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -41,7 +43,7 @@ func TestVerifyGuardRefusesAGuardToldToEnforceLess(t *testing.T) {
 		guard, _ := findGuard(pod)
 		edit(guard)
 		err := VerifyGuard(pod, cfg.Guard())
-		if err == nil || !strings.Contains(err.Error(), ContainerName) {
+		if err == nil || !strings.Contains(err.Error(), guardv1.ContainerName) {
 			t.Errorf("%s: VerifyGuard %v, want a refusal naming the guard", name, err)
 		}
 	}
@@ -74,9 +76,9 @@ func TestVerifyGuardRefusesAPodDebuggingItsGuard(t *testing.T) {
 	if err := VerifyGuard(pod, cfg.Guard()); err != nil {
 		t.Fatalf("a debug container targeting the app: %v", err)
 	}
-	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, debug(ContainerName))
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, debug(guardv1.ContainerName))
 	err := VerifyGuard(pod, cfg.Guard())
-	if err == nil || !strings.Contains(err.Error(), "debugger-"+ContainerName) {
+	if err == nil || !strings.Contains(err.Error(), "debugger-"+guardv1.ContainerName) {
 		t.Errorf("a debug container targeting the guard: VerifyGuard %v, want a refusal naming it", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -18,8 +20,6 @@ import (
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 func newNamespace(labels map[string]string) string {
@@ -65,14 +65,14 @@ func restricted(pod *corev1.Pod) policy.AggregateCheckResult {
 
 var _ = Describe("The pod injector", func() {
 	It("injects a pod created in a namespace labelled enabled, as a native sidecar, and records an Injected Event", func() {
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled"})
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "enabled"})
 		pod := createPod(ns)
 
-		Expect(pod.Labels).To(HaveKeyWithValue(controlplane.LabelInjected, "true"))
-		Expect(pod.Annotations).To(HaveKeyWithValue(AnnotationInjectorVersion, "v0.0.0-envtest"))
+		Expect(pod.Labels).To(HaveKeyWithValue(guardv1.LabelInjected, "true"))
+		Expect(pod.Annotations).To(HaveKeyWithValue(guardv1.AnnotationInjectorVersion, "v0.0.0-envtest"))
 		Expect(pod.Spec.InitContainers).To(HaveLen(1))
 		guard := pod.Spec.InitContainers[0]
-		Expect(guard.Name).To(Equal(ContainerName))
+		Expect(guard.Name).To(Equal(guardv1.ContainerName))
 		Expect(guard.RestartPolicy).To(HaveValue(Equal(corev1.ContainerRestartPolicyAlways)))
 		Expect(guard.Args).To(ContainElement("--control-plane=https://guardrail-control-plane.guardrail-system.svc:9444"))
 		Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: "http://127.0.0.1:15080/v1"}))
@@ -80,25 +80,25 @@ var _ = Describe("The pod injector", func() {
 		By("carrying the CA the manager serves with, for the guard to trust")
 		ca, err := (&FileCA{Path: certDir + "/ca.crt"}).Get()
 		Expect(err).NotTo(HaveOccurred())
-		Expect(pod.Annotations[AnnotationCABundle]).To(Equal(string(ca)))
+		Expect(pod.Annotations[guardv1.AnnotationCABundle]).To(Equal(string(ca)))
 
 		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeNormal, ReasonInjected, "native sidecar"))
 	})
 
 	It("leaves an injected pod that meets the restricted Pod Security Standard, checked by the library and enforced by the apiserver", func() {
 		ns := newNamespace(map[string]string{
-			controlplane.LabelInjection:          "enabled",
+			guardv1.LabelInjection:               "enabled",
 			"pod-security.kubernetes.io/enforce": "restricted",
 		})
 		pod := createPod(ns) // the apiserver's PodSecurity admission runs after the webhook
-		Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", ContainerName)))
+		Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", guardv1.ContainerName)))
 		res := restricted(pod)
 		Expect(res.Allowed).To(BeTrue(), res.ForbiddenDetail())
 	})
 
 	It("injects a pod labelled inject=true in a namespace that is not labelled", func() {
-		pod := createPod(newNamespace(nil), withLabel(controlplane.LabelInject, "true"))
-		Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", ContainerName)))
+		pod := createPod(newNamespace(nil), withLabel(guardv1.LabelInject, "true"))
+		Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", guardv1.ContainerName)))
 	})
 
 	DescribeTable("leaves pods alone",
@@ -109,11 +109,11 @@ var _ = Describe("The pod injector", func() {
 			} else {
 				existing := &corev1.Namespace{}
 				Expect(k8sClient.Get(context.Background(), client.ObjectKey{Name: ns}, existing)).To(Succeed())
-				existing.Labels[controlplane.LabelInjection] = "enabled"
+				existing.Labels[guardv1.LabelInjection] = "enabled"
 				Expect(k8sClient.Update(context.Background(), existing)).To(Succeed())
 				DeferCleanup(func() {
 					Expect(k8sClient.Get(context.Background(), client.ObjectKey{Name: ns}, existing)).To(Succeed())
-					delete(existing.Labels, controlplane.LabelInjection)
+					delete(existing.Labels, guardv1.LabelInjection)
 					Expect(k8sClient.Update(context.Background(), existing)).To(Succeed())
 				})
 			}
@@ -123,19 +123,19 @@ var _ = Describe("The pod injector", func() {
 			Expect(p.Spec.InitContainers).To(BeEmpty())
 			Expect(p.Spec.Containers).To(HaveLen(1))
 			Expect(p.Spec.Containers[0].Env).To(BeEmpty())
-			Expect(p.Annotations).NotTo(HaveKey(AnnotationCABundle))
+			Expect(p.Annotations).NotTo(HaveKey(guardv1.AnnotationCABundle))
 		},
 		Entry("in a namespace that does not opt in", nil, ""),
-		Entry("that opt out in an enabled namespace", map[string]string{controlplane.LabelInjection: "enabled"}, "",
-			withLabel(controlplane.LabelInject, "false")),
-		Entry("on the host network", map[string]string{controlplane.LabelInjection: "enabled"}, "", withHostNetwork()),
-		Entry("in kube-system, even labelled enabled", nil, "kube-system", withLabel(controlplane.LabelInject, "true")),
+		Entry("that opt out in an enabled namespace", map[string]string{guardv1.LabelInjection: "enabled"}, "",
+			withLabel(guardv1.LabelInject, "false")),
+		Entry("on the host network", map[string]string{guardv1.LabelInjection: "enabled"}, "", withHostNetwork()),
+		Entry("in kube-system, even labelled enabled", nil, "kube-system", withLabel(guardv1.LabelInject, "true")),
 		Entry("in kube-public, even labelled enabled", nil, "kube-public"),
-		Entry("in the operator's namespace, even labelled enabled", nil, operatorNamespace, withLabel(controlplane.LabelInject, "true")),
+		Entry("in the operator's namespace, even labelled enabled", nil, operatorNamespace, withLabel(guardv1.LabelInject, "true")),
 	)
 
 	It("keeps an app's own OPENAI_BASE_URL, warns at admission and records a Warning Event", func() {
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled"})
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "enabled"})
 		warnings := &warningCollector{}
 		c := clientWithWarnings(warnings)
 		pod := newPod(withEnv("OPENAI_BASE_URL", "https://llm-gateway.internal/v1"))
@@ -150,30 +150,30 @@ var _ = Describe("The pod injector", func() {
 	})
 
 	It("creates a pod with a bad annotation value with the default, an admission warning and a Warning Event", func() {
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "enabled"})
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "enabled"})
 		warnings := &warningCollector{}
-		pod := newPod(withAnnotation(AnnotationMemory, "-64Mi"))
+		pod := newPod(withAnnotation(guardv1.AnnotationMemory, "-64Mi"))
 		pod.Namespace = ns
 		Expect(clientWithWarnings(warnings).Create(context.Background(), pod)).To(Succeed())
 
 		Expect(pod.Spec.InitContainers[0].Resources.Requests.Memory().String()).To(Equal("64Mi"))
-		Expect(warnings.all()).To(ContainElement(ContainSubstring(AnnotationMemory)))
-		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeWarning, ReasonInvalidAnnotation, AnnotationMemory))
+		Expect(warnings.all()).To(ContainElement(ContainSubstring(guardv1.AnnotationMemory)))
+		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeWarning, ReasonInvalidAnnotation, guardv1.AnnotationMemory))
 	})
 
 	It("denies a pod it cannot inject in a namespace labelled required, saying why", func() {
-		ns := newNamespace(map[string]string{controlplane.LabelInjection: "required"})
-		pod := newPod(withAnnotation(AnnotationOpenAIUpstream, "ftp://models.internal"))
+		ns := newNamespace(map[string]string{guardv1.LabelInjection: "required"})
+		pod := newPod(withAnnotation(guardv1.AnnotationOpenAIUpstream, "ftp://models.internal"))
 		pod.Namespace = ns
 		err := k8sClient.Create(context.Background(), pod)
 		Expect(err).To(MatchError(And(
 			ContainSubstring("denied the request"),
-			ContainSubstring(AnnotationOpenAIUpstream),
+			ContainSubstring(guardv1.AnnotationOpenAIUpstream),
 			ContainSubstring("http or https"),
 			ContainSubstring("requires the guard"))))
 
 		By("and injects the same pod once the value is fixed")
-		pod = createPod(ns, withAnnotation(AnnotationOpenAIUpstream, "http://models.internal:8080"))
+		pod = createPod(ns, withAnnotation(guardv1.AnnotationOpenAIUpstream, "http://models.internal:8080"))
 		Expect(pod.Spec.InitContainers[0].Args).To(ContainElement("--openai-upstream=http://models.internal:8080"))
 	})
 
@@ -186,7 +186,7 @@ var _ = Describe("The pod injector", func() {
 		pod := d.pod
 		pod.Namespace = newNamespace(map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
 		Expect(k8sClient.Create(context.Background(), pod)).To(Succeed())
-		Expect(pod.Spec.Containers[0].Name).To(Equal(ContainerName))
+		Expect(pod.Spec.Containers[0].Name).To(Equal(guardv1.ContainerName))
 		Expect(pod.Spec.InitContainers).To(BeEmpty())
 	})
 
@@ -217,9 +217,9 @@ var _ = Describe("The pod injector", func() {
 			Expect(k8sClient.Update(context.Background(), s)).To(Succeed())
 		}
 		injects := func() {
-			ns := newNamespace(map[string]string{controlplane.LabelInjection: "required"})
+			ns := newNamespace(map[string]string{guardv1.LabelInjection: "required"})
 			pod := createPod(ns)
-			Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", ContainerName)))
+			Expect(pod.Spec.InitContainers).To(ContainElement(HaveField("Name", guardv1.ContainerName)))
 		}
 
 		It("serves a new serving certificate when the old one is gone, and the apiserver keeps calling", func() {
@@ -238,7 +238,7 @@ var _ = Describe("The pod injector", func() {
 			// The required entry fails closed: a pod is created only through the webhook.
 			Eventually(func() error {
 				p := newPod()
-				p.Namespace = newNamespace(map[string]string{controlplane.LabelInjection: "required"})
+				p.Namespace = newNamespace(map[string]string{guardv1.LabelInjection: "required"})
 				return k8sClient.Create(context.Background(), p)
 			}).Should(Succeed())
 			injects()

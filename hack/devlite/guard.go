@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
@@ -77,7 +78,7 @@ func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir string, render
 	renew := func() error {
 		exp := int64(3600)
 		tr, err := cs.CoreV1().ServiceAccounts(demoNamespace).CreateToken(ctx, "chat", &authv1.TokenRequest{
-			Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+			Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 				BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
 		}, metav1.CreateOptions{})
 		if err != nil {
@@ -116,9 +117,9 @@ func runGuard(ctx context.Context, mgr ctrl.Manager, dir, certDir string, render
 	}
 	guard := exec.CommandContext(ctx, bin, //nolint:gosec // built above
 		"--listen", guardListen, "--admin-listen", guardAdmin,
-		"--"+cp.FlagControlPlane, "https://localhost:"+strings.TrimPrefix(controlPlaneAddr, "127.0.0.1:"),
-		"--"+cp.FlagTokenFile, tokenFile, "--"+cp.FlagCAFile, filepath.Join(certDir, "ca.crt"),
-		"--"+cp.FlagSnapshotDir, snapshotDir,
+		"--"+guardv1.FlagControlPlane, "https://localhost:"+strings.TrimPrefix(controlPlaneAddr, "127.0.0.1:"),
+		"--"+guardv1.FlagTokenFile, tokenFile, "--"+guardv1.FlagCAFile, filepath.Join(certDir, "ca.crt"),
+		"--"+guardv1.FlagSnapshotDir, snapshotDir,
 		"--openai-upstream", provider.URL, "--anthropic-upstream", provider.URL,
 		"--pod", pod.Name, "--namespace", demoNamespace)
 	guard.Cancel = func() error { return guard.Process.Signal(os.Interrupt) }

@@ -23,7 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
 
@@ -165,19 +166,19 @@ type Line struct {
 
 // actionOf is the guardrail action an outcome applied (or, in Report mode, would have):
 // "" for the outcomes that are no action (failed, notInspected).
-func actionOf(o engine.Outcome) string {
+func actionOf(o guardv1.Outcome) string {
 	switch o {
-	case engine.OutcomeAllowed:
+	case guardv1.OutcomeAllowed:
 		return "Allow"
-	case engine.OutcomeWarned, engine.OutcomeWouldWarn:
+	case guardv1.OutcomeWarned, guardv1.OutcomeWouldWarn:
 		return "Warn"
-	case engine.OutcomeStripped, engine.OutcomeWouldStrip:
+	case guardv1.OutcomeStripped, guardv1.OutcomeWouldStrip:
 		return "Strip"
-	case engine.OutcomeRedacted, engine.OutcomeWouldRedact:
+	case guardv1.OutcomeRedacted, guardv1.OutcomeWouldRedact:
 		return "Redact"
-	case engine.OutcomeBlocked, engine.OutcomeWouldBlock:
+	case guardv1.OutcomeBlocked, guardv1.OutcomeWouldBlock:
 		return "Block"
-	case engine.OutcomePseudonymized, engine.OutcomeWouldPseudonymize:
+	case guardv1.OutcomePseudonymized, guardv1.OutcomeWouldPseudonymize:
 		return "Pseudonymize"
 	}
 	return ""

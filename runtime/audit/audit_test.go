@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -17,7 +19,7 @@ var end = time.Date(2026, 12, 6, 23, 49, 45, 123456789, time.FixedZone("CET", 36
 
 func blocked() engine.Record {
 	return engine.Record{Guardrail: "team-a/pii", Generation: 3, Classifier: "team-a/builtin", Phase: policy.PhaseInput,
-		Outcome: engine.OutcomeBlocked, Mode: policy.ModeEnforce,
+		Outcome: guardv1.OutcomeBlocked, Mode: policy.ModeEnforce,
 		Findings: []engine.Finding{{Kind: engine.FindingCategory, Name: "email", Score: 1, Threshold: 0.5},
 			{Kind: engine.FindingRule, Name: "no-secrets"}, {Kind: engine.FindingCategory, Name: "phone"}},
 		Escalated: true,
@@ -51,8 +53,8 @@ func TestLineHasTheSchemaFields(t *testing.T) {
 	var out bytes.Buffer
 	l := New(Config{Out: &out, Pod: "chat-7d9f", Namespace: "team-a", Version: "v0.9.0", Incarnation: "0123456789abcdef"})
 	cluster := engine.Record{Guardrail: "/baseline", Generation: 1, Phase: policy.PhaseOutput,
-		Outcome: engine.OutcomeWouldRedact, Mode: policy.ModeReport}
-	failed := engine.Record{Guardrail: "team-a/judge", Phase: policy.PhaseStream, Outcome: engine.OutcomeFailed,
+		Outcome: guardv1.OutcomeWouldRedact, Mode: policy.ModeReport}
+	failed := engine.Record{Guardrail: "team-a/judge", Phase: policy.PhaseStream, Outcome: guardv1.OutcomeFailed,
 		Mode: policy.ModeEnforce, Code: "timeout", Partial: true,
 		Findings: []engine.Finding{{Kind: engine.FindingNotInspected, Name: "image"}}}
 	l.Decisions(telemetry.RequestDecisions{Decisions: []engine.Record{blocked(), cluster, failed}, End: end})
@@ -195,7 +197,7 @@ func TestTelemetryHandsEachRequestToTheLog(t *testing.T) {
 		New(Config{Out: &out}).Install(tel)
 		req := tel.Begin()
 		allowed := blocked()
-		allowed.Outcome, allowed.Findings = engine.OutcomeAllowed, nil
+		allowed.Outcome, allowed.Findings = guardv1.OutcomeAllowed, nil
 		req.Record(allowed)
 		req.Record(blocked())
 		req.Record(blocked()) // the same guardrail and outcome again: one line

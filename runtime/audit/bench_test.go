@@ -4,7 +4,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
 
@@ -18,7 +19,7 @@ import (
 func benchRequest(b *testing.B, tel *telemetry.Telemetry) {
 	rec := blocked()
 	allowed := rec
-	allowed.Guardrail, allowed.Outcome, allowed.Findings = "/baseline", engine.OutcomeAllowed, nil
+	allowed.Guardrail, allowed.Outcome, allowed.Findings = "/baseline", guardv1.OutcomeAllowed, nil
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -6,7 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 )
 
@@ -64,7 +65,7 @@ func appendLine(b []byte, f *fixed, end time.Time, r *engine.Record, dropped uin
 	if r.Partial {
 		b = append(b, `,"partial":true`...)
 	}
-	if controlplane.ValidID(r.IDs.RequestID) {
+	if guardv1.ValidID(r.IDs.RequestID) {
 		b = appendField(b, "requestId", r.IDs.RequestID)
 	}
 	if isHexID(r.IDs.TraceID, 32) {

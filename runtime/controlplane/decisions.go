@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
@@ -33,13 +35,13 @@ type Aggregator struct {
 	guardrails map[string]*guardrailAgg
 	keys       int
 	merged     int64
-	samples    []Sample // the latest MaxSamples since the last delivered batch
+	samples    []guardv1.Sample // the latest guardv1.MaxSamples since the last delivered batch
 	// version counts changes; a batch is sent only when it moved since the last delivery.
 	version uint64
 	// classifiers: call figures by classifier key.
-	classifiers map[string]*ClassifierCalls
+	classifiers map[string]*guardv1.ClassifierCalls
 	// providers: usage by ModelProvider name.
-	providers map[string]*ProviderUsage
+	providers map[string]*guardv1.ProviderUsage
 }
 
 type guardrailAgg struct {
@@ -49,9 +51,10 @@ type guardrailAgg struct {
 }
 
 type countKey struct {
-	generation          int64
-	phase, outcome, cat string
-	code                string
+	generation int64
+	phase, cat string
+	outcome    guardv1.Outcome
+	code       string
 }
 
 // NewAggregator starts an incarnation.
@@ -59,7 +62,7 @@ func NewAggregator() *Aggregator {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Aggregator{incarnation: hex.EncodeToString(b[:]), started: time.Now(), guardrails: map[string]*guardrailAgg{},
-		classifiers: map[string]*ClassifierCalls{}, providers: map[string]*ProviderUsage{}}
+		classifiers: map[string]*guardv1.ClassifierCalls{}, providers: map[string]*guardv1.ProviderUsage{}}
 }
 
 // Incarnation is the aggregator's random id.
@@ -87,12 +90,12 @@ func (a *Aggregator) Add(rd telemetry.RequestDecisions) {
 		if rd.End.After(g.last) {
 			g.last = rd.End
 		}
-		k := countKey{generation: r.Generation, phase: r.Phase.String(), outcome: string(r.Outcome), code: string(r.Code)}
+		k := countKey{generation: r.Generation, phase: r.Phase.String(), outcome: r.Outcome, code: string(r.Code)}
 		if len(r.Findings) > 0 {
 			k.cat = r.Findings[0].Name
 		}
 		if _, ok := g.counts[k]; !ok {
-			if a.keys >= MaxDecisionKeys {
+			if a.keys >= guardv1.MaxDecisionKeys {
 				// The breakdown is full: the request still counts, in its outcome's
 				// overflow key (at most one per guardrail and outcome).
 				k = countKey{outcome: k.outcome}
@@ -102,7 +105,7 @@ func (a *Aggregator) Add(rd telemetry.RequestDecisions) {
 			}
 		}
 		g.counts[k]++
-		if r.Outcome != engine.OutcomeAllowed {
+		if r.Outcome != guardv1.OutcomeAllowed {
 			a.sample(r)
 		}
 	}
@@ -112,8 +115,8 @@ func (a *Aggregator) Add(rd telemetry.RequestDecisions) {
 			continue // matched without a decision: not counted (cannot happen)
 		}
 		name := m.Name
-		if _, ok := g.matches[name]; !ok && len(g.matches) >= MaxMatchNames {
-			name = OtherMatches
+		if _, ok := g.matches[name]; !ok && len(g.matches) >= guardv1.MaxMatchNames {
+			name = guardv1.OtherMatches
 		}
 		g.matches[name]++
 	}
@@ -130,10 +133,10 @@ func (a *Aggregator) Evaluated(r engine.Record) {
 	defer a.mu.Unlock()
 	c := a.classifiers[r.Classifier]
 	if c == nil {
-		if len(a.classifiers) >= MaxClassifiers {
+		if len(a.classifiers) >= guardv1.MaxClassifiers {
 			return // a snapshot holds far fewer; figures, not counts of decisions
 		}
-		c = &ClassifierCalls{Classifier: r.Classifier, Latency: make([]int64, len(LatencyBucketsMs)+1)}
+		c = &guardv1.ClassifierCalls{Classifier: r.Classifier, Latency: make([]int64, len(guardv1.LatencyBucketsMs)+1)}
 		a.classifiers[r.Classifier] = c
 	}
 	a.version++
@@ -146,7 +149,7 @@ func (a *Aggregator) Evaluated(r engine.Record) {
 	}
 	ms := r.Duration.Milliseconds()
 	i := 0
-	for i < len(LatencyBucketsMs) && ms > LatencyBucketsMs[i] {
+	for i < len(guardv1.LatencyBucketsMs) && ms > guardv1.LatencyBucketsMs[i] {
 		i++
 	}
 	c.Latency[i]++
@@ -159,10 +162,10 @@ func (a *Aggregator) ProviderUsed(u telemetry.ProviderUsage) {
 	defer a.mu.Unlock()
 	p := a.providers[u.Provider]
 	if p == nil {
-		if len(a.providers) >= MaxProviders {
+		if len(a.providers) >= guardv1.MaxProviders {
 			return // a guard names at most one per API family
 		}
-		p = &ProviderUsage{Provider: u.Provider}
+		p = &guardv1.ProviderUsage{Provider: u.Provider}
 		a.providers[u.Provider] = p
 	}
 	a.version++
@@ -172,30 +175,30 @@ func (a *Aggregator) ProviderUsed(u telemetry.ProviderUsage) {
 }
 
 func (a *Aggregator) sample(r *engine.Record) {
-	s := Sample{Guardrail: r.Guardrail, Generation: r.Generation, Phase: r.Phase.String(), Outcome: string(r.Outcome),
+	s := guardv1.Sample{Guardrail: r.Guardrail, Generation: r.Generation, Phase: r.Phase.String(), Outcome: r.Outcome,
 		Code: string(r.Code)}
-	if ValidID(r.IDs.RequestID) {
+	if guardv1.ValidID(r.IDs.RequestID) {
 		s.RequestID = r.IDs.RequestID
 	}
 	for _, f := range r.Findings {
 		if len(s.Findings) == 4 {
 			break
 		}
-		s.Findings = append(s.Findings, SampleFinding{Name: f.Name, Score: f.Score, Threshold: f.Threshold})
+		s.Findings = append(s.Findings, guardv1.SampleFinding{Name: f.Name, Score: f.Score, Threshold: f.Threshold})
 	}
-	if len(a.samples) == MaxSamples {
+	if len(a.samples) == guardv1.MaxSamples {
 		copy(a.samples, a.samples[1:])
-		a.samples = a.samples[:MaxSamples-1]
+		a.samples = a.samples[:guardv1.MaxSamples-1]
 	}
 	a.samples = append(a.samples, s)
 }
 
 // Batch returns the cumulative batch and its version.
-func (a *Aggregator) Batch() (DecisionsRequest, uint64) {
+func (a *Aggregator) Batch() (guardv1.DecisionsRequest, uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	req := DecisionsRequest{Incarnation: a.incarnation, Started: a.started.UnixMilli(), Merged: a.merged,
-		Samples: append([]Sample(nil), a.samples...)}
+	req := guardv1.DecisionsRequest{Incarnation: a.incarnation, Started: a.started.UnixMilli(), Merged: a.merged,
+		Samples: append([]guardv1.Sample(nil), a.samples...)}
 	names := make([]string, 0, len(a.guardrails))
 	for n := range a.guardrails {
 		names = append(names, n)
@@ -203,12 +206,12 @@ func (a *Aggregator) Batch() (DecisionsRequest, uint64) {
 	sort.Strings(names)
 	for _, n := range names {
 		g := a.guardrails[n]
-		gd := GuardrailDecisions{Guardrail: n, Last: g.last.UnixMilli(), Counts: make([]DecisionCount, 0, len(g.counts))}
+		gd := guardv1.GuardrailDecisions{Guardrail: n, Last: g.last.UnixMilli(), Counts: make([]guardv1.DecisionCount, 0, len(g.counts))}
 		for k, v := range g.counts {
-			gd.Counts = append(gd.Counts, DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
+			gd.Counts = append(gd.Counts, guardv1.DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
 				Category: k.cat, Code: k.code, Requests: v})
 		}
-		sort.Slice(gd.Counts, func(i, j int) bool { return LessCount(gd.Counts[i], gd.Counts[j]) })
+		sort.Slice(gd.Counts, func(i, j int) bool { return guardv1.LessCount(gd.Counts[i], gd.Counts[j]) })
 		if len(g.matches) > 0 {
 			gd.Matches = make(map[string]int64, len(g.matches))
 			for k, v := range g.matches {
@@ -243,24 +246,6 @@ func (a *Aggregator) Batch() (DecisionsRequest, uint64) {
 		req.Providers = append(req.Providers, *a.providers[n])
 	}
 	return req, a.version
-}
-
-// LessCount is the order of counts in a batch and in a claim: outcome, generation, phase,
-// category, code.
-func LessCount(a, b DecisionCount) bool {
-	if a.Outcome != b.Outcome {
-		return a.Outcome < b.Outcome
-	}
-	if a.Generation != b.Generation {
-		return a.Generation < b.Generation
-	}
-	if a.Phase != b.Phase {
-		return a.Phase < b.Phase
-	}
-	if a.Category != b.Category {
-		return a.Category < b.Category
-	}
-	return a.Code < b.Code
 }
 
 // delivered drops the samples a delivered batch carried (those still in the ring from
@@ -352,7 +337,7 @@ func (r *Reporter) Flush(ctx context.Context) error {
 	return nil
 }
 
-func (r *Reporter) send(ctx context.Context, req *DecisionsRequest) error {
+func (r *Reporter) send(ctx context.Context, req *guardv1.DecisionsRequest) error {
 	if r.hc == nil {
 		hc := r.HTTPClient
 		if hc == nil {
@@ -373,7 +358,7 @@ func (r *Reporter) send(ctx context.Context, req *DecisionsRequest) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	u, err := url.JoinPath(r.URL, DecisionsPath)
+	u, err := url.JoinPath(r.URL, guardv1.DecisionsPath)
 	if err != nil {
 		return fmt.Errorf("control-plane URL: %w", err)
 	}

@@ -12,12 +12,14 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
 
-func decided(g string, gen int64, o engine.Outcome, cat, reqID string) telemetry.RequestDecisions {
+func decided(g string, gen int64, o guardv1.Outcome, cat, reqID string) telemetry.RequestDecisions {
 	r := engine.Record{Guardrail: g, Generation: gen, Phase: policy.PhaseInput, Outcome: o, IDs: engine.IDs{RequestID: reqID}}
 	rd := telemetry.RequestDecisions{End: time.Now()}
 	if cat != "" {
@@ -28,7 +30,7 @@ func decided(g string, gen int64, o engine.Outcome, cat, reqID string) telemetry
 	return rd
 }
 
-func total(req DecisionsRequest, g, outcome string) (n int64) {
+func total(req guardv1.DecisionsRequest, g string, outcome guardv1.Outcome) (n int64) {
 	for _, gd := range req.Guardrails {
 		if gd.Guardrail != g {
 			continue
@@ -45,19 +47,19 @@ func total(req DecisionsRequest, g, outcome string) (n int64) {
 func TestTotalsStayExactWhenTheBreakdownIsFull(t *testing.T) {
 	a := NewAggregator()
 	// Every request a new generation: far more keys than the aggregator keeps.
-	const n = 3 * MaxDecisionKeys
+	const n = 3 * guardv1.MaxDecisionKeys
 	for i := range n {
-		a.Add(decided("ns/g", int64(i+1), engine.OutcomeWouldBlock, "pii", ""))
+		a.Add(decided("ns/g", int64(i+1), guardv1.OutcomeWouldBlock, "pii", ""))
 	}
 	req, _ := a.Batch()
 	if got := total(req, "ns/g", "wouldBlock"); got != n {
 		t.Errorf("wouldBlock %d, want %d", got, n)
 	}
-	if len(req.Guardrails[0].Counts) > MaxDecisionKeys+1 {
-		t.Errorf("%d keys kept, want at most %d", len(req.Guardrails[0].Counts), MaxDecisionKeys+1)
+	if len(req.Guardrails[0].Counts) > guardv1.MaxDecisionKeys+1 {
+		t.Errorf("%d keys kept, want at most %d", len(req.Guardrails[0].Counts), guardv1.MaxDecisionKeys+1)
 	}
-	if req.Merged != n-MaxDecisionKeys {
-		t.Errorf("merged %d, want %d", req.Merged, n-MaxDecisionKeys)
+	if req.Merged != n-guardv1.MaxDecisionKeys {
+		t.Errorf("merged %d, want %d", req.Merged, n-guardv1.MaxDecisionKeys)
 	}
 	if req.Guardrails[0].Matches["pii"] != n {
 		t.Errorf("matches %v", req.Guardrails[0].Matches)
@@ -66,18 +68,18 @@ func TestTotalsStayExactWhenTheBreakdownIsFull(t *testing.T) {
 
 func TestSamplesCarryIDsNeverText(t *testing.T) {
 	a := NewAggregator()
-	a.Add(decided("ns/g", 1, engine.OutcomeBlocked, "pii", "req-1"))
-	a.Add(decided("ns/g", 1, engine.OutcomeBlocked, "pii", "my secret prompt text"))
-	a.Add(decided("ns/g", 1, engine.OutcomeAllowed, "", "req-3"))
+	a.Add(decided("ns/g", 1, guardv1.OutcomeBlocked, "pii", "req-1"))
+	a.Add(decided("ns/g", 1, guardv1.OutcomeBlocked, "pii", "my secret prompt text"))
+	a.Add(decided("ns/g", 1, guardv1.OutcomeAllowed, "", "req-3"))
 	req, _ := a.Batch()
 	if len(req.Samples) != 2 || req.Samples[0].RequestID != "req-1" || req.Samples[1].RequestID != "" {
 		t.Errorf("samples %+v: want the two blocks, the second without its free-text request id", req.Samples)
 	}
-	for range 2 * MaxSamples {
-		a.Add(decided("ns/g", 1, engine.OutcomeBlocked, "pii", "r"))
+	for range 2 * guardv1.MaxSamples {
+		a.Add(decided("ns/g", 1, guardv1.OutcomeBlocked, "pii", "r"))
 	}
-	if req, _ = a.Batch(); len(req.Samples) != MaxSamples {
-		t.Errorf("%d samples kept, want %d", len(req.Samples), MaxSamples)
+	if req, _ = a.Batch(); len(req.Samples) != guardv1.MaxSamples {
+		t.Errorf("%d samples kept, want %d", len(req.Samples), guardv1.MaxSamples)
 	}
 }
 
@@ -85,14 +87,14 @@ func TestSamplesCarryIDsNeverText(t *testing.T) {
 // carries everything, and nothing is sent when nothing changed.
 func TestAFailedSendIsSupersededByTheNext(t *testing.T) {
 	var mu sync.Mutex
-	var got []DecisionsRequest
+	var got []guardv1.DecisionsRequest
 	fail := true
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != DecisionsPath || r.Header.Get("Authorization") != "Bearer tok" {
+		if r.URL.Path != guardv1.DecisionsPath || r.Header.Get("Authorization") != "Bearer tok" {
 			http.Error(w, "no", http.StatusNotFound)
 			return
 		}
-		var req DecisionsRequest
+		var req guardv1.DecisionsRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		mu.Lock()
 		defer mu.Unlock()
@@ -112,7 +114,7 @@ func TestAFailedSendIsSupersededByTheNext(t *testing.T) {
 	r := &Reporter{URL: srv.URL, TokenFile: tok, Agg: a, HTTPClient: srv.Client()}
 	ctx := context.Background()
 	for i := range 3 {
-		a.Add(decided("ns/g", 1, engine.OutcomeWouldBlock, "pii", fmt.Sprint("r", i)))
+		a.Add(decided("ns/g", 1, guardv1.OutcomeWouldBlock, "pii", fmt.Sprint("r", i)))
 	}
 	if err := r.Flush(ctx); err == nil {
 		t.Fatal("a refused batch reported as delivered")
@@ -121,7 +123,7 @@ func TestAFailedSendIsSupersededByTheNext(t *testing.T) {
 	fail = false
 	mu.Unlock()
 	for i := range 2 {
-		a.Add(decided("ns/g", 1, engine.OutcomeWouldBlock, "pii", fmt.Sprint("s", i)))
+		a.Add(decided("ns/g", 1, guardv1.OutcomeWouldBlock, "pii", fmt.Sprint("s", i)))
 	}
 	if err := r.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -145,10 +147,10 @@ func BenchmarkDecisionPath(b *testing.B) {
 	tel.OnRequest(a.Add)
 	tel.OnEvaluation(a.Evaluated)
 	in := engine.Record{Guardrail: "ns/g", Generation: 1, Classifier: "ns/c", Phase: policy.PhaseInput,
-		Outcome: engine.OutcomeWouldBlock, Duration: time.Millisecond,
+		Outcome: guardv1.OutcomeWouldBlock, Duration: time.Millisecond,
 		Findings: []engine.Finding{{Kind: engine.FindingCategory, Name: "pii", Score: 1, Threshold: 0.5}}}
 	out := in
-	out.Phase, out.Outcome, out.Findings = policy.PhaseOutput, engine.OutcomeAllowed, nil
+	out.Phase, out.Outcome, out.Findings = policy.PhaseOutput, guardv1.OutcomeAllowed, nil
 	b.ReportAllocs()
 	for b.Loop() {
 		r := tel.Begin()
@@ -163,10 +165,10 @@ func BenchmarkDecisionPath(b *testing.B) {
 func BenchmarkTelemetryOnly(b *testing.B) {
 	tel := telemetry.New(nil)
 	in := engine.Record{Guardrail: "ns/g", Generation: 1, Classifier: "ns/c", Phase: policy.PhaseInput,
-		Outcome: engine.OutcomeWouldBlock, Duration: time.Millisecond,
+		Outcome: guardv1.OutcomeWouldBlock, Duration: time.Millisecond,
 		Findings: []engine.Finding{{Kind: engine.FindingCategory, Name: "pii", Score: 1, Threshold: 0.5}}}
 	out := in
-	out.Phase, out.Outcome, out.Findings = policy.PhaseOutput, engine.OutcomeAllowed, nil
+	out.Phase, out.Outcome, out.Findings = policy.PhaseOutput, guardv1.OutcomeAllowed, nil
 	b.ReportAllocs()
 	for b.Loop() {
 		r := tel.Begin()

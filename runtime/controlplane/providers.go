@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -29,9 +31,9 @@ func compileProviders(s *Snapshot) ([]*policy.Provider, error) {
 		seen[p.Name] = true
 		var family policy.ProviderFamily
 		switch p.API {
-		case ProviderAPIOpenAI:
+		case guardv1.ProviderAPIOpenAI:
 			family = policy.ProviderOpenAI
-		case ProviderAPIAnthropic:
+		case guardv1.ProviderAPIAnthropic:
 			family = policy.ProviderAnthropic
 		default:
 			return nil, fmt.Errorf("provider %s: unknown API %q", p.Name, p.API)

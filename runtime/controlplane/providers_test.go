@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
@@ -23,7 +25,7 @@ func snapshotWithProvider(t *testing.T, version string) []byte {
 	if err := json.Unmarshal(snapshot(t, version), &s); err != nil {
 		t.Fatal(err)
 	}
-	s.Providers = []Provider{{Name: "openai-prod", API: ProviderAPIOpenAI, URL: "https://llm.example/v1",
+	s.Providers = []Provider{{Name: "openai-prod", API: guardv1.ProviderAPIOpenAI, URL: "https://llm.example/v1",
 		Headers: map[string]string{"OpenAI-Organization": "org-1"}, Credential: providerCredential}}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -119,9 +121,9 @@ func TestARestartedGuardEnforcesThePersistedSnapshotAndAsksTheOperatorForTheCred
 func TestASnapshotWithAProviderTheGuardCannotUseIsRefused(t *testing.T) {
 	for name, p := range map[string]Provider{
 		"an unknown API":    {Name: "p", API: "Gemini", URL: "https://llm.example"},
-		"a relative URL":    {Name: "p", API: ProviderAPIOpenAI, URL: "/v1"},
-		"a non-HTTP scheme": {Name: "p", API: ProviderAPIAnthropic, URL: "file:///etc/passwd"},
-		"no name":           {API: ProviderAPIOpenAI, URL: "https://llm.example"},
+		"a relative URL":    {Name: "p", API: guardv1.ProviderAPIOpenAI, URL: "/v1"},
+		"a non-HTTP scheme": {Name: "p", API: guardv1.ProviderAPIAnthropic, URL: "file:///etc/passwd"},
+		"no name":           {API: guardv1.ProviderAPIOpenAI, URL: "https://llm.example"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Compile(&Snapshot{Version: "v1", Namespace: "shop", Providers: []Provider{p}})
@@ -142,7 +144,7 @@ func TestTheDecisionsBatchCarriesEachProvidersCumulativeUsage(t *testing.T) {
 	tel.ProviderTokens("openai-prod", 8, 5)
 	tel.ProviderRequest("claude")
 	first, v1 := a.Batch()
-	want := []ProviderUsage{{Provider: "claude", Requests: 1}, {Provider: "openai-prod", Requests: 2, InputTokens: 20, OutputTokens: 35}}
+	want := []guardv1.ProviderUsage{{Provider: "claude", Requests: 1}, {Provider: "openai-prod", Requests: 2, InputTokens: 20, OutputTokens: 35}}
 	if len(first.Providers) != 2 || first.Providers[0] != want[0] || first.Providers[1] != want[1] {
 		t.Fatalf("providers %+v, want %+v", first.Providers, want)
 	}
@@ -151,10 +153,10 @@ func TestTheDecisionsBatchCarriesEachProvidersCumulativeUsage(t *testing.T) {
 	if v2 == v1 || second.Providers[0].Requests != 2 || second.Providers[1] != want[1] {
 		t.Errorf("after one more call: %+v (version moved: %v), want cumulative counts", second.Providers, v2 != v1)
 	}
-	for i := range 2 * MaxProviders {
+	for i := range 2 * guardv1.MaxProviders {
 		tel.ProviderRequest(fmt.Sprint("p", i))
 	}
-	if third, _ := a.Batch(); len(third.Providers) != MaxProviders {
-		t.Errorf("%d providers in a batch, want at most %d", len(third.Providers), MaxProviders)
+	if third, _ := a.Batch(); len(third.Providers) != guardv1.MaxProviders {
+		t.Errorf("%d providers in a batch, want at most %d", len(third.Providers), guardv1.MaxProviders)
 	}
 }

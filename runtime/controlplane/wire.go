@@ -82,22 +82,3 @@ type Provider struct {
 	// Anthropic. Empty in a persisted snapshot.
 	Credential string `json:"credential,omitempty"`
 }
-
-// The API families of a Provider, spelled as the ModelProvider's spec.api.
-const (
-	ProviderAPIOpenAI    = "OpenAI"
-	ProviderAPIAnthropic = "Anthropic"
-)
-
-// Annotations the operator writes on a guard's Lease (in the operator's namespace, one per
-// guard pod) when the guard acknowledges: every manager replica, and the leader computing
-// Guardrail status, sees them, and no tenant can write them.
-const (
-	// AnnotationPolicyVersion is the snapshot version the guard enforces.
-	AnnotationPolicyVersion = "guardrail.dev/policy-version"
-	// AnnotationEnforced lists the Guardrails that version holds, as name=generation
-	// pairs separated by commas.
-	AnnotationEnforced = "guardrail.dev/enforced"
-	// AnnotationRefused is the version the guard refused and why ("<version>: <error>").
-	AnnotationRefused = "guardrail.dev/policy-refused"
-)

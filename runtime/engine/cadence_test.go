@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -191,7 +193,7 @@ func TestObjectChannelRespectsMaxEvaluations(t *testing.T) {
 		t.Errorf("classified %q, want the first two and the final snapshot %q", got, want)
 	}
 	last := rec.records[len(rec.records)-1]
-	if !last.Partial || last.Outcome != OutcomeAllowed {
+	if !last.Partial || last.Outcome != guardv1.OutcomeAllowed {
 		t.Errorf("the terminal record is %+v, want allowed and partial", last)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -146,11 +148,11 @@ func (s *Session) decide(gd *guard, phase policy.Phase, where Location, ev *eval
 	if ev.code != "" {
 		rec.Code = ev.code
 		if g.FailOpen {
-			rec.Outcome = OutcomeNotInspected
+			rec.Outcome = guardv1.OutcomeNotInspected
 			s.emitAt(rec, ev.start)
 			return policy.ActionAllow, nil
 		}
-		rec.Outcome = OutcomeFailed
+		rec.Outcome = guardv1.OutcomeFailed
 		s.emitAt(rec, ev.start)
 		return policy.ActionAllow, &Verdict{Kind: Failed, Guardrail: g.Key, Reason: FailureMessage, Code: ev.code, Phase: phase}
 	}
@@ -159,8 +161,8 @@ func (s *Session) decide(gd *guard, phase policy.Phase, where Location, ev *eval
 		pseudonymCounts(&ev.j, gd.c.Categories)
 	}
 	rec.Outcome, rec.Findings, rec.Escalated = outcomeOf(a, g.Mode), ev.j.findings, escalated
-	if rec.Outcome == OutcomeAllowed && len(ev.j.findings) > 0 && ev.j.findings[0].Kind == FindingNotInspected {
-		rec.Outcome = OutcomeNotInspected
+	if rec.Outcome == guardv1.OutcomeAllowed && len(ev.j.findings) > 0 && ev.j.findings[0].Kind == FindingNotInspected {
+		rec.Outcome = guardv1.OutcomeNotInspected
 	}
 	s.emitAt(rec, ev.start)
 	if !gd.enforcing() {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -163,9 +165,9 @@ func TestFailureMatrix(t *testing.T) {
 						got := runPhase(t, s, phase)
 
 						last := rec.records[len(rec.records)-1]
-						wantOutcome := OutcomeFailed
+						wantOutcome := guardv1.OutcomeFailed
 						if open {
-							wantOutcome = OutcomeNotInspected
+							wantOutcome = guardv1.OutcomeNotInspected
 						}
 						if last.Outcome != wantOutcome || last.Code != f.code || last.Phase != phase || last.Mode != mode {
 							t.Errorf("record %s %s %s %s, want %s %s %s %s", last.Outcome, last.Code, last.Phase, last.Mode, wantOutcome, f.code, phase, mode)
@@ -209,7 +211,7 @@ func TestTimeoutIsPerEvaluation(t *testing.T) {
 		t.Fatalf("stop %+v", stop)
 	}
 	for _, r := range rec.records {
-		if r.Outcome != OutcomeAllowed || r.Duration < 20*time.Millisecond {
+		if r.Outcome != guardv1.OutcomeAllowed || r.Duration < 20*time.Millisecond {
 			t.Errorf("record %s took %s", r.Outcome, r.Duration)
 		}
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -30,7 +32,7 @@ func (s *Session) Snapshot(ctx context.Context, ch content.Channel, text string)
 			if !cu.skipped {
 				cu.skipped = true
 				s.emit(Record{Guardrail: gd.g.Key, Generation: gd.g.Generation, Classifier: gd.g.Classifier,
-					Phase: policy.PhaseStream, Where: channelLocation(c.id), Outcome: OutcomeNotInspected,
+					Phase: policy.PhaseStream, Where: channelLocation(c.id), Outcome: guardv1.OutcomeNotInspected,
 					Mode: gd.g.Mode, Partial: true})
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -73,7 +75,7 @@ func TestNoContentInDecisionRecords(t *testing.T) {
 	if len(recs) < 20 {
 		t.Fatalf("only %d records: the test would prove nothing", len(recs))
 	}
-	seen := map[Outcome]bool{}
+	seen := map[guardv1.Outcome]bool{}
 	for _, r := range recs {
 		seen[r.Outcome] = true
 		b, err := json.Marshal(r)
@@ -84,7 +86,7 @@ func TestNoContentInDecisionRecords(t *testing.T) {
 			t.Errorf("record carries content: %s", b)
 		}
 	}
-	for _, o := range []Outcome{OutcomeRedacted, OutcomeWarned, OutcomeWouldBlock, OutcomeNotInspected} {
+	for _, o := range []guardv1.Outcome{guardv1.OutcomeRedacted, guardv1.OutcomeWarned, guardv1.OutcomeWouldBlock, guardv1.OutcomeNotInspected} {
 		if !seen[o] {
 			t.Errorf("no %s record among %d: the canary was not judged", o, len(recs))
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -89,10 +91,10 @@ func TestPseudonymizeInput(t *testing.T) {
 		}
 		var counts []string
 		for _, r := range rec.records {
-			if r.Outcome == OutcomeAllowed {
+			if r.Outcome == guardv1.OutcomeAllowed {
 				continue // the tool result judged again by the Input phase: masked already
 			}
-			if r.Outcome != OutcomePseudonymized {
+			if r.Outcome != guardv1.OutcomePseudonymized {
 				t.Errorf("record outcome %s", r.Outcome)
 			}
 			for _, f := range r.Findings {
@@ -128,7 +130,7 @@ func TestPseudonymizeInput(t *testing.T) {
 		if got := sentTexts(res)[0]; got != "mail "+jo {
 			t.Fatalf("sent %q", got)
 		}
-		if len(rec.records) != 1 || rec.records[0].Outcome != OutcomeWouldPseudonymize || rec.records[0].Findings[0].Count != 1 {
+		if len(rec.records) != 1 || rec.records[0].Outcome != guardv1.OutcomeWouldPseudonymize || rec.records[0].Findings[0].Count != 1 {
 			t.Fatalf("records %+v", rec.records)
 		}
 		if got, _ := stream(t, s, text0, "to <EMAIL_1>", 3); got != "to <EMAIL_1>" {

@@ -5,66 +5,43 @@ import (
 	"fmt"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// Outcome is what an evaluation decided, as decision records and status counters spell it.
-type Outcome string
-
-// Outcomes (DESIGN.md §3.2 status.decisions, §4.6, §4.7).
-const (
-	OutcomeAllowed  Outcome = "allowed"
-	OutcomeWarned   Outcome = "warned"
-	OutcomeStripped Outcome = "stripped"
-	OutcomeRedacted Outcome = "redacted"
-	OutcomeBlocked  Outcome = "blocked"
-	// OutcomeFailed is an evaluation failure under failurePolicy Closed.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeNotInspected is content passed without inspection: an evaluation failure under
-	// failurePolicy Open, or a part unsupported: Allow let through.
-	OutcomeNotInspected Outcome = "notInspected"
-	OutcomeWouldWarn    Outcome = "wouldWarn"
-	OutcomeWouldStrip   Outcome = "wouldStrip"
-	OutcomeWouldRedact  Outcome = "wouldRedact"
-	OutcomeWouldBlock   Outcome = "wouldBlock"
-	// OutcomePseudonymized: values were replaced by placeholders that the answer gets
-	// back restored; the findings count them per category.
-	OutcomePseudonymized     Outcome = "pseudonymized"
-	OutcomeWouldPseudonymize Outcome = "wouldPseudonymize"
-)
-
 // outcomeOf maps an applied action to its outcome in the guardrail's mode.
-func outcomeOf(a policy.Action, mode policy.Mode) Outcome {
+func outcomeOf(a policy.Action, mode policy.Mode) guardv1.Outcome {
 	if mode == policy.ModeReport {
 		switch a {
 		case policy.ActionWarn:
-			return OutcomeWouldWarn
+			return guardv1.OutcomeWouldWarn
 		case policy.ActionRedact:
-			return OutcomeWouldRedact
+			return guardv1.OutcomeWouldRedact
 		case policy.ActionStrip:
-			return OutcomeWouldStrip
+			return guardv1.OutcomeWouldStrip
 		case policy.ActionBlock:
-			return OutcomeWouldBlock
+			return guardv1.OutcomeWouldBlock
 		case policy.ActionPseudonymize:
-			return OutcomeWouldPseudonymize
+			return guardv1.OutcomeWouldPseudonymize
 		}
-		return OutcomeAllowed
+		return guardv1.OutcomeAllowed
 	}
 	switch a {
 	case policy.ActionWarn:
-		return OutcomeWarned
+		return guardv1.OutcomeWarned
 	case policy.ActionRedact:
-		return OutcomeRedacted
+		return guardv1.OutcomeRedacted
 	case policy.ActionStrip:
-		return OutcomeStripped
+		return guardv1.OutcomeStripped
 	case policy.ActionBlock:
-		return OutcomeBlocked
+		return guardv1.OutcomeBlocked
 	case policy.ActionPseudonymize:
-		return OutcomePseudonymized
+		return guardv1.OutcomePseudonymized
 	}
-	return OutcomeAllowed
+	return guardv1.OutcomeAllowed
 }
 
 // FindingKind says what a finding names.
@@ -148,7 +125,7 @@ type Record struct {
 	Classifier string
 	Phase      policy.Phase
 	Where      Location
-	Outcome    Outcome
+	Outcome    guardv1.Outcome
 	Mode       policy.Mode
 	// Findings in the classifier's authored category order, then rules in authored order.
 	Findings []Finding
@@ -168,19 +145,19 @@ type Record struct {
 // MarshalJSON spells the record with its enums as strings.
 func (r Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Guardrail  string        `json:"guardrail"`
-		Generation int64         `json:"generation"`
-		Classifier string        `json:"classifier"`
-		Phase      string        `json:"phase"`
-		Where      string        `json:"where"`
-		Outcome    Outcome       `json:"outcome"`
-		Mode       string        `json:"mode"`
-		Findings   []Finding     `json:"findings,omitempty"`
-		Code       classify.Code `json:"code,omitempty"`
-		DurationMs float64       `json:"durationMs"`
-		Escalated  bool          `json:"escalated,omitempty"`
-		Partial    bool          `json:"partial,omitempty"`
-		IDs        IDs           `json:"ids"`
+		Guardrail  string          `json:"guardrail"`
+		Generation int64           `json:"generation"`
+		Classifier string          `json:"classifier"`
+		Phase      string          `json:"phase"`
+		Where      string          `json:"where"`
+		Outcome    guardv1.Outcome `json:"outcome"`
+		Mode       string          `json:"mode"`
+		Findings   []Finding       `json:"findings,omitempty"`
+		Code       classify.Code   `json:"code,omitempty"`
+		DurationMs float64         `json:"durationMs"`
+		Escalated  bool            `json:"escalated,omitempty"`
+		Partial    bool            `json:"partial,omitempty"`
+		IDs        IDs             `json:"ids"`
 	}{r.Guardrail, r.Generation, r.Classifier, r.Phase.String(), r.Where.String(), r.Outcome,
 		r.Mode.String(), r.Findings, r.Code, float64(r.Duration) / float64(time.Millisecond),
 		r.Escalated, r.Partial, r.IDs})

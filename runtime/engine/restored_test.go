@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -67,7 +69,7 @@ func TestAClusterGuardrailJudgesWhatATenantsPseudonymizeRestores(t *testing.T) {
 			t.Fatalf("the address was released: %q", released(out))
 		}
 		if !slices.ContainsFunc(rec.records, func(r Record) bool {
-			return r.Guardrail == "/no-mail-out" && r.Phase == policy.PhaseOutput && r.Outcome == OutcomeBlocked
+			return r.Guardrail == "/no-mail-out" && r.Phase == policy.PhaseOutput && r.Outcome == guardv1.OutcomeBlocked
 		}) {
 			t.Errorf("no blocked record of the ClusterGuardrail: %+v", rec.records)
 		}
@@ -110,7 +112,7 @@ func TestAClusterGuardrailJudgesWhatATenantsPseudonymizeRestores(t *testing.T) {
 			t.Fatalf("verdict %+v (%v), answer %+v", out.Stop, err, out.Contents)
 		}
 		if !slices.ContainsFunc(rec.records, func(r Record) bool {
-			return r.Guardrail == "/no-mail-out" && r.Outcome == OutcomeWouldBlock
+			return r.Guardrail == "/no-mail-out" && r.Outcome == guardv1.OutcomeWouldBlock
 		}) {
 			t.Errorf("no wouldBlock record: %+v", rec.records)
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -156,7 +158,7 @@ func (s *Session) due(c *channel) []*guard {
 			if !cu.skipped {
 				cu.skipped = true
 				s.emit(Record{Guardrail: gd.g.Key, Generation: gd.g.Generation, Classifier: gd.g.Classifier,
-					Phase: policy.PhaseStream, Where: channelLocation(c.id), Outcome: OutcomeNotInspected,
+					Phase: policy.PhaseStream, Where: channelLocation(c.id), Outcome: guardv1.OutcomeNotInspected,
 					Mode: gd.g.Mode, Partial: true})
 			}
 			continue

@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
@@ -75,7 +76,7 @@ func looksLikeKey(v string, header string) bool {
 		}
 	}
 	switch {
-	case v == "" || v == controlplane.PlaceholderAPIKey:
+	case v == "" || v == guardv1.PlaceholderAPIKey:
 		return false
 	case len(v) >= 3 && strings.EqualFold(v[:3], "sk-"):
 		return true
@@ -228,7 +229,7 @@ func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f
 				Type: "invalid_request_error", Code: codeProviderKey, Message: fmt.Sprintf(
 					"this pod's calls of the %s API go through ModelProvider %s, which holds the API key: the app must not send "+
 						"a key of its own (the key was not forwarded). Remove it from the app's configuration; the injector gives "+
-						"the app the placeholder %q, which the guardrail sidecar replaces", fam, pr.p.Name, controlplane.PlaceholderAPIKey)})
+						"the app the placeholder %q, which the guardrail sidecar replaces", fam, pr.p.Name, guardv1.PlaceholderAPIKey)})
 			return upstream{}, false
 		}
 		return upstream{base: pr.p.URL, provider: pr}, true

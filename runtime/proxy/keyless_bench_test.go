@@ -4,7 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -17,7 +18,7 @@ func BenchmarkKeylessHeaders(b *testing.B) {
 		b.Fatal(err)
 	}
 	for k, v := range map[string]string{
-		"Authorization": "Bearer " + controlplane.PlaceholderAPIKey, "Content-Type": "application/json",
+		"Authorization": "Bearer " + guardv1.PlaceholderAPIKey, "Content-Type": "application/json",
 		"Accept": "application/json", "User-Agent": "OpenAI/Go 3.0.0", "X-Stainless-Lang": "go",
 		"X-Stainless-Retry-Count": "0", "X-Stainless-Timeout": "600", "OpenAI-Project": "proj_app",
 	} {

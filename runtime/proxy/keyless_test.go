@@ -12,7 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
@@ -124,7 +125,7 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 		c.PassThrough = []string{"/v1/audio/speech"}
 	}))
 	k.apply(t, k.openai(openaiCred), k.anthropic(anthropicCred))
-	placeholder := "Bearer " + controlplane.PlaceholderAPIKey
+	placeholder := "Bearer " + guardv1.PlaceholderAPIKey
 	for _, c := range []struct {
 		name, method, path, body string
 		header                   []string
@@ -141,7 +142,7 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 		{"the models list (a pass-through GET)", "GET", "/v1/models", "", []string{"Authorization", placeholder}, 200, openaiCred},
 		{"a --pass-through route", "POST", "/v1/audio/speech", `{"model":"m"}`, []string{"Authorization", placeholder}, 404, openaiCred},
 		{"a message with the placeholder as x-api-key", "POST", "/v1/messages", messagesBody,
-			[]string{"X-Api-Key", controlplane.PlaceholderAPIKey, "Anthropic-Version", "2023-06-01"}, 200, anthropicCred},
+			[]string{"X-Api-Key", guardv1.PlaceholderAPIKey, "Anthropic-Version", "2023-06-01"}, 200, anthropicCred},
 		{"Anthropic's models list", "GET", "/v1/models", "", []string{"X-Api-Key", "x", "Anthropic-Version", "2023-06-01"}, 200, anthropicCred},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -176,7 +177,7 @@ func TestEveryCallOfAKeylessFamilyGoesToTheProviderWithItsCredentialAndNoneToThe
 		t.Errorf("the upstream flags' provider received %d calls of keyless families", n)
 	}
 	seen := k.prov.KeysSeen()
-	if seen[controlplane.PlaceholderAPIKey] != 0 || seen["dummy"] != 0 || seen["x"] != 0 || seen[""] != 0 {
+	if seen[guardv1.PlaceholderAPIKey] != 0 || seen["dummy"] != 0 || seen["x"] != 0 || seen[""] != 0 {
 		t.Errorf("the ModelProvider saw a client's key: %v", seen)
 	}
 	if strings.Contains(k.log.String(), openaiCred) || strings.Contains(k.log.String(), anthropicCred) {
@@ -197,7 +198,7 @@ func TestARetrievalOfAStoredResponseGoesToTheProvider(t *testing.T) {
 	u, _ := url.Parse(prov.URL)
 	k := newKeylessHarness(t, []string{"openai-prod"}, nil)
 	k.apply(t, &policy.Provider{Name: "openai-prod", Family: policy.ProviderOpenAI, URL: u, Credential: openaiCred})
-	resp, body := k.do(t, "GET", "/v1/responses/resp_1", "", "Authorization", "Bearer "+controlplane.PlaceholderAPIKey)
+	resp, body := k.do(t, "GET", "/v1/responses/resp_1", "", "Authorization", "Bearer "+guardv1.PlaceholderAPIKey)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "stored") {
 		t.Fatalf("retrieval: %d %s", resp.StatusCode, body)
 	}
@@ -229,7 +230,7 @@ func TestAKeyOfTheClientsOwnIsRefusedAndNotForwarded(t *testing.T) {
 				t.Fatalf("%d %s, want 400 %s", resp.StatusCode, body, codeProviderKey)
 			}
 			if !strings.Contains(msg, "ModelProvider "+c.provider) || !strings.Contains(msg, "must not send a key of its own") ||
-				!strings.Contains(msg, controlplane.PlaceholderAPIKey) {
+				!strings.Contains(msg, guardv1.PlaceholderAPIKey) {
 				t.Errorf("the message does not say why: %s", msg)
 			}
 			if strings.Contains(string(body), c.key) {
@@ -250,8 +251,8 @@ func TestLooksLikeKey(t *testing.T) {
 		name, header, value string
 		key                 bool
 	}{
-		{"the placeholder is replaced", "Authorization", "Bearer " + controlplane.PlaceholderAPIKey, false},
-		{"the placeholder as x-api-key is replaced", "X-Api-Key", controlplane.PlaceholderAPIKey, false},
+		{"the placeholder is replaced", "Authorization", "Bearer " + guardv1.PlaceholderAPIKey, false},
+		{"the placeholder as x-api-key is replaced", "X-Api-Key", guardv1.PlaceholderAPIKey, false},
 		{"an empty bearer is replaced", "Authorization", "Bearer ", false},
 		{"a short dummy is replaced", "Authorization", "Bearer not-needed", false},
 		{"EMPTY, as vLLM docs write it, is replaced", "Authorization", "Bearer EMPTY", false},

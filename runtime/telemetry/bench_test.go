@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -12,7 +14,7 @@ import (
 // of telemetry (run with -benchmem; allocations on this path are a regression).
 
 func benchRecord() engine.Record {
-	r := rec("team-a/pii", policy.PhaseInput, engine.OutcomeBlocked, "email")
+	r := rec("team-a/pii", policy.PhaseInput, guardv1.OutcomeBlocked, "email")
 	r.Classifier, r.Duration = "team-a/builtin", 120*time.Microsecond
 	return r
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -14,12 +16,12 @@ import (
 // apart; nothing else of the decision is a label.
 func TestPseudonymizedValuesAreCountedByCategory(t *testing.T) {
 	tel := New(nil)
-	r := rec("ns/mask", policy.PhaseInput, engine.OutcomePseudonymized)
+	r := rec("ns/mask", policy.PhaseInput, guardv1.OutcomePseudonymized)
 	r.Findings = []engine.Finding{{Kind: engine.FindingCategory, Name: "email", Score: 1, Threshold: 1, Count: 3},
 		{Kind: engine.FindingCategory, Name: "phone", Score: 1, Threshold: 1, Count: 1}}
 	tel.Record(r)
 	tel.Record(r)
-	w := rec("ns/trial", policy.PhaseToolResults, engine.OutcomeWouldPseudonymize)
+	w := rec("ns/trial", policy.PhaseToolResults, guardv1.OutcomeWouldPseudonymize)
 	w.Findings = []engine.Finding{{Kind: engine.FindingCategory, Name: "email", Count: 2}}
 	tel.Record(w)
 	var out bytes.Buffer

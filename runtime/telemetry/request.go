@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 )
 
@@ -131,7 +133,7 @@ func (r *Request) Done() {
 func Fold(first []engine.Record) []engine.Record {
 	out := first[:0]
 	for i := range first {
-		if first[i].Outcome == engine.OutcomeAllowed && decidedOtherwise(first, first[i].Guardrail) {
+		if first[i].Outcome == guardv1.OutcomeAllowed && decidedOtherwise(first, first[i].Guardrail) {
 			continue
 		}
 		out = append(out, first[i])
@@ -141,7 +143,7 @@ func Fold(first []engine.Record) []engine.Record {
 
 func decidedOtherwise(first []engine.Record, guardrail string) bool {
 	for _, r := range first {
-		if r.Guardrail == guardrail && r.Outcome != engine.OutcomeAllowed {
+		if r.Guardrail == guardrail && r.Outcome != guardv1.OutcomeAllowed {
 			return true
 		}
 	}

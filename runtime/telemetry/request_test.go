@@ -5,11 +5,13 @@ import (
 	"sync"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-func rec(g string, p policy.Phase, o engine.Outcome, cats ...string) engine.Record {
+func rec(g string, p policy.Phase, o guardv1.Outcome, cats ...string) engine.Record {
 	r := engine.Record{Guardrail: g, Generation: 1, Phase: p, Outcome: o}
 	for _, c := range cats {
 		r.Findings = append(r.Findings, engine.Finding{Kind: engine.FindingCategory, Name: c, Score: 1, Threshold: 0.5})
@@ -19,7 +21,7 @@ func rec(g string, p policy.Phase, o engine.Outcome, cats ...string) engine.Reco
 
 type outcomeAt struct {
 	guardrail string
-	outcome   engine.Outcome
+	outcome   guardv1.Outcome
 	phase     policy.Phase
 }
 
@@ -33,19 +35,19 @@ func TestARequestCountsOncePerGuardrailAndOutcome(t *testing.T) {
 		matches []Match
 	}{
 		{"an allowed request counts once as allowed",
-			[]engine.Record{rec("ns/a", in, engine.OutcomeAllowed), rec("ns/a", out, engine.OutcomeAllowed)},
-			[]outcomeAt{{"ns/a", engine.OutcomeAllowed, in}}, nil},
+			[]engine.Record{rec("ns/a", in, guardv1.OutcomeAllowed), rec("ns/a", out, guardv1.OutcomeAllowed)},
+			[]outcomeAt{{"ns/a", guardv1.OutcomeAllowed, in}}, nil},
 		{"a stream judged many times that would be blocked counts one wouldBlock, at its first phase",
-			[]engine.Record{rec("ns/a", in, engine.OutcomeAllowed), rec("ns/a", stream, engine.OutcomeWouldBlock, "pii"),
-				rec("ns/a", stream, engine.OutcomeWouldBlock, "pii"), rec("ns/a", out, engine.OutcomeWouldBlock, "pii")},
-			[]outcomeAt{{"ns/a", engine.OutcomeWouldBlock, stream}}, []Match{{"ns/a", "pii"}}},
+			[]engine.Record{rec("ns/a", in, guardv1.OutcomeAllowed), rec("ns/a", stream, guardv1.OutcomeWouldBlock, "pii"),
+				rec("ns/a", stream, guardv1.OutcomeWouldBlock, "pii"), rec("ns/a", out, guardv1.OutcomeWouldBlock, "pii")},
+			[]outcomeAt{{"ns/a", guardv1.OutcomeWouldBlock, stream}}, []Match{{"ns/a", "pii"}}},
 		{"two outcomes of one request both count, allowed does not",
-			[]engine.Record{rec("ns/a", in, engine.OutcomeWarned, "rude"), rec("ns/a", out, engine.OutcomeBlocked, "pii", "rude")},
-			[]outcomeAt{{"ns/a", engine.OutcomeWarned, in}, {"ns/a", engine.OutcomeBlocked, out}},
+			[]engine.Record{rec("ns/a", in, guardv1.OutcomeWarned, "rude"), rec("ns/a", out, guardv1.OutcomeBlocked, "pii", "rude")},
+			[]outcomeAt{{"ns/a", guardv1.OutcomeWarned, in}, {"ns/a", guardv1.OutcomeBlocked, out}},
 			[]Match{{"ns/a", "rude"}, {"ns/a", "pii"}}},
 		{"each guardrail counts on its own",
-			[]engine.Record{rec("ns/a", in, engine.OutcomeAllowed), rec("ns/b", in, engine.OutcomeWouldBlock, "pii")},
-			[]outcomeAt{{"ns/a", engine.OutcomeAllowed, in}, {"ns/b", engine.OutcomeWouldBlock, in}}, []Match{{"ns/b", "pii"}}},
+			[]engine.Record{rec("ns/a", in, guardv1.OutcomeAllowed), rec("ns/b", in, guardv1.OutcomeWouldBlock, "pii")},
+			[]outcomeAt{{"ns/a", guardv1.OutcomeAllowed, in}, {"ns/b", guardv1.OutcomeWouldBlock, in}}, []Match{{"ns/b", "pii"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +85,7 @@ func TestARequestCountsOncePerGuardrailAndOutcome(t *testing.T) {
 func TestWithoutASinkNothingIsKept(t *testing.T) {
 	tel := New(nil)
 	r := tel.Begin()
-	r.Record(rec("ns/a", policy.PhaseInput, engine.OutcomeBlocked, "pii"))
+	r.Record(rec("ns/a", policy.PhaseInput, guardv1.OutcomeBlocked, "pii"))
 	if len(r.first) != 0 || len(r.matches) != 0 {
 		t.Error("a request kept records with nobody listening")
 	}

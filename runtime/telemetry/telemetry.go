@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 )
@@ -53,7 +55,7 @@ type Telemetry struct {
 // decisionSeries is one series of guard_decisions_total with its labels.
 type decisionSeries struct {
 	guardrail string
-	outcome   engine.Outcome
+	outcome   guardv1.Outcome
 	c         *prom.Counter
 }
 

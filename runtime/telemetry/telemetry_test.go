@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
@@ -16,10 +18,10 @@ import (
 func TestDecisionsAreCountedUnderTheirOwnLabels(t *testing.T) {
 	tel := New(nil)
 	records := []engine.Record{
-		rec("ns/a", policy.PhaseStream, engine.OutcomeAllowed), rec("ns/a", policy.PhaseStream, engine.OutcomeAllowed),
-		rec("ns/b", policy.PhaseStream, engine.OutcomeAllowed), rec("ns/a", policy.PhaseStream, engine.OutcomeBlocked),
-		rec("ns/a", policy.PhaseInput, engine.OutcomeAllowed), rec("ns/a", policy.PhaseStream, engine.OutcomeAllowed),
-		rec("ns/a", policy.PhaseToolCalls, engine.OutcomeWouldBlock),
+		rec("ns/a", policy.PhaseStream, guardv1.OutcomeAllowed), rec("ns/a", policy.PhaseStream, guardv1.OutcomeAllowed),
+		rec("ns/b", policy.PhaseStream, guardv1.OutcomeAllowed), rec("ns/a", policy.PhaseStream, guardv1.OutcomeBlocked),
+		rec("ns/a", policy.PhaseInput, guardv1.OutcomeAllowed), rec("ns/a", policy.PhaseStream, guardv1.OutcomeAllowed),
+		rec("ns/a", policy.PhaseToolCalls, guardv1.OutcomeWouldBlock),
 	}
 	var wg sync.WaitGroup
 	for range 8 {

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -297,7 +299,7 @@ func (c *Call) Evaluation(rec engine.Record, start time.Time) {
 	}
 	_, span := c.t.tracer.Start(c.ctx, "guardrail "+rec.Guardrail, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	if rec.Outcome == engine.OutcomeFailed {
+	if rec.Outcome == guardv1.OutcomeFailed {
 		span.SetAttributes(attribute.String("error.type", string(rec.Code)))
 		span.SetStatus(codes.Error, string(rec.Code))
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -99,7 +101,7 @@ const (
 	parentID = "00f067aa0ba902b7"
 )
 
-func record(outcome engine.Outcome, findings ...engine.Finding) engine.Record {
+func record(outcome guardv1.Outcome, findings ...engine.Finding) engine.Record {
 	return engine.Record{Guardrail: "team-a/pii", Classifier: "builtin-pii", Phase: policy.PhaseInput,
 		Where: engine.Location{Message: 1, Part: 0}, Outcome: outcome, Mode: policy.ModeEnforce,
 		Findings: findings, Duration: 3 * time.Millisecond}
@@ -150,11 +152,11 @@ func TestExportToCollector(t *testing.T) {
 				t.Fatal("a sampled call was not traced")
 			}
 			start := time.Now()
-			call.Evaluation(record(engine.OutcomeBlocked,
+			call.Evaluation(record(guardv1.OutcomeBlocked,
 				engine.Finding{Kind: engine.FindingCategory, Name: "email", Score: 0.9, Threshold: 0.5},
 				engine.Finding{Kind: engine.FindingCategory, Name: "phone", Score: 0.7, Threshold: 0.5},
 				engine.Finding{Kind: engine.FindingRule, Name: "no-secrets"}), start)
-			failed := record(engine.OutcomeFailed)
+			failed := record(guardv1.OutcomeFailed)
 			failed.Guardrail, failed.Code = "/cluster-wide", classify.CodeTimeout
 			call.Evaluation(failed, time.Time{})
 			call.Usage(12, 34)

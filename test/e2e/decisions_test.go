@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +30,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
@@ -385,7 +386,7 @@ func TestDecisionsAcrossManagerRestarts(t *testing.T) {
 		if claim == "-" {
 			return -1
 		}
-		var cl struct{ Guardrails []cp.GuardrailDecisions }
+		var cl struct{ Guardrails []guardv1.GuardrailDecisions }
 		_ = json.Unmarshal([]byte(claim), &cl)
 		var n int64
 		for _, gd := range cl.Guardrails {
@@ -586,7 +587,7 @@ func (c *cluster) claim(t *testing.T, ns, name string) string {
 	if err := c.k8s.Get(testContext(t), client.ObjectKey{Namespace: operatorNS, Name: guards.LeaseName(pod.UID)}, lease); err != nil {
 		return "-"
 	}
-	return lease.Annotations[cp.AnnotationDecisions]
+	return lease.Annotations[guardv1.AnnotationDecisions]
 }
 
 // podWithToken creates a Running injected pod in an existing namespace (with its "app"
@@ -595,7 +596,7 @@ func (c *cluster) podWithToken(t *testing.T, ns, name, dir string) string {
 	t.Helper()
 	ctx := testContext(t)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}}, Spec: guardSpec()}
+		Labels: map[string]string{"app": "web", guardv1.LabelInjected: "true"}}, Spec: guardSpec()}
 	if err := c.k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +606,7 @@ func (c *cluster) podWithToken(t *testing.T, ns, name, dir string) string {
 	}
 	exp := int64(3600)
 	tr, err := c.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,13 +178,13 @@ func (c *cluster) injectedPod(t *testing.T, ns, name, dir string) string {
 	must(c.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	must(c.k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}))
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}}, Spec: guardSpec()}
+		Labels: map[string]string{"app": "web", guardv1.LabelInjected: "true"}}, Spec: guardSpec()}
 	must(c.k8s.Create(ctx, p))
 	p.Status.Phase = corev1.PodRunning
 	must(c.k8s.Status().Update(ctx, p))
 	exp := int64(3600)
 	tr, err := c.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	must(err)

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	antoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
@@ -241,13 +243,13 @@ func TestAGuardHonoursNoProxyTLSOrDebugSettingOfItsEnvironment(t *testing.T) {
 		decoy := newProvider(t)
 		c := startControlPlane(t)
 		c.set(t, "v1",
-			cp.Provider{Name: "openai-prod", API: cp.ProviderAPIOpenAI, URL: byName(t, prov.URL) + "/v1", Credential: keylessOpenAIKey},
-			cp.Provider{Name: "claude", API: cp.ProviderAPIAnthropic, URL: tn.tlsURL, Credential: keylessAnthropicKey})
+			cp.Provider{Name: "openai-prod", API: guardv1.ProviderAPIOpenAI, URL: byName(t, prov.URL) + "/v1", Credential: keylessOpenAIKey},
+			cp.Provider{Name: "claude", API: guardv1.ProviderAPIAnthropic, URL: tn.tlsURL, Credential: keylessAnthropicKey})
 		g := startEnvGuard(t, []string{"--openai-upstream", decoy.URL, "--anthropic-upstream", decoy.URL,
 			"--control-plane", c.srv.URL, "--token-file", c.tokenFile, "--ca-file", c.caFile, "--snapshot-dir", t.TempDir(),
 			"--provider=openai-prod", "--provider=claude", "--namespace", "shop"}, tn.env())
 
-		oa := openai.NewClient(oaoption.WithBaseURL(g.URL+"/v1/"), oaoption.WithAPIKey(cp.PlaceholderAPIKey), oaoption.WithMaxRetries(0))
+		oa := openai.NewClient(oaoption.WithBaseURL(g.URL+"/v1/"), oaoption.WithAPIKey(guardv1.PlaceholderAPIKey), oaoption.WithMaxRetries(0))
 		chat, err := oa.Chat.Completions.New(testContext(t), chatParams("hi"))
 		if err != nil || chat.Choices[0].Message.Content != "Hello from the provider." {
 			t.Errorf("chat through the OpenAI ModelProvider: %v %+v", err, chat)
@@ -256,7 +258,7 @@ func TestAGuardHonoursNoProxyTLSOrDebugSettingOfItsEnvironment(t *testing.T) {
 			t.Errorf("the provider saw keys %v, want the ModelProvider's once", keyCounts(seen))
 		}
 
-		an := anthropic.NewClient(antoption.WithBaseURL(g.URL), antoption.WithAPIKey(cp.PlaceholderAPIKey), antoption.WithMaxRetries(0))
+		an := anthropic.NewClient(antoption.WithBaseURL(g.URL), antoption.WithAPIKey(guardv1.PlaceholderAPIKey), antoption.WithMaxRetries(0))
 		if _, err := an.Messages.New(testContext(t), messageParams("hi")); err == nil {
 			t.Error("a message to a provider certified only by the tenant's CA (SSL_CERT_FILE) was answered")
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	antoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
@@ -56,7 +58,7 @@ type fakeControlPlane struct {
 	snap              []byte
 	changed           chan struct{}
 	down              bool
-	batch             *cp.DecisionsRequest
+	batch             *guardv1.DecisionsRequest
 }
 
 func startControlPlane(t *testing.T) *fakeControlPlane {
@@ -64,7 +66,7 @@ func startControlPlane(t *testing.T) *fakeControlPlane {
 	c := &fakeControlPlane{changed: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+cp.SubscribePath, c.subscribe)
-	mux.HandleFunc("POST "+cp.DecisionsPath, c.decisions)
+	mux.HandleFunc("POST "+guardv1.DecisionsPath, c.decisions)
 	c.srv = httptest.NewTLSServer(mux)
 	t.Cleanup(c.srv.Close)
 	dir := t.TempDir()
@@ -140,7 +142,7 @@ func (c *fakeControlPlane) subscribe(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *fakeControlPlane) decisions(w http.ResponseWriter, r *http.Request) {
-	var req cp.DecisionsRequest
+	var req guardv1.DecisionsRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, "bad batch", http.StatusBadRequest)
 		return
@@ -156,25 +158,25 @@ func (c *fakeControlPlane) decisions(w http.ResponseWriter, r *http.Request) {
 }
 
 // usage returns provider's usage in the latest decisions batch.
-func (c *fakeControlPlane) usage(provider string) cp.ProviderUsage {
+func (c *fakeControlPlane) usage(provider string) guardv1.ProviderUsage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.batch == nil {
-		return cp.ProviderUsage{}
+		return guardv1.ProviderUsage{}
 	}
 	for _, u := range c.batch.Providers {
 		if u.Provider == provider {
 			return u
 		}
 	}
-	return cp.ProviderUsage{}
+	return guardv1.ProviderUsage{}
 }
 
 // keylessProviders are the pod's two ModelProviders at one provider URL.
 func keylessProviders(url, openaiKey string) []cp.Provider {
 	return []cp.Provider{
-		{Name: "claude", API: cp.ProviderAPIAnthropic, URL: url, Credential: keylessAnthropicKey},
-		{Name: "openai-prod", API: cp.ProviderAPIOpenAI, URL: url + "/v1", Headers: map[string]string{"OpenAI-Project": "proj-e2e"},
+		{Name: "claude", API: guardv1.ProviderAPIAnthropic, URL: url, Credential: keylessAnthropicKey},
+		{Name: "openai-prod", API: guardv1.ProviderAPIOpenAI, URL: url + "/v1", Headers: map[string]string{"OpenAI-Project": "proj-e2e"},
 			Credential: openaiKey},
 	}
 }
@@ -204,7 +206,7 @@ func TestKeylessAppsCallTheirProviderOnlyThroughTheGuardWithTheProvidersKey(t *t
 	c.set(t, "v1", keylessProviders(prov.URL, keylessOpenAIKey)...)
 	snapDir := t.TempDir()
 	g := keylessGuard(t, c, decoy.URL, snapDir)
-	oa, an := placeholderClients(g, cp.PlaceholderAPIKey)
+	oa, an := placeholderClients(g, guardv1.PlaceholderAPIKey)
 	const want = "Hello from the provider."
 
 	t.Run("the official SDKs holding only the placeholder get answers, streamed and not", func(t *testing.T) {
@@ -344,7 +346,7 @@ func TestKeylessAppsCallTheirProviderOnlyThroughTheGuardWithTheProvidersKey(t *t
 		g.stop()
 		c.setDown(true)
 		restarted := keylessGuard(t, c, decoy.URL, snapDir) // ready on its persisted snapshot
-		oa, an := placeholderClients(restarted, cp.PlaceholderAPIKey)
+		oa, an := placeholderClients(restarted, guardv1.PlaceholderAPIKey)
 		_, err := oa.Chat.Completions.New(testContext(t), chatParams("hi"))
 		apiErr, ok := errAs[*openai.Error](err)
 		if !ok || apiErr.StatusCode != http.StatusServiceUnavailable || apiErr.Code != "provider_unavailable" ||

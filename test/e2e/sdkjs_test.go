@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
@@ -36,7 +37,7 @@ func TestKeylessAppsWithTheJavaScriptSDKs(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "keyless.mjs", g.URL, cp.PlaceholderAPIKey, keylessAppsOwnKey)
+	cmd := exec.CommandContext(ctx, "node", "keyless.mjs", g.URL, guardv1.PlaceholderAPIKey, keylessAppsOwnKey)
 	cmd.Dir = sdkJSDir
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

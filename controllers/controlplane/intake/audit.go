@@ -2,6 +2,7 @@ package intake
 
 import (
 	"encoding/json"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"io"
 	"os"
 	"sort"
@@ -31,18 +32,18 @@ func AuditWriter(on bool) io.Writer {
 // added to what was counted (claim). Names and numbers only: a batch carries no text,
 // and validateBatch has refused any name that is not one.
 type BatchLine struct {
-	Schema             string `json:"schema"`
-	Time               string `json:"time"`
-	Pod                string `json:"pod"`
-	Namespace          string `json:"namespace"`
-	Guardrail          string `json:"guardrail"`
-	GuardrailNamespace string `json:"guardrailNamespace,omitempty"`
-	ClusterScoped      bool   `json:"clusterScoped"`
-	Outcome            string `json:"outcome"`
-	Phase              string `json:"phase,omitempty"`
-	Category           string `json:"category,omitempty"`
-	Code               string `json:"code,omitempty"`
-	Count              int64  `json:"count"`
+	Schema             string          `json:"schema"`
+	Time               string          `json:"time"`
+	Pod                string          `json:"pod"`
+	Namespace          string          `json:"namespace"`
+	Guardrail          string          `json:"guardrail"`
+	GuardrailNamespace string          `json:"guardrailNamespace,omitempty"`
+	ClusterScoped      bool            `json:"clusterScoped"`
+	Outcome            guardv1.Outcome `json:"outcome"`
+	Phase              string          `json:"phase,omitempty"`
+	Category           string          `json:"category,omitempty"`
+	Code               string          `json:"code,omitempty"`
+	Count              int64           `json:"count"`
 	// LastDecision is when the guard made the guardrail's last decision it counts.
 	LastDecision string `json:"lastDecision,omitempty"`
 	// Incarnation is the guard process's, as on its own audit lines.

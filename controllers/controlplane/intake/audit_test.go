@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // auditIntake is an intake on a fake apiserver with its audit log into out, and the
@@ -50,14 +51,14 @@ func auditIntake(t *testing.T, out *bytes.Buffer) http.HandlerFunc {
 	return in.Handler(func(*http.Request) (*metav1.PartialObjectMetadata, error) { return pod, nil })
 }
 
-func postBatch(t *testing.T, h http.HandlerFunc, req cp.DecisionsRequest) {
+func postBatch(t *testing.T, h http.HandlerFunc, req guardv1.DecisionsRequest) {
 	t.Helper()
 	body, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h(rec, httptest.NewRequest(http.MethodPost, cp.DecisionsPath, bytes.NewReader(body)))
+	h(rec, httptest.NewRequest(http.MethodPost, guardv1.DecisionsPath, bytes.NewReader(body)))
 	if rec.Code != http.StatusNoContent {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
@@ -71,18 +72,18 @@ func TestTheAuditLogHasALinePerClaimedPart(t *testing.T) {
 	h := auditIntake(t, &out)
 	started := time.Now().Add(-time.Minute).UnixMilli()
 	last := time.Now().Add(-time.Second).UnixMilli()
-	batch := func(blocked int64) cp.DecisionsRequest {
-		return cp.DecisionsRequest{Incarnation: "0123456789abcdef", Started: started,
-			Guardrails: []cp.GuardrailDecisions{
-				{Guardrail: "tenant/pii", Last: last, Counts: []cp.DecisionCount{
+	batch := func(blocked int64) guardv1.DecisionsRequest {
+		return guardv1.DecisionsRequest{Incarnation: "0123456789abcdef", Started: started,
+			Guardrails: []guardv1.GuardrailDecisions{
+				{Guardrail: "tenant/pii", Last: last, Counts: []guardv1.DecisionCount{
 					{Generation: 2, Phase: "Input", Outcome: "blocked", Category: "email", Requests: blocked},
 					{Generation: 2, Phase: "Output", Outcome: "redacted", Category: "phone", Requests: 1},
 				}},
-				{Guardrail: "/baseline", Last: last, Counts: []cp.DecisionCount{
+				{Guardrail: "/baseline", Last: last, Counts: []guardv1.DecisionCount{
 					{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "jailbreak", Code: "", Requests: 4},
 				}},
 			},
-			Samples: []cp.Sample{{Guardrail: "tenant/pii", Phase: "Input", Outcome: "blocked", RequestID: "req-CANARY-77"}},
+			Samples: []guardv1.Sample{{Guardrail: "tenant/pii", Phase: "Input", Outcome: "blocked", RequestID: "req-CANARY-77"}},
 		}
 	}
 	postBatch(t, h, batch(3))
@@ -107,7 +108,7 @@ func TestTheAuditLogHasALinePerClaimedPart(t *testing.T) {
 		lines = append(lines, l)
 	}
 	base := BatchLine{Schema: BatchSchema, Pod: "app", Namespace: "tenant", Incarnation: "0123456789abcdef", Replica: "manager-0"}
-	line := func(guardrail, ns string, cluster bool, outcome, phase, category string, n int64) BatchLine {
+	line := func(guardrail, ns string, cluster bool, outcome guardv1.Outcome, phase, category string, n int64) BatchLine {
 		l := base
 		l.Guardrail, l.GuardrailNamespace, l.ClusterScoped = guardrail, ns, cluster
 		l.Outcome, l.Phase, l.Category, l.Count = outcome, phase, category, n
@@ -138,7 +139,7 @@ func TestTheAuditLogIsOffByDefault(t *testing.T) {
 	}
 	// No writer: the batch is counted and nothing is written (or panics).
 	h := auditIntake(t, nil)
-	postBatch(t, h, cp.DecisionsRequest{Incarnation: "0123456789abcdef", Started: time.Now().Add(-time.Minute).UnixMilli(),
-		Guardrails: []cp.GuardrailDecisions{{Guardrail: "tenant/pii", Counts: []cp.DecisionCount{
+	postBatch(t, h, guardv1.DecisionsRequest{Incarnation: "0123456789abcdef", Started: time.Now().Add(-time.Minute).UnixMilli(),
+		Guardrails: []guardv1.GuardrailDecisions{{Guardrail: "tenant/pii", Counts: []guardv1.DecisionCount{
 			{Generation: 2, Phase: "Input", Outcome: "blocked", Requests: 1}}}}})
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"strings"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // A guard of any namespace may report on ClusterGuardrails ("/name"), but only on those
@@ -25,7 +26,7 @@ import (
 
 // keepSelectedBaselines removes from req what concerns cluster objects that do not apply
 // to namespace ns, and returns how many entries it removed.
-func (in *Intake) keepSelectedBaselines(ctx context.Context, req *cp.DecisionsRequest, ns string) (int, error) {
+func (in *Intake) keepSelectedBaselines(ctx context.Context, req *guardv1.DecisionsRequest, ns string) (int, error) {
 	if !namesCluster(req) {
 		return 0, nil
 	}
@@ -78,7 +79,7 @@ func (in *Intake) keepSelectedBaselines(ctx context.Context, req *cp.DecisionsRe
 }
 
 // namesCluster reports whether a batch names any cluster object.
-func namesCluster(req *cp.DecisionsRequest) bool {
+func namesCluster(req *guardv1.DecisionsRequest) bool {
 	for _, g := range req.Guardrails {
 		if strings.HasPrefix(g.Guardrail, "/") {
 			return true

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -20,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // A tenant whose namespace a baseline does not select runs a real guard and reports
@@ -46,13 +47,13 @@ func TestAGuardCountsOnlyTheBaselinesThatSelectItsNamespace(t *testing.T) {
 	).Build()
 	in := New(Options{Cache: c})
 
-	counts := func(name string) cp.GuardrailDecisions {
-		return cp.GuardrailDecisions{Guardrail: name, Counts: []cp.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "blocked", Requests: 500}}}
+	counts := func(name string) guardv1.GuardrailDecisions {
+		return guardv1.GuardrailDecisions{Guardrail: name, Counts: []guardv1.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "blocked", Requests: 500}}}
 	}
-	req := &cp.DecisionsRequest{Incarnation: "a", Started: 1,
-		Guardrails:  []cp.GuardrailDecisions{counts("tenant/own"), counts("/everywhere"), counts("/production-only"), counts("/no-such-baseline")},
-		Classifiers: []cp.ClassifierCalls{{Classifier: "/secrets", Calls: 3}, {Classifier: "/pii", Calls: 3}, {Classifier: "tenant/judge", Calls: 3}},
-		Samples:     []cp.Sample{{Guardrail: "/production-only", Outcome: "blocked"}, {Guardrail: "/everywhere", Outcome: "blocked"}},
+	req := &guardv1.DecisionsRequest{Incarnation: "a", Started: 1,
+		Guardrails:  []guardv1.GuardrailDecisions{counts("tenant/own"), counts("/everywhere"), counts("/production-only"), counts("/no-such-baseline")},
+		Classifiers: []guardv1.ClassifierCalls{{Classifier: "/secrets", Calls: 3}, {Classifier: "/pii", Calls: 3}, {Classifier: "tenant/judge", Calls: 3}},
+		Samples:     []guardv1.Sample{{Guardrail: "/production-only", Outcome: "blocked"}, {Guardrail: "/everywhere", Outcome: "blocked"}},
 	}
 	if err := validateBatch(req, "tenant"); err != nil {
 		t.Fatal(err)
@@ -108,16 +109,16 @@ func TestAForgedBaselineCountIsDroppedByTheHandler(t *testing.T) {
 	pod := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "app", UID: "uid-1"}}
 	h := in.Handler(func(*http.Request) (*metav1.PartialObjectMetadata, error) { return pod, nil })
 
-	blocked := func(name string, n int64) cp.GuardrailDecisions {
-		return cp.GuardrailDecisions{Guardrail: name, Counts: []cp.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "blocked", Requests: n}}}
+	blocked := func(name string, n int64) guardv1.GuardrailDecisions {
+		return guardv1.GuardrailDecisions{Guardrail: name, Counts: []guardv1.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "blocked", Requests: n}}}
 	}
-	body, err := json.Marshal(cp.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
-		Guardrails: []cp.GuardrailDecisions{blocked("tenant/own", 2), blocked("/everywhere", 3), blocked("/production-only", 900)}})
+	body, err := json.Marshal(guardv1.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
+		Guardrails: []guardv1.GuardrailDecisions{blocked("tenant/own", 2), blocked("/everywhere", 3), blocked("/production-only", 900)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h(rec, httptest.NewRequest(http.MethodPost, cp.DecisionsPath, bytes.NewReader(body)))
+	h(rec, httptest.NewRequest(http.MethodPost, guardv1.DecisionsPath, bytes.NewReader(body)))
 	if rec.Code != http.StatusNoContent {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // writeCalls adds d to a Classifier's (or, for a key without a namespace, a
@@ -93,9 +94,9 @@ func percentile(latency []int64, q float64) (time.Duration, bool) {
 	for i, n := range latency {
 		seen = satAdd(seen, n)
 		if seen >= rank {
-			i = min(i, len(cp.LatencyBucketsMs)-1)
-			return time.Duration(cp.LatencyBucketsMs[i]) * time.Millisecond, true
+			i = min(i, len(guardv1.LatencyBucketsMs)-1)
+			return time.Duration(guardv1.LatencyBucketsMs[i]) * time.Millisecond, true
 		}
 	}
-	return time.Duration(cp.LatencyBucketsMs[len(cp.LatencyBucketsMs)-1]) * time.Millisecond, true
+	return time.Duration(guardv1.LatencyBucketsMs[len(guardv1.LatencyBucketsMs)-1]) * time.Millisecond, true
 }

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Counting decisions exactly once: a guard sends cumulative
 // counts of its incarnation; what was already counted for (pod, incarnation) is recorded
-// on the guard's Lease in the operator's namespace (package guards), in cp.AnnotationDecisions,
+// on the guard's Lease in the operator's namespace (package guards), in guardv1.AnnotationDecisions,
 // by a merge patch that carries the Lease's resourceVersion. Whoever writes the new
 // cumulative there first has claimed the difference and counts it; a replica that loses
 // the race re-reads the Lease and claims only what is left (usually nothing). The pure
@@ -25,18 +25,18 @@ import (
 // annotations).
 const maxClaimBytes = 96 << 10
 
-// claimed is the content of cp.AnnotationDecisions: the cumulative counts of one
+// claimed is the content of guardv1.AnnotationDecisions: the cumulative counts of one
 // incarnation that have been counted.
 type claimed struct {
 	Incarnation string `json:"incarnation"`
 	Started     int64  `json:"started"`
 	// Counted is when (Unix ms, the manager's clock) the last batch was claimed: what the
 	// next batch may add is bounded by the time since (plausible).
-	Counted     int64                   `json:"counted,omitempty"`
-	Guardrails  []cp.GuardrailDecisions `json:"guardrails,omitempty"`
-	Classifiers []cp.ClassifierCalls    `json:"classifiers,omitempty"`
+	Counted     int64                        `json:"counted,omitempty"`
+	Guardrails  []guardv1.GuardrailDecisions `json:"guardrails,omitempty"`
+	Classifiers []guardv1.ClassifierCalls    `json:"classifiers,omitempty"`
 	// Providers are the ModelProviders' usage figures (usage.go).
-	Providers []cp.ProviderUsage `json:"providers,omitempty"`
+	Providers []guardv1.ProviderUsage `json:"providers,omitempty"`
 }
 
 // batchDelta is what one batch adds, per Guardrail and per Classifier name (the namespace
@@ -90,17 +90,20 @@ var errStaleIncarnation = errors.New("a newer incarnation of this pod's guard ha
 
 // delta is what one batch adds to one Guardrail.
 type delta struct {
-	outcomes map[string]int64
+	outcomes map[guardv1.Outcome]int64
 	// detail breaks outcomes down by phase and category, for Events.
 	detail  map[detailKey]int64
 	matches map[string]int64
 	last    time.Time
 }
 
-type detailKey struct{ outcome, phase, category, code string }
+type detailKey struct {
+	outcome               guardv1.Outcome
+	phase, category, code string
+}
 
 func newDelta() *delta {
-	return &delta{outcomes: map[string]int64{}, detail: map[detailKey]int64{}, matches: map[string]int64{}}
+	return &delta{outcomes: map[guardv1.Outcome]int64{}, detail: map[detailKey]int64{}, matches: map[string]int64{}}
 }
 
 func (d *delta) empty() bool { return len(d.outcomes) == 0 && len(d.matches) == 0 }
@@ -156,7 +159,7 @@ var errImplausible = errors.New("the batch adds more decisions than one guard ca
 // lowers nothing. A batch whose additions exceed what a guard can decide since its last
 // counted batch (or since it started) is refused with errImplausible, and nothing of it
 // is counted.
-func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, claimed, error) {
+func claim(prev claimed, req *guardv1.DecisionsRequest, now time.Time) (batchDelta, claimed, error) {
 	if time.UnixMilli(req.Started).After(now.Add(maxClockSkew)) {
 		return batchDelta{}, prev, errImplausible
 	}
@@ -174,7 +177,7 @@ func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, c
 	}
 	limit := plausibleLimit(now.Sub(since))
 	next := claimed{Incarnation: req.Incarnation, Started: req.Started, Counted: now.UnixMilli()}
-	old := map[string]*cp.GuardrailDecisions{}
+	old := map[string]*guardv1.GuardrailDecisions{}
 	for i := range prev.Guardrails {
 		old[prev.Guardrails[i].Guardrail] = &prev.Guardrails[i]
 	}
@@ -196,7 +199,7 @@ func claim(prev claimed, req *cp.DecisionsRequest, now time.Time) (batchDelta, c
 	}
 	sort.Slice(next.Guardrails, func(i, j int) bool { return next.Guardrails[i].Guardrail < next.Guardrails[j].Guardrail })
 	calls := map[string]*callDelta{}
-	oldCalls := map[string]*cp.ClassifierCalls{}
+	oldCalls := map[string]*guardv1.ClassifierCalls{}
 	for i := range prev.Classifiers {
 		oldCalls[prev.Classifiers[i].Classifier] = &prev.Classifiers[i]
 	}
@@ -269,11 +272,11 @@ func (b batchDelta) within(limit int64) bool {
 
 // claimCalls merges one classifier's figures into what was claimed (per figure, the
 // maximum) and returns the merge and the difference.
-func claimCalls(prev, cur *cp.ClassifierCalls) (cp.ClassifierCalls, *callDelta) {
+func claimCalls(prev, cur *guardv1.ClassifierCalls) (guardv1.ClassifierCalls, *callDelta) {
 	if prev == nil {
-		prev = &cp.ClassifierCalls{}
+		prev = &guardv1.ClassifierCalls{}
 	}
-	merged := cp.ClassifierCalls{Classifier: cur.Classifier, Calls: max(prev.Calls, cur.Calls)}
+	merged := guardv1.ClassifierCalls{Classifier: cur.Classifier, Calls: max(prev.Calls, cur.Calls)}
 	d := &callDelta{calls: max(0, cur.Calls-prev.Calls)}
 	for k, v := range prev.Errors {
 		if merged.Errors == nil {
@@ -312,14 +315,16 @@ func claimCalls(prev, cur *cp.ClassifierCalls) (cp.ClassifierCalls, *callDelta) 
 
 // claimOne merges one guardrail's counts into what was claimed and returns the merge and
 // the difference.
-func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) {
+func claimOne(prev, cur *guardv1.GuardrailDecisions) (guardv1.GuardrailDecisions, *delta) {
 	d := newDelta()
 	type key struct {
-		generation                     int64
-		phase, outcome, category, code string
+		generation     int64
+		phase          string
+		outcome        guardv1.Outcome
+		category, code string
 	}
 	counted := map[key]int64{}
-	merged := cp.GuardrailDecisions{Guardrail: cur.Guardrail, Last: cur.Last}
+	merged := guardv1.GuardrailDecisions{Guardrail: cur.Guardrail, Last: cur.Last}
 	if prev != nil {
 		merged.Last = max(prev.Last, cur.Last)
 		for _, c := range prev.Counts {
@@ -336,10 +341,10 @@ func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) 
 		}
 	}
 	for k, v := range counted {
-		merged.Counts = append(merged.Counts, cp.DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
+		merged.Counts = append(merged.Counts, guardv1.DecisionCount{Generation: k.generation, Phase: k.phase, Outcome: k.outcome,
 			Category: k.category, Code: k.code, Requests: v})
 	}
-	sort.Slice(merged.Counts, func(i, j int) bool { return cp.LessCount(merged.Counts[i], merged.Counts[j]) })
+	sort.Slice(merged.Counts, func(i, j int) bool { return guardv1.LessCount(merged.Counts[i], merged.Counts[j]) })
 	matches := map[string]int64{}
 	if prev != nil {
 		for k, v := range prev.Matches {
@@ -361,17 +366,12 @@ func claimOne(prev, cur *cp.GuardrailDecisions) (cp.GuardrailDecisions, *delta) 
 	return merged, d
 }
 
-// knownOutcomes are the outcomes a guard may count (engine.Outcome values).
-var knownOutcomes = map[string]bool{
-	"allowed": true, "warned": true, "stripped": true, "redacted": true, "blocked": true, "failed": true,
-	"notInspected": true, "wouldWarn": true, "wouldStrip": true, "wouldRedact": true, "wouldBlock": true,
-	"pseudonymized": true, "wouldPseudonymize": true,
-}
+// knownOutcomes are the outcomes a guard may count (guardv1.Outcome values).
 
 // validateBatch checks a batch from a guard of namespace ns; a count for a Guardrail of
 // another namespace refuses the whole batch.
-func validateBatch(req *cp.DecisionsRequest, ns string) error {
-	if !cp.ValidID(req.Incarnation) || req.Started <= 0 {
+func validateBatch(req *guardv1.DecisionsRequest, ns string) error {
+	if !guardv1.ValidID(req.Incarnation) || req.Started <= 0 {
 		return &refusal{400, "bad_request", "a batch needs an incarnation id and its start time"}
 	}
 	keys := 0
@@ -385,7 +385,7 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 		}
 		keys += len(g.Counts) + len(g.Matches)
 		for _, c := range g.Counts {
-			if !knownOutcomes[c.Outcome] || c.Requests < 0 || !validName(c.Phase, 16) || !validName(c.Category, 253) ||
+			if !c.Outcome.Known() || c.Requests < 0 || !validName(c.Phase, 16) || !validName(c.Category, 253) ||
 				!validName(c.Code, 32) {
 				return &refusal{400, "bad_request", "a count has an unknown outcome or an out-of-range field"}
 			}
@@ -396,7 +396,7 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 			}
 		}
 	}
-	if len(req.Classifiers) > cp.MaxClassifiers {
+	if len(req.Classifiers) > guardv1.MaxClassifiers {
 		return &refusal{413, "too_large", "the batch reports on more classifiers than a guard keeps"}
 	}
 	for _, c := range req.Classifiers {
@@ -407,7 +407,7 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 		if cns != ns && cns != "" {
 			return &refusal{403, "other_namespace", "figures are accepted only for Classifiers of the guard's own namespace and ClusterClassifiers"}
 		}
-		if c.Calls < 0 || len(c.Latency) > len(cp.LatencyBucketsMs)+1 || len(c.Errors) > 8 {
+		if c.Calls < 0 || len(c.Latency) > len(guardv1.LatencyBucketsMs)+1 || len(c.Errors) > 8 {
 			return &refusal{400, "bad_request", "classifier figures out of range"}
 		}
 		for k, v := range c.Errors {
@@ -424,12 +424,12 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 	if err := validateUsage(req.Providers); err != nil {
 		return err
 	}
-	if len(req.Samples) > cp.MaxSamples {
+	if len(req.Samples) > guardv1.MaxSamples {
 		return &refusal{413, "too_large", "the batch has more samples than a guard keeps"}
 	}
 	for _, sm := range req.Samples {
 		if len(sm.Findings) > 8 || !validName(sm.Phase, 16) || !validName(sm.Code, 32) ||
-			(sm.RequestID != "" && !cp.ValidID(sm.RequestID)) {
+			(sm.RequestID != "" && !guardv1.ValidID(sm.RequestID)) {
 			return &refusal{400, "bad_request", "a sample is out of range"}
 		}
 		for _, f := range sm.Findings {
@@ -438,7 +438,7 @@ func validateBatch(req *cp.DecisionsRequest, ns string) error {
 			}
 		}
 	}
-	if keys > 2*cp.MaxDecisionKeys+len(req.Guardrails)*(len(knownOutcomes)+cp.MaxMatchNames+1) {
+	if keys > 2*guardv1.MaxDecisionKeys+len(req.Guardrails)*(len(guardv1.Outcomes)+guardv1.MaxMatchNames+1) {
 		return &refusal{413, "too_large", "the batch has more keys than a guard keeps"}
 	}
 	return nil

@@ -7,24 +7,25 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-func batch(inc string, started int64, wouldBlock, blocked int64) *cp.DecisionsRequest {
-	gd := cp.GuardrailDecisions{Guardrail: "shop/web", Last: 1_700_000_000_000, Matches: map[string]int64{"pii": wouldBlock + blocked}}
+func batch(inc string, started int64, wouldBlock, blocked int64) *guardv1.DecisionsRequest {
+	gd := guardv1.GuardrailDecisions{Guardrail: "shop/web", Last: 1_700_000_000_000, Matches: map[string]int64{"pii": wouldBlock + blocked}}
 	if wouldBlock > 0 {
-		gd.Counts = append(gd.Counts, cp.DecisionCount{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "pii", Requests: wouldBlock})
+		gd.Counts = append(gd.Counts, guardv1.DecisionCount{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "pii", Requests: wouldBlock})
 	}
 	if blocked > 0 {
-		gd.Counts = append(gd.Counts, cp.DecisionCount{Generation: 2, Phase: "Input", Outcome: "blocked", Category: "pii", Requests: blocked})
+		gd.Counts = append(gd.Counts, guardv1.DecisionCount{Generation: 2, Phase: "Input", Outcome: "blocked", Category: "pii", Requests: blocked})
 	}
-	return &cp.DecisionsRequest{Incarnation: inc, Started: started, Guardrails: []cp.GuardrailDecisions{gd}}
+	return &guardv1.DecisionsRequest{Incarnation: inc, Started: started, Guardrails: []guardv1.GuardrailDecisions{gd}}
 }
 
 func TestClaimCountsEachRequestOnce(t *testing.T) {
 	type step struct {
-		req                 *cp.DecisionsRequest
+		req                 *guardv1.DecisionsRequest
 		wouldBlock, blocked int64
 		stale               bool
 	}
@@ -102,7 +103,7 @@ func TestStatusCountersAddUp(t *testing.T) {
 func TestEventMessagesSayWhatWhereAndWhoWithoutContent(t *testing.T) {
 	p := &pendingDecisions{delta: newDelta(), since: time.Now().Add(-2 * time.Second),
 		pods: map[string]struct{}{"web-7f9c": {}, "web-a": {}, "web-b": {}}, podsAll: 3,
-		samples: map[string]cp.Sample{"blocked": {RequestID: "req-42", Findings: []cp.SampleFinding{{Name: "pii-email", Score: 0.97, Threshold: 0.5}}}}}
+		samples: map[guardv1.Outcome]guardv1.Sample{"blocked": {RequestID: "req-42", Findings: []guardv1.SampleFinding{{Name: "pii-email", Score: 0.97, Threshold: 0.5}}}}}
 	p.outcomes["blocked"] = 12
 	p.detail[detailKey{"blocked", "Input", "pii-email", ""}] = 12
 	got := eventMessage("Blocked", "blocked", 12, p, 10*time.Second)
@@ -116,9 +117,9 @@ func TestEventMessagesSayWhatWhereAndWhoWithoutContent(t *testing.T) {
 }
 
 func TestClassifierFiguresCountOnceAndGivePercentiles(t *testing.T) {
-	figures := func(calls int64, timeouts int64, latency ...int64) *cp.DecisionsRequest {
+	figures := func(calls int64, timeouts int64, latency ...int64) *guardv1.DecisionsRequest {
 		req := batch("a", 1, 1, 0)
-		req.Classifiers = []cp.ClassifierCalls{{Classifier: "shop/judge", Calls: calls, Latency: latency}}
+		req.Classifiers = []guardv1.ClassifierCalls{{Classifier: "shop/judge", Calls: calls, Latency: latency}}
 		if timeouts > 0 {
 			req.Classifiers[0].Errors = map[string]int64{"TIMEOUT": timeouts}
 		}
@@ -160,13 +161,13 @@ func must(t *testing.T, err error) {
 }
 
 func TestFreeTextNeverPassesAsAName(t *testing.T) {
-	for name, mutate := range map[string]func(*cp.DecisionsRequest){
-		"a category": func(r *cp.DecisionsRequest) { r.Guardrails[0].Counts[0].Category = "my card is 4111 1111" },
-		"a match":    func(r *cp.DecisionsRequest) { r.Guardrails[0].Matches = map[string]int64{"hello world": 1} },
-		"a sampled finding": func(r *cp.DecisionsRequest) {
-			r.Samples = []cp.Sample{{Findings: []cp.SampleFinding{{Name: "a prompt"}}}}
+	for name, mutate := range map[string]func(*guardv1.DecisionsRequest){
+		"a category": func(r *guardv1.DecisionsRequest) { r.Guardrails[0].Counts[0].Category = "my card is 4111 1111" },
+		"a match":    func(r *guardv1.DecisionsRequest) { r.Guardrails[0].Matches = map[string]int64{"hello world": 1} },
+		"a sampled finding": func(r *guardv1.DecisionsRequest) {
+			r.Samples = []guardv1.Sample{{Findings: []guardv1.SampleFinding{{Name: "a prompt"}}}}
 		},
-		"a sampled request": func(r *cp.DecisionsRequest) { r.Samples = []cp.Sample{{RequestID: "what is my password?"}} },
+		"a sampled request": func(r *guardv1.DecisionsRequest) { r.Samples = []guardv1.Sample{{RequestID: "what is my password?"}} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			req := batch("a", 1, 1, 0)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 )
@@ -30,8 +31,8 @@ func (p *pendingDecisions) addNamespace(ns string, d *delta) {
 
 // namespaceFigures are the decision fields of a namespace's breakdown entry for d.
 func namespaceFigures(d *delta) v1alpha1.NamespaceFigures {
-	return v1alpha1.NamespaceFigures{Blocked: d.outcomes["blocked"], Redacted: d.outcomes["redacted"],
-		WouldBlock: d.outcomes["wouldBlock"], Failed: d.outcomes["failed"]}
+	return v1alpha1.NamespaceFigures{Blocked: d.outcomes[guardv1.OutcomeBlocked], Redacted: d.outcomes[guardv1.OutcomeRedacted],
+		WouldBlock: d.outcomes[guardv1.OutcomeWouldBlock], Failed: d.outcomes[guardv1.OutcomeFailed]}
 }
 
 // writeCluster adds p to a ClusterGuardrail's status (writeStatus): its decisions and

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,9 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // maxClaimAttempts bounds the re-reads after a conflicting write of a guard's claim.
@@ -48,7 +47,7 @@ func (r *refusal) Error() string        { return r.msg }
 func (r *refusal) HTTPStatus() int      { return r.status }
 func (r *refusal) MetricReason() string { return r.reason }
 
-// Handler returns the handler of POST /v1/decisions (cp.DecisionsPath): authorize the
+// Handler returns the handler of POST /v1/decisions (guardv1.DecisionsPath): authorize the
 // request, refuse counts for Guardrails of another namespace, claim on the guard's Lease
 // what was not counted yet, and buffer it for the next status write.
 func (in *Intake) Handler(authorize Authorize) http.HandlerFunc {
@@ -67,13 +66,13 @@ func (in *Intake) Handler(authorize Authorize) http.HandlerFunc {
 // take is the intake of one authorized batch.
 func (in *Intake) take(w http.ResponseWriter, r *http.Request, pod *metav1.PartialObjectMetadata) {
 	ctx := r.Context()
-	var req cp.DecisionsRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, cp.MaxDecisionsBytes+1))
+	var req guardv1.DecisionsRequest
+	body, err := io.ReadAll(io.LimitReader(r.Body, guardv1.MaxDecisionsBytes+1))
 	switch {
 	case err != nil:
 		return // the guard went away; it resends
-	case len(body) > cp.MaxDecisionsBytes:
-		in.refuse(w, &refusal{413, "too_large", "the batch is larger than " + fmt.Sprint(cp.MaxDecisionsBytes) + " bytes"})
+	case len(body) > guardv1.MaxDecisionsBytes:
+		in.refuse(w, &refusal{413, "too_large", "the batch is larger than " + fmt.Sprint(guardv1.MaxDecisionsBytes) + " bytes"})
 		return
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -117,7 +116,7 @@ func (in *Intake) take(w http.ResponseWriter, r *http.Request, pod *metav1.Parti
 // claimBatch claims on the guard's Lease what req adds to what was counted, records it
 // there as owed by this replica's current epoch, and buffers it; it returns the status to
 // answer, or the error to refuse the batch with.
-func (in *Intake) claimBatch(ctx context.Context, pod *metav1.PartialObjectMetadata, req *cp.DecisionsRequest) (int, error) {
+func (in *Intake) claimBatch(ctx context.Context, pod *metav1.PartialObjectMetadata, req *guardv1.DecisionsRequest) (int, error) {
 	// The epoch cannot be cut while the claim is written: the flush of the epoch recorded
 	// on the Lease is the one that writes what the claim buffers.
 	in.cut.RLock()
@@ -131,7 +130,7 @@ func (in *Intake) claimBatch(ctx context.Context, pod *metav1.PartialObjectMetad
 	}
 	claimID := newClaimID()
 	for attempt := 1; ; attempt++ {
-		prev, perr := parseClaim(lease.Annotations[cp.AnnotationDecisions])
+		prev, perr := parseClaim(lease.Annotations[guardv1.AnnotationDecisions])
 		if perr != nil {
 			// Not ours (the Lease was edited by hand): counting starts again from this batch.
 			in.opts.Log.Info("Ignoring an unreadable decisions claim on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
@@ -147,7 +146,7 @@ func (in *Intake) claimBatch(ctx context.Context, pod *metav1.PartialObjectMetad
 			batches.WithLabelValues("unchanged").Inc()
 			return http.StatusNoContent, nil
 		}
-		owed, oerr := parseOwed(lease.Annotations[guards.AnnotationDecisionsOwed])
+		owed, oerr := parseOwed(lease.Annotations[guardv1.AnnotationDecisionsOwed])
 		if oerr != nil {
 			// Written only by the operator's replicas; an unreadable value is not theirs.
 			in.opts.Log.Info("Ignoring unreadable owed counts on a guard's Lease", "pod", pod.Namespace+"/"+pod.Name)
@@ -256,7 +255,7 @@ func (in *Intake) writeClaim(ctx context.Context, lease *coordinationv1.Lease, n
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": lease.ResourceVersion,
-		"annotations":     map[string]any{cp.AnnotationDecisions: string(raw), guards.AnnotationDecisionsOwed: nullIfEmpty(owedRaw)},
+		"annotations":     map[string]any{guardv1.AnnotationDecisions: string(raw), guardv1.AnnotationDecisionsOwed: nullIfEmpty(owedRaw)},
 	}})
 	if err != nil {
 		return err

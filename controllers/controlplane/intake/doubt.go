@@ -7,12 +7,11 @@ import (
 	"slices"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // A claim whose Lease write failed without saying whether it landed (a timeout, a
@@ -28,7 +27,7 @@ type doubt struct {
 	claimID string
 	ns, pod string
 	deltas  batchDelta
-	samples []cp.Sample
+	samples []guardv1.Sample
 }
 
 type claimOutcome int
@@ -76,7 +75,7 @@ func (in *Intake) findClaim(ctx context.Context, key types.NamespacedName, write
 	case err != nil:
 		return claimUnknown
 	}
-	owed, err := parseOwed(lease.Annotations[guards.AnnotationDecisionsOwed])
+	owed, err := parseOwed(lease.Annotations[guardv1.AnnotationDecisionsOwed])
 	if err != nil {
 		return claimLost
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Exactly once across the failures of a replica: a write that lands but answers an error,
@@ -79,8 +79,8 @@ func newExactWorld(t *testing.T) *exactWorld {
 	must(t, clientgoscheme.AddToScheme(scheme))
 	must(t, v1alpha1.AddToScheme(scheme))
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: "guard-uid-1",
-		Labels:      map[string]string{guards.LabelLeasePodNamespace: "shop"},
-		Annotations: map[string]string{guards.AnnotationLeasePod: "web-1", guards.AnnotationLeasePodUID: "uid-1"}}}
+		Labels:      map[string]string{guardv1.LabelLeasePodNamespace: "shop"},
+		Annotations: map[string]string{guardv1.AnnotationLeasePod: "web-1", guardv1.AnnotationLeasePodUID: "uid-1"}}}
 	g := &v1alpha1.Guardrail{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
 	api := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.Guardrail{}).
 		WithObjects(lease, g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}).Build()
@@ -106,12 +106,12 @@ func (w *exactWorld) replica(name string) *replica {
 // post sends the guard's cumulative batch (wouldBlock requests since it started) to r.
 func (r *replica) post(t *testing.T, wouldBlock int64) int {
 	t.Helper()
-	body, err := json.Marshal(cp.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
-		Guardrails: []cp.GuardrailDecisions{{Guardrail: "shop/web", Last: time.Now().UnixMilli(),
-			Counts: []cp.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "pii", Requests: wouldBlock}}}}})
+	body, err := json.Marshal(guardv1.DecisionsRequest{Incarnation: "inc-1", Started: time.Now().Add(-time.Minute).UnixMilli(),
+		Guardrails: []guardv1.GuardrailDecisions{{Guardrail: "shop/web", Last: time.Now().UnixMilli(),
+			Counts: []guardv1.DecisionCount{{Generation: 1, Phase: "Input", Outcome: "wouldBlock", Category: "pii", Requests: wouldBlock}}}}})
 	must(t, err)
 	rec := httptest.NewRecorder()
-	r.h(rec, httptest.NewRequest(http.MethodPost, cp.DecisionsPath, bytes.NewReader(body)))
+	r.h(rec, httptest.NewRequest(http.MethodPost, guardv1.DecisionsPath, bytes.NewReader(body)))
 	return rec.Code
 }
 
@@ -129,7 +129,7 @@ func (w *exactWorld) owed(t *testing.T) []owedEntry {
 	t.Helper()
 	l := &coordinationv1.Lease{}
 	must(t, w.api.Get(context.Background(), types.NamespacedName{Namespace: leaseNS, Name: "guard-uid-1"}, l))
-	es, err := parseOwed(l.Annotations[guards.AnnotationDecisionsOwed])
+	es, err := parseOwed(l.Annotations[guardv1.AnnotationDecisionsOwed])
 	must(t, err)
 	return es
 }

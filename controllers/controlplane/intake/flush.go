@@ -6,10 +6,10 @@ import (
 	"sort"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // itemKind tells the three kinds of status an epoch writes.
@@ -56,7 +56,7 @@ func (b *buffers) holds(kind itemKind, key types.NamespacedName) bool {
 
 // add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns, and
 // for the ModelProviders it used, and counts it in the metrics.
-func (b *buffers) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
+func (b *buffers) add(ns, pod string, bd batchDelta, samples []guardv1.Sample) {
 	addUsageTo(b.usage, ns, bd.providers)
 	for name, d := range bd.classifiers {
 		key := objectKey(ns, name)
@@ -69,7 +69,7 @@ func (b *buffers) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 		key := objectKey(ns, name)
 		p := b.decisions[key]
 		if p == nil {
-			p = &pendingDecisions{delta: newDelta(), since: time.Now(), pods: map[string]struct{}{}, samples: map[string]cp.Sample{}}
+			p = &pendingDecisions{delta: newDelta(), since: time.Now(), pods: map[string]struct{}{}, samples: map[guardv1.Outcome]guardv1.Sample{}}
 			b.decisions[key] = p
 		}
 		p.add(d)
@@ -91,7 +91,7 @@ func (b *buffers) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
 			}
 		}
 		for outcome, n := range d.outcomes {
-			decisionsCounted.WithLabelValues(key.Namespace+"/"+key.Name, outcome).Add(float64(n))
+			decisionsCounted.WithLabelValues(key.Namespace+"/"+key.Name, string(outcome)).Add(float64(n))
 		}
 	}
 }
@@ -228,8 +228,8 @@ func (in *Intake) writeBatch(ctx context.Context, b *epochBatch, blocked map[ite
 			fail(kindDecisions, key, err, "decisions into a Guardrail's status")
 		case g == nil:
 			statusWrites.WithLabelValues("gone").Inc()
-			for o := range knownOutcomes {
-				decisionsCounted.DeleteLabelValues(key.String(), o)
+			for _, o := range guardv1.Outcomes {
+				decisionsCounted.DeleteLabelValues(key.String(), string(o))
 			}
 			done(kindDecisions, key)
 		default:

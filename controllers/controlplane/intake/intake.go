@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Event reasons of decisions on a Guardrail: at most one Event
@@ -34,16 +35,16 @@ const (
 )
 
 // eventOf says which outcomes make an Event, of which type, reason and verb.
-var eventOf = map[string]struct{ kind, reason, verb string }{
-	"blocked":    {corev1.EventTypeWarning, ReasonBlocked, "Blocked"},
-	"failed":     {corev1.EventTypeWarning, ReasonEvaluationFailed, "Evaluation failed for"},
-	"wouldBlock": {corev1.EventTypeNormal, ReasonWouldBlock, "Would have blocked"},
-	"warned":     {corev1.EventTypeNormal, ReasonWarned, "Warned on"},
-	"redacted":   {corev1.EventTypeNormal, ReasonRedacted, "Redacted"},
+var eventOf = map[guardv1.Outcome]struct{ kind, reason, verb string }{
+	guardv1.OutcomeBlocked:    {corev1.EventTypeWarning, ReasonBlocked, "Blocked"},
+	guardv1.OutcomeFailed:     {corev1.EventTypeWarning, ReasonEvaluationFailed, "Evaluation failed for"},
+	guardv1.OutcomeWouldBlock: {corev1.EventTypeNormal, ReasonWouldBlock, "Would have blocked"},
+	guardv1.OutcomeWarned:     {corev1.EventTypeNormal, ReasonWarned, "Warned on"},
+	guardv1.OutcomeRedacted:   {corev1.EventTypeNormal, ReasonRedacted, "Redacted"},
 }
 
 // eventOrder is the order Events of one flush are emitted in.
-var eventOrder = []string{"blocked", "failed", "wouldBlock", "warned", "redacted"}
+var eventOrder = []guardv1.Outcome{guardv1.OutcomeBlocked, guardv1.OutcomeFailed, guardv1.OutcomeWouldBlock, guardv1.OutcomeWarned, guardv1.OutcomeRedacted}
 
 // maxPodsKept bounds the pod names a pending delta remembers for its Events.
 const maxPodsKept = 64
@@ -150,14 +151,14 @@ type pendingDecisions struct {
 	since   time.Time
 	pods    map[string]struct{}
 	podsAll int
-	samples map[string]cp.Sample // the first per outcome
+	samples map[guardv1.Outcome]guardv1.Sample // the first per outcome
 	// namespaces breaks a ClusterGuardrail's delta down by the guards' namespace.
 	namespaces map[string]*delta
 }
 
 // add buffers a claimed delta of pod for Guardrails and Classifiers of namespace ns, and
 // for the ModelProviders it used, in the current epoch. The caller holds in.mu.
-func (in *Intake) add(ns, pod string, bd batchDelta, samples []cp.Sample) {
+func (in *Intake) add(ns, pod string, bd batchDelta, samples []guardv1.Sample) {
 	in.cur.add(ns, pod, bd, samples)
 }
 
@@ -270,31 +271,31 @@ func addDecisions(st *v1alpha1.GuardrailStatus, d *delta) {
 	c := st.Decisions
 	for outcome, n := range d.outcomes {
 		switch outcome {
-		case "allowed":
+		case guardv1.OutcomeAllowed:
 			c.Allowed = satAdd(c.Allowed, n)
-		case "warned":
+		case guardv1.OutcomeWarned:
 			c.Warned = satAdd(c.Warned, n)
-		case "stripped":
+		case guardv1.OutcomeStripped:
 			c.Stripped = satAdd(c.Stripped, n)
-		case "redacted":
+		case guardv1.OutcomeRedacted:
 			c.Redacted = satAdd(c.Redacted, n)
-		case "blocked":
+		case guardv1.OutcomeBlocked:
 			c.Blocked = satAdd(c.Blocked, n)
-		case "failed":
+		case guardv1.OutcomeFailed:
 			c.Failed = satAdd(c.Failed, n)
-		case "notInspected":
+		case guardv1.OutcomeNotInspected:
 			c.NotInspected = satAdd(c.NotInspected, n)
-		case "wouldWarn":
+		case guardv1.OutcomeWouldWarn:
 			c.WouldWarn = satAdd(c.WouldWarn, n)
-		case "wouldStrip":
+		case guardv1.OutcomeWouldStrip:
 			c.WouldStrip = satAdd(c.WouldStrip, n)
-		case "wouldRedact":
+		case guardv1.OutcomeWouldRedact:
 			c.WouldRedact = satAdd(c.WouldRedact, n)
-		case "wouldBlock":
+		case guardv1.OutcomeWouldBlock:
 			c.WouldBlock = satAdd(c.WouldBlock, n)
-		case "pseudonymized":
+		case guardv1.OutcomePseudonymized:
 			c.Pseudonymized = satAdd(c.Pseudonymized, n)
-		case "wouldPseudonymize":
+		case guardv1.OutcomeWouldPseudonymize:
 			c.WouldPseudonymize = satAdd(c.WouldPseudonymize, n)
 		}
 	}
@@ -307,7 +308,7 @@ func addDecisions(st *v1alpha1.GuardrailStatus, d *delta) {
 		i := categoryIndex(c.Categories, name)
 		if i < 0 && len(c.Categories) >= 127 {
 			// The list holds 128 names: the rest count together.
-			name = cp.OtherMatches
+			name = guardv1.OtherMatches
 			i = categoryIndex(c.Categories, name)
 		}
 		if i < 0 {
@@ -349,7 +350,7 @@ func (in *Intake) emit(g client.Object, p *pendingDecisions) {
 // category pii-email; pods web-7f9c, +2 more; e.g. request r-1: pii-email 0.97 ≥ 0.5)".
 // Names, numbers and ids only: never content.
 // The window is the interval, or longer when earlier writes failed.
-func eventMessage(verb, outcome string, n int64, p *pendingDecisions, interval time.Duration) string {
+func eventMessage(verb string, outcome guardv1.Outcome, n int64, p *pendingDecisions, interval time.Duration) string {
 	var b strings.Builder
 	noun := "requests"
 	if n == 1 {
@@ -392,7 +393,7 @@ func eventMessage(verb, outcome string, n int64, p *pendingDecisions, interval t
 	if more := p.podsAll - min(len(pods), 2); more > 0 {
 		fmt.Fprintf(&b, ", +%d more", more)
 	}
-	if s, ok := p.samples[outcome]; ok && s.RequestID != "" && cp.ValidID(s.RequestID) {
+	if s, ok := p.samples[outcome]; ok && s.RequestID != "" && guardv1.ValidID(s.RequestID) {
 		fmt.Fprintf(&b, "; e.g. request %s", s.RequestID)
 		if len(s.Findings) > 0 {
 			f := s.Findings[0]

@@ -1,69 +1,52 @@
 package intake
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"reflect"
-	"strconv"
+	"encoding/json"
 	"testing"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 )
 
-// engineOutcomes reads the outcomes a guard can record from the engine's source: every
-// constant of type Outcome in runtime/engine/record.go. A new outcome there that the
-// intake does not know would make it refuse every batch of a guard that recorded one.
-func engineOutcomes(t *testing.T) []string {
-	t.Helper()
-	file := filepath.Join("..", "..", "..", "runtime", "engine", "record.go")
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			v := s.(*ast.ValueSpec)
-			if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "Outcome" {
-				continue
-			}
-			for _, val := range v.Values {
-				lit, ok := val.(*ast.BasicLit)
-				if !ok {
-					t.Fatalf("outcome %v is not a string literal", val)
-				}
-				s, err := strconv.Unquote(lit.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, s)
-			}
-		}
-	}
-	if len(out) < 12 {
-		t.Fatalf("found %d outcomes in %s: %v", len(out), file, out)
-	}
-	return out
-}
-
-func TestEveryOutcomeAGuardRecordsIsAcceptedAndCounted(t *testing.T) {
-	for _, o := range engineOutcomes(t) {
-		if !knownOutcomes[o] {
+// Every outcome of the contract is accepted in a batch and counted in the status field
+// of the same name; every counter of status.decisions is an outcome of the contract. A new
+// outcome the guard records and the status does not know (or the reverse) fails here.
+func TestEveryOutcomeOfTheContractReachesItsStatusCounter(t *testing.T) {
+	counters := map[string]bool{}
+	raw, err := json.Marshal(v1alpha1.DecisionCounts{})
+	must(t, err)
+	var empty map[string]any
+	must(t, json.Unmarshal(raw, &empty))
+	for _, o := range guardv1.Outcomes {
+		if !o.Known() {
 			t.Errorf("outcome %q: a batch carrying it would be refused whole", o)
-			continue
 		}
 		st := v1alpha1.GuardrailStatus{}
 		d := newDelta()
 		d.outcomes[o] = 3
 		addDecisions(&st, d)
-		if reflect.DeepEqual(*st.Decisions, v1alpha1.DecisionCounts{}) {
-			t.Errorf("outcome %q is accepted but counted nowhere in status.decisions", o)
+		raw, err := json.Marshal(st.Decisions)
+		must(t, err)
+		var got map[string]any
+		must(t, json.Unmarshal(raw, &got))
+		if got[string(o)] != float64(3) {
+			t.Errorf("outcome %q counted as %v in status.decisions", o, got)
 		}
+		counters[string(o)] = true
+	}
+	// Every int64 counter of DecisionCounts (omitempty hides them at zero: set all).
+	var all map[string]any
+	full := v1alpha1.DecisionCounts{Allowed: 1, Warned: 1, Stripped: 1, Redacted: 1, Blocked: 1, Failed: 1, NotInspected: 1,
+		Pseudonymized: 1, WouldWarn: 1, WouldStrip: 1, WouldRedact: 1, WouldPseudonymize: 1, WouldBlock: 1}
+	raw, err = json.Marshal(full)
+	must(t, err)
+	must(t, json.Unmarshal(raw, &all))
+	for field := range all {
+		if !counters[field] {
+			t.Errorf("status.decisions.%s is no outcome of the guard contract", field)
+		}
+	}
+	if len(all) != len(guardv1.Outcomes) {
+		t.Errorf("%d counters in status.decisions, %d outcomes in the contract", len(all), len(guardv1.Outcomes))
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 )
 
 // Exactly once, whatever happens to a replica. A claim (claim.go) moves counts from a
@@ -75,10 +75,10 @@ type owedEntry struct {
 	Epoch  int64  `json:"epoch"`
 	// Claims are the ids of the latest claims merged into the entry: a replica that does
 	// not know whether its claim reached the Lease (its write timed out) looks for it here.
-	Claims      []string                `json:"claims,omitempty"`
-	Guardrails  []cp.GuardrailDecisions `json:"guardrails,omitempty"`
-	Classifiers []cp.ClassifierCalls    `json:"classifiers,omitempty"`
-	Providers   []cp.ProviderUsage      `json:"providers,omitempty"`
+	Claims      []string                     `json:"claims,omitempty"`
+	Guardrails  []guardv1.GuardrailDecisions `json:"guardrails,omitempty"`
+	Classifiers []guardv1.ClassifierCalls    `json:"classifiers,omitempty"`
+	Providers   []guardv1.ProviderUsage      `json:"providers,omitempty"`
 }
 
 // maxClaimsKept bounds an entry's claim ids: a claim is looked for right after it was
@@ -125,12 +125,12 @@ func (e *owedEntry) set(bd batchDelta) {
 	}
 	sort.Slice(e.Guardrails, func(i, j int) bool { return e.Guardrails[i].Guardrail < e.Guardrails[j].Guardrail })
 	for name, d := range bd.classifiers {
-		e.Classifiers = append(e.Classifiers, cp.ClassifierCalls{Classifier: name, Calls: d.calls, Errors: d.errors,
+		e.Classifiers = append(e.Classifiers, guardv1.ClassifierCalls{Classifier: name, Calls: d.calls, Errors: d.errors,
 			Latency: d.latency})
 	}
 	sort.Slice(e.Classifiers, func(i, j int) bool { return e.Classifiers[i].Classifier < e.Classifiers[j].Classifier })
 	for name, d := range bd.providers {
-		e.Providers = append(e.Providers, cp.ProviderUsage{Provider: name, Requests: d.requests, InputTokens: d.input,
+		e.Providers = append(e.Providers, guardv1.ProviderUsage{Provider: name, Requests: d.requests, InputTokens: d.input,
 			OutputTokens: d.output})
 	}
 	sort.Slice(e.Providers, func(i, j int) bool { return e.Providers[i].Provider < e.Providers[j].Provider })
@@ -158,9 +158,9 @@ func (e *owedEntry) empty() bool {
 
 // keep keeps only the parts of the entry for which keep(kind, local name) holds.
 func (e *owedEntry) keep(keep func(kind itemKind, name string) bool) {
-	e.Guardrails = slices.DeleteFunc(e.Guardrails, func(g cp.GuardrailDecisions) bool { return !keep(kindDecisions, g.Guardrail) })
-	e.Classifiers = slices.DeleteFunc(e.Classifiers, func(c cp.ClassifierCalls) bool { return !keep(kindCalls, c.Classifier) })
-	e.Providers = slices.DeleteFunc(e.Providers, func(u cp.ProviderUsage) bool { return !keep(kindUsage, u.Provider) })
+	e.Guardrails = slices.DeleteFunc(e.Guardrails, func(g guardv1.GuardrailDecisions) bool { return !keep(kindDecisions, g.Guardrail) })
+	e.Classifiers = slices.DeleteFunc(e.Classifiers, func(c guardv1.ClassifierCalls) bool { return !keep(kindCalls, c.Classifier) })
+	e.Providers = slices.DeleteFunc(e.Providers, func(u guardv1.ProviderUsage) bool { return !keep(kindUsage, u.Provider) })
 }
 
 // addClaim records a claim id in the entry, keeping the latest maxClaimsKept.
@@ -173,22 +173,22 @@ func (e *owedEntry) addClaim(id string) {
 
 // wire is d in the guard's wire shape: Counts hold the added requests per outcome,
 // phase, category and code.
-func (d *delta) wire(name string) cp.GuardrailDecisions {
-	g := cp.GuardrailDecisions{Guardrail: name}
+func (d *delta) wire(name string) guardv1.GuardrailDecisions {
+	g := guardv1.GuardrailDecisions{Guardrail: name}
 	if !d.last.IsZero() {
 		g.Last = d.last.UnixMilli()
 	}
-	seen := map[string]int64{} // claimOne breaks every request down; the rest is a safeguard
+	seen := map[guardv1.Outcome]int64{} // claimOne breaks every request down; the rest is a safeguard
 	for k, n := range d.detail {
-		g.Counts = append(g.Counts, cp.DecisionCount{Phase: k.phase, Outcome: k.outcome, Category: k.category, Code: k.code, Requests: n})
+		g.Counts = append(g.Counts, guardv1.DecisionCount{Phase: k.phase, Outcome: k.outcome, Category: k.category, Code: k.code, Requests: n})
 		seen[k.outcome] = satAdd(seen[k.outcome], n)
 	}
 	for outcome, n := range d.outcomes {
 		if rest := n - seen[outcome]; rest > 0 {
-			g.Counts = append(g.Counts, cp.DecisionCount{Outcome: outcome, Requests: rest})
+			g.Counts = append(g.Counts, guardv1.DecisionCount{Outcome: outcome, Requests: rest})
 		}
 	}
-	sort.Slice(g.Counts, func(i, j int) bool { return cp.LessCount(g.Counts[i], g.Counts[j]) })
+	sort.Slice(g.Counts, func(i, j int) bool { return guardv1.LessCount(g.Counts[i], g.Counts[j]) })
 	if len(d.matches) > 0 {
 		g.Matches = map[string]int64{}
 		for k, v := range d.matches {
@@ -199,10 +199,10 @@ func (d *delta) wire(name string) cp.GuardrailDecisions {
 }
 
 // deltaOfWire reads a delta written by wire.
-func deltaOfWire(g *cp.GuardrailDecisions) *delta {
+func deltaOfWire(g *guardv1.GuardrailDecisions) *delta {
 	d := newDelta()
 	for _, c := range g.Counts {
-		if !knownOutcomes[c.Outcome] || c.Requests <= 0 {
+		if !c.Outcome.Known() || c.Requests <= 0 {
 			continue
 		}
 		d.outcomes[c.Outcome] = satAdd(d.outcomes[c.Outcome], c.Requests)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // A guard reports usage only of the ModelProviders it received a credential for: those
@@ -28,7 +29,7 @@ import (
 
 // keepUsedProviders removes from req the usage of providers the guard of pod does not
 // use, and returns how many entries it removed.
-func (in *Intake) keepUsedProviders(ctx context.Context, req *cp.DecisionsRequest, pod *metav1.PartialObjectMetadata) (int, error) {
+func (in *Intake) keepUsedProviders(ctx context.Context, req *guardv1.DecisionsRequest, pod *metav1.PartialObjectMetadata) (int, error) {
 	if len(req.Providers) == 0 {
 		return 0, nil
 	}

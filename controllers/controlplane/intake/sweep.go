@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 )
 
 // Replicas that die. Each replica holds a heartbeat Lease in the operator's namespace
@@ -184,7 +185,7 @@ func (in *Intake) sweep(ctx context.Context) {
 	reads := map[itemID]objectMarks{}
 	for i := range list.Items {
 		l := &list.Items[i]
-		raw := l.Annotations[guards.AnnotationDecisionsOwed]
+		raw := l.Annotations[guardv1.AnnotationDecisionsOwed]
 		if raw == "" {
 			continue
 		}
@@ -240,12 +241,12 @@ func (in *Intake) settle(ctx context.Context, key types.NamespacedName, live map
 	if err := in.opts.API.Get(ctx, key, lease); err != nil {
 		return
 	}
-	owed, err := parseOwed(lease.Annotations[guards.AnnotationDecisionsOwed])
+	owed, err := parseOwed(lease.Annotations[guardv1.AnnotationDecisionsOwed])
 	if err != nil || len(owed) == 0 {
 		return
 	}
-	ns := lease.Labels[guards.LabelLeasePodNamespace]
-	pod := lease.Annotations[guards.AnnotationLeasePod]
+	ns := lease.Labels[guardv1.LabelLeasePodNamespace]
+	pod := lease.Annotations[guardv1.AnnotationLeasePod]
 	in.mu.Lock()
 	me, epoch := in.writer, in.epoch
 	in.mu.Unlock()
@@ -309,7 +310,7 @@ func (in *Intake) settle(ctx context.Context, key types.NamespacedName, live map
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": lease.ResourceVersion,
-		"annotations":     map[string]any{guards.AnnotationDecisionsOwed: nullIfEmpty(raw)},
+		"annotations":     map[string]any{guardv1.AnnotationDecisionsOwed: nullIfEmpty(raw)},
 	}})
 	if err != nil {
 		return

@@ -5,17 +5,18 @@ import (
 	"math"
 	"sort"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // Usage of ModelProviders (keyless apps): a guard reports, per provider it
 // called, cumulative requests and the tokens of the provider's usage fields for its
-// incarnation (cp.DecisionsRequest.Providers). The difference not yet counted is claimed
+// incarnation (guardv1.DecisionsRequest.Providers). The difference not yet counted is claimed
 // on the guard's Lease with the decisions (claim.go), after the entries the pod's guard
 // could not have made are dropped (providers.go); it is buffered per provider and
 // namespace and added to the ModelProvider's status.usage at most once per interval, and
@@ -60,8 +61,8 @@ func (d usageDelta) figures() v1alpha1.UsageFigures {
 // validateUsage refuses a batch whose usage no guard sends: more providers than a guard
 // keeps, a name that is not a ModelProvider's (a DNS subdomain), a provider twice, or a
 // negative figure.
-func validateUsage(usage []cp.ProviderUsage) error {
-	if len(usage) > cp.MaxProviders {
+func validateUsage(usage []guardv1.ProviderUsage) error {
+	if len(usage) > guardv1.MaxProviders {
 		return &refusal{413, "too_large", "the batch reports on more providers than a guard keeps"}
 	}
 	seen := make(map[string]bool, len(usage))
@@ -80,8 +81,8 @@ func validateUsage(usage []cp.ProviderUsage) error {
 // claimUsage merges a batch's cumulative usage into what was claimed (per provider and
 // figure, the maximum: a batch resent or reordered adds nothing and lowers nothing) and
 // returns the merge, sorted by provider, and what it adds per provider.
-func claimUsage(prev, cur []cp.ProviderUsage) ([]cp.ProviderUsage, map[string]usageDelta) {
-	merged := make(map[string]cp.ProviderUsage, len(prev)+len(cur))
+func claimUsage(prev, cur []guardv1.ProviderUsage) ([]guardv1.ProviderUsage, map[string]usageDelta) {
+	merged := make(map[string]guardv1.ProviderUsage, len(prev)+len(cur))
 	for _, p := range prev {
 		merged[p.Provider] = p
 	}
@@ -90,7 +91,7 @@ func claimUsage(prev, cur []cp.ProviderUsage) ([]cp.ProviderUsage, map[string]us
 		p := merged[c.Provider]
 		d := usageDelta{requests: max(0, c.Requests-p.Requests), input: max(0, c.InputTokens-p.InputTokens),
 			output: max(0, c.OutputTokens-p.OutputTokens)}
-		merged[c.Provider] = cp.ProviderUsage{Provider: c.Provider, Requests: max(p.Requests, c.Requests),
+		merged[c.Provider] = guardv1.ProviderUsage{Provider: c.Provider, Requests: max(p.Requests, c.Requests),
 			InputTokens: max(p.InputTokens, c.InputTokens), OutputTokens: max(p.OutputTokens, c.OutputTokens)}
 		if !d.empty() {
 			if deltas == nil {
@@ -99,7 +100,7 @@ func claimUsage(prev, cur []cp.ProviderUsage) ([]cp.ProviderUsage, map[string]us
 			deltas[c.Provider] = d
 		}
 	}
-	var out []cp.ProviderUsage
+	var out []guardv1.ProviderUsage
 	for _, p := range merged {
 		out = append(out, p)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +28,6 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // providerCredential is the value of the providers' Secret: it must reach no status.
@@ -87,12 +88,12 @@ func modelProvider(name, selects string) *v1alpha1.ModelProvider {
 
 // post sends the guard's batch of cumulative usage through the handler and returns the
 // HTTP status.
-func (w *usageWorld) post(t *testing.T, started time.Time, usage ...cp.ProviderUsage) int {
+func (w *usageWorld) post(t *testing.T, started time.Time, usage ...guardv1.ProviderUsage) int {
 	t.Helper()
-	body, err := json.Marshal(cp.DecisionsRequest{Incarnation: "inc-1", Started: started.UnixMilli(), Providers: usage})
+	body, err := json.Marshal(guardv1.DecisionsRequest{Incarnation: "inc-1", Started: started.UnixMilli(), Providers: usage})
 	must(t, err)
 	rec := httptest.NewRecorder()
-	w.h(rec, httptest.NewRequest(http.MethodPost, cp.DecisionsPath, bytes.NewReader(body)))
+	w.h(rec, httptest.NewRequest(http.MethodPost, guardv1.DecisionsPath, bytes.NewReader(body)))
 	return rec.Code
 }
 
@@ -116,7 +117,7 @@ func TestProviderUsageReachesStatusOnceEvenWhenResent(t *testing.T) {
 	}
 	requestsBefore, inputBefore := requests(), inputTokens()
 
-	first := cp.ProviderUsage{Provider: "openai", Requests: 3, InputTokens: 120, OutputTokens: 40}
+	first := guardv1.ProviderUsage{Provider: "openai", Requests: 3, InputTokens: 120, OutputTokens: 40}
 	for i := range 3 {
 		if code := w.post(t, started, first); code != http.StatusNoContent {
 			t.Fatalf("post %d: status %d", i, code)
@@ -124,7 +125,7 @@ func TestProviderUsageReachesStatusOnceEvenWhenResent(t *testing.T) {
 	}
 	w.in.flush(context.Background())
 	// A later batch, and then the first one again, arriving late.
-	if code := w.post(t, started, cp.ProviderUsage{Provider: "openai", Requests: 5, InputTokens: 200, OutputTokens: 70}); code != http.StatusNoContent {
+	if code := w.post(t, started, guardv1.ProviderUsage{Provider: "openai", Requests: 5, InputTokens: 200, OutputTokens: 70}); code != http.StatusNoContent {
 		t.Fatalf("status %d", code)
 	}
 	if code := w.post(t, started, first); code != http.StatusNoContent {
@@ -162,10 +163,10 @@ func TestAForgedProviderUsageIsDroppedByTheHandler(t *testing.T) {
 		modelProvider("openai", "true"), modelProvider("anthropic", "true"), modelProvider("restricted", "production"))
 	dropped := counter(t, "guardrail_controlplane_usage_not_selected_total", nil)
 	code := w.post(t, time.Now().Add(-time.Minute),
-		cp.ProviderUsage{Provider: "openai", Requests: 2, InputTokens: 10},
-		cp.ProviderUsage{Provider: "anthropic", Requests: 900, InputTokens: 1_000_000},
-		cp.ProviderUsage{Provider: "restricted", Requests: 900, InputTokens: 1_000_000},
-		cp.ProviderUsage{Provider: "no-such-provider", Requests: 900})
+		guardv1.ProviderUsage{Provider: "openai", Requests: 2, InputTokens: 10},
+		guardv1.ProviderUsage{Provider: "anthropic", Requests: 900, InputTokens: 1_000_000},
+		guardv1.ProviderUsage{Provider: "restricted", Requests: 900, InputTokens: 1_000_000},
+		guardv1.ProviderUsage{Provider: "no-such-provider", Requests: 900})
 	if code != http.StatusNoContent {
 		t.Fatalf("status %d", code)
 	}
@@ -196,7 +197,7 @@ func TestAForgedProviderUsageIsDroppedByTheHandler(t *testing.T) {
 // whatever its annotations say: its usage counts nowhere.
 func TestUsageOfAPodWithoutAVerifiedGuardIsDropped(t *testing.T) {
 	w := newUsageWorld(t, false, []string{"openai"}, modelProvider("openai", "true"))
-	if code := w.post(t, time.Now().Add(-time.Minute), cp.ProviderUsage{Provider: "openai", Requests: 2}); code != http.StatusNoContent {
+	if code := w.post(t, time.Now().Add(-time.Minute), guardv1.ProviderUsage{Provider: "openai", Requests: 2}); code != http.StatusNoContent {
 		t.Fatalf("status %d", code)
 	}
 	w.in.flush(context.Background())
@@ -206,21 +207,21 @@ func TestUsageOfAPodWithoutAVerifiedGuardIsDropped(t *testing.T) {
 }
 
 func TestMalformedUsageRefusesTheBatch(t *testing.T) {
-	many := make([]cp.ProviderUsage, cp.MaxProviders+1)
+	many := make([]guardv1.ProviderUsage, guardv1.MaxProviders+1)
 	for i := range many {
-		many[i] = cp.ProviderUsage{Provider: fmt.Sprintf("p%d", i), Requests: 1}
+		many[i] = guardv1.ProviderUsage{Provider: fmt.Sprintf("p%d", i), Requests: 1}
 	}
 	cases := []struct {
 		name   string
-		usage  []cp.ProviderUsage
+		usage  []guardv1.ProviderUsage
 		status int
 	}{
-		{"a provider name that is not a ModelProvider's", []cp.ProviderUsage{{Provider: "OpenAI Prod", Requests: 1}}, 400},
-		{"a provider name with a slash", []cp.ProviderUsage{{Provider: "tenant/openai", Requests: 1}}, 400},
-		{"an empty provider name", []cp.ProviderUsage{{Requests: 1}}, 400},
-		{"a provider twice", []cp.ProviderUsage{{Provider: "openai", Requests: 1}, {Provider: "openai", Requests: 2}}, 400},
-		{"negative requests", []cp.ProviderUsage{{Provider: "openai", Requests: -1}}, 400},
-		{"negative output tokens", []cp.ProviderUsage{{Provider: "openai", OutputTokens: -5}}, 400},
+		{"a provider name that is not a ModelProvider's", []guardv1.ProviderUsage{{Provider: "OpenAI Prod", Requests: 1}}, 400},
+		{"a provider name with a slash", []guardv1.ProviderUsage{{Provider: "tenant/openai", Requests: 1}}, 400},
+		{"an empty provider name", []guardv1.ProviderUsage{{Requests: 1}}, 400},
+		{"a provider twice", []guardv1.ProviderUsage{{Provider: "openai", Requests: 1}, {Provider: "openai", Requests: 2}}, 400},
+		{"negative requests", []guardv1.ProviderUsage{{Provider: "openai", Requests: -1}}, 400},
+		{"negative output tokens", []guardv1.ProviderUsage{{Provider: "openai", OutputTokens: -5}}, 400},
 		{"more providers than a guard keeps", many, 413},
 	}
 	for _, tc := range cases {
@@ -240,10 +241,10 @@ func TestMalformedUsageRefusesTheBatch(t *testing.T) {
 
 func TestImplausibleUsageIsRefusedAndNothingCounted(t *testing.T) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	req := func(u cp.ProviderUsage) *cp.DecisionsRequest {
-		return &cp.DecisionsRequest{Incarnation: "a", Started: start.UnixMilli(), Providers: []cp.ProviderUsage{u}}
+	req := func(u guardv1.ProviderUsage) *guardv1.DecisionsRequest {
+		return &guardv1.DecisionsRequest{Incarnation: "a", Started: start.UnixMilli(), Providers: []guardv1.ProviderUsage{u}}
 	}
-	for _, u := range []cp.ProviderUsage{
+	for _, u := range []guardv1.ProviderUsage{
 		{Provider: "openai", Requests: math.MaxInt64},
 		{Provider: "openai", Requests: 1, OutputTokens: math.MaxInt64},
 	} {
@@ -251,7 +252,7 @@ func TestImplausibleUsageIsRefusedAndNothingCounted(t *testing.T) {
 			t.Errorf("claim of %+v: %v, want errImplausible", u, err)
 		}
 	}
-	d, _, err := claim(claimed{}, req(cp.ProviderUsage{Provider: "openai", Requests: 10, InputTokens: 4_000_000, OutputTokens: 9000}), start.Add(10*time.Second))
+	d, _, err := claim(claimed{}, req(guardv1.ProviderUsage{Provider: "openai", Requests: 10, InputTokens: 4_000_000, OutputTokens: 9000}), start.Add(10*time.Second))
 	must(t, err)
 	if d.providers["openai"] != (usageDelta{requests: 10, input: 4_000_000, output: 9000}) {
 		t.Errorf("a plausible batch counted %+v", d.providers["openai"])
@@ -324,7 +325,7 @@ func counter(t *testing.T, name string, labels map[string]string) float64 {
 // Every figure of the wire's ProviderUsage reaches status.usage: a figure added to what a
 // guard sends and forgotten here would be claimed on the Lease and counted nowhere.
 func TestEveryUsageFigureAGuardSendsReachesStatus(t *testing.T) {
-	typ := reflect.TypeOf(cp.ProviderUsage{})
+	typ := reflect.TypeOf(guardv1.ProviderUsage{})
 	figures := 0
 	for i := range typ.NumField() {
 		f := typ.Field(i)
@@ -332,10 +333,10 @@ func TestEveryUsageFigureAGuardSendsReachesStatus(t *testing.T) {
 			continue
 		}
 		figures++
-		var u cp.ProviderUsage
+		var u guardv1.ProviderUsage
 		u.Provider = "openai"
 		reflect.ValueOf(&u).Elem().Field(i).SetInt(7)
-		req := &cp.DecisionsRequest{Incarnation: "a", Started: testNow.Add(-time.Minute).UnixMilli(), Providers: []cp.ProviderUsage{u}}
+		req := &guardv1.DecisionsRequest{Incarnation: "a", Started: testNow.Add(-time.Minute).UnixMilli(), Providers: []guardv1.ProviderUsage{u}}
 		if err := validateBatch(req, "tenant"); err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
@@ -348,6 +349,6 @@ func TestEveryUsageFigureAGuardSendsReachesStatus(t *testing.T) {
 		}
 	}
 	if figures < 3 {
-		t.Fatalf("found %d figures in cp.ProviderUsage", figures)
+		t.Fatalf("found %d figures in guardv1.ProviderUsage", figures)
 	}
 }

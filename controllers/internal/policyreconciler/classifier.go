@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -204,7 +205,7 @@ func (r *Classifiers[C, G, KC, KG]) forSecret(ctx context.Context, secret client
 
 func (r *Classifiers[C, G, KC, KG]) forLease(ctx context.Context, lease client.Object) []reconcile.Request {
 	var kc KC
-	opts, ok := kc.ForGuards(lease.GetLabels()[guards.LabelLeasePodNamespace])
+	opts, ok := kc.ForGuards(lease.GetLabels()[guardv1.LabelLeasePodNamespace])
 	if !ok {
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -136,9 +138,9 @@ func ackName(namespace, name string) string {
 // the operator's namespace leaseNS, by the pod's UID.
 func listAcks(ctx context.Context, c client.Reader, leaseNS, ns string, now time.Time) (map[types.UID]guards.Ack, error) {
 	var leases coordinationv1.LeaseList
-	var which client.ListOption = client.MatchingLabels{guards.LabelLeasePodNamespace: ns}
+	var which client.ListOption = client.MatchingLabels{guardv1.LabelLeasePodNamespace: ns}
 	if ns == "" {
-		which = client.HasLabels{guards.LabelLeasePodNamespace}
+		which = client.HasLabels{guardv1.LabelLeasePodNamespace}
 	}
 	if err := c.List(ctx, &leases, client.InNamespace(leaseNS), which); err != nil {
 		return nil, fmt.Errorf("listing the guards' Leases: %w", err)

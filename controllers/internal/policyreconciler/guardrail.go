@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -194,7 +195,7 @@ func (r *Guardrails[G, C, K]) SetupWithManager(mgr ctrl.Manager) error {
 		// Guards' Leases (the cache holds those of the operator's namespace): a guard's
 		// acknowledgement, and its return after it stopped answering.
 		Watches(&coordinationv1.Lease{}, r.recount(func(o client.Object) string {
-			return o.GetLabels()[guards.LabelLeasePodNamespace]
+			return o.GetLabels()[guardv1.LabelLeasePodNamespace]
 		}), builder.WithPredicates(policystatus.LeaseChanged))
 	if k.WatchesNamespaces() {
 		b = b.Watches(&corev1.Namespace{}, r.recount(client.Object.GetNamespace), builder.OnlyMetadata)

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // MaxNamed bounds the pods a condition message names.
@@ -108,12 +108,12 @@ func Condition(generation int64, where string, e Enforcement) (metav1.ConditionS
 		return metav1.ConditionFalse, v1alpha1.ReasonPodsWithoutGuard,
 			fmt.Sprintf("%d of %d selected pods run without a guard, so their traffic bypasses this policy: %s; "+
 				"opt their namespace in (label %s=enabled) or the pods (label %s=true) and restart them",
-				len(e.Without), e.Selected, Named(e.Without), cp.LabelInjection, cp.LabelInject)
+				len(e.Without), e.Selected, Named(e.Without), guardv1.LabelInjection, guardv1.LabelInject)
 	case len(e.NotAnswering) > 0:
 		return metav1.ConditionFalse, v1alpha1.ReasonGuardsNotAnswering,
 			fmt.Sprintf("%d of %d selected pods' guards stopped answering the control plane, so what they enforce is "+
 				"unknown: %s; look at their %s containers", len(e.NotAnswering), e.Selected, Named(e.NotAnswering),
-				injection.ContainerName)
+				guardv1.ContainerName)
 	case len(e.Refused) > 0:
 		return metav1.ConditionFalse, v1alpha1.ReasonSnapshotRefused,
 			fmt.Sprintf("%d of %d selected pods' guards refused the policy and keep their previous one: %s; a refusal: %s",

@@ -3,13 +3,14 @@ package policystatus
 import (
 	"maps"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
-	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
 // PodChanged passes the pod events that can change a guardrail's enforcement: a pod
@@ -41,7 +42,7 @@ var LeaseChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		for _, k := range []string{cp.AnnotationEnforced, cp.AnnotationRefused} {
+		for _, k := range []string{guardv1.AnnotationEnforced, guardv1.AnnotationRefused} {
 			if o.Annotations[k] != n.Annotations[k] {
 				return true
 			}
@@ -57,11 +58,11 @@ var LeaseChanged = predicate.Funcs{
 // EnforcedChanged passes Lease events that change which guardrails a guard enforces.
 var EnforcedChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[cp.AnnotationEnforced] != e.ObjectNew.GetAnnotations()[cp.AnnotationEnforced]
+		return e.ObjectOld.GetAnnotations()[guardv1.AnnotationEnforced] != e.ObjectNew.GetAnnotations()[guardv1.AnnotationEnforced]
 	},
 }
 
 // ClusterName is the name under which a guard's Lease lists a ClusterGuardrail it
-// enforces (cp.AnnotationEnforced, guards.Ack.Enforced): "/name", which no Guardrail's
+// enforces (guardv1.AnnotationEnforced, guards.Ack.Enforced): "/name", which no Guardrail's
 // name can be, so that a Guardrail and a ClusterGuardrail of the same name are told apart.
 func ClusterName(name string) string { return "/" + name }

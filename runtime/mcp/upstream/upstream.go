@@ -1,6 +1,6 @@
-// Package upstream holds what the injector and the guard agree on about MCP upstreams:
-// the guard's flag, the pod annotation, the app's environment variable, and how a
-// NAME=URL pair is read. It has no dependencies beyond the standard library, so that the
+// Package upstream holds what the injector and the guard agree on about MCP upstreams
+// beyond their names (the flag and the pod annotation are in api/guard/v1): the app's
+// environment variable, and how a NAME=URL pair is read. It has no dependencies beyond the standard library, so that the
 // operator links it without the guard's engine.
 package upstream
 
@@ -11,10 +11,6 @@ import (
 )
 
 const (
-	// Flag is the guard's repeatable flag: --mcp-upstream NAME=URL.
-	Flag = "mcp-upstream"
-	// Annotation on a pod lists its MCP upstreams: "NAME=URL,NAME=URL".
-	Annotation = "guardrail.dev/mcp-upstreams"
 	// PathPrefix is where the guard serves upstream NAME: PathPrefix + NAME.
 	PathPrefix = "/mcp/"
 	// MaxNameLength bounds a name, as a DNS label is bounded.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/content"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
@@ -266,8 +268,8 @@ type observed struct {
 }
 
 // enforcedRank orders the outcomes of Enforce guardrails that pass content.
-var enforcedRank = map[engine.Outcome]int{
-	engine.OutcomeWarned: 1, engine.OutcomePseudonymized: 2, engine.OutcomeRedacted: 3, engine.OutcomeStripped: 4,
+var enforcedRank = map[guardv1.Outcome]int{
+	guardv1.OutcomeWarned: 1, guardv1.OutcomePseudonymized: 2, guardv1.OutcomeRedacted: 3, guardv1.OutcomeStripped: 4,
 }
 
 func (o *observed) outcome() string {
@@ -292,7 +294,7 @@ func (p *prepared) run(ctx context.Context, deltas int) (*observed, error) {
 	obs := &observed{decisions: map[string][]string{}}
 	s := p.eng.NewSession(engine.Options{Record: func(rec engine.Record) {
 		obs.decisions[rec.Guardrail] = append(obs.decisions[rec.Guardrail], string(rec.Outcome))
-		if rec.Mode == policy.ModeEnforce && enforcedRank[rec.Outcome] > enforcedRank[engine.Outcome(obs.enforced)] {
+		if rec.Mode == policy.ModeEnforce && enforcedRank[rec.Outcome] > enforcedRank[guardv1.Outcome(obs.enforced)] {
 			obs.enforced = string(rec.Outcome)
 		}
 	}})

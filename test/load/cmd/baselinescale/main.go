@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -219,7 +221,7 @@ func otherCount(o *v1alpha1.OtherNamespaces) int32 {
 func tenantPod(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset, i int, dir string) (string, error) {
 	ns := fmt.Sprintf("tenant-%04d", i)
 	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"tier": "tenant", cp.LabelInjection: "enabled"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"tier": "tenant", guardv1.LabelInjection: "enabled"}}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
 	} {
 		if err := k8s.Create(ctx, o); err != nil {
@@ -239,7 +241,7 @@ func tenantPod(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset,
 	}
 	exp := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {

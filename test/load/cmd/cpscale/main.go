@@ -33,6 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,7 +163,7 @@ func run(n, sets int, out io.Writer) error {
 	// The policy, the pods and their tokens.
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNS}},
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{cp.LabelInjection: "enabled"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{guardv1.LabelInjection: "enabled"}}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}},
 		&v1alpha1.Classifier{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "words"},
 			Spec: v1alpha1.ClassifierSpec{Builtin: &v1alpha1.BuiltinBackend{Packs: []v1alpha1.BuiltinPack{v1alpha1.PackPII},
@@ -355,14 +357,14 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 		if err := k8s.Create(ctx, p); err != nil {
 			return "", err
 		}
-		if p.Labels[cp.LabelInjected] != "true" {
+		if p.Labels[guardv1.LabelInjected] != "true" {
 			return "", fmt.Errorf("pod %s was not injected by the webhook", p.Name)
 		}
 		if err := waitRunning(ctx, k8s, p); err != nil {
 			return "", err
 		}
 	} else {
-		p.Labels[cp.LabelInjected] = "true"
+		p.Labels[guardv1.LabelInjected] = "true"
 		p.Spec = guardSpec()
 		if err := k8s.Create(ctx, p); err != nil {
 			return "", err
@@ -374,7 +376,7 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 	}
 	exp := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -571,7 +573,7 @@ func waitInjecting(ctx context.Context, k8s client.Client) error {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
 			Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
 		last = k8s.Create(ctx, p, client.DryRunAll)
-		if last == nil && p.Labels[cp.LabelInjected] == "true" {
+		if last == nil && p.Labels[guardv1.LabelInjected] == "true" {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)

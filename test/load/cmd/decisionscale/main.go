@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
@@ -272,20 +273,20 @@ func run(n int, interval time.Duration, intervals int, out io.Writer) error {
 // their decisions claims record as counted: the exactly-once record, per guard.
 func claims(ctx context.Context, k8s client.Client) (int, int64, error) {
 	list := &coordinationv1.LeaseList{}
-	if err := k8s.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{guards.LabelLeasePodNamespace: ns}); err != nil {
+	if err := k8s.List(ctx, list, client.InNamespace(operatorNS), client.MatchingLabels{guardv1.LabelLeasePodNamespace: ns}); err != nil {
 		return 0, 0, err
 	}
 	var n int64
 	for _, l := range list.Items {
-		var claim struct{ Guardrails []cp.GuardrailDecisions }
-		if s := l.Annotations[cp.AnnotationDecisions]; s != "" {
+		var claim struct{ Guardrails []guardv1.GuardrailDecisions }
+		if s := l.Annotations[guardv1.AnnotationDecisions]; s != "" {
 			if err := json.Unmarshal([]byte(s), &claim); err != nil {
 				return 0, 0, fmt.Errorf("the decisions claim on Lease %s: %w", l.Name, err)
 			}
 		}
 		for _, gd := range claim.Guardrails {
 			for _, c := range gd.Counts {
-				if c.Outcome == string(engine.OutcomeWouldBlock) {
+				if c.Outcome == guardv1.OutcomeWouldBlock {
 					n += c.Requests
 				}
 			}
@@ -297,13 +298,13 @@ func claims(ctx context.Context, k8s client.Client) (int, int64, error) {
 func decision() telemetry.RequestDecisions {
 	return telemetry.RequestDecisions{End: time.Now(),
 		Decisions: []engine.Record{{Guardrail: ns + "/scale", Generation: 1, Phase: policy.PhaseInput,
-			Outcome: engine.OutcomeWouldBlock, Findings: []engine.Finding{{Kind: engine.FindingCategory, Name: "birds", Score: 1, Threshold: 0.5}}}},
+			Outcome: guardv1.OutcomeWouldBlock, Findings: []engine.Finding{{Kind: engine.FindingCategory, Name: "birds", Score: 1, Threshold: 0.5}}}},
 		Matches: []telemetry.Match{{Guardrail: ns + "/scale", Name: "birds"}}}
 }
 
 func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset, i int, dir string) (string, error) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i),
-		Labels: map[string]string{"app": "web", cp.LabelInjected: "true"}}, Spec: guardSpec()}
+		Labels: map[string]string{"app": "web", guardv1.LabelInjected: "true"}}, Spec: guardSpec()}
 	if err := k8s.Create(ctx, p); err != nil {
 		return "", err
 	}
@@ -313,7 +314,7 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 	}
 	exp := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {

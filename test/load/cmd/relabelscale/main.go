@@ -28,6 +28,8 @@ import (
 	"syscall"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -268,7 +270,7 @@ func guardrail(name, classifier, category string) *v1alpha1.Guardrail {
 // pod-bound token of it into dir.
 func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clientset, name, app, dir string) (*corev1.Pod, string, error) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{"app": app, cp.LabelInjected: "true"}}, Spec: guardSpec()}
+		Labels: map[string]string{"app": app, guardv1.LabelInjected: "true"}}, Spec: guardSpec()}
 	if err := k8s.Create(ctx, p); err != nil {
 		return nil, "", err
 	}
@@ -278,7 +280,7 @@ func podWithToken(ctx context.Context, k8s client.Client, cs *kubernetes.Clients
 	}
 	exp := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app", &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{Audiences: []string{cp.Audience}, ExpirationSeconds: &exp,
+		Spec: authv1.TokenRequestSpec{Audiences: []string{guardv1.Audience}, ExpirationSeconds: &exp,
 			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.Name, UID: p.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {

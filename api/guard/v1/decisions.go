@@ -1,6 +1,6 @@
-package controlplane
+package guardv1
 
-// The decisions protocol (DESIGN.md §6 "Decisions") rides on the subscription's channel:
+// The decisions protocol rides on the subscription's channel:
 // same base URL, TLS, and bearer token (so the same pod binding and namespace).
 //
 //	POST /v1/decisions
@@ -37,11 +37,6 @@ const (
 	// MaxIDChars bounds an incarnation and a sampled request id.
 	MaxIDChars = 64
 )
-
-// AnnotationDecisions is the annotation of a guard's Lease where the operator records, per
-// guard incarnation, the cumulative counts it has already counted: the claim that makes a
-// count reach status once, whichever replica receives it and however often.
-const AnnotationDecisions = "guardrail.dev/decisions-counted"
 
 // DecisionsRequest is one batch: everything the guard counted since it started.
 type DecisionsRequest struct {
@@ -111,9 +106,9 @@ type GuardrailDecisions struct {
 
 // DecisionCount is the number of requests of one key.
 type DecisionCount struct {
-	Generation int64  `json:"generation,omitempty"`
-	Phase      string `json:"phase,omitempty"`
-	Outcome    string `json:"outcome"`
+	Generation int64   `json:"generation,omitempty"`
+	Phase      string  `json:"phase,omitempty"`
+	Outcome    Outcome `json:"outcome"`
 	// Category is the first finding's category or rule of the request's first
 	// evaluation with this outcome.
 	Category string `json:"category,omitempty"`
@@ -127,7 +122,7 @@ type Sample struct {
 	Guardrail  string          `json:"guardrail"`
 	Generation int64           `json:"generation,omitempty"`
 	Phase      string          `json:"phase,omitempty"`
-	Outcome    string          `json:"outcome"`
+	Outcome    Outcome         `json:"outcome"`
 	Code       string          `json:"code,omitempty"`
 	RequestID  string          `json:"requestId,omitempty"`
 	Findings   []SampleFinding `json:"findings,omitempty"`
@@ -154,4 +149,22 @@ func ValidID(s string) bool {
 		}
 	}
 	return true
+}
+
+// LessCount is the order of counts in a batch and in a claim: outcome, generation, phase,
+// category, code.
+func LessCount(a, b DecisionCount) bool {
+	if a.Outcome != b.Outcome {
+		return a.Outcome < b.Outcome
+	}
+	if a.Generation != b.Generation {
+		return a.Generation < b.Generation
+	}
+	if a.Phase != b.Phase {
+		return a.Phase < b.Phase
+	}
+	if a.Category != b.Category {
+		return a.Category < b.Category
+	}
+	return a.Code < b.Code
 }
