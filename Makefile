@@ -8,7 +8,7 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLPLANE_DIR ?= $(LOCALBIN)/controlplane
 export PATH := $(LOCALBIN):$(PATH)
 
-# Pinned tool versions (DESIGN.md §7).
+# Pinned tool versions.
 CONTROLLER_GEN_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real Kubernetes control plane used by the tests (DESIGN.md §7) from the Go
+# Builds the real Kubernetes control plane used by the tests from the Go
 # module proxy and caches it under bin/controlplane/:
 #   kube-apiserver  k8s.io/kubernetes v1.37.2          (hack/tools/kube)
 #   etcd            go.etcd.io/etcd/server/v3 v3.6.16  (hack/tools/etcd)

@@ -6,7 +6,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
-// The cluster baselines (DESIGN.md §9.1): a platform team's Guardrails and Classifiers,
+// The cluster baselines: a platform team's Guardrails and Classifiers,
 // cluster-scoped, that apply to the pods of every namespace they select beside the
 // namespace's own Guardrails, and that a namespace's tenants can add to but not weaken
 // (config/samples/README.md, "Cluster baselines").

@@ -6,7 +6,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 )
 
-// Keyless apps (DESIGN.md §9.2): the platform holds the provider keys. A ModelProvider
+// Keyless apps: the platform holds the provider keys. A ModelProvider
 // names an upstream, its API family and a Secret of the operator's namespace; a pod that
 // chooses it (annotation guardrail.dev/provider, on the pod or as its namespace's default)
 // gets a placeholder API key, and its guard, which receives the credential over the

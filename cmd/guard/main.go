@@ -1,5 +1,5 @@
 // Command guard is the guardrail sidecar: a streaming proxy for the OpenAI and Anthropic
-// APIs that enforces Guardrails on every call (DESIGN.md §2, §5). It runs beside an app
+// APIs that enforces Guardrails on every call. It runs beside an app
 // in its pod, or standalone with a policy file:
 //
 //	guard --policy-file config/samples/pii-secrets-redaction.yaml \
@@ -236,7 +236,7 @@ func run(o options, log *slog.Logger) error {
 	if o.controlPlane != "" {
 		src = &controlplane.Client{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
 			SnapshotDir: o.snapshotDir, Log: log}
-		// Decisions go back over the same channel (DESIGN.md §6 "Decisions").
+		// Decisions go back over the same channel.
 		agg := controlplane.NewAggregator()
 		tel.OnRequest(agg.Add)
 		tel.OnEvaluation(agg.Evaluated)

@@ -20,7 +20,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
-// Cluster baselines (DESIGN.md §9.1) in a pod's snapshot: the ClusterGuardrails whose
+// Cluster baselines in a pod's snapshot: the ClusterGuardrails whose
 // namespaceSelector matches the labels of the pod's namespace, as the apiserver has them
 // (a tenant may label its namespace, and so choose which baselines select it: a platform
 // that must bind every namespace leaves namespaceSelector empty or selects on labels it

@@ -1,5 +1,4 @@
-// Package controlplane is the operator's side of the policy subscription (DESIGN.md §6
-// "Policy distribution", "Authentication"): an HTTPS long-poll server, on every manager
+// Package controlplane is the operator's side of the policy subscription: an HTTPS long-poll server, on every manager
 // replica, that authenticates each guard by its pod-bound service-account token
 // (TokenReview, cached), accepts only pods whose spec carries the guard as the injector
 // renders it (injection.VerifyGuard; the manager's cache records the verdict of each

@@ -13,7 +13,7 @@ import (
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 )
 
-// Keyless apps (DESIGN.md §9.2) in a pod's snapshot: the ModelProviders its verified guard
+// Keyless apps in a pod's snapshot: the ModelProviders its verified guard
 // was injected for (the guard's --provider flags, which the cache's transform records as
 // guards.AnnotationGuardProviders), each with its credential read from the operator's
 // namespace, when the provider's namespaceSelector selects the pod's namespace and its spec

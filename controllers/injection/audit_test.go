@@ -1,10 +1,11 @@
 package injection
 
 import (
-	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"slices"
 	"strings"
 	"testing"
+
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
 	corev1 "k8s.io/api/core/v1"
 )

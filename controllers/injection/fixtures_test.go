@@ -1,11 +1,12 @@
 package injection
 
 import (
-	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 )
 
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n"

@@ -17,7 +17,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 )
 
-// Keyless apps (DESIGN.md §9.2): a pod names the ModelProviders it calls through its guard
+// Keyless apps: a pod names the ModelProviders it calls through its guard
 // with the annotation guardv1.AnnotationProvider, or inherits its namespace's. The
 // injector passes each to the guard as --provider=NAME and gives the app containers a
 // placeholder API key of the provider's family; the guard receives the credential over

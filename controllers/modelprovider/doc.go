@@ -1,4 +1,4 @@
-// Package modelprovider owns the ModelProvider reconciler (DESIGN.md §9.2, keyless apps).
+// Package modelprovider owns the ModelProvider reconciler (keyless apps).
 // It judges a ModelProvider's spec as a guard would use it (CheckSpec: what the schema
 // cannot say, such as a URL on the guard's own pod or a header given twice, stalls it with
 // the field named), resolves its credential in a Secret of the operator's namespace only

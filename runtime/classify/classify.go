@@ -1,5 +1,5 @@
 // Package classify defines the contract between the enforcement engine and the classifier
-// backends (DESIGN.md §3.1, §4.6): what a classifier is given, what it answers, and the typed
+// backends: what a classifier is given, what it answers, and the typed
 // errors an evaluation failure carries. It has no network and no Kubernetes dependency; the
 // backends live in sub-packages.
 package classify
@@ -110,8 +110,7 @@ type Result struct {
 	// part of a match — the start of a match still arriving, or of a beginning that could
 	// become one. len(Input.Text) when nothing is pending. Text before Open is settled:
 	// its spans are final and no later text can add one that starts there; every span
-	// ends at or before Open. The engine releases a stream only up to Open (DESIGN.md
-	// §4.4). Ignored when Input.More is not set, and for classifiers without spans.
+	// ends at or before Open. The engine releases a stream only up to Open. Ignored when Input.More is not set, and for classifiers without spans.
 	Open int
 }
 
@@ -124,7 +123,7 @@ type Classifier interface {
 // Code is the error code of an evaluation failure, as it appears in decision records.
 type Code string
 
-// Error codes of evaluation failures (DESIGN.md §4.6).
+// Error codes of evaluation failures.
 const (
 	CodeClassifierFailed Code = "CLASSIFIER_FAILED"
 	CodeTimeout          Code = "TIMEOUT"

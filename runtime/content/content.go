@@ -6,7 +6,7 @@ package content
 
 import "fmt"
 
-// Kind is the kind of a channel (DESIGN.md §4.1).
+// Kind is the kind of a channel.
 type Kind uint8
 
 // Channel kinds.

@@ -12,7 +12,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// A provider's credential lives in the guard's memory only (DESIGN.md §9.2): the snapshot
+// A provider's credential lives in the guard's memory only: the snapshot
 // persisted to survive a restart holds every provider without its credential, so a guard
 // restarted while the operator is unreachable enforces its persisted policy but sends no
 // call to those providers (it answers provider_unavailable) until the control plane

@@ -4,7 +4,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// The subscription protocol (DESIGN.md §6 "Policy distribution") is a long poll over
+// The subscription protocol is a long poll over
 // HTTPS (HTTP/2 when both ends offer it), one endpoint:
 //
 //	POST /v1/subscribe
@@ -66,7 +66,7 @@ type Snapshot struct {
 	Providers []Provider `json:"providers,omitempty"`
 }
 
-// Provider is a ModelProvider as a guard uses it (DESIGN.md §9.2): where to send the
+// Provider is a ModelProvider as a guard uses it: where to send the
 // pod's calls of one API family and the credential that replaces the app's placeholder.
 // The guard keeps Credential in memory only: the persisted snapshot never holds it.
 type Provider struct {

@@ -14,7 +14,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
-// Cluster baselines (DESIGN.md §9.1): every ClusterGuardrail and namespaced Guardrail
+// Cluster baselines: every ClusterGuardrail and namespaced Guardrail
 // selecting a pod applies, and a tenant's Guardrails add restrictions but never weaken a
 // cluster one. The properties below run random sets of cluster guardrails C and tenant
 // guardrails T over random requests and answers and compare the engine of C alone with
@@ -25,7 +25,7 @@ import (
 //     C ∪ T keeps from them too;
 //   - tenant guardrails that only report change nothing of what C does, but for their
 //     own evaluation failures under failurePolicy Closed, which refuse the content in
-//     either mode (DESIGN.md §3.2): a restriction added, never one taken away.
+//     either mode: a restriction added, never one taken away.
 
 // entities are the values the fake detectors find; category i of a classifier matches
 // entities[i].

@@ -1,4 +1,4 @@
-// Package engine enforces guardrails on LLM traffic (DESIGN.md §4): it judges a request's
+// Package engine enforces guardrails on LLM traffic: it judges a request's
 // messages, then the response as it streams, and answers at each step what to release to
 // the client, what to keep holding, what to rewrite, and whether to stop with a verdict. It
 // has no network, HTTP or Kubernetes dependency: the guard proxy drives it, and classifier
@@ -22,7 +22,7 @@
 //	s.Warnings()                  → keys of the guardrails that warned (the response header)
 //
 // Calls are synchronous and may block while classifiers run. A Step's chunks alias session
-// memory until the next call. A Verdict gives the proxy what DESIGN.md §5 responses need:
+// memory until the next call. A Verdict gives the proxy what its responses need:
 // Blocked with the guardrail's key and authored reason, or Failed with the code and the
 // fixed FailureMessage; the Phase says which response shape applies. Once a verdict is
 // given, every later call returns it. Errors are the caller's context's, or misuse
@@ -48,7 +48,7 @@
 // receives a call that was not judged. Text that is empty or only whitespace makes no
 // classifier call.
 //
-// One rule for tool calls, streamed or not (DESIGN.md §9.3): what reaches a tool does not
+// One rule for tool calls, streamed or not: what reaches a tool does not
 // depend on whether the client streamed. A streamed call's arguments are judged by Stream
 // guardrails as they arrive, then by Output guardrails whole and by ToolCalls guardrails
 // as a call; a non-streamed call's by the same Output and ToolCalls guardrails. A guardrail
@@ -117,7 +117,7 @@
 // sentence otherwise. After maxEvaluations a guard that followed pending matches withholds
 // its classifier's longest match (its hint), as a fixed hold-back would.
 //
-// Stream classifiers are sent what the sanitizers before them left (§4.8), so a remote
+// Stream classifiers are sent what the sanitizers before them left, so a remote
 // judge never receives what was redacted — except span-capable classifiers, which are
 // judged incrementally on upstream text (strips applied, redactions not): from their hint
 // before the first character they have not settled to the end, untruncated. An entity
@@ -146,7 +146,7 @@
 // the others by key. A block wins over a failure; warnings add up.
 //
 // ClusterGuardrails (policy.Guardrail.Cluster) form a tier of their own that runs first
-// (policy.RunOrder, DESIGN.md §9.1): their sanitizers, then their checks, on the content as
+// (policy.RunOrder): their sanitizers, then their checks, on the content as
 // it arrives; the namespace's guardrails then judge what the cluster tier left. So a
 // tenant's guardrail adds to a cluster one and never weakens it: a tenant's Report or
 // Warn leaves a cluster Block standing, and a tenant's Redact or Strip cannot hide content

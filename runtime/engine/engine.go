@@ -33,7 +33,7 @@ type guard struct {
 	g       *policy.Guardrail
 	c       *policy.Classifier
 	backend classify.Classifier
-	// sanitizer guards run first, sequentially (DESIGN.md §4.8).
+	// sanitizer guards run first, sequentially.
 	sanitizer bool
 	// maxChars is the effective maxInputChars: the smaller of the guardrail's and the
 	// classifier's, 0 when neither is set.
@@ -43,7 +43,7 @@ type guard struct {
 	// slot is the guard's index among the engine's stream guards (-1 without Stream).
 	slot int
 	// spans: the classifier returns spans, so a stream's evaluations report pending text
-	// (classify.Result.Open) and are incremental; hint is its longest match (§4.4).
+	// (classify.Result.Open) and are incremental; hint is its longest match.
 	spans bool
 	hint  int
 }

@@ -34,7 +34,7 @@ type evaluation struct {
 // evaluation decides nothing.
 func evaluate(ctx context.Context, gd *guard, in classify.Input) (ev evaluation) {
 	if gd.c == nil || gd.backend == nil {
-		// A configuration error is not a runtime fail-open (DESIGN.md §4.6): it fails like
+		// A configuration error is not a runtime fail-open: it fails like
 		// any evaluation, under the guardrail's failurePolicy.
 		return failure(classify.CodeClassifierFailed)
 	}
@@ -122,7 +122,7 @@ func pending(open int, res classify.Result) (int, classify.Result) {
 func failure(code classify.Code) evaluation { return evaluation{code: code} }
 
 // unsupported is the decision on a part whose modality the guardrail selects but the
-// classifier cannot inspect (DESIGN.md §3.2 unsupported): an UNSUPPORTED failure when the
+// classifier cannot inspect: an UNSUPPORTED failure when the
 // policy is unset, otherwise a notInspected finding with Block, Warn or no action.
 func unsupported(gd *guard, m classify.Modality) evaluation {
 	if gd.g.Unsupported == policy.UnsupportedFail {
@@ -195,8 +195,7 @@ type round interface {
 	apply(i int, gd *guard) *Verdict
 }
 
-// compose runs one round of evaluations over guards, a run-ordered subset of the engine's
-// (DESIGN.md §4.8), tier by tier (§9.1: the ClusterGuardrails, then the namespace's): in a
+// compose runs one round of evaluations over guards, a run-ordered subset of the engine's, tier by tier (the ClusterGuardrails, then the namespace's): in a
 // tier, sanitizers one after the other, each judging what the previous ones left, then
 // the others concurrently on the sanitized content; the next tier judges what this one
 // left, so a tenant's sanitizer never hides content from a ClusterGuardrail. The first sanitizer verdict
@@ -204,7 +203,7 @@ type round interface {
 // a failure. When the caller's context ends, the round decides nothing more and returns its
 // error. A round of one guard allocates nothing here.
 func (s *Session) compose(ctx context.Context, guards []*guard, r round) (*Verdict, error) {
-	// Tiers (DESIGN.md §9.1): ClusterGuardrails first, then the namespace's, each tier
+	// Tiers: ClusterGuardrails first, then the namespace's, each tier
 	// judging what the one before left; guards is in run order, so a tier is a run.
 	off := 0
 	for off < len(guards) {

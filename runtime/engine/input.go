@@ -60,7 +60,7 @@ func (s *Session) Input(ctx context.Context, msgs []Message) (InputResult, error
 }
 
 // ToolResults judges what tools returned, outside a model request (an MCP server's tool
-// result or tool list, DESIGN.md §9.3): the ToolResults phase judges every part of msgs,
+// result or tool list): the ToolResults phase judges every part of msgs,
 // whatever messages says, since the caller passes only what is new. Redact rewrites a
 // part; Strip escalates to Block. The result is as Input's.
 //

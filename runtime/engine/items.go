@@ -85,7 +85,7 @@ func tailBytes(b []byte, n int) int {
 }
 
 // blank reports whether s has no text to judge: "Messages and parts with no text pass
-// without a classifier call" (DESIGN.md §4.1); whitespace is no text.
+// without a classifier call"; whitespace is no text.
 func blank(s string) bool { return strings.TrimFunc(s, unicode.IsSpace) == "" }
 
 // judgeItem evaluates one item for gd; ok is false when the guard does not judge it (an

@@ -29,8 +29,7 @@ func (j *judgment) raise(a policy.Action, reason string) {
 	}
 }
 
-// validate checks a result against the classifier's authored categories and questions
-// (DESIGN.md §4.6): exactly one score per category when the guardrail uses categories (and
+// validate checks a result against the classifier's authored categories and questions: exactly one score per category when the guardrail uses categories (and
 // none or exactly one each otherwise), one answer per question, every score finite and
 // within [0,1], spans inside the judged text. Anything else is an invalid answer. Messages
 // name indices, never content.
@@ -150,7 +149,7 @@ type target struct {
 }
 
 // effectOf turns a judgment into the action that applies to the content and whether it
-// escalated (DESIGN.md §4.5): Redact acts as Block when a matched category has no span to
+// escalated: Redact acts as Block when a matched category has no span to
 // redact; on a tool call Strip and Redact act as Block; Strip on a required part escalates
 // to Block. The returned action is what Enforce does and what Report would have done.
 func effectOf(j *judgment, t target) (policy.Action, bool) {

@@ -17,7 +17,7 @@ import (
 // The result says whether the response is replaced by a verdict and, otherwise, what to
 // send. A block of the tool calls comes with the other contents as the Output phase left
 // them: a stream would have sent them before the calls, so the reason may follow them
-// (DESIGN.md §5: a block replaces what the client did not receive). The error is the
+// (a block replaces what the client did not receive). The error is the
 // caller's context's when it ended during an evaluation.
 func (s *Session) Output(ctx context.Context, contents []Content) (OutputResult, error) {
 	if s.stop != nil {
@@ -85,8 +85,7 @@ func wholeOutput(it *item) bool {
 	return k == content.Text || k == content.Object
 }
 
-// judgeTogether judges, for each choice with more than one tool call, the calls together
-// (DESIGN.md §4.1), after each was judged alone. calls are tool-call items in order.
+// judgeTogether judges, for each choice with more than one tool call, the calls together, after each was judged alone. calls are tool-call items in order.
 func (s *Session) judgeTogether(ctx context.Context, calls []*item) (*Verdict, error) {
 	var groups []*item
 	var texts [][]string

@@ -310,7 +310,7 @@ func TestToolCallBlockKeepsWhatTheOutputPhaseAllowed(t *testing.T) {
 }
 
 // TestToolCallArgumentsOneRuleStreamedOrNot: what reaches a tool does not depend on
-// whether the client streamed (DESIGN.md §9.3). A guardrail that judges answers (Stream and
+// whether the client streamed. A guardrail that judges answers (Stream and
 // Output, or Output alone) judges a tool call's arguments in a non-streamed answer as in a
 // streamed one, and Redact, which cannot rewrite a call, blocks it in both.
 func TestToolCallArgumentsOneRuleStreamedOrNot(t *testing.T) {

@@ -117,7 +117,7 @@ func (l Location) String() string {
 	return l.Channel.String()
 }
 
-// Record is the decision record of one evaluation (DESIGN.md §4.9). It never contains
+// Record is the decision record of one evaluation. It never contains
 // prompt or completion text, category descriptions, media URLs or credentials.
 type Record struct {
 	Guardrail  string

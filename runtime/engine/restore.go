@@ -2,7 +2,7 @@ package engine
 
 // Restoration: the answer's placeholders become the values again before the client
 // receives them. In a stream it is the same problem as a match arriving in parts
-// (hold-back of pending text, DESIGN.md §4.4), with the placeholder grammar as the
+// (hold-back of pending text), with the placeholder grammar as the
 // pattern: text from a '<' that may still become a placeholder of this request is pending
 // and withheld until the text that decides it arrives; everything before it is released
 // as the stream's hold-back allows. Only the request's own tags and numbers make a

@@ -249,7 +249,7 @@ func (cu *cursor) settle(p pos) {
 }
 
 // releaseHeld releases the text of c that no Enforce stream guard withholds, never
-// splitting a marker (DESIGN.md §4.4). A guard with a fixed hold-back withholds the last
+// splitting a marker. A guard with a fixed hold-back withholds the last
 // holdBack characters; one that follows pending matches withholds everything from where
 // its classifier's judged text stops being settled; a span-capable classifier's pending
 // text is withheld whatever the hold-back. A tool call's arguments and, under Unbounded,

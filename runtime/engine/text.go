@@ -166,7 +166,7 @@ func (t *textBuf) render(dst []byte, from, to int) []byte {
 }
 
 // renderUpstream appends the upstream text of [from, to) to dst with strips applied and
-// redactions not: what a stream's classifier is sent (DESIGN.md §4.4: classification sees
+// redactions not: what a stream's classifier is sent (classification sees
 // upstream text, never text it rewrote). from must not be strictly inside a strip.
 func (t *textBuf) renderUpstream(dst []byte, from, to int) []byte {
 	for i := range t.edits {

@@ -46,7 +46,7 @@ func (k VerdictKind) String() string {
 	return fmt.Sprintf("verdict(%d)", uint8(k))
 }
 
-// FailureMessage is the fixed message of a fail-closed evaluation failure (DESIGN.md §4.6).
+// FailureMessage is the fixed message of a fail-closed evaluation failure.
 const FailureMessage = "policy evaluation failed"
 
 // Verdict says why the engine stops a request, a response or a stream. It carries only
@@ -89,7 +89,7 @@ type Part struct {
 }
 
 // RoleUser is the role of the caller's own messages; Strip never drops the last remaining
-// user part but escalates to Block instead (DESIGN.md §4.5).
+// user part but escalates to Block instead.
 const RoleUser = "user"
 
 // Message is one message of the request.

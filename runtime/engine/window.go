@@ -5,8 +5,7 @@ import (
 )
 
 // window returns the text gd's classifier is sent for c's streaming evaluation, and the
-// window it came from, and moves the guard's cursor (classifiedUpTo) to the window's end
-// (DESIGN.md §4.2):
+// window it came from, and moves the guard's cursor (classifiedUpTo) to the window's end:
 //   - chunkWindow N: the last N deltas;
 //   - Sentences: from the start of the previous sentence (one sentence of overlap) to the
 //     end of the last complete sentence, or to the end of the text at the channel's end or
@@ -14,7 +13,7 @@ import (
 //   - otherwise the accumulated channel text.
 //
 // The text is truncated to maxInputChars from the end. It is the sanitized text: what the
-// sanitizers that ran before left (DESIGN.md §4.8), so that a remote judge never receives
+// sanitizers that ran before left, so that a remote judge never receives
 // what was redacted.
 //
 // A span-capable (built-in, in-process) classifier is judged incrementally instead, on

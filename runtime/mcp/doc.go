@@ -1,5 +1,5 @@
 // Package mcp fronts MCP servers reached over the streamable HTTP transport and judges
-// their traffic with the guard's Guardrails (DESIGN.md §9.3): `--mcp-upstream NAME=URL`
+// their traffic with the guard's Guardrails: `--mcp-upstream NAME=URL`
 // serves /mcp/NAME on the guard's proxy listener. User documentation: README.md beside
 // this file.
 //

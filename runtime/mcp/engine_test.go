@@ -108,7 +108,7 @@ func TestTheEngineBlocksACallRedactsAResultAndHidesAPoisonedTool(t *testing.T) {
 
 	jsonEqual(t, readBody(t, post(t, url, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"send","arguments":{"what":"exfiltrate it"}}}`)),
 		`{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"Tools may not move data out."}],"isError":true}}`)
-	// On a tool call, Redact acts as Block (DESIGN.md §4.5).
+	// On a tool call, Redact acts as Block.
 	jsonEqual(t, readBody(t, post(t, url, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"send","arguments":{"key":"tok_abcd1234"}}}`)),
 		`{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"Tokens stay out of tool traffic."}],"isError":true}}`)
 	for _, hit := range up.hits() {

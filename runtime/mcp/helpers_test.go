@@ -45,7 +45,7 @@ func (j fakeJudge) Call(_ context.Context, tool, args string) (Judgement, error)
 		return Judgement{Stop: s}, nil
 	}
 	if strings.Contains(args, "SECRET-") {
-		// On tool calls Redact acts as Block (DESIGN.md §4.5).
+		// On tool calls Redact acts as Block.
 		return Judgement{Stop: &Stop{Reason: "no secrets in tool calls", Guardrail: "ns/secrets"}}, nil
 	}
 	return Judgement{}, nil

@@ -8,7 +8,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/field"
 )
 
-// Cluster baselines (DESIGN.md §9.1). A ClusterGuardrail and a ClusterClassifier travel
+// Cluster baselines. A ClusterGuardrail and a ClusterClassifier travel
 // in the same envelope as the namespaced kinds (Object, with their GuardrailSpec and
 // ClassifierSpec), with the kind saying which they are and no namespace: their keys are
 // "/name", which no namespaced object's key can be (a namespace is never empty), so a
@@ -43,7 +43,7 @@ func scopeErrors(src Sources) Errors {
 	return errs
 }
 
-// RunOrder orders guardrails as the engine runs them (DESIGN.md §4.8 and §9.1): the
+// RunOrder orders guardrails as the engine runs them: the
 // cluster tier (ClusterGuardrails) before the namespace tier, and within a tier the
 // sanitizers (Strip, Redact, Pseudonymize) by priority then name, then the others by key.
 // A tier judges what the tiers before it left, so a tenant's sanitizer never hides
@@ -94,7 +94,7 @@ type CategoryEffect struct {
 	Guardrail string
 }
 
-// Compose is the composition rule of DESIGN.md §9.1 as data: every guardrail applies; a
+// Compose is the composition rule of cluster baselines and namespaces as data: every guardrail applies; a
 // Report guardrail never lowers what an Enforce one does (Report changes only its own
 // effect); on the same category the strongest enforced action wins; a phase fails closed
 // when any of its guardrails does. It returns one Effective per phase that some guardrail

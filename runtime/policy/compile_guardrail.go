@@ -264,7 +264,7 @@ func compileRules(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, p *field
 }
 
 // compileStreaming resolves the cadence and hold-back. An unset holdBackChars follows the
-// pending matches of a span-capable classifier and is 0 with any other (DESIGN.md §4.4):
+// pending matches of a span-capable classifier and is 0 with any other:
 // remote classifiers release up to a cadence of text before it is judged unless the user
 // opts into a hold-back.
 func compileStreaming(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, p *field.Path) field.ErrorList {

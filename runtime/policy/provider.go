@@ -2,7 +2,7 @@ package policy
 
 import "net/url"
 
-// ProviderFamily is the API family whose calls a ModelProvider takes (DESIGN.md §9.2).
+// ProviderFamily is the API family whose calls a ModelProvider takes.
 type ProviderFamily uint8
 
 // The API families of a provider.
@@ -28,7 +28,7 @@ func (f ProviderFamily) String() string {
 }
 
 // Provider is a ModelProvider a guard sends its pod's calls of one API family to, with
-// the provider's credential in place of the app's (keyless apps, DESIGN.md §9.2). It comes
+// the provider's credential in place of the app's (keyless apps). It comes
 // from the control plane only: a policy file never holds one.
 type Provider struct {
 	// Name is the ModelProvider's name.

@@ -98,7 +98,7 @@ type Classifier struct {
 	// Spans is true when the backend returns match spans (builtin), so Redact is possible.
 	Spans bool `json:"spans,omitempty"`
 	// HoldBackHint is the backend's longest possible match in characters (0 for remote
-	// backends): the default hold-back of streaming guardrails using it (DESIGN.md §4.4).
+	// backends): the default hold-back of streaming guardrails using it.
 	HoldBackHint int `json:"holdBackHint,omitempty"`
 }
 
@@ -248,7 +248,7 @@ func (s PhaseSet) Has(p Phase) bool { return s&(1<<p) != 0 }
 func (s PhaseSet) With(p Phase) PhaseSet { return s | 1<<p }
 
 // Action is what a match does. The zero value is no action (allow). Strength is
-// Block > Strip > Redact > Pseudonymize > Warn > allow (DESIGN.md §4.5); compare with
+// Block > Strip > Redact > Pseudonymize > Warn > allow; compare with
 // Stronger. The numbers are the snapshot's encoding, so a new action takes the next free
 // one whatever its strength: a guard reading a snapshot persisted by an older one must not
 // read one action as another.
@@ -283,7 +283,7 @@ func (a Action) rank() int {
 	return 0
 }
 
-// Stronger reports whether a wins over b when both match (DESIGN.md §4.5).
+// Stronger reports whether a wins over b when both match.
 func (a Action) Stronger(b Action) bool { return a.rank() > b.rank() }
 
 // String returns the API spelling of the action.
@@ -340,7 +340,7 @@ const HoldBackUnbounded = -1
 // HoldBackPending is Streaming.HoldBack for an unset holdBackChars on a classifier that
 // returns spans (built-in): the stream withholds exactly the text the classifier reports
 // as pending — a match still arriving, or a beginning that could become one — and what it
-// has not judged yet, instead of a fixed number of characters (DESIGN.md §4.4).
+// has not judged yet, instead of a fixed number of characters.
 const HoldBackPending = -2
 
 // Streaming is the compiled cadence and hold-back of the Stream phase.
@@ -375,7 +375,7 @@ type Guardrail struct {
 	Generation int64  `json:"generation"`
 
 	// Cluster is set for a ClusterGuardrail (key "/name"): it runs in the cluster tier,
-	// before the namespace's guardrails (RunOrder, DESIGN.md §9.1).
+	// before the namespace's guardrails (RunOrder).
 	Cluster bool `json:"cluster,omitempty"`
 
 	// Classifier is the key of the classifier it uses.
@@ -408,7 +408,7 @@ type Guardrail struct {
 }
 
 // Sanitizer reports whether the guardrail can rewrite content (a Strip, Redact or
-// Pseudonymize action); sanitizers run first, sequentially (DESIGN.md §4.8).
+// Pseudonymize action); sanitizers run first, sequentially.
 func (g *Guardrail) Sanitizer() bool {
 	if g.Action == ActionStrip || g.Action == ActionRedact || g.Action == ActionPseudonymize {
 		return true
@@ -422,7 +422,7 @@ func (g *Guardrail) Sanitizer() bool {
 }
 
 // Unjudged describes what of a stream may reach the client before it is judged — the
-// trade-off the Stream phase's cadence and hold-back make (DESIGN.md §4.4) — in a sentence
+// trade-off the Stream phase's cadence and hold-back make — in a sentence
 // for the Guardrail's status, or "" when nothing can: without the Stream phase, under
 // Unbounded, when the hold-back follows a span-capable classifier's pending matches, or
 // when it covers the cadence. (A Report guardrail withholds nothing: its evaluations never

@@ -1,4 +1,4 @@
-// Package proxy is the guard's HTTP side (DESIGN.md §2, §5): it routes the app's
+// Package proxy is the guard's HTTP side: it routes the app's
 // OpenAI and Anthropic calls, drives the engine over the request, the upstream call and
 // the (streamed) response, and writes what the client sees. It knows nothing of category
 // rules (the engine decides) nor of wire formats (runtime/wire encodes).

@@ -16,7 +16,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
-// Keyless apps (DESIGN.md §9.2). A guard started with --provider=NAME sends its pod's
+// Keyless apps. A guard started with --provider=NAME sends its pod's
 // calls of that provider's API family (OpenAI: chat, Responses, embeddings, the retrieval
 // of a stored response, GETs and --pass-through routes told apart as OpenAI's; Anthropic:
 // Messages and the GETs and pass-through routes told apart as Anthropic's, see

@@ -79,8 +79,7 @@ type state struct {
 }
 
 // enforcesAnswers reports whether one of guardrails enforces a phase that judges what the
-// model answers. A Report guardrail does not count: it never changes traffic (DESIGN.md
-// §4.7), so it does not make the guard refuse what it cannot judge either.
+// model answers. A Report guardrail does not count: it never changes traffic, so it does not make the guard refuse what it cannot judge either.
 func enforcesAnswers(guardrails []*policy.Guardrail) bool {
 	for _, g := range guardrails {
 		if g.Mode == policy.ModeEnforce &&

@@ -2,7 +2,7 @@ package telemetry
 
 import "github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 
-// providerMetrics are a keyless guard's usage of its ModelProviders (DESIGN.md §9.2),
+// providerMetrics are a keyless guard's usage of its ModelProviders,
 // labelled by the provider's name: a guard calls only the providers its --provider flags
 // name (at most one per API family), so the label is bounded. Counts and token figures
 // only, from the providers' own usage fields: never text, never a credential.

@@ -1,7 +1,7 @@
 // Package telemetry is where the guard's decisions and request outcomes go: Prometheus
 // metrics (package prom) with bounded labels (guardrail, classifier, category, phase,
 // outcome, family — never request ids or content) and an opt-in JSON-lines decision log.
-// Decision records carry no text (DESIGN.md §4.9), so neither do the log nor the metrics.
+// Decision records carry no text, so neither do the log nor the metrics.
 package telemetry
 
 import (

@@ -1,4 +1,4 @@
-// Package wire is the guard's wire layer for the guarded provider routes (DESIGN.md §5):
+// Package wire is the guard's wire layer for the guarded provider routes:
 // it extracts what the guard judges from requests and responses of each API family, and
 // encodes what clients receive when the guard changes, holds back or stops content, so
 // that unmodified OpenAI, Anthropic and Gemini SDKs see valid provider traffic and surface
@@ -46,7 +46,7 @@
 // never forwarded as they stream; each is sent complete once released, and for the
 // index-ordered formats (Messages, Responses) whatever follows a withheld call waits
 // behind it, so the client never sees an index out of order and never an actionable call
-// that was not judged. AppendBlock and AppendFailure end a stream per DESIGN.md §5.
+// that was not judged. AppendBlock and AppendFailure end a stream as clients expect (config/samples/README.md, "What clients see").
 //
 // A block never takes back what the client received and replaces everything it did not
 // receive by the reason, after BlockSeparator when answer text came before. Its ending
@@ -71,7 +71,7 @@
 //
 // Content outside the judged channels: OpenAI refusal text (chat delta.refusal and
 // message.refusal, Responses refusal parts) is the provider's own refusal message, not a
-// channel of DESIGN.md §4.1, and passes through unjudged. Content that would reach the
+// channel, and passes through unjudged. Content that would reach the
 // client outside delta events never does: an Anthropic message_start carrying content
 // blocks is malformed, and Responses done events and final responses are checked on
 // every stream to repeat only what the client received.

@@ -7,7 +7,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
-// Error codes the guard's own errors carry (DESIGN.md §5).
+// Error codes the guard's own errors carry.
 const (
 	// CodeContentPolicyViolation is the code of an input block.
 	CodeContentPolicyViolation = "content_policy_violation"

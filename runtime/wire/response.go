@@ -69,7 +69,7 @@ func RewriteResponse(f Family, body []byte, contents []Content, finish string) (
 }
 
 // BlockResponse returns body (a non-streamed response, HTTP 200) with its content
-// replaced by reason (DESIGN.md §5): for chat, each choice's message is the reason with
+// replaced by reason: for chat, each choice's message is the reason with
 // finish_reason content_filter; for Responses, the output is one message with the reason
 // and the response is incomplete with incomplete_details.reason content_filter; for
 // Messages, the content is one text block with the reason, stop_reason is "refusal" and

@@ -450,7 +450,7 @@ func (s *Stream) AppendToolCall(dst []byte, ch content.Channel, args []byte) []b
 	return s.c.appendToolCall(dst, c, args)
 }
 
-// AppendBlock appends the end of a blocked stream (DESIGN.md §5): the guardrail's reason
+// AppendBlock appends the end of a blocked stream: the guardrail's reason
 // as content with the family's content-filter finish, then the normal terminator. It is
 // AppendBlockReason followed by AppendBlockEnd. The stream is over: write the result and
 // close.
@@ -493,8 +493,7 @@ func (s *Stream) AwaitsUsage() bool { return s.c.awaitsUsage() }
 // for content_filter).
 func (s *Stream) AppendBlockEnd(dst []byte) []byte { return s.c.appendBlockEnd(dst) }
 
-// AppendFailure appends the error event of a fail-closed evaluation failure (DESIGN.md
-// §5), code policy_evaluation_failed, which the official SDKs surface as a stream error.
+// AppendFailure appends the error event of a fail-closed evaluation failure, code policy_evaluation_failed, which the official SDKs surface as a stream error.
 // Queued content is dropped. The stream is over: write the result and close without a
 // terminator.
 func (s *Stream) AppendFailure(dst []byte, guardrail string) []byte {

@@ -29,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite the golden renders of testdata/
 
 var chartDir = filepath.Join(envtestutil.RepoRoot(), "charts", "guardrail-operator")
 
-// kubeVersion is the Kubernetes of the project's apiserver and cluster (DESIGN.md §7).
+// kubeVersion is the Kubernetes of the project's apiserver and cluster.
 const kubeVersion = "v1.37.2"
 
 // TestMain reads every file of the chart once: helm reads them in a child process, which

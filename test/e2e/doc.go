@@ -1,4 +1,4 @@
-// Package e2e is the guard's end-to-end suite (DESIGN.md §5, §7): it builds the real
+// Package e2e is the guard's end-to-end suite: it builds the real
 // cmd/guard binary once per run, starts it on loopback with a policy file, and
 // drives it with the official OpenAI (openai-go) and Anthropic (anthropic-sdk-go) SDKs and
 // with a raw HTTP client, against test/fakeprovider and test/fakeclassifiers. What the

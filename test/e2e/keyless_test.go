@@ -24,7 +24,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
-// Keyless apps (DESIGN.md §9.2) with the real guard binary: the guard subscribes to a
+// Keyless apps with the real guard binary: the guard subscribes to a
 // control plane that serves its pod's snapshot with two ModelProviders, as the operator
 // does (the same wire types; the operator's side is tested with the real manager in the
 // cluster suite). The apps are the official SDKs holding nothing but the injector's

@@ -16,7 +16,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
-// DESIGN.md §4.9: decision records, logs and metrics never contain prompt or completion
+// Decision records, logs and metrics never contain prompt or completion
 // text or credentials. Canaries are planted in prompts, completions, the client's API key
 // and a classifier's token, the guard runs every kind of decision with debug logging, and
 // none of the canaries may appear in the decision log, the guard's log or /metrics.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A provider that checks API keys, as the real ones do: keyless apps (DESIGN.md §9.2) are
+// A provider that checks API keys, as the real ones do: keyless apps are
 // shown to work by a provider that answers 401 to any key but the ModelProvider's, and to
 // receive that key and never the app's placeholder by what it counts. (The long-running
 // command checks keys with its own --keys-file.)

@@ -12,7 +12,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
 )
 
-// TestAKeylessAppCallsItsProviderOnlyThroughItsGuard plays keyless apps (DESIGN.md §9.2)
+// TestAKeylessAppCallsItsProviderOnlyThroughItsGuard plays keyless apps
 // as a platform team and a tenant would, on the real cluster with the chart's default
 // values. The platform runs a provider that checks API keys (the fake provider with
 // --keys-file), keeps its key in a Secret of the operator's namespace and declares a

@@ -2,13 +2,14 @@ package intake
 
 import (
 	"encoding/json"
-	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )

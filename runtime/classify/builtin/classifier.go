@@ -156,7 +156,7 @@ func New(cfg Config) (*Classifier, error) {
 // scores are indexed by this order.
 func (c *Classifier) Categories() []string { return slices.Clone(c.categories) }
 
-// HoldBackHint is the longest possible match in characters over everything enabled (§4.4):
+// HoldBackHint is the longest possible match in characters over everything enabled:
 // withholding that many trailing characters of a stream means no byte of a match is released
 // before the match is complete. Streaming-prefix detectors (private-key, jwt) count the part
 // they need before they match; unbounded custom patterns count as 256 characters. Detectors

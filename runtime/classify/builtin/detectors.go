@@ -52,7 +52,7 @@ const (
 )
 
 // Left context, in bytes: how far before a match a detector reads to decide it. The engine
-// re-sends at least HoldBackHint characters before the text it has not released (§4.4), so
+// re-sends at least HoldBackHint characters before the text it has not released, so
 // the hint covers this too (see pending.go).
 const (
 	// prevWord reads up to 4 bytes of punctuation and 24 letters, and the byte before them;
@@ -68,7 +68,7 @@ const (
 // detectors lists the built-in detectors in canonical order: pii, secrets, prompt-injection.
 var detectors = [numDetectors]struct {
 	name string
-	// hint is the detector's longest match in characters (§4.4), or its left context when
+	// hint is the detector's longest match in characters, or its left context when
 	// that is longer.
 	hint int
 	// trig are the trigger bits the detector needs in the byte table.

@@ -1,8 +1,8 @@
-// Package builtin is the in-process classifier backend (DESIGN.md §3.1): named detectors for
+// Package builtin is the in-process classifier backend: named detectors for
 // personal data, credentials and prompt-injection phrases, plus user-authored regular
 // expressions and keyword lists. It makes no network call, scores a category 1 when it matched
 // anywhere and 0 otherwise, and returns every match as a byte span so the engine can redact
-// (§4.5). It reports its longest possible match as the hold-back hint (§4.4).
+// them. It reports its longest possible match as the hold-back hint.
 //
 // # How a call works
 //
@@ -41,7 +41,7 @@
 // beginning that could become one (the first words of an injection phrase, "sk-p", "-----BEG").
 // It is len(Text) when nothing is pending. Every span ends at or before Open, and the text
 // before Open is settled: its spans are exactly those a classification of any longer text
-// would find there. The engine releases a stream only up to Open (§4.4), so no part of a match
+// would find there. The engine releases a stream only up to Open, so no part of a match
 // is ever released before the whole of it can be redacted. Open is as late as the detectors
 // allow — on prose, the start of the last word — so ordinary text streams almost as it
 // arrives. pending.go says how each detector family computes it.

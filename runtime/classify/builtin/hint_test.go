@@ -73,7 +73,7 @@ func TestEveryPositiveMatchFitsTheHint(t *testing.T) {
 	}
 }
 
-// TestHoldBackNeverReleasesPartOfAMatch simulates the engine's hold-back (§4.4) on every
+// TestHoldBackNeverReleasesPartOfAMatch simulates the engine's hold-back on every
 // positive corpus example, cut at every byte: after a passing evaluation of text[:t], the
 // client may receive all but the last HoldBackHint characters. Whenever that released part
 // reaches into a match of the whole text, the evaluation of text[:t] must itself have found

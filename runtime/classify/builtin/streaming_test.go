@@ -399,8 +399,8 @@ func TestStreamingPrefixesOfEachFamilyAlone(t *testing.T) {
 	}
 }
 
-// TestStreamingWindowsFromBeforeOpenFindEverySpan runs the property as the engine uses it
-// (DESIGN.md §4.4): the stream arrives in deltas, and each evaluation is sent only a window
+// TestStreamingWindowsFromBeforeOpenFindEverySpan runs the property as the engine uses
+// it: the stream arrives in deltas, and each evaluation is sent only a window
 // that starts HoldBackHint characters before the previous Open. Every span of the whole text
 // must be reported, exactly, by the evaluation that first settles the text it starts in —
 // which also holds the detectors to needing no more left context than their hint. It runs

@@ -9,8 +9,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
 
-// This file holds the validation shared by every backend's answer parser (DESIGN.md
-// §4.6): scores are JSON numbers, finite and within [0,1]; an answer object has exactly
+// This file holds the validation shared by every backend's answer parser:
+// scores are JSON numbers, finite and within [0,1]; an answer object has exactly
 // the authored keys; malformed JSON is an invalid answer. Messages name categories and
 // questions by their authored ids (configuration, not content) and never quote the reply.
 

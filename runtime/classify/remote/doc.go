@@ -1,5 +1,4 @@
-// Package remote holds the classifier backends that judge content over HTTP (DESIGN.md
-// §3.1): an OpenAI-style moderation endpoint, an LLM judge behind an OpenAI-compatible
+// Package remote holds the classifier backends that judge content over HTTP: an OpenAI-style moderation endpoint, an LLM judge behind an OpenAI-compatible
 // chat completions endpoint, and a webhook. New builds one from a Config, which the guard
 // derives from a compiled policy classifier; each implements classify.Classifier and is
 // safe for concurrent use. The package depends on classify alone.

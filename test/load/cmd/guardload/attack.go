@@ -195,7 +195,7 @@ func (b *timedBody) Close() error {
 	return b.rc.Close()
 }
 
-// sameBody accepts a response whose body is want, byte for byte (DESIGN.md §5: allowed
+// sameBody accepts a response whose body is want, byte for byte (allowed
 // traffic is what the provider sent).
 func sameBody(want []byte) check {
 	return func(r *vegeta.Result) string {
