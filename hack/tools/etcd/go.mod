@@ -1,4 +1,4 @@
-// Module pinning the etcd build used by the tests (DESIGN.md §7). The server module
+// Module pinning the etcd build used by the tests. The server module
 // replaces its sibling modules with relative paths; the replace block below points
 // them at the published modules of the same release.
 module github.com/guardrail-dev/guardrail-operator/hack/tools/etcd

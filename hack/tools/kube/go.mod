@@ -1,4 +1,4 @@
-// Module pinning the Kubernetes control-plane build used by the tests (DESIGN.md §7).
+// Module pinning the Kubernetes control-plane build used by the tests.
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with
 // directories that do not exist outside its own repository; the replace block below
 // points each one at the published module of the matching release instead.
