@@ -23,7 +23,7 @@ var forbidden = []string{
 	"google.golang.org/grpc",
 	module + "api/v1alpha1", // the Kubernetes objects; api/v1alpha1/spec is checked below
 	module + "controllers/",
-	module + "runtime/policy/kube",
+	module + "internal/policykube",
 	module + "cmd/kubectl-guardrail", // the kubectl plugin links client-go and cobra
 	"github.com/spf13/cobra",
 }
@@ -67,7 +67,7 @@ func hasPrefix(s string, prefixes []string) bool {
 func TestTheGuardLinksNoKubernetesPackage(t *testing.T) {
 	if bad := linked(t, module+"cmd/guard"); len(bad) > 0 {
 		t.Errorf("the guard links %d packages it must not (each costs memory in every pod): %s\n"+
-			"keep Kubernetes types on the operator's side (api/v1alpha1, runtime/policy/kube) "+
+			"keep Kubernetes types on the operator's side (api/v1alpha1, internal/policykube) "+
 			"and give the guard what it needs from api/v1alpha1/spec",
 			len(bad), strings.Join(bad, " "))
 	}
@@ -76,9 +76,9 @@ func TestTheGuardLinksNoKubernetesPackage(t *testing.T) {
 // The check sees a forbidden package when one is linked: the operator's adapter links
 // apimachinery through api/v1alpha1.
 func TestTheCheckFindsKubernetesPackages(t *testing.T) {
-	bad := linked(t, module+"runtime/policy/kube")
+	bad := linked(t, module+"internal/policykube")
 	if !slices.ContainsFunc(bad, func(dep string) bool { return strings.HasPrefix(dep, "k8s.io/apimachinery/") }) {
-		t.Errorf("runtime/policy/kube links apimachinery, but the check found only %v", bad)
+		t.Errorf("internal/policykube links apimachinery, but the check found only %v", bad)
 	}
 }
 

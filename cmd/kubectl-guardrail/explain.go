@@ -18,8 +18,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // defaultOperatorNamespace is where the chart installs the operator, and so the guards'
@@ -252,9 +252,9 @@ func (o *explainOptions) matchPolicies(ctx context.Context, c *clients, pod *cor
 		}
 		if cl == nil {
 			m.CompileError = "ClusterClassifier " + g.Spec.ClassifierRef.Name + " not found"
-		} else if cc, err := kube.CompileClusterClassifier(cl, ""); err != nil {
+		} else if cc, err := policykube.CompileClusterClassifier(cl, ""); err != nil {
 			m.CompileError = err.Error()
-		} else if m.compiled, err = kube.CompileClusterGuardrail(g, cc); err != nil {
+		} else if m.compiled, err = policykube.CompileClusterGuardrail(g, cc); err != nil {
 			m.CompileError = err.Error()
 		}
 		ex.Selecting = append(ex.Selecting, m)
@@ -288,9 +288,9 @@ func (o *explainOptions) matchPolicies(ctx context.Context, c *clients, pod *cor
 		}
 		if cl == nil {
 			m.CompileError = "Classifier " + g.Spec.ClassifierRef.Name + " not found in " + g.Namespace
-		} else if cc, err := kube.CompileClassifier(cl, ""); err != nil {
+		} else if cc, err := policykube.CompileClassifier(cl, ""); err != nil {
 			m.CompileError = err.Error()
-		} else if m.compiled, err = kube.CompileGuardrail(g, cc); err != nil {
+		} else if m.compiled, err = policykube.CompileGuardrail(g, cc); err != nil {
 			m.CompileError = err.Error()
 		}
 		ex.Selecting = append(ex.Selecting, m)

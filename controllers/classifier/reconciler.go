@@ -7,8 +7,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/guardrail"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // AllowLocalURLs is the manager's --classifier-allow-local-urls: backend URLs may name
@@ -40,7 +40,7 @@ func (Kind) New() *v1alpha1.Classifier { return &v1alpha1.Classifier{} }
 func (Kind) NewList() client.ObjectList { return &v1alpha1.ClassifierList{} }
 
 // Source returns c as the compiler reads it.
-func (Kind) Source(c *v1alpha1.Classifier) policy.ClassifierObject { return kube.Classifier(c) }
+func (Kind) Source(c *v1alpha1.Classifier) policy.ClassifierObject { return policykube.Classifier(c) }
 
 // AllowLocalURLs is the package's AllowLocalURLs, read at each reconcile.
 func (Kind) AllowLocalURLs() bool { return AllowLocalURLs }

@@ -7,8 +7,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/classifier"
 	"github.com/guardrail-dev/guardrail-operator/controllers/clusterguardrail"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // Reconciler reconciles ClusterClassifiers.
@@ -35,7 +35,7 @@ func (Kind) NewList() client.ObjectList { return &v1alpha1.ClusterClassifierList
 
 // Source returns c as the compiler reads it.
 func (Kind) Source(c *v1alpha1.ClusterClassifier) policy.ClassifierObject {
-	return kube.ClusterClassifier(c)
+	return policykube.ClusterClassifier(c)
 }
 
 // AllowLocalURLs is classifier.AllowLocalURLs, read at each reconcile.

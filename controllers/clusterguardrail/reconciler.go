@@ -12,8 +12,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // Reconciler reconciles ClusterGuardrails.
@@ -61,7 +61,7 @@ func (Kind) Parts(g *v1alpha1.ClusterGuardrail) (*v1alpha1.GuardrailSpec, *v1alp
 
 // Sources returns g and c as the compiler reads them (g without namespaceSelector).
 func (Kind) Sources(g *v1alpha1.ClusterGuardrail, c *v1alpha1.ClusterClassifier) (policy.GuardrailObject, policy.ClassifierObject) {
-	return kube.ClusterGuardrail(g), kube.ClusterClassifier(c)
+	return policykube.ClusterGuardrail(g), policykube.ClusterClassifier(c)
 }
 
 // Invalid checks namespaceSelector, which the compiler does not read: the operator

@@ -16,8 +16,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // Cluster baselines in a pod's snapshot: the ClusterGuardrails whose
@@ -45,7 +45,7 @@ func (b *builder) clusterGuardrails(ctx context.Context, ns string, podLabels la
 	for i := range list.Items {
 		g := &list.Items[i]
 		if g.DeletionTimestamp.IsZero() && selects(g.Spec.NamespaceSelector, nsLabels) && selects(g.Spec.Selector, podLabels) {
-			out = append(out, kube.ClusterGuardrail(g))
+			out = append(out, policykube.ClusterGuardrail(g))
 		}
 	}
 	return out, nil

@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // built is one compiled snapshot, ready to send.
@@ -81,7 +81,7 @@ func (b *builder) selected(ctx context.Context, ns string, podLabels labels.Set)
 		if !g.DeletionTimestamp.IsZero() || !selects(g.Spec.Selector, podLabels) {
 			continue
 		}
-		guardrails = append(guardrails, kube.Guardrail(g))
+		guardrails = append(guardrails, policykube.Guardrail(g))
 	}
 	cluster, err := b.clusterGuardrails(ctx, ns, podLabels)
 	if err != nil {
@@ -213,7 +213,7 @@ func (b *builder) classifier(ctx context.Context, ns string, g *policy.Guardrail
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("reading ClusterClassifier %s: %w", name, err)
 		}
-		obj := kube.ClusterClassifier(c)
+		obj := policykube.ClusterClassifier(c)
 		return &obj, c.Spec.CredentialsSecretRef, b.operatorNamespace, nil
 	}
 	c := &v1alpha1.Classifier{}
@@ -224,7 +224,7 @@ func (b *builder) classifier(ctx context.Context, ns string, g *policy.Guardrail
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("reading Classifier %s: %w", name, err)
 	}
-	obj := kube.Classifier(c)
+	obj := policykube.Classifier(c)
 	return &obj, c.Spec.CredentialsSecretRef, ns, nil
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/index"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policyreconciler"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 // Reconciler reconciles Guardrails.
@@ -61,7 +61,7 @@ func (Kind) Parts(g *v1alpha1.Guardrail) (*v1alpha1.GuardrailSpec, *v1alpha1.Gua
 
 // Sources returns g and c as the compiler reads them.
 func (Kind) Sources(g *v1alpha1.Guardrail, c *v1alpha1.Classifier) (policy.GuardrailObject, policy.ClassifierObject) {
-	return kube.Guardrail(g), kube.Classifier(c)
+	return policykube.Guardrail(g), policykube.Classifier(c)
 }
 
 // Namespaces is nil: a Guardrail's pods are those of its namespace.

@@ -13,7 +13,7 @@ import (
 // object (apiVersion, kind, the metadata the guard uses) around its spec, which is the
 // API's own type (api/v1alpha1/spec). The guard decodes policy files and control-plane
 // snapshots into Objects; the operator builds them from its api/v1alpha1 objects
-// (runtime/policy/kube). Status is the operator's and is never read.
+// (internal/policykube). Status is the operator's and is never read.
 //
 // Decoding is strict on the spec and only there: an unknown or misspelled field of the
 // spec is refused (the guard must not silently ignore a rule it does not know, from a

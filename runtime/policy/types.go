@@ -5,7 +5,7 @@
 // decodes published snapshots. No k8s.io imports: the guard links this package, so it
 // reads the API's specs from their Kubernetes-free home (api/v1alpha1/spec) inside its own
 // envelope (Object), its field errors and label rules are its own (runtime/policy/field,
-// labels, validation), and the operator wraps its objects with runtime/policy/kube.
+// labels, validation), and the operator wraps its objects with internal/policykube.
 package policy
 
 import (
@@ -122,35 +122,21 @@ func (c *Classifier) QuestionIndex(id string) int {
 	return -1
 }
 
-// Category is a compiled category.
-type Category struct {
-	ID          string `json:"id"`
-	Description string `json:"description,omitempty"`
-}
-
-// QuestionType is boolean, choice or score.
-type QuestionType string
+// Category, Question, Criterion and QuestionType are the Classifier API's own types
+// (api/v1alpha1/spec): a compiled classifier carries them as authored.
+type (
+	Category     = spec.Category
+	QuestionType = spec.QuestionType
+	Question     = spec.Question
+	Criterion    = spec.Criterion
+)
 
 // Question types.
 const (
-	QuestionBoolean QuestionType = "boolean"
-	QuestionChoice  QuestionType = "choice"
-	QuestionScore   QuestionType = "score"
+	QuestionBoolean = spec.QuestionBoolean
+	QuestionChoice  = spec.QuestionChoice
+	QuestionScore   = spec.QuestionScore
 )
-
-// Question is a compiled question.
-type Question struct {
-	ID           string       `json:"id"`
-	Type         QuestionType `json:"type"`
-	Criteria     []Criterion  `json:"criteria"`
-	Instructions string       `json:"instructions,omitempty"`
-}
-
-// Criterion is one possible answer.
-type Criterion struct {
-	Value       string `json:"value"`
-	Description string `json:"description"`
-}
 
 // BuiltinConfig configures the in-process detectors. Packs are expanded into Detectors.
 type BuiltinConfig struct {
@@ -180,13 +166,13 @@ type ModerationConfig struct {
 	CategoryNames []string `json:"categoryNames"`
 }
 
-// JudgeFormat is scores or llamaGuard.
-type JudgeFormat string
+// JudgeFormat is the Classifier API's (scores or llamaGuard).
+type JudgeFormat = spec.JudgeFormat
 
 // Judge formats.
 const (
-	JudgeScores     JudgeFormat = "scores"
-	JudgeLlamaGuard JudgeFormat = "llamaGuard"
+	JudgeScores     = spec.JudgeScores
+	JudgeLlamaGuard = spec.JudgeLlamaGuard
 )
 
 // LLMConfig configures an LLM judge.

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 )
 
 // streams returns YAML streams at the edges of the splitting rules, and random ones
@@ -241,12 +241,12 @@ status:
 		// What the guard reads of the reference objects: metadata it uses and spec.
 		var want []any
 		for i := range cs {
-			o := kube.Classifier(&cs[i])
+			o := policykube.Classifier(&cs[i])
 			o.APIVersion, o.Kind, o.Annotations = cs[i].APIVersion, cs[i].Kind, cs[i].Annotations
 			want = append(want, o)
 		}
 		for i := range gs {
-			o := kube.Guardrail(&gs[i])
+			o := policykube.Guardrail(&gs[i])
 			o.APIVersion, o.Kind, o.Annotations = gs[i].APIVersion, gs[i].Kind, gs[i].Annotations
 			want = append(want, o)
 		}

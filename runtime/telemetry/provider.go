@@ -1,6 +1,9 @@
 package telemetry
 
-import "github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
+import (
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
+)
 
 // providerMetrics are a keyless guard's usage of its ModelProviders,
 // labelled by the provider's name: a guard calls only the providers its --provider flags
@@ -13,12 +16,8 @@ type providerMetrics struct {
 	sink func(ProviderUsage)
 }
 
-// ProviderUsage is one increment of a provider's usage.
-type ProviderUsage struct {
-	Provider                  string
-	Requests                  int64
-	InputTokens, OutputTokens int64
-}
+// ProviderUsage is one increment of a provider's usage, in the contract's shape.
+type ProviderUsage = guardv1.ProviderUsage
 
 func newProviderMetrics(reg *prom.Registry) *providerMetrics {
 	return &providerMetrics{

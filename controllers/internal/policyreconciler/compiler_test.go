@@ -10,8 +10,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/policystatus"
 	"github.com/guardrail-dev/guardrail-operator/controllers/internal/status"
+	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/kube"
 )
 
 func pii(gen int64) *v1alpha1.Classifier {
@@ -35,7 +35,7 @@ func TestCompilerCompilesOncePerGeneration(t *testing.T) {
 	cc := NewCompiler()
 	compile := func(g *v1alpha1.Guardrail, c *v1alpha1.Classifier) *policy.Guardrail {
 		t.Helper()
-		cm, gm := kube.Classifier(c), kube.Guardrail(g)
+		cm, gm := policykube.Classifier(c), policykube.Guardrail(g)
 		compiled, err := cc.Classifier(&cm)
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +72,7 @@ func TestASharedCompileErrorIsNotChanged(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "judge", UID: "c-2", Generation: 1},
 		Spec:       v1alpha1.ClassifierSpec{Webhook: &v1alpha1.WebhookBackend{URL: "http://127.0.0.1/"}},
 	}
-	m := kube.Classifier(c)
+	m := policykube.Classifier(c)
 	_, fresh := policy.CompileClassifier(&m, "")
 	for range 2 {
 		compiled, err := cc.Classifier(&m)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
 
@@ -61,51 +63,33 @@ const (
 	KindWebhook    Kind = "webhook"
 )
 
-// JudgeFormat is how an LLM judge is asked and answers, spelled as the Classifier API
-// spells it.
-type JudgeFormat string
+// JudgeFormat is how an LLM judge is asked and answers: the Classifier API's type.
+type JudgeFormat = spec.JudgeFormat
 
-// Judge formats.
+// Judge formats: JudgeScores asks for a JSON object of category scores or question
+// answers; JudgeLlamaGuard speaks Llama Guard's prompt and "safe" / "unsafe" verdict.
 const (
-	// JudgeScores asks for a JSON object of category scores or question answers.
-	JudgeScores JudgeFormat = "scores"
-	// JudgeLlamaGuard speaks Llama Guard's prompt and "safe" / "unsafe" verdict.
-	JudgeLlamaGuard JudgeFormat = "llamaGuard"
+	JudgeScores     = spec.JudgeScores
+	JudgeLlamaGuard = spec.JudgeLlamaGuard
 )
 
-// Category is a category the backend scores.
-type Category struct {
-	ID          string
-	Description string
-}
-
-// QuestionType is the type of a question, spelled as the Classifier API spells it.
-type QuestionType string
+// Category, Question, Criterion and QuestionType are the Classifier API's types: what the
+// backend scores and answers. A boolean question is answered with the probability that
+// criterion "true" holds, a choice with the value of one criterion, a score with a value
+// within [0,1] over criteria that are levels, lowest first.
+type (
+	Category     = spec.Category
+	QuestionType = spec.QuestionType
+	Question     = spec.Question
+	Criterion    = spec.Criterion
+)
 
 // Question types.
 const (
-	// QuestionBoolean is answered with the probability that criterion "true" holds.
-	QuestionBoolean QuestionType = "boolean"
-	// QuestionChoice is answered with the value of one criterion.
-	QuestionChoice QuestionType = "choice"
-	// QuestionScore is answered with a score within [0,1] over criteria that are levels,
-	// lowest first.
-	QuestionScore QuestionType = "score"
+	QuestionBoolean = spec.QuestionBoolean
+	QuestionChoice  = spec.QuestionChoice
+	QuestionScore   = spec.QuestionScore
 )
-
-// Question is a question the backend answers.
-type Question struct {
-	ID           string
-	Type         QuestionType
-	Criteria     []Criterion
-	Instructions string
-}
-
-// Criterion is one possible answer to a question.
-type Criterion struct {
-	Value       string
-	Description string
-}
 
 // Cache configures the answer cache: answers are kept for TTL, at most MaxEntries of
 // them. It is off unless both are positive.

@@ -1,10 +1,10 @@
-// Package kube is the operator's side of the policy compiler: it wraps the specs of the
+// Package policykube is the operator's side of the policy compiler: it wraps the specs of the
 // operator's API objects (api/v1alpha1, built on apimachinery) in the envelope the
 // compiler and the control-plane snapshot take (policy.Object). The spec is the same Go
 // type on both sides (api/v1alpha1/spec), so nothing is converted: only the metadata the
 // guard reads is picked. The guard never links this package, so it links no apimachinery
 // package.
-package kube
+package policykube
 
 import (
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
