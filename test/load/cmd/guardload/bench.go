@@ -106,6 +106,12 @@ func setUp(ctx context.Context, cfg *config) (*bench, error) {
 // startGuard starts the guard binary bin with the run's policy and waits until it is
 // ready; it returns the process, its proxy address and its admin address.
 func (b *bench) startGuard(ctx context.Context, name, bin string, env []string, providerURL string) (*child, string, string, error) {
+	return b.startGuardOut(ctx, name, bin, env, providerURL, nil)
+}
+
+// startGuardOut is startGuard with the guard's stdout sent to out (when not nil) and
+// extra flags added to its command line.
+func (b *bench) startGuardOut(ctx context.Context, name, bin string, env []string, providerURL string, out *os.File, extra ...string) (*child, string, string, error) {
 	addr, err := freePort(ctx)
 	if err != nil {
 		return nil, "", "", err
@@ -114,9 +120,13 @@ func (b *bench) startGuard(ctx context.Context, name, bin string, env []string, 
 	if err != nil {
 		return nil, "", "", err
 	}
-	c, err := b.start(name, env, bin, "--listen", addr, "--admin-listen", admin,
+	args := append([]string{"--listen", addr, "--admin-listen", admin,
 		"--openai-upstream", providerURL, "--anthropic-upstream", providerURL, "--policy-file", b.policy,
-		"--log-level", "warn")
+		"--log-level", "warn"}, extra...)
+	c, err := startChildOut(name, bin, args, env, out)
+	if err == nil {
+		b.children = append(b.children, c)
+	}
 	if err != nil {
 		return nil, "", "", err
 	}

@@ -31,6 +31,13 @@ type child struct {
 // the first line of its stdout is kept for waitAddr. env is added to the harness's
 // environment. The process is killed if the harness dies without stopping it.
 func startChild(name, path string, args, env []string) (*child, error) {
+	return startChildOut(name, path, args, env, nil)
+}
+
+// startChildOut is startChild with the child's stdout sent to out when it is not nil (the
+// guard's audit log, as a container runtime sends it to a file), in which case waitAddr
+// cannot be used.
+func startChildOut(name, path string, args, env []string, out *os.File) (*child, error) {
 	// A child is stopped by its stop method rather than a context, so that a cancelled
 	// harness stops it with SIGTERM and a grace period rather than SIGKILL.
 	cmd := exec.Command(path, args...) //nolint:gosec,noctx // the harness's own binaries
@@ -39,6 +46,9 @@ func startChild(name, path string, args, env []string) (*child, error) {
 	c := &child{name: name, cmd: cmd, stderr: &tail{max: 16 << 10}, stdout: &firstLine{line: make(chan string, 1)},
 		done: make(chan struct{})}
 	cmd.Stderr, cmd.Stdout = c.stderr, c.stdout
+	if out != nil {
+		cmd.Stdout = out
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the %s: %w", name, err)
 	}

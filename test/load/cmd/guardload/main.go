@@ -70,6 +70,8 @@ func main() {
 		err = runLinear(ctx, os.Args[2:], os.Stdout)
 	case len(os.Args) > 1 && os.Args[1] == "soak":
 		err = runSoak(ctx, os.Args[2:], os.Stdout)
+	case len(os.Args) > 1 && os.Args[1] == "features":
+		err = runFeatures(ctx, os.Args[2:], os.Stdout)
 	default:
 		var cfg config
 		if cfg, err = parseFlags(os.Args[1:]); err == nil {
