@@ -38,6 +38,8 @@ type Flags struct {
 	openAI, anthropic     string
 	nativeSidecars        string
 	auditLog              bool
+	tracing               Tracing
+	previousTracing       []Tracing
 }
 
 // The flags' defaults of the guard's resources and upstreams.
@@ -82,6 +84,25 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", defaultAnthropicUpstream, "Default Anthropic provider (annotation "+guardv1.AnnotationAnthropicUpstream+").")
 	fs.BoolVar(&f.auditLog, "guard-audit-log", false, "Injected guards write their audit log, a JSON line per "+
 		"decision, to stdout (docs/audit-log.md); annotation "+guardv1.AnnotationAuditLog+" overrides it per pod.")
+	fs.StringVar(&f.tracing.Endpoint, "guard-otel-endpoint", "", "OTLP endpoint (a collector's base URL, http:// or "+
+		"https://) injected guards send their trace spans to, as OTEL_EXPORTER_OTLP_ENDPOINT (docs/tracing.md); empty: tracing off.")
+	fs.StringVar(&f.tracing.Protocol, "guard-otel-protocol", otelProtocolHTTP, "OTEL_EXPORTER_OTLP_PROTOCOL of injected guards: "+
+		otelProtocolHTTP+" or "+otelProtocolGRPC+".")
+	fs.StringVar(&f.tracing.Sampler, "guard-otel-sampler", otelDefaultSampler, "OTEL_TRACES_SAMPLER of injected guards.")
+	fs.StringVar(&f.tracing.SamplerArg, "guard-otel-sampler-arg", "", "OTEL_TRACES_SAMPLER_ARG of injected guards, the ratio "+
+		"of a traceidratio sampler (0 to 1); empty: the guard's default, 1.")
+	fs.StringVar(&f.tracing.ResourceAttributes, "guard-otel-resource-attributes", "", "OTEL_RESOURCE_ATTRIBUTES of injected "+
+		"guards, key=value,... (the guard sets service.name and its pod's k8s.pod.name and k8s.namespace.name itself).")
+	fs.Func("guard-otel-previous", "An earlier tracing setting whose guards still verify until their pods are re-created, "+
+		`as JSON: {"endpoint":"…","protocol":"…","sampler":"…","samplerArg":"…","resourceAttributes":"…"}; repeatable.`,
+		func(raw string) error {
+			t, err := parsePreviousTracing(raw)
+			if err != nil {
+				return err
+			}
+			f.previousTracing = append(f.previousTracing, t)
+			return nil
+		})
 	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
 		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
 }
@@ -153,6 +174,13 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 		OpenAIUpstream:    f.openAI,
 		AnthropicUpstream: f.anthropic,
 		AuditLog:          f.auditLog,
+		PreviousTracing:   f.previousTracing,
+	}
+	if f.tracing.On() {
+		if err := f.tracing.check(); err != nil {
+			return Options{}, fmt.Errorf("--guard-otel-* %w", err)
+		}
+		cfg.Tracing = f.tracing.normalized()
 	}
 	for _, q := range []struct {
 		flag, value string
@@ -204,7 +232,8 @@ func (f *Flags) Guard(operatorNamespace, image string) Guard {
 	if u == "" {
 		u = DefaultControlPlaneURL(operatorNamespace)
 	}
-	return Guard{Image: image, Command: commandOf(f.guardCommand), ProxyPort: int32(f.proxyPort), AdminPort: int32(f.adminPort), ControlPlaneURL: u}
+	return Guard{Image: image, Command: commandOf(f.guardCommand), ProxyPort: int32(f.proxyPort), AdminPort: int32(f.adminPort), ControlPlaneURL: u,
+		Tracing: acceptedTracing(f.tracing, f.previousTracing)}
 }
 
 // GuardImage is --guard-image, empty for the manager's own image.

@@ -145,6 +145,7 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 	if limit := gomemlimit(s); limit > 0 {
 		env = append(env, corev1.EnvVar{Name: envGOMEMLIMIT, Value: strconv.FormatInt(limit, 10)})
 	}
+	env = append(env, tracingEnv(s.tracing)...)
 	admin := intstr.FromString(portNameAdmin)
 	return corev1.Container{
 		Name:            guardv1.ContainerName,

@@ -81,7 +81,8 @@ func alreadyGuarded(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte,
 // notTheInjectors says why the container named ContainerName in pod is not the guard the
 // injector renders for this very pod, or "": it must pass VerifyGuard, and its arguments
 // must be those the pod's annotations and ModelProviders give (VerifyGuard accepts any the
-// injector could render for some pod) and its CA the operator's. That is the apiserver
+// injector could render for some pod), its tracing setting the manager's current one
+// (VerifyGuard accepts earlier ones and none) and its CA the operator's. That is the apiserver
 // re-invoking the injector (reinvocationPolicy IfNeeded) after another webhook changed the
 // pod.
 func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) string {
@@ -91,6 +92,11 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 	guard, _ := findGuard(pod)
 	if !slices.Equal(guard.Args, guardContainer(cfg, s).Args) {
 		return "its arguments are not the ones the injector renders for this pod"
+	}
+	// VerifyGuard accepts earlier tracing settings and none, for pods injected before the
+	// manager's changed; a pod being admitted now gets the current one.
+	if tracingOf(guard.Env) != s.tracing {
+		return "its OTEL_* tracing settings are not the manager's current ones"
 	}
 	if pod.Annotations[guardv1.AnnotationCABundle] != string(caPEM) {
 		return fmt.Sprintf("the annotation %s is not the operator's CA certificate", guardv1.AnnotationCABundle)

@@ -44,6 +44,10 @@ type Config struct {
 	OpenAIUpstream, AnthropicUpstream string
 	// AuditLog is the default of the guard's audit log (audit.go).
 	AuditLog bool
+	// Tracing is the tracing setting of the guards injected now, off when zero, and
+	// PreviousTracing the earlier ones whose guards still verify (tracing.go).
+	Tracing         Tracing
+	PreviousTracing []Tracing
 }
 
 // guardSettings are the per-pod values: the manager's defaults with the pod's annotations
@@ -56,6 +60,9 @@ type guardSettings struct {
 	providers []chosenProvider
 	// auditLog turns the guard's audit log on (audit.go).
 	auditLog bool
+	// tracing is the guard's tracing setting, the manager's (tracing.go); no annotation
+	// sets it.
+	tracing Tracing
 }
 
 // refusal is an annotation value the injector did not accept.
@@ -75,6 +82,7 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 		cpuRequest: cfg.CPURequest, memoryRequest: cfg.MemoryRequest,
 		cpuLimit: cfg.CPULimit, memoryLimit: cfg.MemoryLimit,
 		openAIUpstream: cfg.OpenAIUpstream, anthropicUpstream: cfg.AnthropicUpstream,
+		tracing: cfg.Tracing.normalized(),
 	}
 	var refused []refusal
 	refused = append(refused, resolveAuditLog(annotations, cfg, &s)...)

@@ -30,11 +30,15 @@ type Guard struct {
 	ProxyPort, AdminPort int32
 	// ControlPlaneURL is where the guard subscribes and sends its token.
 	ControlPlaneURL string
+	// Tracing are the tracing settings a guard may carry besides none: the manager's
+	// current one, when on, and the earlier ones it still accepts (tracing.go).
+	Tracing []Tracing
 }
 
 // Guard returns the part of cfg every rendered guard shares.
 func (c *Config) Guard() Guard {
-	return Guard{Image: c.Image, Command: c.Command, ProxyPort: c.ProxyPort, AdminPort: c.AdminPort, ControlPlaneURL: c.ControlPlaneURL}
+	return Guard{Image: c.Image, Command: c.Command, ProxyPort: c.ProxyPort, AdminPort: c.AdminPort, ControlPlaneURL: c.ControlPlaneURL,
+		Tracing: acceptedTracing(c.Tracing, c.PreviousTracing)}
 }
 
 // VerifyGuard says why pod does not carry the guard as the injector renders it, or nil
@@ -43,7 +47,8 @@ func (c *Config) Guard() Guard {
 //
 // The guard container must be the one render makes, value for value, of g and of the
 // per-pod settings its own arguments and resources show (upstreams, MCP servers,
-// ModelProviders, requests and limits: what the pod's annotations may choose anyway):
+// ModelProviders, requests and limits: what the pod's annotations may choose anyway) and
+// of its tracing setting, which must be none or one of g.Tracing (tracing.go):
 // the image's repository, the command, every argument in order (the control plane's URL,
 // the token and CA files, the ports), every environment variable (none added: no proxy,
 // no GODEBUG, no SSL_* or GO* variable; POD_NAME, POD_NAMESPACE and POD_UID only from the
@@ -84,6 +89,10 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 	s, why := settingsOf(guard)
 	if why != "" {
 		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
+	}
+	if !g.acceptsTracing(s.tracing) {
+		return fmt.Errorf("container %s has OTEL_* tracing settings the manager does not render (its endpoint, protocol, "+
+			"sampler or resource attributes differ from the manager's --guard-otel-* and --guard-otel-previous)", guardv1.ContainerName)
 	}
 	if why := containerDiff(guard, renderedGuard(g, s, init)); why != "" {
 		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
@@ -159,7 +168,7 @@ func podAroundTheGuard(pod *corev1.Pod) string {
 }
 
 // settingsOf reads the per-pod settings a guard container was rendered with from its own
-// arguments and resources, or says why they are not settings the injector renders.
+// arguments, resources and OTEL_* variables, or says why they are not settings the injector renders.
 func settingsOf(c *corev1.Container) (guardSettings, string) {
 	var s guardSettings
 	seen := map[string]bool{}
@@ -198,6 +207,7 @@ func settingsOf(c *corev1.Container) (guardSettings, string) {
 			s.auditLog = true
 		}
 	}
+	s.tracing = tracingOf(c.Env)
 	r := c.Resources
 	s.cpuRequest, s.memoryRequest = r.Requests[corev1.ResourceCPU], r.Requests[corev1.ResourceMemory]
 	s.cpuLimit, s.memoryLimit = r.Limits[corev1.ResourceCPU], r.Limits[corev1.ResourceMemory]
