@@ -125,6 +125,10 @@ var _ = BeforeSuite(func() {
 			MemoryLimit:       resource.MustParse("256Mi"),
 			OpenAIUpstream:    "https://api.openai.com",
 			AnthropicUpstream: "https://api.anthropic.com",
+			// On, so that every pod of the suite carries the OTEL_* variables through the
+			// apiserver (the unit tests cover tracing off, the default).
+			Tracing:         suiteTracing,
+			PreviousTracing: []Tracing{suitePreviousTracing},
 		},
 		CertDir:          certDir,
 		SelfManagedCerts: true,
@@ -215,5 +219,12 @@ func operatorServiceAccountConfig() *rest.Config {
 // suiteGuard is the guard the suite's injector renders (its Config, with the control
 // plane's URL Setup defaults).
 func suiteGuard() Guard {
-	return Guard{Image: "guard:test", ProxyPort: 15080, AdminPort: 15090, ControlPlaneURL: DefaultControlPlaneURL(operatorNamespace)}
+	return Guard{Image: "guard:test", ProxyPort: 15080, AdminPort: 15090, ControlPlaneURL: DefaultControlPlaneURL(operatorNamespace),
+		Tracing: []Tracing{suiteTracing.normalized(), suitePreviousTracing.normalized()}}
 }
+
+// The suite's tracing settings: the current one and an earlier one still accepted.
+var (
+	suiteTracing         = Tracing{Endpoint: "http://otel-collector.observability.svc:4318", SamplerArg: "0.5", ResourceAttributes: "k8s.cluster.name=envtest"}
+	suitePreviousTracing = Tracing{Endpoint: "http://otel-old.observability.svc:4317", Protocol: "grpc"}
+)
