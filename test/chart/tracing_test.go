@@ -1,0 +1,82 @@
+package chart
+
+import (
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
+)
+
+// otelArgs are the manager's --guard-otel-* arguments in a render.
+func otelArgs(t *testing.T, values string) []string {
+	t.Helper()
+	return slices.DeleteFunc(managerArgs(t, values), func(a string) bool { return !strings.HasPrefix(a, "--guard-otel-") })
+}
+
+// TestGuardTracingIsOffByDefault: no --guard-otel-* flag unless guard.tracing.endpoint or
+// guard.tracing.previous is set; set, the flags are the manager's own and parse as such.
+func TestGuardTracingIsOffByDefault(t *testing.T) {
+	if got := otelArgs(t, ""); len(got) > 0 {
+		t.Fatalf("by default: %v", got)
+	}
+	if got := otelArgs(t, "guard: {tracing: {protocol: grpc, samplerArg: '0.5'}}"); len(got) > 0 {
+		t.Fatalf("without an endpoint: %v", got)
+	}
+	got := otelArgs(t, `guard:
+  tracing:
+    endpoint: http://otel-collector.observability.svc:4318
+    samplerArg: "0.25"
+    resourceAttributes: k8s.cluster.name=east,deployment.environment=prod
+    previous:
+      - endpoint: http://otel-old.observability.svc:4317
+        protocol: grpc
+`)
+	want := []string{
+		"--guard-otel-endpoint=http://otel-collector.observability.svc:4318",
+		"--guard-otel-protocol=http/protobuf",
+		"--guard-otel-sampler=parentbased_traceidratio",
+		"--guard-otel-sampler-arg=0.25",
+		"--guard-otel-resource-attributes=k8s.cluster.name=east,deployment.environment=prod",
+		`--guard-otel-previous={"endpoint":"http://otel-old.observability.svc:4317","protocol":"grpc"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("args\n got %q\nwant %q", got, want)
+	}
+	// The manager parses them (its flag set checks --guard-otel-previous; the injector's
+	// own unit tests the rest).
+	var f injection.Flags
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f.Bind(fs)
+	if err := fs.Parse(append([]string{"--operator-namespace=ops", "--guard-image=guard:1"}, got...)); err != nil {
+		t.Fatal(err)
+	}
+	if g := f.Guard("ops", "guard:1"); len(g.Tracing) != 2 {
+		t.Fatalf("the manager accepts the tracing settings %+v", g.Tracing)
+	}
+}
+
+func TestGuardTracingSchema(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"guard.tracing.endpoint=otel:4317", "/guard/tracing/endpoint"},
+		{"guard.tracing.endpoint=http://user@otel:4318", "/guard/tracing/endpoint"},
+		{"guard.tracing.protocol=http/json", "/guard/tracing/protocol"},
+		{"guard.tracing.sampler=sometimes", "/guard/tracing/sampler"},
+		{"guard.tracing.samplerArg=1.5", "/guard/tracing/samplerArg"},
+		{"guard.tracing.headers=x", "tracing"},
+	} {
+		out, err := helm(t, "template", "guardrail-operator", chartDir, "--set", tc.set)
+		if err == nil {
+			t.Errorf("--set %s rendered; want a refusal", tc.set)
+			continue
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: the refusal does not name %q:\n%s", tc.set, tc.want, out)
+		}
+	}
+	out, err := helm(t, "template", "guardrail-operator", chartDir, "--set-json", `guard.tracing.previous=[{"protocol":"grpc"}]`)
+	if err == nil || !strings.Contains(out, "endpoint") {
+		t.Errorf("a previous setting without an endpoint: %v\n%s", err, out)
+	}
+}
