@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -29,7 +31,7 @@ func Build(ns string, gs []v1alpha1.Guardrail) *unstructured.Unstructured {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for i := range sorted {
 		g := &sorted[i]
-		if g.Spec.Mode != v1alpha1.ModeReport {
+		if mode, _ := policy.ModeOf(g.Spec.Mode); mode != policy.ModeReport {
 			continue
 		}
 		d := v1alpha1.DecisionCounts{}

@@ -22,14 +22,11 @@ func CompileGuardrail(g *GuardrailObject, c *Classifier) (*Guardrail, error) {
 	}
 	var invalid, mismatch field.ErrorList
 
-	switch s.Mode {
-	case spec.ModeEnforce:
-		out.Mode = ModeEnforce
-	case spec.ModeReport:
-		out.Mode = ModeReport
-	default:
+	mode, ok := ModeOf(s.Mode)
+	if !ok {
 		invalid = append(invalid, field.NotSupported(sp.Child("mode"), s.Mode, []string{"Enforce", "Report"}))
 	}
+	out.Mode = mode
 	invalid = append(invalid, checkSelector(out.Selector, sp.Child("selector"))...)
 	if s.Reason == "" {
 		invalid = append(invalid, field.Required(sp.Child("reason"), "the message a blocked caller receives"))
@@ -348,4 +345,18 @@ func pseudonymizePhases(s *spec.GuardrailSpec, sp *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// ModeOf is the one place a Guardrail's spec.mode becomes what the guard does: Enforce
+// acts, Report only records what it would have done. The compiler, the PolicyReport and
+// the kubectl plugin all ask it. ok is false for a mode the API does not know (the
+// compiler refuses it; the zero Mode is returned).
+func ModeOf(m spec.Mode) (mode Mode, ok bool) {
+	switch m {
+	case spec.ModeEnforce:
+		return ModeEnforce, true
+	case spec.ModeReport:
+		return ModeReport, true
+	}
+	return mode, false
 }
