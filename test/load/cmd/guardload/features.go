@@ -447,7 +447,7 @@ type featureVerdict struct {
 func (r *featuresReport) verdict(g *featureGuard) featureVerdict {
 	d, p, l := summarize(r.chat[r.b.direct]), summarize(r.chat[r.b.plainT]), summarize(r.chat[g.t])
 	v := featureVerdict{ratio50: ratioOf(l.p50-d.p50, p.p50-d.p50), ratio99: ratioOf(l.p99-d.p99, p.p99-d.p99)}
-	v.p50OK = v.ratio50 <= featuresAddedFactor
+	v.p50OK = v.ratio50 <= featuresAddedFactor && (p.p50 > d.p50 || l.p50 <= d.p50)
 	v.rssOK = g.idle.rss <= featuresIdleRSS
 	return v
 }
@@ -457,6 +457,14 @@ func ratioOf(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// ratioText is a/b, or "n/a" when the plain proxy added nothing to compare with.
+func ratioText(a, b time.Duration) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", ratioOf(a, b))
 }
 
 func (r *featuresReport) allPass() bool {
@@ -506,8 +514,7 @@ func (r *featuresReport) print(out io.Writer) {
 		a50, a99, r50, r99, cpu := "-", "-", "-", "-", "-"
 		if t != b.direct {
 			a50, a99 = signed(l.p50-d.p50), signed(l.p99-d.p99)
-			r50 = fmt.Sprintf("%.2fx", ratioOf(l.p50-d.p50, p.p50-d.p50))
-			r99 = fmt.Sprintf("%.2fx", ratioOf(l.p99-d.p99, p.p99-d.p99))
+			r50, r99 = ratioText(l.p50-d.p50, p.p50-d.p50), ratioText(l.p99-d.p99, p.p99-d.p99)
 			cpu = fmt.Sprintf("%.3f", cpuPer1000(l))
 		}
 		line("%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", t.name, l.ok+l.errors, l.errors, ms(l.p50), ms(l.p99), a50, a99, r50, r99, cpu)
@@ -524,7 +531,7 @@ func (r *featuresReport) print(out io.Writer) {
 			a50, a99, r50, cpu := "-", "-", "-", "-"
 			if t != b.direct {
 				a50, a99 = signed(s.last50-ds.last50), signed(s.last99-ds.last99)
-				r50 = fmt.Sprintf("%.2fx", ratioOf(s.last50-ds.last50, ps.last50-ds.last50))
+				r50 = ratioText(s.last50-ds.last50, ps.last50-ds.last50)
 				cpu = fmt.Sprintf("%.2f", per(s.cpu.total(), s.streams+s.errors)*1000)
 			}
 			line("%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s", t.name, s.streams+s.errors, s.errors, ms(s.last50), ms(s.last99), a50, a99, r50, cpu)
