@@ -51,6 +51,10 @@ type builder struct {
 	allowLocal bool
 	// operatorNamespace holds the Secrets of ClusterClassifiers.
 	operatorNamespace string
+	// compiled remembers what compiled of each set of sources (compiledSets): a rebuild
+	// that finds the same objects at the same generations and credentials compiles
+	// nothing.
+	compiled compiledSets
 }
 
 // build resolves what a pod of ns with sel gets: the Guardrails of ns whose selector
@@ -152,12 +156,12 @@ func (b *builder) compile(ctx context.Context, ns string, guardrails []policy.Gu
 		src.Classifiers = append(src.Classifiers, c)
 	}
 	sortClassifiers(src.Classifiers)
-	src, excluded, err := compilable(src)
+	src, excluded, err := b.compiled.compilable(src)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the snapshot of namespace %s: %w", ns, err)
 	}
 	if kept, ok := keepLastGood(src, excluded, prev, guardrails); ok {
-		if kept, _, err := compilable(kept); err == nil {
+		if kept, _, err := b.compiled.compilable(kept); err == nil {
 			src = kept
 		}
 	}
