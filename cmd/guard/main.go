@@ -150,7 +150,7 @@ func main() {
 	if err := undumpable(); err != nil {
 		log.Warn("The guard's memory stays readable by processes of its user (prctl PR_SET_DUMPABLE failed)", "error", err.Error())
 	}
-	if _, err := egress.SystemRoots(); err != nil {
+	if err := egress.SystemRootsPresent(); err != nil {
 		log.Warn("No system CA certificates: calls to https upstreams without a CA bundle of their own will fail", "error", err.Error())
 	}
 	if os.Getenv("GOGC") == "" {

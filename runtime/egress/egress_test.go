@@ -292,7 +292,19 @@ func TestSystemRootsAreReadFromTheFixedLocations(t *testing.T) {
 	if err != nil {
 		t.Skipf("this machine has no CA bundle at the standard locations: %v", err)
 	}
+	// With the environment naming no CA (the guard's), crypto/x509 reads the same fixed
+	// locations, lazily: the transport leaves the pool to it.
+	t.Setenv("SSL_CERT_FILE", "")
+	t.Setenv("SSL_CERT_DIR", "")
+	if tr := Transport(nil); tr.TLSClientConfig.RootCAs != nil {
+		t.Error("Transport(nil) loaded the system roots at once although crypto/x509 would read the same ones lazily")
+	}
+	// With the environment naming a CA, the transport verifies against the fixed ones.
+	t.Setenv("SSL_CERT_FILE", filepath.Join(t.TempDir(), "tenant-ca.pem"))
 	if tr := Transport(nil); tr.TLSClientConfig.RootCAs != pool {
-		t.Error("Transport(nil) does not verify against SystemRoots")
+		t.Error("Transport(nil) with SSL_CERT_FILE set does not verify against SystemRoots")
+	}
+	if err := SystemRootsPresent(); err != nil {
+		t.Errorf("SystemRootsPresent: %v, though SystemRoots read a bundle", err)
 	}
 }

@@ -29,6 +29,26 @@ var systemRoots = sync.OnceValues(func() (*x509.CertPool, error) {
 	return loadRoots(bundleFiles, caDirs)
 })
 
+// SystemRootsPresent says whether SystemRoots would find a CA certificate file, without
+// reading one: a guard warns at start when there is none, and reads the bundle only when
+// it first verifies a server (Transport).
+func SystemRootsPresent() error {
+	if bundleFiles == nil && caDirs == nil {
+		return nil
+	}
+	for _, f := range bundleFiles {
+		if fi, err := os.Stat(f); err == nil && fi.Mode().IsRegular() {
+			return nil
+		}
+	}
+	for _, d := range caDirs {
+		if entries, err := os.ReadDir(d); err == nil && len(entries) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("no CA certificate in %s or %s", strings.Join(bundleFiles, ", "), strings.Join(caDirs, ", "))
+}
+
 // maxCAFileBytes bounds each file read as CA certificates: a system bundle is about
 // 200 KiB.
 const maxCAFileBytes = 8 << 20
