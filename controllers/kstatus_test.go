@@ -180,9 +180,18 @@ var _ = Describe("kubectl get modelproviders", func() {
 		out, err := kubectl("get", "modelprovider", "get-by-name")
 		Expect(err).NotTo(HaveOccurred(), out)
 		GinkgoWriter.Println(out)
-		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{"NAME", "API", "URL", "READY", "PODS", "REQUESTS", "AGE"}))
+		Expect(strings.Fields(strings.SplitN(out, "\n", 2)[0])).To(Equal([]string{"NAME", "API", "URL", "READY", "PODS", "REQUESTS", "BUDGET", "AGE"}))
 		Expect(out).To(ContainSubstring("Anthropic"))
 		Expect(out).To(ContainSubstring("False"))
+
+		// BUDGET is the mode of its limits: Report unless said otherwise.
+		one := int64(1)
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mp), mp)).To(Succeed())
+		mp.Spec.Limits = &v1alpha1.ProviderLimits{RequestsPerDay: &one}
+		Expect(k8sClient.Update(ctx, mp)).To(Succeed())
+		out, err = kubectl("get", "modelprovider", "get-by-name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("Report"))
 	})
 })
 

@@ -60,6 +60,59 @@ type ModelProviderSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	Headers []ProviderHeader `json:"headers,omitempty"`
+
+	// limits are budgets of each namespace's use of this provider: every namespace the
+	// namespaceSelector selects has its own share of each limit, counted in fixed UTC
+	// windows (the minute, the day). Without limits the provider's use is only counted.
+	// In Report mode (the default) a namespace that reaches a limit is reported (an Event
+	// BudgetWouldBeExceeded and a metric); in Enforce mode its guards answer its calls to
+	// this provider with 429 until the window ends. The manager learns usage at the
+	// guards' decision interval: a namespace may exceed a limit by what its guards send in
+	// about one interval (docs/keyless-apps.md).
+	// +optional
+	Limits *ProviderLimits `json:"limits,omitempty"`
+}
+
+// BudgetMode says what reaching a ModelProvider's limit does.
+// +kubebuilder:validation:Enum=Report;Enforce
+type BudgetMode string
+
+const (
+	// BudgetModeReport reports a namespace that reaches a limit and refuses nothing.
+	BudgetModeReport BudgetMode = "Report"
+	// BudgetModeEnforce refuses a namespace's calls (429) once it reached a limit, until
+	// the window ends.
+	BudgetModeEnforce BudgetMode = "Enforce"
+)
+
+// ProviderLimits are a ModelProvider's budgets, each applying to every namespace's use of
+// the provider separately. Tokens are input and output tokens together, as the provider's
+// usage fields count them.
+// +kubebuilder:validation:XValidation:rule="has(self.requestsPerMinute) || has(self.tokensPerMinute) || has(self.requestsPerDay) || has(self.tokensPerDay)",message="set at least one of requestsPerMinute, tokensPerMinute, requestsPerDay and tokensPerDay (leave limits out for no budget)"
+type ProviderLimits struct {
+	// requestsPerMinute is how many calls a namespace may send in a UTC minute.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RequestsPerMinute *int64 `json:"requestsPerMinute,omitempty"`
+	// tokensPerMinute is how many tokens (input and output) a namespace may use in a UTC
+	// minute.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TokensPerMinute *int64 `json:"tokensPerMinute,omitempty"`
+	// requestsPerDay is how many calls a namespace may send in a UTC day.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	RequestsPerDay *int64 `json:"requestsPerDay,omitempty"`
+	// tokensPerDay is how many tokens (input and output) a namespace may use in a UTC day.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TokensPerDay *int64 `json:"tokensPerDay,omitempty"`
+	// mode is Report (the default: a namespace reaching a limit is reported, no call is
+	// refused) or Enforce (its calls are refused with 429 until the window ends). Roll a
+	// budget out in Report first, as a Guardrail.
+	// +optional
+	// +kubebuilder:default=Report
+	Mode BudgetMode `json:"mode,omitempty"`
 }
 
 // ProviderHeader is one extra request header.
@@ -108,6 +161,55 @@ type ModelProviderStatus struct {
 	// prompt or completion text.
 	// +optional
 	Usage *ProviderUsage `json:"usage,omitempty"`
+
+	// budgets are the namespaces' use of the provider in the current windows, when
+	// spec.limits is set: at most 20 namespaces, those nearest to a limit kept. Figures
+	// as of the manager's latest write of usage.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +kubebuilder:validation:MaxItems=20
+	Budgets []NamespaceBudget `json:"budgets,omitempty"`
+}
+
+// NamespaceBudget is one namespace's use of a ModelProvider in the current windows.
+type NamespaceBudget struct {
+	// namespace is the namespace's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// minute is the UTC minute of the latest write.
+	// +optional
+	Minute *BudgetWindow `json:"minute,omitempty"`
+	// day is the UTC day of the latest write.
+	// +optional
+	Day *BudgetWindow `json:"day,omitempty"`
+}
+
+// BudgetWindow is a namespace's use of a ModelProvider in one fixed window.
+type BudgetWindow struct {
+	// start is when the window began (UTC); it ends a minute or a day later.
+	// +required
+	Start metav1.Time `json:"start"`
+	// requests counts the calls of the window.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Requests int64 `json:"requests,omitempty"`
+	// tokens sums the input and output tokens of the window.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Tokens int64 `json:"tokens,omitempty"`
+	// requestsRemaining is the window's request limit minus requests, not below 0; absent
+	// without such a limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	RequestsRemaining *int64 `json:"requestsRemaining,omitempty"`
+	// tokensRemaining is the window's token limit minus tokens, not below 0; absent
+	// without such a limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TokensRemaining *int64 `json:"tokensRemaining,omitempty"`
 }
 
 // ProviderUsage is a ModelProvider's usage in total and by namespace.
@@ -180,6 +282,7 @@ type UsageFigures struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=`.status.pods`
 // +kubebuilder:printcolumn:name="Requests",type=integer,JSONPath=`.status.usage.requests`
+// +kubebuilder:printcolumn:name="Budget",type=string,JSONPath=`.spec.limits.mode`
 // +kubebuilder:printcolumn:name="Input-Tokens",type=integer,JSONPath=`.status.usage.inputTokens`,priority=1
 // +kubebuilder:printcolumn:name="Output-Tokens",type=integer,JSONPath=`.status.usage.outputTokens`,priority=1
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -65,6 +67,10 @@ func (b *builder) providers(ctx context.Context, ns string, names []string, secr
 				p.Headers = map[string]string{}
 			}
 			p.Headers[h.Name] = h.Value
+		}
+		if budget, until := modelprovider.Exhausted(mp, ns, budgetClock()); budget != "" {
+			p.Exhausted = &guardv1.ProviderExhaustion{Budget: budget, Until: until}
+			windowEndsFrom(ctx)(ns, until)
 		}
 		secretVersions["provider:"+mp.Name] = rv
 		out = append(out, p)

@@ -149,10 +149,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 		return nil, err
 	}
 	log := mgr.GetLogger().WithName("controlplane")
+	b := &builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs,
+		operatorNamespace: opts.LeaseNamespace}
+	timers := &windowTimers{}
 	s := &Server{
 		opts: opts, log: log,
-		hub: newHub((&builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs,
-			operatorNamespace: opts.LeaseNamespace}).build, opts.Debounce, log, serverMetrics),
+		hub:  newHub(timers.wrap(b.build), opts.Debounce, log, serverMetrics),
 		auth: newAuthenticator(reviewer, serverMetrics),
 		pods: mgr.GetClient(), leases: mgr.GetClient(), api: mgr.GetAPIReader(), writer: writer,
 		ready: make(chan struct{}),
@@ -161,7 +163,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 		Writer: writer, Recorder: mgr.GetEventRecorder("guardrail-decisions"), Log: log.WithName("decisions"),
 		Lease: s.guardLeaseFor, HandlerSlack: handlerSlack, LeaseNamespace: opts.LeaseNamespace, Identity: os.Getenv("POD_NAME"),
 		AuditLog: intake.AuditWriter(opts.AuditLog)})
+	timers.touch = s.hub.touch
 	if err := s.watch(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if err := s.watchBudgets(ctx, mgr); err != nil {
 		return nil, err
 	}
 	// The Lease informer starts with the cache, not on the first poll.

@@ -68,6 +68,14 @@ func TestInvalidModelProvidersAreRefusedNamingTheField(t *testing.T) {
 			[]string{"spec.api", "Unsupported value", "OpenAI", "Anthropic"}},
 		{"no credentialsSecretRef", func(s map[string]any) { delete(s, "credentialsSecretRef") },
 			[]string{"spec.credentialsSecretRef", "Required value"}},
+		{"limits without a limit", func(s map[string]any) { s["limits"] = map[string]any{"mode": "Enforce"} },
+			[]string{"spec.limits", "set at least one of requestsPerMinute, tokensPerMinute, requestsPerDay and tokensPerDay"}},
+		{"a limit of 0", func(s map[string]any) { s["limits"] = map[string]any{"tokensPerMinute": 0} },
+			[]string{"spec.limits.tokensPerMinute", "greater than or equal to 1"}},
+		{"a negative limit", func(s map[string]any) { s["limits"] = map[string]any{"requestsPerDay": -5} },
+			[]string{"spec.limits.requestsPerDay", "greater than or equal to 1"}},
+		{"a mode outside the enum", func(s map[string]any) { s["limits"] = map[string]any{"requestsPerMinute": 1, "mode": "Block"} },
+			[]string{"spec.limits.mode", "Unsupported value", "Report", "Enforce"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,4 +301,24 @@ func TestTheKeylessSampleBecomesReady(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Limits are accepted with any of the four set, each applying to every namespace's use
+// separately; the mode defaults to Report, so that a budget is rolled out reported first.
+func TestLimitsDefaultToReportMode(t *testing.T) {
+	ctx := context.Background()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "guardrail.dev/v1alpha1", "kind": "ModelProvider",
+		"metadata": map[string]any{"generateName": "limited-"},
+		"spec": map[string]any{"api": "OpenAI", "url": "https://api.openai.com/v1",
+			"credentialsSecretRef": map[string]any{"name": "openai-key"}, "namespaceSelector": map[string]any{},
+			"limits": map[string]any{"tokensPerMinute": 40000, "requestsPerDay": 5000}}}}
+	must(t, k8s.Create(ctx, u))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), u) })
+	mp := &v1alpha1.ModelProvider{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Name: u.GetName()}, mp))
+	l := mp.Spec.Limits
+	if l == nil || l.Mode != v1alpha1.BudgetModeReport || l.TokensPerMinute == nil || *l.TokensPerMinute != 40000 ||
+		l.RequestsPerDay == nil || *l.RequestsPerDay != 5000 || l.RequestsPerMinute != nil || l.TokensPerDay != nil {
+		t.Fatalf("spec.limits %+v, want tokensPerMinute 40000, requestsPerDay 5000, mode Report", l)
+	}
 }

@@ -42,8 +42,15 @@ func compileProviders(s *Snapshot) ([]*policy.Provider, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("provider %s: the URL is not an absolute http(s) URL", p.Name)
 		}
-		out = append(out, &policy.Provider{Name: p.Name, Family: family, URL: u, Headers: p.Headers,
-			Credential: policy.Secret(p.Credential)})
+		pp := &policy.Provider{Name: p.Name, Family: family, URL: u, Headers: p.Headers,
+			Credential: policy.Secret(p.Credential)}
+		if e := p.Exhausted; e != nil {
+			if e.Budget == "" || e.Until.IsZero() {
+				return nil, fmt.Errorf("provider %s: an exhausted budget without its name or end", p.Name)
+			}
+			pp.Exhausted, pp.ExhaustedUntil = e.Budget, e.Until
+		}
+		out = append(out, pp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

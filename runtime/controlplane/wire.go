@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 )
 
@@ -81,4 +83,8 @@ type Provider struct {
 	// Credential is the API key: Authorization: Bearer for OpenAI, x-api-key for
 	// Anthropic. Empty in a persisted snapshot.
 	Credential string `json:"credential,omitempty"`
+	// Exhausted, when set, says that the pod's namespace used up a budget of the provider
+	// (its spec.limits, in Enforce mode) until a time: the guard answers the calls it
+	// would send to the provider with 429 until then. Absent otherwise.
+	Exhausted *guardv1.ProviderExhaustion `json:"exhausted,omitempty"`
 }

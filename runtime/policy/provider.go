@@ -1,6 +1,9 @@
 package policy
 
-import "net/url"
+import (
+	"net/url"
+	"time"
+)
 
 // ProviderFamily is the API family whose calls a ModelProvider takes.
 type ProviderFamily uint8
@@ -42,4 +45,9 @@ type Provider struct {
 	// Credential is the API key. Empty when the guard has not received it since it
 	// started (a persisted snapshot never holds it): the provider is then unavailable.
 	Credential Secret
+	// Exhausted names the budget of the provider (guardv1.BudgetRequestsPerMinute, …) the
+	// pod's namespace used up, until ExhaustedUntil: calls are refused with 429 until then.
+	// Empty when no budget is used up.
+	Exhausted      string
+	ExhaustedUntil time.Time
 }

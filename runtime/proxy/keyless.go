@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
@@ -232,6 +233,12 @@ func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f
 						"the app the placeholder %q, which the guardrail sidecar replaces", fam, pr.p.Name, guardv1.PlaceholderAPIKey)})
 			return upstream{}, false
 		}
+		if pr.p.Exhausted != "" {
+			if left := time.Until(pr.p.ExhaustedUntil); left > 0 {
+				p.refuseOverBudget(w, r, f, family, pr.p, left)
+				return upstream{}, false
+			}
+		}
 		return upstream{base: pr.p.URL, provider: pr}, true
 	default:
 		why = st.keyless.unavailable
@@ -243,6 +250,30 @@ func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f
 		Type: "server_error", Code: codeProviderUnavailable,
 		Message: why + "; the call was not sent (never with the app's own key)"})
 	return upstream{}, false
+}
+
+// refuseOverBudget answers a call to a provider whose budget the pod's namespace used up
+// (its ModelProvider's limits, in Enforce mode): 429 in the family's shape, which the
+// official SDKs surface as a rate-limit error (OpenAI's type rate_limit_exceeded, code
+// budget_exceeded; Anthropic's rate_limit_error), with Retry-After the seconds left in the
+// window, which they wait before they retry. The call is not sent.
+func (p *Proxy) refuseOverBudget(w http.ResponseWriter, r *http.Request, f wire.Family, family string, prov *policy.Provider, left time.Duration) {
+	secs := int64((left + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	p.refuseCall(w, r, f, family, wire.APIError{Status: http.StatusTooManyRequests, Type: "rate_limit_exceeded",
+		Code: guardv1.CodeBudgetExceeded, Message: fmt.Sprintf(
+			"%s has used up its budget of %s (%s) of ModelProvider %s until %s; the call was not sent. "+
+				"Retry after %d seconds, or ask the platform team to raise the ModelProvider's limits",
+			p.budgetHolder(), guardv1.BudgetDescription(prov.Exhausted), prov.Exhausted, prov.Name,
+			prov.ExhaustedUntil.UTC().Format(time.RFC3339), secs)})
+}
+
+// budgetHolder names whose budget a refusal is about.
+func (p *Proxy) budgetHolder() string {
+	if p.cfg.Namespace != "" {
+		return "Namespace " + p.cfg.Namespace
+	}
+	return "This pod's namespace"
 }
 
 // refuseCall answers a call the keyless rules do not let out.
@@ -263,6 +294,10 @@ func (p *Proxy) logProviders(k keyless) {
 	for _, pr := range k.routes {
 		if pr != nil {
 			inForce = append(inForce, pr.p.Name+" ("+pr.p.Family.String()+")")
+			if pr.p.Exhausted != "" && time.Now().Before(pr.p.ExhaustedUntil) {
+				p.cfg.Log.Warn("Calls to a model provider are refused with 429: the namespace used up a budget",
+					"provider", pr.p.Name, "budget", pr.p.Exhausted, "until", pr.p.ExhaustedUntil.UTC().Format(time.RFC3339))
+			}
 		}
 	}
 	if k.unavailable == "" {

@@ -207,6 +207,7 @@ func (in *Intake) writeBatch(ctx context.Context, b *epochBatch, blocked map[ite
 			statusWrites.WithLabelValues("gone").Inc()
 			providerRequests.DeletePartialMatch(map[string]string{"provider": name})
 			providerTokens.DeletePartialMatch(map[string]string{"provider": name})
+			budgetReached.DeletePartialMatch(map[string]string{"provider": name})
 			done(kindUsage, key)
 		default:
 			statusWrites.WithLabelValues("written").Inc()

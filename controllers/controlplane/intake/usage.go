@@ -133,14 +133,40 @@ func (in *Intake) writeUsage(ctx context.Context, name string, byNS map[string]*
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
-	obj, _, err := in.writeStatus(ctx, types.NamespacedName{Name: name}, func() client.Object { return &v1alpha1.ModelProvider{} },
+	var hit []reached
+	obj, landed, err := in.writeStatus(ctx, types.NamespacedName{Name: name}, func() client.Object { return &v1alpha1.ModelProvider{} },
 		usageMarks, func(o client.Object) {
-			st := &o.(*v1alpha1.ModelProvider).Status
+			mp := o.(*v1alpha1.ModelProvider)
+			hit = nil
+			now := timeNow()
 			for _, ns := range namespaces {
-				addUsage(st, ns, *byNS[ns])
+				addUsage(&mp.Status, ns, *byNS[ns])
+				if mp.Spec.Limits != nil || mp.Status.Budgets != nil {
+					hit = append(hit, addBudget(mp, ns, *byNS[ns], now)...)
+				}
 			}
 		}, writer, epoch)
+	if err == nil && obj != nil && !landed && len(hit) > 0 {
+		in.budgetReached(obj.(*v1alpha1.ModelProvider), hit)
+	}
 	return err == nil && obj == nil, err
+}
+
+// budgetReached reports the limits a write made namespaces reach: one Event on the
+// ModelProvider and the metric.
+func (in *Intake) budgetReached(mp *v1alpha1.ModelProvider, hit []reached) {
+	mode := v1alpha1.BudgetModeReport
+	if mp.Spec.Limits != nil && mp.Spec.Limits.Mode == v1alpha1.BudgetModeEnforce {
+		mode = v1alpha1.BudgetModeEnforce
+	}
+	for _, r := range hit {
+		budgetReached.WithLabelValues(mp.Name, r.namespace, r.budget, string(mode)).Inc()
+	}
+	if in.opts.Recorder == nil {
+		return
+	}
+	typ, reason, msg := budgetEvent(mode, hit)
+	in.opts.Recorder.Eventf(mp, nil, typ, reason, "Budget", "%s", msg)
 }
 
 var usageMarks = marks{
