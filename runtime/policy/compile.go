@@ -277,7 +277,7 @@ func compileCategories(out *Classifier, cats []spec.Category, p *field.Path) fie
 			errs = append(errs, field.Duplicate(p.Index(i).Child("id"), c.ID))
 			continue
 		}
-		out.Categories = append(out.Categories, Category{ID: c.ID, Description: c.Description})
+		out.Categories = append(out.Categories, c)
 	}
 	return errs
 }
@@ -294,11 +294,11 @@ func compileQuestions(out *Classifier, qs []spec.Question, p *field.Path) field.
 			errs = append(errs, field.Duplicate(qp.Child("id"), q.ID))
 			continue
 		}
-		cq := Question{ID: q.ID, Type: QuestionType(q.Type), Instructions: q.Instructions}
+		cq := Question{ID: q.ID, Type: q.Type, Instructions: q.Instructions}
 		values := map[string]bool{}
 		for _, c := range q.Criteria {
 			values[c.Value] = true
-			cq.Criteria = append(cq.Criteria, Criterion{Value: c.Value, Description: c.Description})
+			cq.Criteria = append(cq.Criteria, c)
 		}
 		switch cq.Type {
 		case QuestionBoolean:

@@ -122,14 +122,18 @@ func (c *Classifier) QuestionIndex(id string) int {
 	return -1
 }
 
-// Category, Question, Criterion and QuestionType are the Classifier API's own types
-// (api/v1alpha1/spec): a compiled classifier carries them as authored.
-type (
-	Category     = spec.Category
-	QuestionType = spec.QuestionType
-	Question     = spec.Question
-	Criterion    = spec.Criterion
-)
+// Category is a category a classifier scores: the Classifier API's own type
+// (api/v1alpha1/spec), carried by a compiled classifier as authored, as are the others.
+type Category = spec.Category
+
+// QuestionType is boolean, choice or score.
+type QuestionType = spec.QuestionType
+
+// Question is a question a classifier answers.
+type Question = spec.Question
+
+// Criterion is one possible answer to a question.
+type Criterion = spec.Criterion
 
 // Question types.
 const (

@@ -53,14 +53,10 @@ func remoteConfig(c *policy.Classifier) (remote.Config, error) {
 	default:
 		return remote.Config{}, fmt.Errorf("remote backend %q without its configuration", c.Backend)
 	}
-	for _, cat := range c.Categories {
-		cfg.Categories = append(cfg.Categories, remote.Category{ID: cat.ID, Description: cat.Description})
-	}
+	cfg.Categories = append(cfg.Categories, c.Categories...)
 	for _, q := range c.Questions {
-		rq := remote.Question{ID: q.ID, Type: remote.QuestionType(q.Type), Instructions: q.Instructions}
-		for _, cr := range q.Criteria {
-			rq.Criteria = append(rq.Criteria, remote.Criterion{Value: cr.Value, Description: cr.Description})
-		}
+		rq := remote.Question{ID: q.ID, Type: q.Type, Instructions: q.Instructions}
+		rq.Criteria = append(rq.Criteria, q.Criteria...)
 		cfg.Questions = append(cfg.Questions, rq)
 	}
 	if c.Cache != nil {

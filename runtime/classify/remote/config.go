@@ -73,16 +73,19 @@ const (
 	JudgeLlamaGuard = spec.JudgeLlamaGuard
 )
 
-// Category, Question, Criterion and QuestionType are the Classifier API's types: what the
-// backend scores and answers. A boolean question is answered with the probability that
-// criterion "true" holds, a choice with the value of one criterion, a score with a value
-// within [0,1] over criteria that are levels, lowest first.
-type (
-	Category     = spec.Category
-	QuestionType = spec.QuestionType
-	Question     = spec.Question
-	Criterion    = spec.Criterion
-)
+// Category is a category the backend scores: the Classifier API's type, as are the others.
+type Category = spec.Category
+
+// QuestionType is the type of a question: a boolean question is answered with the
+// probability that criterion "true" holds, a choice with the value of one criterion, a
+// score with a value within [0,1] over criteria that are levels, lowest first.
+type QuestionType = spec.QuestionType
+
+// Question is a question the backend answers.
+type Question = spec.Question
+
+// Criterion is one possible answer to a question.
+type Criterion = spec.Criterion
 
 // Question types.
 const (
