@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
+
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
@@ -114,15 +116,21 @@ func TestClientValuesThatAreNotIDsAreLeftOut(t *testing.T) {
 	}
 }
 
-// TestStringsAreEscapedAsEncodingJSONDoes: names come from the policy, but whatever they
-// hold, a line stays one valid JSON line.
-func TestStringsAreEscapedAsEncodingJSONDoes(t *testing.T) {
+// TestStringsStayOneJSONLine: names come from the policy, but whatever they hold, a line
+// stays one valid JSON line that decodes to what encoding/json would (invalid UTF-8 as
+// U+FFFD).
+func TestStringsStayOneJSONLine(t *testing.T) {
 	for _, s := range []string{"plain", `q"uo\te`, "new\nline\r\t", "\x00\x01\x1f", "<a>&b", "é ü 日本", "bad\xffutf8",
 		"\u2028\u2029", ""} {
-		got := appendString(nil, s)
+		got := jsonx.AppendString(nil, s)
 		want, _ := json.Marshal(s)
-		if !bytes.Equal(got, want) {
-			t.Errorf("%q: got %s, want %s", s, got, want)
+		var gotS, wantS string
+		if err := json.Unmarshal(got, &gotS); err != nil || bytes.ContainsAny(got, "\n\r") {
+			t.Errorf("%q: %s is not one JSON string: %v", s, got, err)
+		}
+		_ = json.Unmarshal(want, &wantS)
+		if gotS != wantS {
+			t.Errorf("%q: decodes to %q, encoding/json's to %q", s, gotS, wantS)
 		}
 	}
 }

@@ -4,7 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
@@ -42,19 +43,19 @@ func appendLine(b []byte, f *fixed, end time.Time, r *engine.Record, dropped uin
 		ns, name = "", r.Guardrail // not a key; written as it is
 	}
 	b = append(b, `,"guardrail":`...)
-	b = appendString(b, name)
+	b = jsonx.AppendString(b, name)
 	b = appendField(b, "guardrailNamespace", ns)
 	b = append(b, `,"clusterScoped":`...)
 	b = strconv.AppendBool(b, ns == "" && strings.HasPrefix(r.Guardrail, "/"))
 	b = append(b, `,"generation":`...)
 	b = strconv.AppendInt(b, r.Generation, 10)
 	b = append(b, `,"phase":`...)
-	b = appendString(b, r.Phase.String())
+	b = jsonx.AppendString(b, r.Phase.String())
 	b = append(b, `,"outcome":`...)
-	b = appendString(b, string(r.Outcome))
+	b = jsonx.AppendString(b, string(r.Outcome))
 	b = appendField(b, "action", actionOf(r.Outcome))
 	b = append(b, `,"mode":`...)
-	b = appendString(b, r.Mode.String())
+	b = jsonx.AppendString(b, r.Mode.String())
 	b = appendFindings(b, "categories", r.Findings, engine.FindingCategory)
 	b = appendFindings(b, "rules", r.Findings, engine.FindingRule)
 	b = appendFindings(b, "notInspected", r.Findings, engine.FindingNotInspected)
@@ -94,7 +95,7 @@ func appendField(b []byte, key, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return appendString(b, value)
+	return jsonx.AppendString(b, value)
 }
 
 // appendFindings appends the names of the findings of kind as an array, or nothing.
@@ -111,71 +112,13 @@ func appendFindings(b []byte, key string, fs []engine.Finding, kind engine.Findi
 		} else {
 			b = append(b, ',')
 		}
-		b = appendString(b, fs[i].Name)
+		b = jsonx.AppendString(b, fs[i].Name)
 		n++
 	}
 	if n > 0 {
 		b = append(b, ']')
 	}
 	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plain marks the ASCII bytes a JSON string holds as they are.
-var plain = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string: quotes, backslashes and control characters
-// escaped, invalid UTF-8 replaced, and <, >, & escaped as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plain[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			if r == utf8.RuneError {
-				b = append(b, `\ufffd`...)
-			} else {
-				b = append(b, `\u202`...)
-				b = append(b, hexDigits[r&0xf])
-			}
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // isHexID reports whether s is n lowercase hex digits, not all zero (W3C trace context:
