@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -156,11 +158,11 @@ func limitsOf(l *v1alpha1.ProviderLimits, day bool) (requests, tokens *int64) {
 // figureOf returns the figure of w the budget name counts and its limit.
 func figureOf(l *v1alpha1.ProviderLimits, name string, w *v1alpha1.BudgetWindow) (used, limit int64) {
 	switch name {
-	case "requestsPerMinute":
+	case guardv1.BudgetRequestsPerMinute:
 		return w.Requests, *l.RequestsPerMinute
-	case "tokensPerMinute":
+	case guardv1.BudgetTokensPerMinute:
 		return w.Tokens, *l.TokensPerMinute
-	case "requestsPerDay":
+	case guardv1.BudgetRequestsPerDay:
 		return w.Requests, *l.RequestsPerDay
 	default:
 		return w.Tokens, *l.TokensPerDay

@@ -272,3 +272,27 @@ func TestAFencedReplicaWritesNothingItBuffered(t *testing.T) {
 		t.Errorf("wouldBlock %d written by a replica whose heartbeat is about to expire", got)
 	}
 }
+
+// A tenant with namespace admin copies a killed replica's heartbeat Lease, renewed, into
+// its own namespace to keep the replica looking alive and its claimed counts unwritten:
+// only heartbeats in the operator's namespace count, so they are taken over anyway.
+func TestAHeartbeatOutsideTheOperatorsNamespaceKeepsNoReplicaAlive(t *testing.T) {
+	w := newExactWorld(t)
+	a, b := w.replica("a"), w.replica("b")
+	ctx := context.Background()
+	if code := a.post(t, 5); code != http.StatusNoContent {
+		t.Fatalf("batch answered %d", code)
+	}
+	w.expire(t, a)
+	holder, secs := a.in.writer, int32(3600)
+	forged := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: heartbeatName(a.in.writer),
+		Labels: map[string]string{LabelWriter: "true"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, RenewTime: &metav1.MicroTime{Time: time.Now()}}}
+	must(t, w.api.Create(ctx, forged))
+	must(t, b.in.heartbeat(ctx)) // b runs, as the surviving replica does
+	b.in.sweep(ctx)
+	b.in.flush(ctx)
+	if got := w.wouldBlock(t); got != 5 {
+		t.Errorf("wouldBlock %d with a forged heartbeat in a tenant namespace: want 5 (taken over)", got)
+	}
+}
