@@ -107,7 +107,17 @@ func (u user) appTraffic(content string) (stop func() []string) {
 // killed with SIGKILL, three times each; every request must be counted exactly once.
 func (u user) exactlyFailover() {
 	u.t.Helper()
+	// Earlier traffic may still be on its way into status: start from a settled count
+	// (unchanged over more than a decision interval).
 	before := u.redacted()
+	for settled := time.Now().Add(2 * time.Minute); time.Now().Before(settled); {
+		time.Sleep(15 * time.Second)
+		now := u.redacted()
+		if now == before {
+			break
+		}
+		before = now
+	}
 	stop := u.appTraffic("failover: write to fail.over@example.org")
 	for round := 1; round <= 3; round++ {
 		time.Sleep(3 * time.Second)
