@@ -81,6 +81,9 @@ func main() {
 	out := flag.String("out", "", "testdata directory to write to")
 	ordinary := flag.Bool("ordinary", false, "write secrets_ordinary.txt.gz instead")
 	glDump := flag.String("gitleaks-dump", "", "write secrets_gitleaks_corpus.jsonl.gz from this dump of gitleaks' rule tests instead")
+	trivyDir := flag.String("trivy", "", "write secrets_trivy_corpus.jsonl.gz from the built-in secret rules of the trivy module in this directory instead")
+	trivyDump := flag.String("trivy-rules", "", "write secrets_trivy_corpus.jsonl.gz from this dump of trivy's built-in secret rules instead")
+	trivyVersion := flag.String("trivy-version", "github.com/aquasecurity/trivy@v0.74.0", "module@version recorded as the trivy corpus's source")
 	flag.Parse()
 	if *out == "" {
 		log.Fatal("-out is required")
@@ -91,6 +94,14 @@ func main() {
 	}
 	if *glDump != "" {
 		writeGitleaks(*glDump, *out)
+		return
+	}
+	if *trivyDir != "" {
+		*trivyDump = filepath.Join(os.TempDir(), "trivy_rules.jsonl")
+		dumpTrivyRules(*trivyDir, *trivyDump)
+	}
+	if *trivyDump != "" {
+		writeTrivy(*trivyDump, *trivyVersion, *out)
 		return
 	}
 	if *th == "" {
