@@ -47,6 +47,9 @@ type Classifier struct {
 	cat [numDetectors]int16
 	// trig marks the bytes at which the single pass stops (see scan.go).
 	trig [256]uint16
+	// numbers is whether a detector of numbers (phone, card, IBAN, SSN, IP) is on: without
+	// one, a digit matters only to the secrets pack, after a letter (databricksAt).
+	numbers bool
 	// wordFirst marks the bytes that can begin a word worth looking at after a boundary.
 	wordFirst [256]uint8
 	// wordPairs holds the first two bytes of the words wordFirst stands for.

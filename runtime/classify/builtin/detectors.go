@@ -91,7 +91,8 @@ var detectors = [numDetectors]struct {
 	detJWT:          {"jwt", maxJWTHeader, trigUpperJ | trigHead | trigAssign},       // ZXlK…, key: <base64>
 	// generic-secret also reports the vendor tokens (vendors.go), webhook URLs and command-line
 	// passwords: '@' of URL passwords, '-' '_' '.' '~' of prefixes, capitals that begin one.
-	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigComma | trigAt | trigDash | trigUnderscore | trigDot | trigHead | trigUpperA},
+	// A digit after a letter may be the first of a Databricks token's body ("dapi1…").
+	detGenericSecret: {"generic-secret", maxGenericSecret, trigAssign | trigComma | trigAt | trigDash | trigUnderscore | trigDot | trigHead | trigUpperA | trigDigit},
 	detInjection:     {"prompt-injection", 0, trigBoundary}, // hint computed from the phrase list
 }
 
@@ -128,6 +129,9 @@ func (c *Classifier) build() {
 			continue
 		}
 		bits |= detectors[d].trig
+		if d != detGenericSecret && detectors[d].trig&trigDigit != 0 {
+			c.numbers = true
+		}
 		h := detectors[d].hint
 		if d == detInjection {
 			h = injectionHint

@@ -211,6 +211,7 @@ func fakeShapedTokens(seed int) map[string]string {
 		"mailchimp-key":         fakeHex(32, seed) + "-us" + fmt.Sprint(1+seed%20),
 		"mailgun-key":           fakeHex(32, seed) + "-" + fakeHex(8, seed+1) + "-" + fakeHex(8, seed+2),
 		"zoho-oauth-token":      "1000." + fakeHex(32, seed) + "." + fakeHex(32, seed+1),
+		"databricks-token":      "da" + "pi" + fakeHex(32, seed) + []string{"", "-2"}[seed%2],
 		"prefixed-token":        "zqv_" + fakeFrom(alphaB62, 40, seed),
 		"openshift-oauth-token": "sha256" + "~" + fakeFrom(alphaB62+"-_", 43, seed),
 		"maxmind-license-key":   fakeFrom(alphaB62, 6, seed) + "_" + fakeFrom(alphaB62, 29, seed+1) + "_mmk",

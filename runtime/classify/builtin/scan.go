@@ -179,6 +179,11 @@ func (c *Classifier) pass(sc *scanState, lo, hi int) {
 		if t&trigHead != 0 && (i+1 >= n || !headPairs.has(s[i], s[i+1])) {
 			t &^= trigHead
 		}
+		// Without a detector of numbers, a digit matters only after a letter (the body of a
+		// Databricks token, databricksAt).
+		if t&trigDigit != 0 && !c.numbers && (i == 0 || !isAlpha(s[i-1])) {
+			t &^= trigDigit
+		}
 		// Spaces are the most frequent trigger: decide them here, without a call, from the
 		// next two bytes.
 		if t == trigBoundary {
@@ -258,6 +263,11 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 		if t&trigHead != 0 && (i+1 >= n || !headPairs.has(s[i], s[i+1])) {
 			t &^= trigHead
 		}
+		// Without a detector of numbers, a digit matters only after a letter (the body of a
+		// Databricks token, databricksAt).
+		if t&trigDigit != 0 && !c.numbers && (i == 0 || !isAlpha(s[i-1])) {
+			t &^= trigDigit
+		}
 		// Spaces are the most frequent trigger: decide them here, without a call, from the
 		// next two bytes.
 		if t == trigBoundary {
@@ -306,8 +316,13 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 	if t&trigBoundary != 0 && i+1 < len(s) && c.wordFirst[s[i+1]] != 0 && (s[i] < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
 		c.wordAt(sc, i+1)
 	}
-	if t&trigDigit != 0 && i >= sc.numNext {
-		c.numberAt(sc, i)
+	if t&trigDigit != 0 {
+		if c.numbers && i >= sc.numNext {
+			c.numberAt(sc, i)
+		}
+		if i >= 4 && isAlpha(s[i-1]) && c.on(detGenericSecret) {
+			c.databricksAt(sc, i)
+		}
 	}
 	if t&trigAt != 0 {
 		c.atSignAt(sc, i)

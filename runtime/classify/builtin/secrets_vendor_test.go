@@ -405,7 +405,11 @@ func TestSecretsVendorCorpus(t *testing.T) {
 	if verbose {
 		c := secretsPack(t)
 		miss = func(r vendorRecord, spans []classify.Span, what string) {
-			t.Logf("tuning %s %s %s: %q spans %s", r.Family, r.Kind, what, r.text, describeSpans(c, r.text, spans))
+			d := ""
+			if r.Distinctive {
+				d = " distinctive"
+			}
+			t.Logf("tuning %s %s%s %s: %q spans %s", r.Family, r.Kind, d, what, r.text, describeSpans(c, r.text, spans))
 		}
 	}
 	tun := scoreVendor(t, recs, "tuning", miss)
@@ -455,8 +459,19 @@ const (
 // TestSecretsGitleaksCorpus reports the figures of the gitleaks corpus, in figures only.
 func TestSecretsGitleaksCorpus(t *testing.T) {
 	recs := loadVendorCorpus(t, "secrets_gitleaks_corpus.jsonl.gz")
+	var miss func(r vendorRecord, spans []classify.Span, what string)
+	if os.Getenv("SECRETS_TUNING_MISSES") != "" {
+		c := secretsPack(t)
+		miss = func(r vendorRecord, spans []classify.Span, what string) {
+			t.Logf("gitleaks tuning %s %s %s: %q spans %s", r.Family, r.Kind, what, r.text, describeSpans(c, r.text, spans))
+		}
+	}
 	for _, split := range []string{"tuning", "heldout"} {
-		fig := scoreVendor(t, recs, split, nil)
+		m := miss
+		if split != "tuning" {
+			m = nil // the held-out split is reported in figures only
+		}
+		fig := scoreVendor(t, recs, split, m)
 		t.Logf("gitleaks %s: %s", split, fig)
 		if fig.distRecall() < gitleaksDistRecallMin {
 			t.Errorf("gitleaks %s distinctive recall %.3f, want ≥ %.3f", split, fig.distRecall(), gitleaksDistRecallMin)

@@ -88,7 +88,7 @@ func (c *Classifier) openshiftTokenAt(sc *scanState, i int) bool {
 func (c *Classifier) maxmindKeyAt(sc *scanState, i int) bool {
 	s := sc.s
 	a := i - 6
-	if !c.on(detGenericSecret) || a < 0 || i+35 > len(s) || !allIn(s[a:i], cB62) || !tokenStart(s, a) {
+	if !c.on(detGenericSecret) || a < 0 || i+34 > len(s) || !allIn(s[a:i], cB62) || !tokenStart(s, a) {
 		return false
 	}
 	e, ok := matchSegs(s, i, []seg{{"_", cB62, 29, 29}, {"_mmk", cB62, 0, 0}})
@@ -250,4 +250,31 @@ func allIn(v string, k charClass) bool {
 // a longer token.
 func tokenEnd(s string, e int) bool {
 	return e == len(s) || !isB64URL(s[e])
+}
+
+// databricksRules are Databricks personal access tokens: "dapi", 32 hex digits and, on some
+// clouds, '-' and a digit (Databricks docs: Authentication › personal access tokens). Their
+// prefix begins with a small letter, which the vendor index does not key (a small letter
+// begins most words), so they are found from the first digit of the body (databricksAt).
+var databricksRules = []vendorRule{
+	{kind: "databricks-token", prefix: "dapi", segs: []seg{{"", cHex, 32, 32}, {"-", cDigit, 1, 2}}, det: detGenericSecret},
+	{kind: "databricks-token", prefix: "dapi", segs: hex32, det: detGenericSecret},
+}
+
+// databricksAt handles a digit at i that follows a letter: when the run of letters before it
+// begins with "dapi" at the start of a token, a Databricks token may begin there.
+func (c *Classifier) databricksAt(sc *scanState, i int) {
+	s := sc.s
+	a := i
+	for a > 0 && i-a <= 36 && isAlpha(s[a-1]) {
+		a--
+	}
+	if i-a < 4 || s[a:a+4] != "dapi" || !tokenStart(s, a) {
+		return
+	}
+	for k := range databricksRules {
+		if c.vendorToken(sc, &databricksRules[k], a) {
+			return
+		}
+	}
 }
