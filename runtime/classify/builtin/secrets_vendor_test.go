@@ -463,7 +463,11 @@ func TestSecretsGitleaksCorpus(t *testing.T) {
 	if os.Getenv("SECRETS_TUNING_MISSES") != "" {
 		c := secretsPack(t)
 		miss = func(r vendorRecord, spans []classify.Span, what string) {
-			t.Logf("gitleaks tuning %s %s %s: %q spans %s", r.Family, r.Kind, what, r.text, describeSpans(c, r.text, spans))
+			d := ""
+			if r.Distinctive {
+				d = " distinctive"
+			}
+			t.Logf("gitleaks tuning %s %s%s %s: %q spans %s", r.Family, r.Kind, d, what, r.text, describeSpans(c, r.text, spans))
 		}
 	}
 	for _, split := range []string{"tuning", "heldout"} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
@@ -120,6 +121,40 @@ func TestJOSETokensWithoutAJSONPayload(t *testing.T) {
 			checkEverySplit(t, c, "token "+tc.tok+" ok")
 			for delta := 1; delta <= 32; delta += 7 {
 				checkDeltas(t, c, "token "+tc.tok+" ok", delta)
+			}
+		}
+	}
+}
+
+// TestDatabricksToken: "dapi", 32 hex digits and an optional "-2" is found without a key, with
+// every detector and with the secrets pack alone (where a digit triggers only after a
+// letter); a body one short or long, a token inside a word, and hex with a stray letter are
+// not.
+func TestDatabricksToken(t *testing.T) {
+	body := fakeHex(32, 5)
+	tok := "da" + "pi" + body
+	for name, c := range map[string]*Classifier{"secrets": secretsPack(t), "all": streamingClassifier(t)} {
+		spans := func(text string) []classify.Span {
+			res, err := c.Classify(context.Background(), classify.Input{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Spans
+		}
+		for _, v := range []string{tok, tok + "-2"} {
+			for _, ctx := range []string{"%s", "see %s.", "[\"%s\"]", "host = x\ntoken = %s\n"} {
+				text := strings.Replace(ctx, "%s", v, 1)
+				a := strings.Index(text, v)
+				if sp := spans(text); !covered(sp, a, a+len(v)) {
+					t.Errorf("%s: %q not redacted whole: %v", name, text, sp)
+				}
+			}
+		}
+		stray := []byte(body)
+		stray[9] = 'x'
+		for _, v := range []string{tok[:len(tok)-1], tok + "a", "my" + tok, "da" + "pi" + string(stray)} {
+			if sp := spans("see " + v + " here"); len(sp) > 0 {
+				t.Errorf("%s: %q flagged: %v", name, v, sp)
 			}
 		}
 	}
