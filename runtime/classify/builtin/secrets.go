@@ -103,6 +103,9 @@ func (c *Classifier) slackToken(sc *scanState, start, body int) {
 	if len(v) < 20 && !legacy || repeats(v, 6) || longestSequence(v) >= 8 { // xoxp-1234567890-…
 		return
 	}
+	if k := strings.LastIndexByte(v, '-'); len(v)-k-1 >= 16 && !isOneCaseDraw(v[k+1:]) && isWordlike(v[k+1:]) {
+		return // words where the random part goes: xoxe.xoxp-1-SlackAppConfigurationTokenHere
+	}
 	c.emit(sc, detSlack, start, e)
 }
 

@@ -106,13 +106,16 @@ func (c *Classifier) vendorToken(sc *scanState, r *vendorRule, start int) bool {
 	if e < len(s) && (isWordByte(s[e]) || last.has(s[e])) {
 		return false // longer than the format allows
 	}
+	if e+1 < len(s) && s[e] == '.' && isAlnum(s[e+1]) && last != cGitLab {
+		return false // a '.' and more of a name after it: a file or host name ("….ico-<hex>.png")
+	}
 	if last == cGitLab {
 		for e > body && s[e-1] == '.' {
 			e-- // a sentence's full stop
 		}
 	}
-	if v := s[body:e]; repeats(v, 6) || classMix(v) < 2 && len(v) > 1 {
-		return false // a placeholder: XXXXXX, 000000, or one class only
+	if v := s[body:e]; repeats(v, 6) || classMix(v) < 2 && len(v) > 1 || tokenPlaceholder(v) {
+		return false // a placeholder: XXXXXX, 000000, one class only, abcdef…, …EXAMPLE…
 	}
 	if v := s[body:e]; len(r.segs) == 1 && !identifying(r.prefix) && len(v) >= minGenericValue && !isOneCaseDraw(v) && isWordlike(v) {
 		return false // a prefix that is a shared word ("test_", "key-") and words after it: an identifier
@@ -140,12 +143,34 @@ func (c *Classifier) longTokenPrefix(sc *scanState, r *vendorRule, start, body i
 	if r.maxLen() <= maxGenericSecret || len(s)-body < longPrefixBody || !prefixOfSegs(s[body:], r.segs) {
 		return false
 	}
-	if v := s[body:]; repeats(v, 6) || classMix(v) < 2 {
+	if v := s[body:]; repeats(v, 6) || classMix(v) < 2 || tokenPlaceholder(v) {
 		return false
 	}
 	c.emit(sc, r.det, start, len(s))
 	return true
 }
+
+// tokenPlaceholder reports a token body written by hand for documentation or a test: six or
+// more characters in sequence ("abcdef", "123456") or one of the longer words documentation
+// writes ("EXAMPLE", "placeholder", "changeme", "redacted"), in either case. A random body of
+// base62 holds such a run with a probability under 10⁻⁶ (the shorter placeholder words of
+// isPlaceholder, "your" or "todo", are left out: a long random body holds one of them about
+// once in a few thousand).
+func tokenPlaceholder(v string) bool {
+	if isSequence(v) {
+		return true
+	}
+	for _, w := range tokenPlaceholderWords {
+		for i := 0; i+len(w) <= len(v); i++ {
+			if hasPrefixFold(v[i:], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var tokenPlaceholderWords = []string{"example", "placeholder", "changeme", "redacted"}
 
 // narrow reports whether a run of r's body is documented in a narrower alphabet than the
 // one it is matched in (charClass.lenient).

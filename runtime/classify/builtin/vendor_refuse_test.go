@@ -159,3 +159,40 @@ func TestDatabricksToken(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenPlaceholders: a vendor token whose body holds a run in sequence or a word of
+// documentation, a Terraform token of x's, a Slack token with words for its random part, and
+// a token that is part of a file name are not secrets; the same tokens with a random body are.
+func TestTokenPlaceholders(t *testing.T) {
+	c := secretsPack(t)
+	found := func(text string) bool {
+		res, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Spans) > 0
+	}
+	for _, v := range []string{
+		"AI" + "zaSy" + "abcdefghijklmnopqrstuvwxyz1234567",
+		"AI" + "zaSy" + fakeFrom(alphaB62, 14, 3) + "EXAMPLE" + fakeFrom(alphaB62, 12, 4),
+		"hv" + "s." + fakeFrom(alphaB62, 30, 5) + "Placeholder",
+		strings.Repeat("x", 14) + ".atlas" + "v1." + strings.Repeat("x", 67),
+		"xo" + "xe.xoxp-1-SlackAppConfigurationAccessTokenHere",
+		"https://cdn.example.com/media/video_box.i" + "co-" + fakeFrom(alphaB62, 32, 6) + ".png",
+	} {
+		if found("see " + v + " here") {
+			t.Errorf("%q flagged", v)
+		}
+	}
+	for _, v := range []string{
+		"AI" + "zaSy" + fakeFrom(alphaB62+"-_", 33, 7),
+		"hv" + "s." + fakeFrom(alphaB62, 40, 8),
+		fakeFrom(alphaB62, 14, 9) + ".atlas" + "v1." + fakeFrom(alphaB62, 67, 10),
+		"xo" + "xb-" + fakeDigits(12, 11) + "-" + fakeDigits(13, 12) + "-" + fakeFrom(alphaB62, 24, 13),
+		"i" + "co-" + fakeFrom(alphaB62, 32, 14),
+	} {
+		if !found("see " + v + " here") {
+			t.Errorf("%q not flagged", v)
+		}
+	}
+}

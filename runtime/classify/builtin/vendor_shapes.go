@@ -25,8 +25,8 @@ func (c *Classifier) dotAt(sc *scanState, i int) {
 	switch {
 	case strings.HasPrefix(s[i+1:], "atlasv1."):
 		// Terraform Cloud and Enterprise API tokens: 14 characters, ".atlasv1.", 60 or more.
-		if a := i - 14; a >= 0 && tokenStart(s, a) && allIn(s[a:i], cB62) {
-			if e, ok := matchSegs(s, i+len(".atlasv1."), []seg{{"", cB62, 60, 80}}); ok && tokenEnd(s, e) {
+		if a := i - 14; a >= 0 && tokenStart(s, a) && allIn(s[a:i], cB62) && !repeats(s[a:i], 6) {
+			if e, ok := matchSegs(s, i+len(".atlasv1."), []seg{{"", cB62, 60, 80}}); ok && tokenEnd(s, e) && !repeats(s[i:e], 6) {
 				c.emit(sc, detGenericSecret, a, e)
 			}
 		}
