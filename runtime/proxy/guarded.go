@@ -245,12 +245,17 @@ func (x *exchange) forward() {
 	if x.retrieved {
 		method, body = http.MethodGet, nil
 	}
-	out, err := http.NewRequestWithContext(ctx, method, upstreamURL(x.up.base, x.r.URL).String(), body)
+	// The request is made from the upstream URL as it is, not from its string form
+	// parsed again (the same URL: upstreamURL leaves no RawPath to keep).
+	out, err := http.NewRequestWithContext(ctx, method, "", body)
 	if err != nil {
 		x.outcome("failed")
 		writeError(x.w, x.f, wire.Failed(""))
 		return
 	}
+	out.URL = upstreamURL(x.up.base, x.r.URL)
+	out.URL.Host = strings.TrimSuffix(out.URL.Host, ":") // an empty port, as NewRequest drops it
+	out.Host = out.URL.Host
 	copyHeaders(out.Header, x.r.Header)
 	// The guard reads responses: let the transport negotiate (and undo) compression.
 	out.Header.Del("Accept-Encoding")
@@ -356,22 +361,37 @@ func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
 	}
 }
 
-// hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1).
+// hopHeaders are connection-scoped and never forwarded (RFC 9110 §7.6.1); they are in
+// canonical form.
 var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length"}
 
 // copyHeaders copies end-to-end headers; credentials (Authorization, x-api-key) pass
 // untouched, unless a keyless provider's replace them afterwards (providerRoute.authorize).
+// The values of all the headers are copied into one slice, as http.Header.Clone does,
+// rather than one slice per header.
 func copyHeaders(dst, src http.Header) {
-	for k, vs := range src {
-		dst[k] = append([]string(nil), vs...)
+	n := 0
+	for _, vs := range src {
+		n += len(vs)
 	}
-	for _, f := range strings.Split(src.Get("Connection"), ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			dst.Del(f)
+	all := make([]string, n)
+	for k, vs := range src {
+		if len(vs) == 0 {
+			dst[k] = nil
+			continue
+		}
+		m := copy(all, vs)
+		dst[k], all = all[:m:m], all[m:]
+	}
+	if c := src.Get("Connection"); c != "" {
+		for f := range strings.SplitSeq(c, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				dst.Del(f)
+			}
 		}
 	}
 	for _, h := range hopHeaders {
-		dst.Del(h)
+		delete(dst, h)
 	}
 }

@@ -49,3 +49,19 @@ func BenchmarkHeaderClone(b *testing.B) {
 		_ = h.Clone()
 	}
 }
+
+// BenchmarkCopyHeaders is copyHeaders on the same header set, with a Connection header:
+// what every guarded call pays to build its upstream request (and again for the answer's
+// headers), against BenchmarkHeaderClone.
+func BenchmarkCopyHeaders(b *testing.B) {
+	h := http.Header{}
+	for _, k := range []string{"Authorization", "Content-Type", "Accept", "User-Agent", "X-Stainless-Lang",
+		"X-Stainless-Retry-Count", "X-Stainless-Timeout", "OpenAI-Project"} {
+		h.Set(k, "v")
+	}
+	h.Set("Connection", "keep-alive")
+	b.ReportAllocs()
+	for b.Loop() {
+		copyHeaders(make(http.Header, len(h)), h)
+	}
+}

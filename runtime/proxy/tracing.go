@@ -27,7 +27,12 @@ func (x *exchange) startCall() {
 		info.Server = u.Hostname()
 		info.Port, _ = strconv.Atoi(u.Port())
 		if info.Port == 0 {
-			info.Port = map[string]int{"https": 443, "http": 80}[u.Scheme]
+			switch u.Scheme {
+			case "https":
+				info.Port = 443
+			case "http":
+				info.Port = 80
+			}
 		}
 	}
 	x.call = x.p.cfg.Tracer.StartCall(x.r.Context(), x.r.Header, info)

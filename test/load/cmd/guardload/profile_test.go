@@ -12,8 +12,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/audit"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
@@ -31,6 +33,13 @@ func BenchmarkGuardChat(b *testing.B) {
 }
 
 func BenchmarkPlainChat(b *testing.B) { benchChat(b, plainHandler(b), false) }
+
+// BenchmarkGuardChatAudit is BenchmarkGuardChat with the audit log on, its lines written
+// to a file as a container runtime writes stdout: a write per line, which the client's
+// answer does not wait for (the answer is flushed before the request's bookkeeping).
+func BenchmarkGuardChatAudit(b *testing.B) {
+	benchChat(b, guardHandlerWith(b, &config{streamCadence: 64}, true), false)
+}
 
 func BenchmarkGuardStream(b *testing.B) {
 	benchChat(b, guardHandler(b, &config{streamCadence: 64}), true)
@@ -56,6 +65,11 @@ func providerServer(b *testing.B) *httptest.Server {
 }
 
 func guardHandler(b *testing.B, cfg *config) func(upstream *url.URL) http.Handler {
+	return guardHandlerWith(b, cfg, false)
+}
+
+// guardHandlerWith is guardHandler, with the audit log on when audited.
+func guardHandlerWith(b *testing.B, cfg *config, audited bool) func(upstream *url.URL) http.Handler {
 	return func(upstream *url.URL) http.Handler {
 		path := filepath.Join(b.TempDir(), "policy.yaml")
 		if err := os.WriteFile(path, []byte(policyYAML(cfg)), 0o600); err != nil {
@@ -65,7 +79,16 @@ func guardHandler(b *testing.B, cfg *config) func(upstream *url.URL) http.Handle
 		if err != nil {
 			b.Fatal(err)
 		}
-		px := proxy.New(proxy.Config{OpenAIUpstream: upstream, AnthropicUpstream: upstream,
+		tel := telemetry.New(nil)
+		if audited {
+			f, err := os.Create(filepath.Join(b.TempDir(), "audit.jsonl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = f.Close() })
+			audit.New(audit.Config{Out: f, Pod: "bench", Version: "bench", Incarnation: "0123456789abcdef"}).Install(tel)
+		}
+		px := proxy.New(proxy.Config{OpenAIUpstream: upstream, AnthropicUpstream: upstream, Telemetry: tel,
 			Log: slog.New(slog.DiscardHandler)})
 		if err := px.Apply(snap); err != nil {
 			b.Fatal(err)
