@@ -83,6 +83,7 @@ func TestDecideRendersANativeSidecar(t *testing.T) {
 		"--ca-file=/var/run/secrets/guardrail.dev/ca/ca.crt",
 		"--snapshot-dir=/var/run/guardrail/snapshot",
 		"--openai-upstream=https://api.openai.com", "--anthropic-upstream=https://api.anthropic.com",
+		"--gemini-upstream=https://generativelanguage.googleapis.com",
 	}
 	if len(g.Command) != 1 || g.Command[0] != "/guard" {
 		t.Fatalf("command = %v: the image's entrypoint is the manager", g.Command)
@@ -95,6 +96,10 @@ func TestDecideRendersANativeSidecar(t *testing.T) {
 	}
 	if v, _ := envValue(&p.Spec.Containers[0], envAnthropicBaseURL); v != "http://127.0.0.1:15080" {
 		t.Fatalf("app ANTHROPIC_BASE_URL = %q", v)
+	}
+	// @google/genai appends the API version (/v1beta) to GOOGLE_GEMINI_BASE_URL itself.
+	if v, _ := envValue(&p.Spec.Containers[0], envGeminiBaseURL); v != "http://127.0.0.1:15080" {
+		t.Fatalf("app GOOGLE_GEMINI_BASE_URL = %q", v)
 	}
 	if _, ok := envValue(&p.Spec.InitContainers[1], envOpenAIBaseURL); !ok {
 		t.Fatal("an init container after the native sidecar can call through it and should get the base URL")
@@ -166,6 +171,8 @@ func TestDecideRefusesBadAnnotationValues(t *testing.T) {
 		{"an upstream that is not http(s)", guardv1.AnnotationOpenAIUpstream, "ftp://models.internal", "http or https"},
 		{"an upstream without a scheme", guardv1.AnnotationAnthropicUpstream, "models.internal:8080", "http or https"},
 		{"an upstream with credentials", guardv1.AnnotationOpenAIUpstream, "https://user:secret@models.internal", "credentials"},
+		{"a Gemini upstream with credentials", guardv1.AnnotationGeminiUpstream, "https://user:secret@models.internal", "credentials"},
+		{"a Gemini upstream that is not http(s)", guardv1.AnnotationGeminiUpstream, "grpc://models.internal", "http or https"},
 		{"a memory request above its limit", guardv1.AnnotationMemory, "1Gi", "exceeds the memory limit"},
 	}
 	for _, tc := range cases {

@@ -26,6 +26,7 @@ func testConfig() *Config {
 		MemoryLimit:       resource.MustParse("256Mi"),
 		OpenAIUpstream:    "https://api.openai.com",
 		AnthropicUpstream: "https://api.anthropic.com",
+		GeminiUpstream:    "https://generativelanguage.googleapis.com",
 	}
 }
 

@@ -36,6 +36,7 @@ type Flags struct {
 	cpu, memory           string
 	cpuLimit, memoryLimit string
 	openAI, anthropic     string
+	gemini                string
 	nativeSidecars        string
 	auditLog              bool
 	tracing               Tracing
@@ -49,6 +50,7 @@ const (
 	defaultMemoryLimit       = "256Mi"
 	defaultOpenAIUpstream    = "https://api.openai.com"
 	defaultAnthropicUpstream = "https://api.anthropic.com"
+	defaultGeminiUpstream    = "https://generativelanguage.googleapis.com"
 )
 
 // Certificate management modes (--cert-management).
@@ -82,6 +84,7 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.memoryLimit, "guard-memory-limit", defaultMemoryLimit, "Default memory limit of the guard, empty for none (annotation "+guardv1.AnnotationMemoryLimit+").")
 	fs.StringVar(&f.openAI, "guard-openai-upstream", defaultOpenAIUpstream, "Default OpenAI-compatible provider (annotation "+guardv1.AnnotationOpenAIUpstream+").")
 	fs.StringVar(&f.anthropic, "guard-anthropic-upstream", defaultAnthropicUpstream, "Default Anthropic provider (annotation "+guardv1.AnnotationAnthropicUpstream+").")
+	fs.StringVar(&f.gemini, "guard-gemini-upstream", defaultGeminiUpstream, "Default Gemini API endpoint (annotation "+guardv1.AnnotationGeminiUpstream+").")
 	fs.BoolVar(&f.auditLog, "guard-audit-log", false, "Injected guards write their audit log, a JSON line per "+
 		"decision, to stdout (docs/audit-log.md); annotation "+guardv1.AnnotationAuditLog+" overrides it per pod.")
 	fs.StringVar(&f.tracing.Endpoint, "guard-otel-endpoint", "", "OTLP endpoint (a collector's base URL, http:// or "+
@@ -173,6 +176,7 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 		OperatorNamespace: ns,
 		OpenAIUpstream:    f.openAI,
 		AnthropicUpstream: f.anthropic,
+		GeminiUpstream:    f.gemini,
 		AuditLog:          f.auditLog,
 		PreviousTracing:   f.previousTracing,
 	}
@@ -200,7 +204,8 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 		}
 		*q.into = v
 	}
-	for flagName, u := range map[string]string{"--guard-openai-upstream": f.openAI, "--guard-anthropic-upstream": f.anthropic} {
+	for flagName, u := range map[string]string{"--guard-openai-upstream": f.openAI, "--guard-anthropic-upstream": f.anthropic,
+		"--guard-gemini-upstream": f.gemini} {
 		if reason := checkUpstream(u); reason != "" {
 			return Options{}, fmt.Errorf("%s %s", flagName, reason)
 		}

@@ -61,6 +61,7 @@ const (
 	flagAdminListen       = guardv1.FlagAdminListen
 	flagOpenAIUpstream    = guardv1.FlagOpenAIUpstream
 	flagAnthropicUpstream = guardv1.FlagAnthropicUpstream
+	flagGeminiUpstream    = guardv1.FlagGeminiUpstream
 	flagControlPlane      = guardv1.FlagControlPlane
 	flagTokenFile         = guardv1.FlagTokenFile
 	flagCAFile            = guardv1.FlagCAFile
@@ -74,6 +75,9 @@ const (
 const (
 	envOpenAIBaseURL    = "OPENAI_BASE_URL"
 	envAnthropicBaseURL = "ANTHROPIC_BASE_URL"
+	// envGeminiBaseURL is the base URL @google/genai reads in Node.js (its browser build
+	// reads no environment); it appends the API version (/v1beta) itself.
+	envGeminiBaseURL = "GOOGLE_GEMINI_BASE_URL"
 )
 
 // The guard's Go runtime settings, derived from its resources.

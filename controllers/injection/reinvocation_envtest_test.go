@@ -86,7 +86,7 @@ var _ = Describe("Re-invocation by the apiserver", func() {
 				}
 				g.Expect(guards).To(Equal(1))
 				g.Expect(volumes).To(Equal(len(guardVolumeNames)))
-				g.Expect(p.Spec.Containers[0].Env).To(HaveLen(2))
+				g.Expect(p.Spec.Containers[0].Env).To(HaveLen(3)) // the OpenAI, Anthropic and Gemini base URLs
 			}).Should(Succeed())
 		},
 		Entry("in a namespace labelled enabled, whose entry skips pods labelled injected", "enabled"),

@@ -56,7 +56,7 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 	return findings
 }
 
-// setBaseURLs points the app containers' OpenAI and Anthropic SDKs at the guard, and
+// setBaseURLs points the app containers' OpenAI, Anthropic and Gemini SDKs at the guard, and
 // gives them the guard's URL of each MCP server it fronts (GUARDRAIL_MCP_<NAME>_URL). An
 // explicit value is kept (the app may have a reason) and reported: its calls may not pass
 // through the guard. A value that comes from envFrom cannot be seen here; env set by the
@@ -66,6 +66,7 @@ func setBaseURLs(pod *corev1.Pod, cfg *Config, s guardSettings) []finding {
 	want := []corev1.EnvVar{
 		{Name: envOpenAIBaseURL, Value: base + "/v1"},
 		{Name: envAnthropicBaseURL, Value: base},
+		{Name: envGeminiBaseURL, Value: base},
 	}
 	for _, u := range s.mcpUpstreams {
 		want = append(want, corev1.EnvVar{Name: mcpupstream.EnvVar(u.Name), Value: mcpupstream.GuardURL(int(cfg.ProxyPort), u.Name)})
@@ -122,7 +123,7 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		resources.Limits[corev1.ResourceMemory] = s.memoryLimit
 	}
 	args := []string{
-		"--" + flagListen + "=127.0.0.1:" + strconv.Itoa(int(cfg.ProxyPort)),
+		"--" + flagListen + "=" + listenHost(s) + ":" + strconv.Itoa(int(cfg.ProxyPort)),
 		"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),
 		"--" + flagControlPlane + "=" + cfg.ControlPlaneURL,
 		"--" + flagTokenFile + "=" + guardv1.TokenPath,
@@ -130,6 +131,9 @@ func guardContainer(cfg *Config, s guardSettings) corev1.Container {
 		"--" + flagSnapshotDir + "=" + snapshotDir,
 		"--" + flagOpenAIUpstream + "=" + s.openAIUpstream,
 		"--" + flagAnthropicUpstream + "=" + s.anthropicUpstream,
+	}
+	if s.geminiUpstream != "" {
+		args = append(args, "--"+flagGeminiUpstream+"="+s.geminiUpstream)
 	}
 	for _, u := range s.mcpUpstreams {
 		args = append(args, "--"+flagMCPUpstream+"="+u.String())
@@ -245,7 +249,8 @@ func RenderGuard(pod *corev1.Pod, g Guard, native bool, caPEM []byte, providers 
 	cfg := Config{Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort,
 		ControlPlaneURL: g.ControlPlaneURL, NativeSidecars: native, Version: moduleVersion(),
 		CPURequest: resource.MustParse(defaultCPURequest), MemoryRequest: resource.MustParse(defaultMemoryRequest),
-		MemoryLimit: resource.MustParse(defaultMemoryLimit), OpenAIUpstream: defaultOpenAIUpstream, AnthropicUpstream: defaultAnthropicUpstream}
+		MemoryLimit: resource.MustParse(defaultMemoryLimit), OpenAIUpstream: defaultOpenAIUpstream, AnthropicUpstream: defaultAnthropicUpstream,
+		GeminiUpstream: defaultGeminiUpstream}
 	s, _ := resolveSettings(pod.Annotations, &cfg)
 	for _, p := range providers {
 		s.providers = append(s.providers, chosenProvider{name: p})

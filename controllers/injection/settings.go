@@ -40,8 +40,9 @@ type Config struct {
 
 	// Resources are the guard's default requests and limits. A zero CPULimit means none.
 	CPURequest, MemoryRequest, CPULimit, MemoryLimit resource.Quantity
-	// OpenAIUpstream and AnthropicUpstream are the default provider base URLs.
-	OpenAIUpstream, AnthropicUpstream string
+	// OpenAIUpstream, AnthropicUpstream and GeminiUpstream are the default provider base
+	// URLs.
+	OpenAIUpstream, AnthropicUpstream, GeminiUpstream string
 	// AuditLog is the default of the guard's audit log (audit.go).
 	AuditLog bool
 	// Tracing is the tracing setting of the guards injected now, off when zero, and
@@ -55,11 +56,17 @@ type Config struct {
 type guardSettings struct {
 	cpuRequest, memoryRequest, cpuLimit, memoryLimit resource.Quantity
 	openAIUpstream, anthropicUpstream                string
-	mcpUpstreams                                     []mcpupstream.Upstream
+	// geminiUpstream is empty in a guard injected before the injector rendered it: that
+	// guard has no --gemini-upstream and uses its own default, the Gemini API.
+	geminiUpstream string
+	mcpUpstreams   []mcpupstream.Upstream
 	// providers are the ModelProviders the pod may use (resolveProviders), sorted by name.
 	providers []chosenProvider
 	// auditLog turns the guard's audit log on (audit.go).
 	auditLog bool
+	// shared renders the proxy on every address of the pod, not 127.0.0.1: a shared
+	// guard's pod (shared.go), never an injected sidecar.
+	shared bool
 	// tracing is the guard's tracing setting, the manager's (tracing.go); no annotation
 	// sets it.
 	tracing Tracing
@@ -81,7 +88,7 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 	s := guardSettings{
 		cpuRequest: cfg.CPURequest, memoryRequest: cfg.MemoryRequest,
 		cpuLimit: cfg.CPULimit, memoryLimit: cfg.MemoryLimit,
-		openAIUpstream: cfg.OpenAIUpstream, anthropicUpstream: cfg.AnthropicUpstream,
+		openAIUpstream: cfg.OpenAIUpstream, anthropicUpstream: cfg.AnthropicUpstream, geminiUpstream: cfg.GeminiUpstream,
 		tracing: cfg.Tracing.normalized(),
 	}
 	var refused []refusal
@@ -118,6 +125,7 @@ func resolveSettings(annotations map[string]string, cfg *Config) (guardSettings,
 	}
 	upstream(guardv1.AnnotationOpenAIUpstream, &s.openAIUpstream)
 	upstream(guardv1.AnnotationAnthropicUpstream, &s.anthropicUpstream)
+	upstream(guardv1.AnnotationGeminiUpstream, &s.geminiUpstream)
 	if raw, ok := annotations[guardv1.AnnotationMCPUpstreams]; ok {
 		ups, err := mcpupstream.ParseList(raw)
 		if err != nil {

@@ -90,6 +90,10 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 	if why != "" {
 		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
 	}
+	if s.shared && len(s.providers) > 0 {
+		return fmt.Errorf("container %s listens beyond loopback and carries a ModelProvider: whoever reaches it would call "+
+			"the model with the platform's credential", guardv1.ContainerName)
+	}
 	if !g.acceptsTracing(s.tracing) {
 		return fmt.Errorf("container %s has OTEL_* tracing settings the manager does not render (its endpoint, protocol, "+
 			"sampler or resource attributes differ from the manager's --guard-otel-* and --guard-otel-previous)", guardv1.ContainerName)
@@ -183,14 +187,19 @@ func settingsOf(c *corev1.Container) (guardSettings, string) {
 		}
 		seen[name] = true
 		switch name {
-		case flagOpenAIUpstream, flagAnthropicUpstream:
+		case flagListen:
+			s.shared = strings.HasPrefix(value, ":")
+		case flagOpenAIUpstream, flagAnthropicUpstream, flagGeminiUpstream:
 			if why := checkUpstream(value); why != "" {
 				return s, fmt.Sprintf("takes a --%s that %s", name, why)
 			}
-			if name == flagOpenAIUpstream {
+			switch name {
+			case flagOpenAIUpstream:
 				s.openAIUpstream = value
-			} else {
+			case flagAnthropicUpstream:
 				s.anthropicUpstream = value
+			default:
+				s.geminiUpstream = value
 			}
 		case flagMCPUpstream:
 			u, err := mcpupstream.Parse(value)
@@ -349,7 +358,7 @@ func samePorts(got, want []corev1.ContainerPort) bool {
 // ones included) and the ModelProviders come from the pod's annotations, the rest from
 // the manager.
 var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
-	flagOpenAIUpstream, flagAnthropicUpstream, flagMCPUpstream, flagProvider, flagAuditLog}
+	flagOpenAIUpstream, flagAnthropicUpstream, flagGeminiUpstream, flagMCPUpstream, flagProvider, flagAuditLog}
 
 // GuardProviders returns the ModelProviders a pod's guard was injected for: the values of
 // its --provider flags, sorted and without duplicates. The caller verifies the pod first

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -121,6 +122,12 @@ func TestVerifyGuardRefusesAGuardThatIsNotTheRenderedOneValueForValue(t *testing
 		{"its token file is another path", arg(flagTokenFile, "/tmp/token"), "takes arguments other than"},
 		{"it listens beyond loopback", arg(flagListen, "0.0.0.0:15080"), "takes arguments other than"},
 		{"an upstream with credentials", arg(flagOpenAIUpstream, "https://user:pw@api.example"), "must not carry credentials"},
+		{"a Gemini upstream with credentials", arg(flagGeminiUpstream, "https://user:pw@gemini.example"), "must not carry credentials"},
+		{"a Gemini upstream that is not http(s)", arg(flagGeminiUpstream, "file:///etc/passwd"), "http or https"},
+		{"the Gemini upstream before the others", func(_ *corev1.Pod, c *corev1.Container) {
+			n := len(c.Args)
+			c.Args[n-1], c.Args[n-2] = c.Args[n-2], c.Args[n-1]
+		}, "takes arguments other than"},
 		{"a flag given twice", func(_ *corev1.Pod, c *corev1.Container) { c.Args = append(c.Args, c.Args[2]) }, "twice"},
 		{"HTTPS_PROXY", env("HTTPS_PROXY", "http://10.0.0.9:3128"), `"HTTPS_PROXY"`},
 		{"https_proxy", env("https_proxy", "http://10.0.0.9:3128"), `"https_proxy"`},
@@ -171,6 +178,29 @@ func TestVerifyGuardRefusesAGuardThatIsNotTheRenderedOneValueForValue(t *testing
 				t.Errorf("the refusal quotes a value of the pod's: %v", err)
 			}
 		})
+	}
+}
+
+// A guard injected before the injector rendered --gemini-upstream has none (the guard's
+// own default is the Gemini API): it still counts, and one rendered with the annotation's
+// Gemini upstream counts with it.
+func TestVerifyGuardAcceptsAGuardWithoutAGeminiUpstream(t *testing.T) {
+	cfg := testConfig()
+	pod := renderedPod(cfg)
+	guard, _ := findGuard(pod)
+	if last := guard.Args[len(guard.Args)-1]; last != "--"+flagGeminiUpstream+"="+cfg.GeminiUpstream {
+		t.Fatalf("the guard's last argument is %q", last)
+	}
+	guard.Args = guard.Args[:len(guard.Args)-1]
+	if err := VerifyGuard(pod, cfg.Guard()); err != nil {
+		t.Fatalf("a guard injected without --gemini-upstream: %v", err)
+	}
+	pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{guardv1.AnnotationGeminiUpstream: "https://llm.example.com/gemini"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	s, refused := resolveSettings(pod.Annotations, cfg)
+	render(pod, cfg, s, []byte("ca"))
+	if err := VerifyGuard(pod, cfg.Guard()); err != nil || len(refused) != 0 {
+		t.Fatalf("a guard with the annotation's Gemini upstream: %v %v", err, refused)
 	}
 }
 

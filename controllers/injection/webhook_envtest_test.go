@@ -144,6 +144,7 @@ var _ = Describe("The pod injector", func() {
 
 		Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "OPENAI_BASE_URL", Value: "https://llm-gateway.internal/v1"}))
 		Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "ANTHROPIC_BASE_URL", Value: "http://127.0.0.1:15080"}))
+		Expect(pod.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "GOOGLE_GEMINI_BASE_URL", Value: "http://127.0.0.1:15080"}))
 		Expect(warnings.all()).To(ContainElement(And(ContainSubstring("OPENAI_BASE_URL"), ContainSubstring("bypass the guard"))))
 		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeWarning, ReasonBaseURLKept, "OPENAI_BASE_URL"))
 		Eventually(eventsOf(pod)).Should(haveEvent(corev1.EventTypeNormal, ReasonInjected, ""))

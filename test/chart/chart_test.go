@@ -187,6 +187,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		{"webhook.failurePolicy=Sometimes", "failurePolicy"},
 		{"image.pullPolicy=Sometimes", "pullPolicy"},
 		{"guard.openaiUpstream=ftp://example.com", "openaiUpstream"},
+		{"guard.geminiUpstream=generativelanguage.googleapis.com", "geminiUpstream"},
 		{"guard.memoryLimit=-1Mi", "memoryLimit"},
 		{"guard.nativeSidecars=maybe", "nativeSidecars"},
 		{"watchNamespaces={Team_A}", "watchNamespaces"},

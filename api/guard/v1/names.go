@@ -40,6 +40,8 @@ const (
 	AnnotationOpenAIUpstream = "guardrail.dev/openai-upstream"
 	// AnnotationAnthropicUpstream is the base URL the guard forwards Anthropic calls to.
 	AnnotationAnthropicUpstream = "guardrail.dev/anthropic-upstream"
+	// AnnotationGeminiUpstream is the base URL the guard forwards Gemini API calls to.
+	AnnotationGeminiUpstream = "guardrail.dev/gemini-upstream"
 	// AnnotationMCPUpstreams lists MCP servers the guard fronts, "NAME=URL,NAME=URL":
 	// each is passed to the guard as FlagMCPUpstream and given to the app containers as
 	// GUARDRAIL_MCP_<NAME>_URL. A list with one bad pair is refused whole.
@@ -90,6 +92,7 @@ const (
 	FlagAdminListen       = "admin-listen"
 	FlagOpenAIUpstream    = "openai-upstream"
 	FlagAnthropicUpstream = "anthropic-upstream"
+	FlagGeminiUpstream    = "gemini-upstream"
 	// FlagAuditLog turns the guard's audit log (a JSON line per decision) on.
 	FlagAuditLog = "audit-log"
 	// FlagMCPUpstream is repeatable: NAME=URL.
