@@ -85,8 +85,8 @@ func (s *streamer) chunk(b []byte, eos bool) []byte {
 		}
 		s.event(&ev)
 	}
-	if s.done {
-		consumed = len(s.pending)
+	if s.done && !s.awaiting {
+		consumed = len(s.pending) // nothing after the answer's end is read
 	}
 	s.pending = s.pending[:copy(s.pending, s.pending[consumed:])]
 	if s.awaiting && (!time.Now().Before(s.awaitUntil) || eos) {
