@@ -20,6 +20,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
@@ -152,6 +153,23 @@ type Call struct {
 	span trace.Span
 	ctx  context.Context
 	t    *Tracer
+
+	// mu guards pending and held: the spans of the call's first evaluations, made when the
+	// call ends (see Evaluation).
+	mu      sync.Mutex
+	pending [heldEvaluations]heldEvaluation
+	held    int
+}
+
+// heldEvaluations is how many evaluation spans a call holds until it ends: a call's
+// Input and Output evaluations, and a stream's first ones. Evaluations past them get
+// their spans at once, so that a long stream's are not all held.
+const heldEvaluations = 4
+
+// heldEvaluation is an evaluation whose span is made when its call ends.
+type heldEvaluation struct {
+	rec   engine.Record
+	start time.Time
 }
 
 // StartCall starts the span of a guarded call, a child of the span h's traceparent names
@@ -233,6 +251,13 @@ func (c *Call) End(outcome string) {
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	held := c.pending[:c.held]
+	c.held = len(c.pending) // an evaluation after End, if any, gets its span at once
+	c.mu.Unlock()
+	for i := range held {
+		c.evaluation(&held[i].rec, held[i].start)
+	}
 	if outcome != "" {
 		c.span.SetAttributes(attribute.String("guardrail.request.outcome", outcome))
 	}
@@ -247,6 +272,12 @@ func (c *Call) End(outcome string) {
 // Evaluation makes the span of one guardrail evaluation from its decision record: it
 // started at start (the record's end less its duration when zero) and lasted
 // rec.Duration. It implements engine.Tracer.
+//
+// The spans of a call's first evaluations are made when the call ends (End), with the
+// same times, attributes and parent: the evaluations run on the request's path (the
+// Input phase before the provider is called, Output before the answer is written), and
+// making their spans then would delay the answer by what the span costs. The engine does
+// not change a record's findings once it has emitted it.
 func (c *Call) Evaluation(rec engine.Record, start time.Time) {
 	if c == nil {
 		return
@@ -254,6 +285,19 @@ func (c *Call) Evaluation(rec engine.Record, start time.Time) {
 	if start.IsZero() {
 		start = time.Now().Add(-rec.Duration)
 	}
+	c.mu.Lock()
+	if c.held < len(c.pending) {
+		c.pending[c.held] = heldEvaluation{rec: rec, start: start}
+		c.held++
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	c.evaluation(&rec, start)
+}
+
+// evaluation makes the span of one evaluation (see Evaluation).
+func (c *Call) evaluation(rec *engine.Record, start time.Time) {
 	namespace, name := splitKey(rec.Guardrail)
 	attrs := make([]attribute.KeyValue, 0, 12)
 	attrs = append(attrs,
