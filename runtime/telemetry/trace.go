@@ -6,11 +6,15 @@ import (
 )
 
 // TraceIDs reads the W3C traceparent header (version-traceid-spanid-flags) of a request,
-// whose ids decision records carry; both are empty when it is absent or malformed.
+// whose ids decision records carry; both are empty when it is absent or malformed. It
+// reads the fields in place: no slice of them per request.
 func TraceIDs(h http.Header) (trace, span string) {
-	parts := strings.Split(h.Get("Traceparent"), "-")
-	if len(parts) != 4 || len(parts[1]) != 32 || len(parts[2]) != 16 {
+	v := h.Get("Traceparent")
+	_, rest, ok1 := strings.Cut(v, "-")
+	trace, rest, ok2 := strings.Cut(rest, "-")
+	span, flags, ok3 := strings.Cut(rest, "-")
+	if !ok1 || !ok2 || !ok3 || strings.Contains(flags, "-") || len(trace) != 32 || len(span) != 16 {
 		return "", ""
 	}
-	return parts[1], parts[2]
+	return trace, span
 }
