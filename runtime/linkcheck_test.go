@@ -73,6 +73,21 @@ func TestTheGuardLinksNoKubernetesPackage(t *testing.T) {
 	}
 }
 
+// The Envoy external processor (cmd/guard-extproc) runs where the gateway runs, with the
+// guard's engine: it links gRPC, which it serves, but nothing of Kubernetes or of the
+// operator either.
+func TestTheExtprocLinksNoKubernetesPackage(t *testing.T) {
+	var bad []string
+	for _, dep := range linked(t, module+"cmd/guard-extproc") {
+		if !strings.HasPrefix(dep, "google.golang.org/grpc") {
+			bad = append(bad, dep)
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("guard-extproc links %d packages it must not: %s", len(bad), strings.Join(bad, " "))
+	}
+}
+
 // The check sees a forbidden package when one is linked: the operator's adapter links
 // apimachinery through api/v1alpha1.
 func TestTheCheckFindsKubernetesPackages(t *testing.T) {

@@ -17,7 +17,7 @@
 // --provider=NAME (keyless apps, README.md) it sends a family's calls to that ModelProvider
 // with the credential the control plane delivered. An admin listener serves /healthz, /readyz
 // (ready once a policy is loaded) and Prometheus /metrics. It takes no proxy, CA or debug
-// setting from its environment (environ.go; README.md says which variables it drops).
+// setting from its environment (runtime/guardproc; README.md says which variables it drops).
 //
 // Both servers bound what a client can hold. The proxy: request headers within
 // --read-header-timeout, each read of a request body within --read-idle-timeout (a body
@@ -25,7 +25,7 @@
 // --write-idle-timeout, and keep-alive connections closed after --idle-timeout. It has no
 // whole-request read or write timeout, which would cut streams that last as long as the
 // model writes. The admin listener, reachable from the cluster, has short fixed timeouts
-// and serves at most 64 connections at once (adminLimits).
+// and serves at most 64 connections at once (runtime/guardproc.AdminLimits).
 package main
 
 import (
@@ -33,7 +33,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,15 +47,13 @@ import (
 
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
+	"github.com/guardrail-dev/guardrail-operator/runtime/guardproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
-	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 )
 
 type options struct {
@@ -81,10 +78,10 @@ type options struct {
 }
 
 func main() {
-	// First of all: a guard started with variables it must not honour (environ.go) starts
-	// again without them, before it reads anything or holds any credential.
-	if env, dropped := scrubEnv(os.Environ()); len(dropped) > 0 {
-		err := restartWithout(env, dropped)
+	// First of all: a guard started with variables it must not honour (runtime/guardproc)
+	// starts again without them, before it reads anything or holds any credential.
+	if env, dropped := guardproc.ScrubEnv(os.Environ()); len(dropped) > 0 {
+		err := guardproc.RestartWithout(env, dropped)
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("Guard not started: unset the variables it ignores",
 			"variables", dropped, "error", err.Error())
 		os.Exit(2)
@@ -147,7 +144,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if err := undumpable(); err != nil {
+	if err := guardproc.Undumpable(); err != nil {
 		log.Warn("The guard's memory stays readable by processes of its user (prctl PR_SET_DUMPABLE failed)", "error", err.Error())
 	}
 	if err := egress.SystemRootsPresent(); err != nil {
@@ -167,8 +164,10 @@ func main() {
 }
 
 func run(o options, log *slog.Logger) error {
-	if (o.policyFile == "") == (o.controlPlane == "") {
-		return errors.New("exactly one policy source is needed: --policy-file, or --control-plane with --token-file and --ca-file")
+	policySrc := guardproc.PolicySource{File: o.policyFile, Interval: o.policyInterval, ControlPlane: o.controlPlane,
+		TokenFile: o.tokenFile, CAFile: o.caFile, SnapshotDir: o.snapshotDir, DecisionInterval: o.decisionInterval}
+	if err := policySrc.Validate(); err != nil {
+		return err
 	}
 	if len(o.providers) > 0 && o.controlPlane == "" {
 		return fmt.Errorf("--%s needs --%s: a model provider's credential comes only from the control plane",
@@ -176,11 +175,6 @@ func run(o options, log *slog.Logger) error {
 	}
 	if err := mcpupstream.Unique(o.mcpUpstreams); err != nil {
 		return fmt.Errorf("--%s: %w", guardv1.FlagMCPUpstream, err)
-	}
-	if o.controlPlane != "" {
-		if u, err := url.Parse(o.controlPlane); err != nil || u.Scheme != "https" || u.Host == "" {
-			return fmt.Errorf("--%s must be an absolute https URL, got %q", guardv1.FlagControlPlane, o.controlPlane)
-		}
 	}
 	openaiURL, err := parseUpstream("--openai-upstream", o.openaiUpstream)
 	if err != nil {
@@ -200,19 +194,11 @@ func run(o options, log *slog.Logger) error {
 			return fmt.Errorf("--pod-labels: %w", err)
 		}
 	}
-	var decisions io.Writer
-	switch o.decisionLog {
-	case "":
-	case "-":
-		decisions = os.Stdout
-	default:
-		f, err := os.OpenFile(o.decisionLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return fmt.Errorf("--decision-log: %w", err)
-		}
-		defer func() { _ = f.Close() }()
-		decisions = f
+	decisions, closeDecisions, err := guardproc.OpenDecisionLog(o.decisionLog)
+	if err != nil {
+		return err
 	}
+	defer closeDecisions()
 	tel := telemetry.New(decisions)
 	var passThrough []string
 	for _, p := range strings.Split(o.passThrough, ",") {
@@ -231,28 +217,12 @@ func run(o options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var src policysource.Source = &policysource.File{Path: o.policyFile, Interval: o.policyInterval}
-	var reporter *controlplane.Reporter
-	if o.controlPlane != "" {
-		src = &controlplane.Client{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
-			SnapshotDir: o.snapshotDir, Log: log}
-		// Decisions go back over the same channel.
-		agg := controlplane.NewAggregator()
-		tel.OnRequest(agg.Add)
-		tel.OnEvaluation(agg.Evaluated)
-		tel.OnProviderUsage(agg.ProviderUsed)
-		reporter = &controlplane.Reporter{URL: o.controlPlane, TokenFile: o.tokenFile, CAFile: o.caFile,
-			Interval: o.decisionInterval, Agg: agg, Log: log}
-		registerReporterMetrics(tel.Registry, agg, reporter)
-		go reporter.Run(ctx)
-	}
+	// With the control plane, decisions go back over the same channel.
+	reporter := policySrc.Reporter(ctx, tel, log)
 	if err := startAudit(o, tel, reporter, log); err != nil {
 		return err
 	}
-	go src.Run(ctx, px.Apply, func(err error) {
-		tel.PolicyError()
-		log.Error("Policy not applied; the last good policy stays in force", "error", err.Error())
-	})
+	policySrc.Run(ctx, tel, px.Apply, log)
 
 	srv := &http.Server{
 		Handler:           routes(px, mcpHandler(o, px, tel, log)),
@@ -264,8 +234,8 @@ func run(o options, log *slog.Logger) error {
 		// and cancel the request when it passed.
 	}
 	var adminRefused atomic.Int64
-	registerAdminMetrics(tel.Registry, &adminRefused)
-	adminSrv := newAdminServer(adminMux(px, tel), defaultAdminLimits)
+	guardproc.RegisterAdminMetrics(tel.Registry, &adminRefused)
+	adminSrv := guardproc.NewAdminServer(guardproc.AdminMux(px, tel), guardproc.DefaultAdminLimits)
 
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", o.listen)
@@ -276,7 +246,7 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	adminLn = capConns(adminLn, defaultAdminLimits.MaxConns, &adminRefused)
+	adminLn = guardproc.CapConns(adminLn, guardproc.DefaultAdminLimits.MaxConns, &adminRefused)
 	log.Info("Guard listening", "proxy", ln.Addr().String(), "admin", adminLn.Addr().String(),
 		"openaiUpstream", openaiURL.Redacted(), "anthropicUpstream", anthropicURL.Redacted(), "geminiUpstream", geminiURL.Redacted())
 	errc := make(chan error, 2)
@@ -297,14 +267,8 @@ func run(o options, log *slog.Logger) error {
 		err = srv.Close()
 	}
 	_ = adminSrv.Shutdown(shutdownCtx)
-	if reporter != nil {
-		// Every request has ended: the last decisions go out before the guard does.
-		flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
-		if ferr := reporter.Flush(flushCtx); ferr == nil {
-			log.Info("All decisions delivered to the control plane")
-		}
-		cancelFlush()
-	}
+	// Every request has ended: the last decisions go out before the guard does.
+	guardproc.FlushDecisions(reporter, log)
 	return err
 }
 
@@ -334,38 +298,6 @@ func mcpHandler(o options, px *proxy.Proxy, tel *telemetry.Telemetry, log *slog.
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle,
 		Telemetry: tel, Log: log,
 	})
-}
-
-func adminMux(px *proxy.Proxy, tel *telemetry.Telemetry) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !px.Ready() {
-			http.Error(w, "no policy loaded", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok policy "+px.Version()+"\n")
-	})
-	mux.Handle("GET /metrics", tel.Registry)
-	return mux
-}
-
-// registerReporterMetrics exports what the decision reporter could not deliver in full.
-func registerReporterMetrics(reg *prom.Registry, agg *controlplane.Aggregator, reporter *controlplane.Reporter) {
-	reg.NewCounterFunc(prom.Opts{Name: "guard_decisions_merged_total",
-		Help: "Decisions counted into their outcome's total only, the breakdown sent to the control plane being full."},
-		func() float64 { return float64(agg.Merged()) })
-	reg.NewCounterFunc(prom.Opts{Name: "guard_decision_batches_failed_total",
-		Help: "Decision batches the control plane did not take; their counts go with the next batch."},
-		func() float64 { return float64(reporter.Failures()) })
-}
-
-// registerAdminMetrics exports how many connections the admin listener refused over its
-// cap: a count that grows is a client holding connections open (adminLimits).
-func registerAdminMetrics(reg *prom.Registry, refused *atomic.Int64) {
-	reg.NewCounterFunc(prom.Opts{Name: "guard_admin_connections_refused_total",
-		Help: "Connections to the admin listener closed at once because it had as many open as it serves."},
-		func() float64 { return float64(refused.Load()) })
 }
 
 // validProviderName checks a --provider value: a ModelProvider's name (a DNS subdomain:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/guardproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -27,8 +28,8 @@ import (
 // when it used client_golang, with the same type and labels.
 func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 	tel := telemetry.New(nil)
-	registerReporterMetrics(tel.Registry, controlplane.NewAggregator(), &controlplane.Reporter{})
-	registerAdminMetrics(tel.Registry, new(atomic.Int64))
+	guardproc.RegisterReporterMetrics(tel.Registry, controlplane.NewAggregator(), &controlplane.Reporter{})
+	guardproc.RegisterAdminMetrics(tel.Registry, new(atomic.Int64))
 	// One of each recording, with a rule name that needs escaping.
 	r := engine.Record{Guardrail: "team-a/pii", Phase: policy.PhaseInput, Outcome: guardv1.OutcomeBlocked,
 		Classifier: "team-a/builtin", Duration: time.Millisecond,
@@ -43,7 +44,7 @@ func TestMetricsArePrometheusTextWithEveryGuardMetric(t *testing.T) {
 	tel.ProviderRequest("openai-prod")
 	tel.ProviderTokens("openai-prod", 0, 7) // one series: output only
 
-	srv := httptest.NewServer(adminMux(proxy.New(proxy.Config{Telemetry: tel}), tel))
+	srv := httptest.NewServer(guardproc.AdminMux(proxy.New(proxy.Config{Telemetry: tel}), tel))
 	defer srv.Close()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
 	if err != nil {

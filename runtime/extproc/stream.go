@@ -34,8 +34,11 @@ type streamer struct {
 	arena   []byte
 	// ends[i] is where the text of rel[i] ends in arena.
 	ends []int
-	// out is what the chunk being answered releases.
+	// out is what the chunk being answered releases. It is reused for the next chunk:
+	// the answer that carries it is sent before the next message is read.
 	out []byte
+	// ev is the event being handled: a field, so that reading one does not allocate it.
+	ev sse.Event
 	// finished: the engine's Finish was called. done: the client's answer has its end
 	// (its terminator, a verdict or a failure); later bytes are withheld.
 	finished, done bool
@@ -67,7 +70,9 @@ func (s *streamer) chunk(b []byte, eos bool) []byte {
 	s.rd.Reset(&s.src)
 	consumed := len(s.pending)
 	for !s.done || s.awaiting {
-		ev, err := s.rd.Next()
+		var err error
+		s.ev, err = s.rd.Next()
+		ev := &s.ev
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -80,10 +85,10 @@ func (s *streamer) chunk(b []byte, eos bool) []byte {
 			break
 		}
 		if s.awaiting {
-			s.usageEvent(&ev)
+			s.usageEvent(ev)
 			continue
 		}
-		s.event(&ev)
+		s.event(ev)
 	}
 	if s.done && !s.awaiting {
 		consumed = len(s.pending) // nothing after the answer's end is read

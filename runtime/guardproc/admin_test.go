@@ -1,4 +1,4 @@
-package main
+package guardproc
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 
 // serveTestAdmin serves the admin routes with lim on loopback, on a listener capped as
 // run caps it, and returns its address and the count of refused connections.
-func serveTestAdmin(t *testing.T, lim adminLimits) (string, *atomic.Int64) {
+func serveTestAdmin(t *testing.T, lim AdminLimits) (string, *atomic.Int64) {
 	t.Helper()
 	tel := telemetry.New(nil)
 	var lc net.ListenConfig
@@ -25,8 +25,8 @@ func serveTestAdmin(t *testing.T, lim adminLimits) (string, *atomic.Int64) {
 		t.Fatal(err)
 	}
 	var refused atomic.Int64
-	srv := newAdminServer(adminMux(proxy.New(proxy.Config{Telemetry: tel}), tel), lim)
-	go func() { _ = srv.Serve(capConns(ln, lim.MaxConns, &refused)) }()
+	srv := NewAdminServer(AdminMux(proxy.New(proxy.Config{Telemetry: tel}), tel), lim)
+	go func() { _ = srv.Serve(CapConns(ln, lim.MaxConns, &refused)) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String(), &refused
 }
@@ -74,7 +74,7 @@ func closedBy(c net.Conn, br *bufio.Reader, wait time.Duration) bool {
 }
 
 func TestAdminListenerClosesIdleConnections(t *testing.T) {
-	lim := defaultAdminLimits
+	lim := DefaultAdminLimits
 	lim.ReadHeader, lim.Idle = 100*time.Millisecond, 100*time.Millisecond
 	addr, _ := serveTestAdmin(t, lim)
 
@@ -106,7 +106,7 @@ func TestAdminListenerClosesIdleConnections(t *testing.T) {
 }
 
 func TestAdminListenerServesAtMostItsCap(t *testing.T) {
-	lim := defaultAdminLimits
+	lim := DefaultAdminLimits
 	lim.MaxConns = 4
 	addr, refused := serveTestAdmin(t, lim)
 

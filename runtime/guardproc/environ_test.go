@@ -1,4 +1,4 @@
-package main
+package guardproc
 
 import (
 	"slices"
@@ -82,9 +82,9 @@ func TestScrubEnvKeepsTheRestInOrderAndNamesWhatItDrops(t *testing.T) {
 		{"an entry without '=' is no variable and is kept", []string{"GARBAGE", "HOME=/"}, []string{"GARBAGE", "HOME=/"}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			kept, dropped := scrubEnv(c.environ)
+			kept, dropped := ScrubEnv(c.environ)
 			if !slices.Equal(kept, c.kept) || !slices.Equal(dropped, c.dropped) {
-				t.Errorf("scrubEnv(%q) = %q, %q; want %q, %q", c.environ, kept, dropped, c.kept, c.dropped)
+				t.Errorf("ScrubEnv(%q) = %q, %q; want %q, %q", c.environ, kept, dropped, c.kept, c.dropped)
 			}
 			for _, d := range dropped {
 				if strings.Contains(d, "=") {
@@ -92,7 +92,7 @@ func TestScrubEnvKeepsTheRestInOrderAndNamesWhatItDrops(t *testing.T) {
 				}
 			}
 			// The restarted guard must find nothing to drop, or it would restart forever.
-			if again, more := scrubEnv(kept); len(more) != 0 || !slices.Equal(again, kept) {
+			if again, more := ScrubEnv(kept); len(more) != 0 || !slices.Equal(again, kept) {
 				t.Errorf("scrubbing again drops %q", more)
 			}
 		})

@@ -1,4 +1,4 @@
-package main
+package guardproc
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 // call; a CA of theirs (SSL_CERT_FILE) lets them intercept TLS; GODEBUG=http2debug=2 logs
 // each HTTP/2 request's headers, Authorization included, and is read when net/http is
 // initialized, before main runs. So main first drops those variables and, when it dropped
-// any, executes itself again without them (restartWithout), before anything reads them.
+// any, executes itself again without them (RestartWithout), before anything reads them.
 // The outbound transports ignore the proxy and CA variables as well (runtime/egress).
 
 // keptGoSettings are the Go runtime settings the guard honours. The injector sets
@@ -64,10 +64,10 @@ func goSetting(name string) bool {
 	return true
 }
 
-// scrubEnv splits environ (NAME=value entries, as os.Environ returns them) into the
+// ScrubEnv splits environ (NAME=value entries, as os.Environ returns them) into the
 // entries the guard keeps, in their order, and the names of the variables it ignores,
 // sorted and each once. Applied to what it kept, it drops nothing.
-func scrubEnv(environ []string) (kept, dropped []string) {
+func ScrubEnv(environ []string) (kept, dropped []string) {
 	kept = make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -81,10 +81,10 @@ func scrubEnv(environ []string) (kept, dropped []string) {
 	return kept, slices.Compact(dropped)
 }
 
-// restartWithout logs the names of the variables dropped (never their values) and
+// RestartWithout logs the names of the variables dropped (never their values) and
 // executes the guard's own binary again, with the same arguments and env as its whole
 // environment. It returns only when that fails.
-func restartWithout(env, dropped []string) error {
+func RestartWithout(env, dropped []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	log.Warn("The guard ignores these environment variables (proxy, TLS trust and debug settings); restarting without them",
 		"variables", dropped)

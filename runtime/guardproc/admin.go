@@ -1,4 +1,4 @@
-package main
+package guardproc
 
 import (
 	"net"
@@ -6,13 +6,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry/prom"
 )
 
-// adminLimits bound what a client of the admin listener (/healthz, /readyz, /metrics) can
+// AdminLimits bound what a client of the admin listener (/healthz, /readyz, /metrics) can
 // hold. The admin port is reachable from the cluster (Prometheus scrapes it, the kubelet
 // probes it), so a client there is not trusted: without them 3,000 idle keep-alive
 // connections from another namespace were held open for good (15 to 76 MiB, 3,013 fds).
-type adminLimits struct {
+type AdminLimits struct {
 	// ReadHeader and Read bound reading a request (the admin routes are GETs without a
 	// body); Write bounds writing its answer (/metrics is tens of KiB).
 	ReadHeader, Read, Write time.Duration
@@ -28,24 +30,24 @@ type adminLimits struct {
 	MaxConns int
 }
 
-// defaultAdminLimits are the admin listener's limits.
-var defaultAdminLimits = adminLimits{
+// DefaultAdminLimits are the admin listener's limits.
+var DefaultAdminLimits = AdminLimits{
 	ReadHeader: 5 * time.Second, Read: 10 * time.Second, Write: 10 * time.Second,
 	Idle: 30 * time.Second, MaxHeaderBytes: 16 << 10, MaxConns: 64,
 }
 
-// newAdminServer returns the admin listener's server with lim's timeouts. Serve it on a
-// listener capped by capConns.
-func newAdminServer(h http.Handler, lim adminLimits) *http.Server {
+// NewAdminServer returns the admin listener's server with lim's timeouts. Serve it on a
+// listener capped by CapConns.
+func NewAdminServer(h http.Handler, lim AdminLimits) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: lim.ReadHeader, ReadTimeout: lim.Read,
 		WriteTimeout: lim.Write, IdleTimeout: lim.Idle, MaxHeaderBytes: lim.MaxHeaderBytes}
 }
 
-// capConns returns ln accepting at most limit connections open at once: one accepted over
+// CapConns returns ln accepting at most limit connections open at once: one accepted over
 // the cap is closed at once and counted in refused. (golang.org/x/net/netutil's
 // LimitListener waits instead, leaving the connections over the cap queued in the kernel,
 // where a flood keeps the kubelet's probes waiting behind it.)
-func capConns(ln net.Listener, limit int, refused *atomic.Int64) net.Listener {
+func CapConns(ln net.Listener, limit int, refused *atomic.Int64) net.Listener {
 	return &cappedListener{Listener: ln, slots: make(chan struct{}, limit), refused: refused}
 }
 
@@ -83,4 +85,12 @@ func (c *slotConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.free)
 	return err
+}
+
+// RegisterAdminMetrics exports how many connections the admin listener refused over its
+// cap: a count that grows is a client holding connections open (AdminLimits).
+func RegisterAdminMetrics(reg *prom.Registry, refused *atomic.Int64) {
+	reg.NewCounterFunc(prom.Opts{Name: "guard_admin_connections_refused_total",
+		Help: "Connections to the admin listener closed at once because it had as many open as it serves."},
+		func() float64 { return float64(refused.Load()) })
 }

@@ -1,4 +1,4 @@
-package main
+package guardproc
 
 import (
 	"syscall"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestTheGuardMakesItsProcessUndumpable(t *testing.T) {
-	if err := undumpable(); err != nil {
+	if err := Undumpable(); err != nil {
 		t.Fatal(err)
 	}
 	v, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_GET_DUMPABLE, 0, 0)
@@ -14,6 +14,6 @@ func TestTheGuardMakesItsProcessUndumpable(t *testing.T) {
 		t.Fatal(errno)
 	}
 	if v != 0 {
-		t.Errorf("PR_GET_DUMPABLE is %d after undumpable, want 0: a process of the same user could read the credentials in memory", v)
+		t.Errorf("PR_GET_DUMPABLE is %d after Undumpable, want 0: a process of the same user could read the credentials in memory", v)
 	}
 }
