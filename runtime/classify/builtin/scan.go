@@ -162,6 +162,11 @@ func (c *Classifier) pass(sc *scanState, lo, hi int) {
 		if t == 0 {
 			continue
 		}
+		// Without a detector of numbers, a digit matters only after a letter (the body of a
+		// Databricks token, databricksAt).
+		if t == trigDigit && !c.numbers && (i == 0 || !isAlpha(s[i-1])) {
+			continue
+		}
 		// A comma matters to assignments only right after a string literal; elsewhere
 		// it is just a boundary, as it is in prose.
 		if t&trigComma != 0 && (i == 0 || s[i-1] != '"' && s[i-1] != '\'' && s[i-1] != ' ') {
@@ -178,11 +183,6 @@ func (c *Classifier) pass(sc *scanState, lo, hi int) {
 		}
 		if t&trigHead != 0 && (i+1 >= n || !headPairs.has(s[i], s[i+1])) {
 			t &^= trigHead
-		}
-		// Without a detector of numbers, a digit matters only after a letter (the body of a
-		// Databricks token, databricksAt).
-		if t&trigDigit != 0 && !c.numbers && (i == 0 || !isAlpha(s[i-1])) {
-			t &^= trigDigit
 		}
 		// Spaces are the most frequent trigger: decide them here, without a call, from the
 		// next two bytes.
@@ -212,6 +212,11 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		t := trig[s[i]]
 		if t == 0 {
+			continue
+		}
+		// Without a detector of numbers, a digit matters only after a letter (the body of a
+		// Databricks token, databricksAt).
+		if t == trigDigit && !c.numbers && (i == 0 || !isAlpha(s[i-1])) {
 			continue
 		}
 		if t&trigBoundary != 0 {
@@ -262,11 +267,6 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 		}
 		if t&trigHead != 0 && (i+1 >= n || !headPairs.has(s[i], s[i+1])) {
 			t &^= trigHead
-		}
-		// Without a detector of numbers, a digit matters only after a letter (the body of a
-		// Databricks token, databricksAt).
-		if t&trigDigit != 0 && !c.numbers && (i == 0 || !isAlpha(s[i-1])) {
-			t &^= trigDigit
 		}
 		// Spaces are the most frequent trigger: decide them here, without a call, from the
 		// next two bytes.
