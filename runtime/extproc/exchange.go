@@ -160,8 +160,11 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	}
 	if pc := x.protocol; pc != nil {
 		switch pc.GetRequestBodyMode() {
-		case filterv3.ProcessingMode_BUFFERED, filterv3.ProcessingMode_STREAMED, filterv3.ProcessingMode_BUFFERED_PARTIAL:
+		case filterv3.ProcessingMode_BUFFERED, filterv3.ProcessingMode_STREAMED:
 		default:
+			// NONE sends no body; BUFFERED_PARTIAL sends a large body's first part only,
+			// FULL_DUPLEX_STREAMED and GRPC expect other answers: none lets the whole body
+			// be judged before any of it goes on.
 			if hasBody {
 				return x.misconfigured("request_body_mode must be BUFFERED")
 			}
@@ -180,10 +183,12 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		// No body: judged as the empty body it is (refused as unreadable).
 		return x.judgeRequest(true)
 	}
-	var m *mutation
+	// The answer is judged, so it must come uncompressed (the guard's proxy asks for it
+	// so too).
+	m := &mutation{remove: []string{"accept-encoding"}}
 	if pc := x.protocol; pc != nil && pc.GetRequestBodyMode() != filterv3.ProcessingMode_BUFFERED && x.hadLen {
 		// The headers go upstream before the body is judged: its length may change.
-		m = &mutation{remove: []string{"content-length"}}
+		m.remove = append(m.remove, "content-length")
 		x.hadLen = false
 	}
 	return requestHeadersResponse(m, nil)
@@ -362,6 +367,10 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 		}
 		x.stage = stagePass
 		return responseHeadersResponse(m, bodyMode(filterv3.ProcessingMode_NONE))
+	}
+	if ce := rh.h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// Asked for without accept-encoding, and compressed anyway: not judged, not passed.
+		return x.fail("the upstream response is compressed ("+ce+")", nil)
 	}
 	// The body the client receives is not the provider's: its length is not known yet.
 	m.remove = append(m.remove, "content-length")

@@ -587,6 +587,7 @@ func TestMisconfiguredFilterFailsClosed(t *testing.T) {
 	h := newHarness(t, blockPolicy)
 	for _, pc := range []*extprocv3.ProtocolConfiguration{
 		{RequestBodyMode: filterv3.ProcessingMode_NONE, ResponseBodyMode: filterv3.ProcessingMode_STREAMED},
+		{RequestBodyMode: filterv3.ProcessingMode_BUFFERED_PARTIAL, ResponseBodyMode: filterv3.ProcessingMode_STREAMED},
 		{RequestBodyMode: filterv3.ProcessingMode_BUFFERED, ResponseBodyMode: filterv3.ProcessingMode_NONE},
 		{RequestBodyMode: filterv3.ProcessingMode_BUFFERED, ResponseBodyMode: filterv3.ProcessingMode_FULL_DUPLEX_STREAMED},
 	} {
@@ -600,5 +601,71 @@ func TestMisconfiguredFilterFailsClosed(t *testing.T) {
 		chunks:   [][]byte{[]byte(`{}`)}})
 	if res.where == "request headers" {
 		t.Errorf("the documented configuration was refused")
+	}
+}
+
+// The answer must come uncompressed to be judged: accept-encoding is removed from a
+// guarded request, and a compressed answer is a failure, never passed unjudged.
+func TestCompression(t *testing.T) {
+	h := newHarness(t, blockPolicy, "bluebird")
+	body := chatBody("Hello", false)
+	stream, err := h.client.Process(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+		t.Helper()
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+		Headers: hdr(":method", "POST", ":path", "/v1/chat/completions", "accept-encoding", "gzip, br")}}})
+	if !headerRemoved([]*extprocv3.HeaderMutation{resp.GetRequestHeaders().GetResponse().GetHeaderMutation()}, "accept-encoding") {
+		t.Error("accept-encoding is not removed from a guarded request")
+	}
+	send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}})
+	resp = send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{
+		Headers: hdr(":status", "200", "content-type", "application/json", "content-encoding", "gzip")}}})
+	if ir := resp.GetImmediateResponse(); ir == nil || ir.GetStatus().GetCode() != http.StatusInternalServerError {
+		t.Errorf("a compressed answer was not refused: %v", resp)
+	}
+	_ = stream.CloseSend()
+}
+
+// A filter in observability mode ignores answers: the server sends none, judges nothing
+// (no record claims a block that never happened), and says so in its log once.
+func TestObservabilityModeIsNotJudged(t *testing.T) {
+	h := newHarness(t, blockPolicy, "bluebird")
+	for range 2 {
+		stream, err := h.client.Process(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := chatBody("Tell me about bluebird.", false)
+		for _, req := range []*extprocv3.ProcessingRequest{
+			{ObservabilityMode: true, Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+				Headers: hdr(":method", "POST", ":path", "/v1/chat/completions")}}},
+			{ObservabilityMode: true, Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}},
+		} {
+			if err := stream.Send(req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = stream.CloseSend()
+		if resp, err := stream.Recv(); !errors.Is(err, io.EOF) {
+			t.Fatalf("answered in observability mode: %v %v", resp, err)
+		}
+	}
+	if n := strings.Count(h.logs.String(), "in observability_mode calls"); n != 1 {
+		t.Errorf("logged %d times:\n%s", n, h.logs.String())
+	}
+	if strings.Contains(h.decisions.String(), `"outcome"`) {
+		t.Errorf("decisions recorded:\n%s", h.decisions.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
@@ -41,6 +42,8 @@ type Server struct {
 
 	cfg         Config
 	passThrough map[string]bool
+	// observed logs once that a filter in observability mode calls the server.
+	observed sync.Once
 }
 
 // New returns a Server. Register it on a gRPC server with Register.
@@ -68,8 +71,11 @@ func New(cfg Config) *Server {
 func (s *Server) Register(g grpc.ServiceRegistrar) { extprocv3.RegisterExternalProcessorServer(g, s) }
 
 // Process serves one HTTP request's processing stream: it answers each message in
-// order, synchronously, until Envoy closes the stream. In observability mode (where Envoy
-// ignores answers) it judges and records but sends nothing.
+// order, synchronously, until Envoy closes the stream.
+//
+// A filter in observability mode ignores every answer, so nothing it sends can be
+// enforced: such a stream is not judged (its records would count blocks and redactions
+// that never happened); the server logs, once, that the filter enforces nothing.
 func (s *Server) Process(stream grpc.BidiStreamingServer[extprocv3.ProcessingRequest, extprocv3.ProcessingResponse]) error {
 	x := s.newExchange(stream.Context())
 	defer x.close()
@@ -82,8 +88,15 @@ func (s *Server) Process(stream grpc.BidiStreamingServer[extprocv3.ProcessingReq
 			x.gone = true
 			return nil //nolint:nilerr // Envoy went away: nobody reads an answer
 		}
+		if req.GetObservabilityMode() {
+			s.observed.Do(func() {
+				s.cfg.Log.Error("An ext_proc filter in observability_mode calls this server: it ignores every answer, " +
+					"so no guardrail is enforced or recorded on its traffic; set observability_mode: false")
+			})
+			continue
+		}
 		resp := x.handle(req)
-		if resp == nil || req.GetObservabilityMode() {
+		if resp == nil {
 			continue
 		}
 		if err := stream.Send(resp); err != nil {
