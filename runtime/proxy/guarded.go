@@ -51,11 +51,12 @@ type exchange struct {
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
 func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
 	start := time.Now()
-	x := &exchange{p: p, f: f, family: familyLabel(f), w: w, r: r, st: st}
+	x := &exchange{p: p, f: f, family: routeLabel(f, r.URL.Path), w: w, r: r, st: st}
 	if !x.loadPolicy() {
 		return
 	}
-	model, geminiStream, _ := wire.GeminiCall(r.URL.Path)
+	model, geminiMethod, _ := wire.GeminiMethod(r.URL.Path)
+	geminiStream := geminiMethod == wire.GeminiStreamGenerateContent
 	if f == wire.FamilyGemini && geminiStream && !geminiSSE(r.URL.RawQuery) {
 		x.outcome("refused")
 		w.Header().Set("Connection", "close")
@@ -112,7 +113,7 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 	x.body = body
 	if err == nil {
 		x.req, err = wire.ParseRequest(f, body)
-		if f == wire.FamilyGemini {
+		if f.Gemini() {
 			// The model and the stream are in the path.
 			x.req.Model, x.req.Stream = model, geminiStream
 		}
@@ -155,10 +156,21 @@ func (x *exchange) outcome(o string) {
 
 // familyLabel is the family's guard_requests_total label: its route without /v1/
 // (chat/completions, responses, embeddings, messages), generateContent for Gemini calls
-// (streamed or not).
-func familyLabel(f wire.Family) string {
-	if f.Gemini() {
+// (streamed or not), geminiInput for the Gemini API's input-only calls (routeLabel names
+// their method).
+func familyLabel(f wire.Family) string { return routeLabel(f, "") }
+
+// routeLabel is familyLabel, but the method of a Gemini API input-only call to path
+// (countTokens, embedContent, batchEmbedContents).
+func routeLabel(f wire.Family, path string) string {
+	switch f {
+	case wire.FamilyGemini:
 		return "generateContent"
+	case wire.FamilyGeminiInput:
+		if _, method, ok := wire.GeminiMethod(path); ok {
+			return method
+		}
+		return "geminiInput"
 	}
 	return strings.TrimPrefix(f.Path(), "/v1/")
 }
@@ -290,7 +302,7 @@ func (x *exchange) forward() {
 		writeError(x.w, x.f, providerCredentialRefused(pr.p.Name))
 		return
 	}
-	if resp.StatusCode != http.StatusOK || x.f == wire.FamilyEmbeddings {
+	if resp.StatusCode != http.StatusOK || x.f.InputOnly() {
 		// Upstream errors, and responses with nothing to judge, pass through unchanged.
 		if resp.StatusCode != http.StatusOK {
 			x.outcome("upstream_error")

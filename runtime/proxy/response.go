@@ -45,6 +45,7 @@ func (x *exchange) response(resp *http.Response) {
 		return
 	}
 	x.usage(decoded.Usage)
+	x.call.ResponseModel(decoded.Model)
 	res, err := x.session.Output(x.r.Context(), toEngineContents(decoded.Contents))
 	if err != nil {
 		x.outcome("client_gone")

@@ -106,6 +106,7 @@ func (x *exchange) stream(resp *http.Response) {
 	defer func() {
 		x.p.cfg.Telemetry.HeldBack(-s.reported)
 		x.usage(s.usage)
+		x.streamModel(s.st)
 		s.release()
 	}()
 

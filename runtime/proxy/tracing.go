@@ -18,6 +18,12 @@ func (x *exchange) startCall() {
 	switch {
 	case x.f == wire.FamilyEmbeddings:
 		info.Operation = "embeddings"
+	case x.f == wire.FamilyGeminiInput:
+		info.Operation, info.Provider = "embeddings", "gcp.gemini"
+		if _, method, _ := wire.GeminiMethod(x.r.URL.Path); method == wire.GeminiCountTokens {
+			// The GenAI conventions name no operation for it: the guard's own name.
+			info.Operation = "count_tokens"
+		}
 	case x.f.Gemini():
 		info.Operation, info.Provider = "generate_content", "gcp.gemini"
 	case x.f.Anthropic():
@@ -36,6 +42,14 @@ func (x *exchange) startCall() {
 		}
 	}
 	x.call = x.p.cfg.Tracer.StartCall(x.r.Context(), x.r.Header, info)
+}
+
+// streamModel records the model a stream's events named (gen_ai.response.model), read
+// from what the stream's decoder kept of them; nothing when the exchange has no span.
+func (x *exchange) streamModel(st *wire.Stream) {
+	if x.call != nil {
+		x.call.ResponseModel(st.Model())
+	}
 }
 
 // endCall ends the exchange's span with its outcome; nothing when it has none.

@@ -17,6 +17,9 @@
 //     :streamGenerateContent (also under /v1 and /v1alpha; GeminiCall reads the model and
 //     the stream from the path), streamed with alt=sse as data-only events, each a
 //     GenerateContentResponse, without a terminator.
+//   - FamilyGeminiInput: the Gemini API's :countTokens, :embedContent and
+//     :batchEmbedContents of a model, judged on input only: their contents, content,
+//     requests[].content and titles, and a countTokens' generateContentRequest.
 //
 // A Responses answer fetched again (GET /v1/responses/{id}) is the same object as the
 // answer to a non-streamed POST: StoredRequest reads from it what of its request shapes

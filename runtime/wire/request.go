@@ -45,6 +45,8 @@ func ParseRequest(f Family, body []byte) (Request, error) {
 		err = parseMessages(&req, body)
 	case FamilyGemini:
 		err = parseGemini(&req, body)
+	case FamilyGeminiInput:
+		err = parseGeminiInput(&req, body)
 	default:
 		return req, fmt.Errorf("wire: unknown family %d", f)
 	}

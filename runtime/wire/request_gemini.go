@@ -8,41 +8,57 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
 )
 
-// geminiPath is how FamilyGemini's route is spelled (Family.Path, String).
-const geminiPath = "/v1beta/models/{model}:generateContent"
-
-// Gemini methods of a model.
+// geminiPath and geminiInputPath are how FamilyGemini's and FamilyGeminiInput's routes
+// are spelled (Family.Path, String).
 const (
-	geminiGenerate = ":generateContent"
-	geminiStream   = ":streamGenerateContent"
+	geminiPath      = "/v1beta/models/{model}:generateContent"
+	geminiInputPath = "/v1beta/models/{model}:{countTokens,embedContent,batchEmbedContents}"
+)
+
+// The Gemini methods of a model the guard judges: generateContent and
+// streamGenerateContent (FamilyGemini); countTokens, embedContent and
+// batchEmbedContents (FamilyGeminiInput).
+const (
+	GeminiGenerateContent       = "generateContent"
+	GeminiStreamGenerateContent = "streamGenerateContent"
+	GeminiCountTokens           = "countTokens"
+	GeminiEmbedContent          = "embedContent"
+	GeminiBatchEmbedContents    = "batchEmbedContents"
 )
 
 // geminiVersions are the API versions the Gemini routes are served under.
 var geminiVersions = []string{"/v1beta/models/", "/v1/models/", "/v1alpha/models/"}
 
-// GeminiCall reads a Gemini route: POST {version}/models/{model}:generateContent, or
-// :streamGenerateContent (stream set), under /v1beta, /v1 or /v1alpha. The model is one
-// path segment; anything else is not a Gemini call (ok false).
-func GeminiCall(path string) (model string, stream, ok bool) {
+// GeminiMethod reads a Gemini route of a model: POST {version}/models/{model}:{method},
+// under /v1beta, /v1 or /v1alpha, for one of the methods the guard judges. The model is
+// one path segment; anything else is not such a route (ok false).
+func GeminiMethod(path string) (model, method string, ok bool) {
 	for _, v := range geminiVersions {
 		rest, found := strings.CutPrefix(path, v)
 		if !found {
 			continue
 		}
-		switch {
-		case strings.HasSuffix(rest, geminiStream):
-			model, stream = strings.TrimSuffix(rest, geminiStream), true
-		case strings.HasSuffix(rest, geminiGenerate):
-			model = strings.TrimSuffix(rest, geminiGenerate)
-		default:
-			return "", false, false
+		model, method, found = strings.Cut(rest, ":")
+		if !found || model == "" || strings.ContainsAny(model, "/:") {
+			return "", "", false
 		}
-		if model == "" || strings.ContainsAny(model, "/:") {
-			return "", false, false
+		switch method {
+		case GeminiGenerateContent, GeminiStreamGenerateContent, GeminiCountTokens, GeminiEmbedContent, GeminiBatchEmbedContents:
+			return model, method, true
 		}
-		return model, stream, true
+		return "", "", false
 	}
-	return "", false, false
+	return "", "", false
+}
+
+// GeminiCall reads a FamilyGemini route: POST {version}/models/{model}:generateContent,
+// or :streamGenerateContent (stream set); any other route is not one (ok false).
+func GeminiCall(path string) (model string, stream, ok bool) {
+	model, method, ok := GeminiMethod(path)
+	if !ok || method != GeminiGenerateContent && method != GeminiStreamGenerateContent {
+		return "", false, false
+	}
+	return model, method == GeminiStreamGenerateContent, true
 }
 
 // Gemini's JSON parser accepts each member under its lowerCamel name and its proto
@@ -199,6 +215,12 @@ func parseGemini(req *Request, body []byte) error {
 			req.Tools = append(req.Tools, Tool{Type: "function", Name: d.Name, Description: d.Description})
 		}
 	}
+	return geminiMessages(req, &r, loc{})
+}
+
+// geminiMessages appends the messages of a GenerateContentRequest at base in the body:
+// its systemInstruction first, then each of its contents.
+func geminiMessages(req *Request, r *geminiRequest, base loc) error {
 	sys, ok := one(r.SystemInstruction, r.SystemInstructionSnake)
 	if !ok {
 		return twoSpellings("systemInstruction")
@@ -208,7 +230,7 @@ func parseGemini(req *Request, body []byte) error {
 		if r.SystemInstructionSnake != nil {
 			k = kSystemInstructionSnake
 		}
-		at := loc{}.key(k).mark()
+		at := base.key(k).mark()
 		parts, _, err := geminiParts(sys.Parts, at.key(kParts))
 		if err != nil {
 			return err
@@ -216,17 +238,109 @@ func parseGemini(req *Request, body []byte) error {
 		req.Messages = append(req.Messages, Message{Role: "system", System: true, Parts: parts, loc: at})
 	}
 	for i := range r.Contents {
-		c := &r.Contents[i]
-		at := loc{}.key(kContents).idx(i).mark()
-		parts, calls, err := geminiParts(c.Parts, at.key(kParts))
-		if err != nil {
+		if err := geminiContentMessage(req, &r.Contents[i], base.key(kContents).idx(i).mark()); err != nil {
 			return err
 		}
-		role := c.Role
-		if role == "model" {
-			role = "assistant"
+	}
+	return nil
+}
+
+// geminiContentMessage appends one content, at at in the body, as a message.
+func geminiContentMessage(req *Request, c *geminiContent, at loc) error {
+	parts, calls, err := geminiParts(c.Parts, at.key(kParts))
+	if err != nil {
+		return err
+	}
+	role := c.Role
+	if role == "model" {
+		role = "assistant"
+	}
+	req.Messages = append(req.Messages, Message{Role: role, Parts: parts, ToolCalls: calls, loc: at})
+	return nil
+}
+
+// geminiInputRequest is what the guard reads of a countTokens, embedContent or
+// batchEmbedContents request. It reads every member any of the three methods reads,
+// whichever the route: what the provider reads of the body is judged, whichever it is.
+type geminiInputRequest struct {
+	// countTokens: contents, or a whole generateContentRequest.
+	Contents                    []geminiContent `json:"contents"`
+	GenerateContentRequest      *geminiRequest  `json:"generateContentRequest"`
+	GenerateContentRequestSnake *geminiRequest  `json:"generate_content_request"`
+	// embedContent: one content, and a title embedded with it.
+	Content *geminiContent `json:"content"`
+	Title   *string        `json:"title"`
+	// batchEmbedContents: embedContent requests.
+	Requests []geminiEmbedRequest `json:"requests"`
+}
+
+type geminiEmbedRequest struct {
+	Content *geminiContent `json:"content"`
+	Title   *string        `json:"title"`
+}
+
+// parseGeminiInput reads a countTokens, embedContent or batchEmbedContents request. A
+// countTokens' contents (or its generateContentRequest, systemInstruction first) are a
+// conversation, read as generateContent's are. What an embedding request embeds (content
+// and title, or every request's) is one user message, so that a guardrail judging the
+// last message judges all of it: the inputs of an embedding are not a history. A body
+// holding the members of more than one of these shapes is refused, since the provider
+// reads one of them and a guardrail judging the last message might judge another.
+func parseGeminiInput(req *Request, body []byte) error {
+	var r geminiInputRequest
+	if err := unmarshal(FamilyGeminiInput, "request", body, &r); err != nil {
+		return err
+	}
+	gcr, ok := one(r.GenerateContentRequest, r.GenerateContentRequestSnake)
+	if !ok {
+		return twoSpellings("generateContentRequest")
+	}
+	shapes := 0
+	for _, present := range []bool{r.Contents != nil, gcr != nil, r.Content != nil || r.Title != nil, r.Requests != nil} {
+		if present {
+			shapes++
 		}
-		req.Messages = append(req.Messages, Message{Role: role, Parts: parts, ToolCalls: calls, loc: at})
+	}
+	if shapes > 1 {
+		return malformed(FamilyGeminiInput, "the request holds the members of more than one method "+
+			"(contents, generateContentRequest, content and title, requests): the provider reads one, and the guard would judge another")
+	}
+	if gcr != nil {
+		k := kGenerateContentRequest
+		if r.GenerateContentRequestSnake != nil {
+			k = kGenerateContentRequestSnake
+		}
+		return geminiMessages(req, gcr, loc{}.key(k))
+	}
+	for i := range r.Contents {
+		if err := geminiContentMessage(req, &r.Contents[i], loc{}.key(kContents).idx(i).mark()); err != nil {
+			return err
+		}
+	}
+	// The message an embedding request makes has no place of its own in the body: its
+	// parts have theirs.
+	m := Message{Role: "user"}
+	embed := func(e *geminiEmbedRequest, base loc) error {
+		if e.Title != nil {
+			m.Parts = append(m.Parts, textPart(*e.Title).at(base.key(kTitle).mark()))
+		}
+		if e.Content == nil {
+			return nil
+		}
+		parts, calls, err := geminiParts(e.Content.Parts, base.key(kContent).key(kParts))
+		m.Parts, m.ToolCalls = append(m.Parts, parts...), append(m.ToolCalls, calls...)
+		return err
+	}
+	if err := embed(&geminiEmbedRequest{Content: r.Content, Title: r.Title}, loc{}); err != nil {
+		return err
+	}
+	for i := range r.Requests {
+		if err := embed(&r.Requests[i], loc{}.key(kRequests).idx(i)); err != nil {
+			return err
+		}
+	}
+	if len(m.Parts) > 0 || len(m.ToolCalls) > 0 {
+		req.Messages = append(req.Messages, m)
 	}
 	return nil
 }

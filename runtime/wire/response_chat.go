@@ -28,6 +28,7 @@ type chatResponse struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
 		CompletionTokens int64 `json:"completion_tokens"`
 	} `json:"usage"`
+	Model json.RawMessage `json:"model"`
 }
 
 func decodeChatResponse(body []byte, object bool) (Response, error) {
@@ -35,7 +36,7 @@ func decodeChatResponse(body []byte, object bool) (Response, error) {
 	if err := decode(body, &r); err != nil {
 		return Response{}, malformed(FamilyChat, "response: %v", err)
 	}
-	var resp Response
+	resp := Response{Model: ModelName(r.Model)}
 	text := content.Text
 	if object {
 		text = content.Object

@@ -30,7 +30,8 @@ type geminiResponse struct {
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
 	} `json:"candidates"`
-	UsageMetadata *geminiUsage `json:"usageMetadata"`
+	UsageMetadata *geminiUsage    `json:"usageMetadata"`
+	ModelVersion  json.RawMessage `json:"modelVersion"`
 }
 
 type geminiUsage struct {
@@ -70,7 +71,7 @@ func decodeGeminiResponse(body []byte, object bool) (Response, error) {
 	if object {
 		text = content.Object
 	}
-	var resp Response
+	resp := Response{Model: ModelName(r.ModelVersion)}
 	for pos := range r.Candidates {
 		c := &r.Candidates[pos]
 		choice := geminiChoice(c.Index, pos)

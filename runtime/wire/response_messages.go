@@ -22,6 +22,7 @@ type messagesResponse struct {
 		InputTokens  int64 `json:"input_tokens"`
 		OutputTokens int64 `json:"output_tokens"`
 	} `json:"usage"`
+	Model json.RawMessage `json:"model"`
 }
 
 func decodeMessagesResponse(body []byte, object bool) (Response, error) {
@@ -29,7 +30,7 @@ func decodeMessagesResponse(body []byte, object bool) (Response, error) {
 	if err := decode(body, &r); err != nil {
 		return Response{}, malformed(FamilyMessages, "response: %v", err)
 	}
-	var resp Response
+	resp := Response{Model: ModelName(r.Model)}
 	text := content.Text
 	if object {
 		text = content.Object

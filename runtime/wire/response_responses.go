@@ -59,11 +59,12 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 			InputTokens  int64 `json:"input_tokens"`
 			OutputTokens int64 `json:"output_tokens"`
 		} `json:"usage"`
+		Model json.RawMessage `json:"model"`
 	}
 	if err := decode(body, &r); err != nil {
 		return Response{}, malformed(FamilyResponses, "response: %v", err)
 	}
-	var resp Response
+	resp := Response{Model: ModelName(r.Model)}
 	text := content.Text
 	if object {
 		text = content.Object

@@ -37,7 +37,7 @@ func TestDecodeResponse(t *testing.T) {
 			want: Response{Contents: []Content{
 				{Channel: content.Channel{Kind: content.Text}, Text: "Call 555-0100."},
 				{Channel: content.Channel{Kind: content.ToolCall}, Text: `{"n":"555-0100"}`, ID: "call_1", Name: "dial"},
-			}, Finish: []string{"tool_calls"}, Usage: Usage{InputTokens: 19, OutputTokens: 10}},
+			}, Finish: []string{"tool_calls"}, Usage: Usage{InputTokens: 19, OutputTokens: 10}, Model: "gpt-4o-2024-08-06"},
 		},
 		{
 			name: "a Responses response with reasoning, a message and a function call numbered in order", family: FamilyResponses, body: responsesResponseBody,
@@ -45,7 +45,7 @@ func TestDecodeResponse(t *testing.T) {
 				{Channel: content.Channel{Kind: content.Reasoning, Index: 0}, Text: "Thinking."},
 				{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Hello there."},
 				{Channel: content.Channel{Kind: content.ToolCall, Index: 2}, Text: "{}", ID: "call_1", Name: "get_weather"},
-			}, Finish: []string{"completed"}, Usage: Usage{InputTokens: 36, OutputTokens: 87}},
+			}, Finish: []string{"completed"}, Usage: Usage{InputTokens: 36, OutputTokens: 87}, Model: "gpt-4.1"},
 		},
 		{
 			name: "an Anthropic message with thinking, text and tool use by block index", family: FamilyMessages, body: messagesResponseBody,
@@ -53,7 +53,7 @@ func TestDecodeResponse(t *testing.T) {
 				{Channel: content.Channel{Kind: content.Reasoning, Index: 0}, Text: "Hmm."},
 				{Channel: content.Channel{Kind: content.Text, Index: 1}, Text: "Sure."},
 				{Channel: content.Channel{Kind: content.ToolCall, Index: 2}, Text: `{"city":"Paris"}`, ID: "toolu_1", Name: "get_weather"},
-			}, Finish: []string{"tool_use"}, Usage: Usage{InputTokens: 10, OutputTokens: 20}},
+			}, Finish: []string{"tool_use"}, Usage: Usage{InputTokens: 10, OutputTokens: 20}, Model: "claude-sonnet-4-5"},
 		},
 	}
 	for _, tc := range cases {

@@ -34,11 +34,16 @@ const (
 	kSystemInstructionSnake
 	kFunctionCallCamel
 	kArgs
+	kRequests
+	kTitle
+	kGenerateContentRequest
+	kGenerateContentRequestSnake
 )
 
 var keyNames = [...]string{"messages", "content", "text", "refusal", "input", "output", "instructions", "system", "source", "data",
 	"tool_calls", "function", "arguments", "custom", "function_call",
-	"contents", "parts", "systemInstruction", "system_instruction", "functionCall", "args"}
+	"contents", "parts", "systemInstruction", "system_instruction", "functionCall", "args",
+	"requests", "title", "generateContentRequest", "generate_content_request"}
 
 const maxPath = 12
 

@@ -25,6 +25,10 @@ const (
 	// FamilyGemini is the Gemini API's POST /v1beta/models/{model}:generateContent and
 	// :streamGenerateContent (also under /v1 and /v1alpha): see GeminiCall.
 	FamilyGemini
+	// FamilyGeminiInput is the Gemini API's POST /v1beta/models/{model}:countTokens,
+	// :embedContent and :batchEmbedContents (also under /v1 and /v1alpha), judged on
+	// input only, as FamilyEmbeddings is.
+	FamilyGeminiInput
 )
 
 // String returns the family's route path.
@@ -48,6 +52,8 @@ func (f Family) Path() string {
 		return "/v1/messages"
 	case FamilyGemini:
 		return geminiPath
+	case FamilyGeminiInput:
+		return geminiInputPath
 	}
 	return ""
 }
@@ -56,7 +62,11 @@ func (f Family) Path() string {
 func (f Family) Anthropic() bool { return f == FamilyMessages }
 
 // Gemini reports whether the family speaks the Gemini API's formats (errors included).
-func (f Family) Gemini() bool { return f == FamilyGemini }
+func (f Family) Gemini() bool { return f == FamilyGemini || f == FamilyGeminiInput }
+
+// InputOnly reports whether only the family's requests are judged: its answers (embeddings,
+// token counts) hold nothing to judge and pass through as they are.
+func (f Family) InputOnly() bool { return f == FamilyEmbeddings || f == FamilyGeminiInput }
 
 // Route returns the family that guards a request, by method and path; ok is false for
 // every other route (GET routes such as /v1/models, and unknown POST routes, which the
@@ -70,8 +80,11 @@ func Route(method, path string) (f Family, ok bool) {
 			return f, true
 		}
 	}
-	if _, _, ok := GeminiCall(path); ok {
-		return FamilyGemini, true
+	if _, method, ok := GeminiMethod(path); ok {
+		if method == GeminiGenerateContent || method == GeminiStreamGenerateContent {
+			return FamilyGemini, true
+		}
+		return FamilyGeminiInput, true
 	}
 	return 0, false
 }
@@ -270,4 +283,7 @@ type Response struct {
 	// Responses).
 	Finish []string
 	Usage  Usage
+	// Model is the model that answered, as the response names it (model; Gemini's
+	// modelVersion), "" when it names none (ModelName).
+	Model string
 }

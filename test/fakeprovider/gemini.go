@@ -8,7 +8,8 @@ import (
 
 // Gemini API: POST /{version}/models/{model}:generateContent and :streamGenerateContent
 // (version v1beta, v1 or v1alpha), streamed as data-only SSE events with ?alt=sse and as
-// one JSON array of the same chunks without it.
+// one JSON array of the same chunks without it; and :countTokens, :embedContent and
+// :batchEmbedContents (geminiInputAnswer).
 
 // geminiRoute reads a Gemini route: the model and whether it streams.
 func geminiRoute(method, path string) (model string, stream, ok bool) {
@@ -31,6 +32,52 @@ func geminiRoute(method, path string) (model string, stream, ok bool) {
 		}
 	}
 	return "", false, false
+}
+
+// geminiInputRoute reads a Gemini input-only route of a model: POST
+// {version}/models/{model}:countTokens, :embedContent or :batchEmbedContents.
+func geminiInputRoute(method, path string) (call string, ok bool) {
+	if method != http.MethodPost {
+		return "", false
+	}
+	for _, v := range []string{"/v1beta/models/", "/v1/models/", "/v1alpha/models/"} {
+		rest, found := strings.CutPrefix(path, v)
+		if !found {
+			continue
+		}
+		model, call, found := strings.Cut(rest, ":")
+		if !found || model == "" || strings.Contains(model, "/") {
+			return "", false
+		}
+		switch call {
+		case "countTokens", "embedContent", "batchEmbedContents":
+			return call, true
+		}
+	}
+	return "", false
+}
+
+// geminiInputAnswer answers countTokens (totalTokens: a token per four bytes of the
+// request, at least one), embedContent (one embedding) and batchEmbedContents (one per
+// request), as the Gemini API does: none of them reports usage.
+func (g *gen) geminiInputAnswer() []byte {
+	values := []float64{0.0023064255, -0.009327292, 0.015797347, -0.0077780345}
+	switch g.params.geminiInput {
+	case "countTokens":
+		n := max(len(g.params.geminiBody)/4, 1)
+		return mustJSON(map[string]any{"totalTokens": n, "promptTokensDetails": []map[string]any{{"modality": "TEXT", "tokenCount": n}}})
+	case "embedContent":
+		return mustJSON(map[string]any{"embedding": map[string]any{"values": values}})
+	}
+	var r struct {
+		Requests []json.RawMessage `json:"requests"`
+	}
+	_ = json.Unmarshal(g.params.geminiBody, &r)
+	embeddings := make([]map[string]any, len(r.Requests))
+	for i := range embeddings {
+		embeddings[i] = map[string]any{"values": values}
+	}
+	return mustJSON(map[string]any{"embeddings": embeddings})
 }
 
 // geminiError is a Google API error body.

@@ -200,6 +200,10 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if gemini {
 		fam, known = familyGemini, true
 	}
+	geminiInput, geminiInputs := geminiInputRoute(r.Method, r.URL.Path)
+	if geminiInputs {
+		fam, known = familyGeminiInput, true
+	}
 	rw := &recorder{p: p, w: w, resp: resp, ctx: r.Context()}
 	if !p.checkKey(r.Header, r.URL.Query()["key"]) {
 		e := &Error{Type: "authentication_error", Message: "invalid x-api-key"}
@@ -210,7 +214,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch fam {
 		case familyMessages:
 			body = anthropicError(e, seq)
-		case familyGemini:
+		case familyGemini, familyGeminiInput:
 			body = geminiError(http.StatusUnauthorized, &Error{Message: "API key not valid. Please pass a valid API key."})
 		}
 		rw.json(http.StatusUnauthorized, body)
@@ -225,6 +229,9 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if gemini {
 		params = requestParams{Model: geminiModel, Stream: geminiStreams}
 		params.geminiArray = geminiStreams && r.URL.Query().Get("alt") != "sse"
+	}
+	if geminiInputs {
+		params = requestParams{geminiInput: geminiInput, geminiBody: body}
 	}
 	if fam == familyResponses {
 		if id := unknownItem(params.Input); id != "" {
@@ -252,6 +259,9 @@ const (
 	familyMessages
 	familyModels
 	familyGemini
+	// familyGeminiInput: the Gemini API's countTokens, embedContent and
+	// batchEmbedContents.
+	familyGeminiInput
 )
 
 var families = map[string]int{
@@ -274,6 +284,10 @@ type requestParams struct {
 	Input json.RawMessage `json:"input"`
 	// geminiArray: a Gemini stream asked for without alt=sse (one JSON array).
 	geminiArray bool
+	// geminiInput is the method of a Gemini input-only call (countTokens, embedContent,
+	// batchEmbedContents), and geminiBody its request.
+	geminiInput string
+	geminiBody  []byte
 }
 
 // recorder writes a response and records its bytes.
@@ -394,7 +408,7 @@ func (g *gen) serve() {
 		switch g.fam {
 		case familyMessages:
 			g.w.json(status, anthropicError(s.Error, g.seq))
-		case familyGemini:
+		case familyGemini, familyGeminiInput:
 			g.w.json(status, geminiError(status, s.Error))
 		default:
 			g.w.json(status, openAIError(s.Error))
@@ -405,6 +419,8 @@ func (g *gen) serve() {
 		g.w.json(http.StatusOK, g.models())
 	case g.fam == familyEmbeddings:
 		g.w.json(g.status(), g.embeddings())
+	case g.fam == familyGeminiInput:
+		g.w.json(g.status(), g.geminiInputAnswer())
 	case g.params.geminiArray:
 		g.w.json(g.status(), g.geminiArray())
 	case !g.params.Stream:
