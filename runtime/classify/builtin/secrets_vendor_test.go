@@ -384,14 +384,15 @@ func ordinaryFigures(t testing.TB, log func(set, chunk string, spans []classify.
 
 // Held-out bars: the figures README.md reports for the held-out split, less a small margin.
 // They are set from one measurement and never lowered to make a change pass.
-// Round 2 of issue 42 raised them to its figures (the near-miss bars stay where they were).
+// Round 2 of issue 42 raised them to its figures (the near-miss bars stay where they were);
+// round 3 left the held-out figures as they were and raised the tuning floor.
 const (
 	heldOutDistRecallMin     = 0.83  // measured 154/180 = 0.856 (round 1: 127/180 = 0.706)
 	heldOutRecallMin         = 0.57  // measured 956/1620 = 0.590 (round 1: 928/1620 = 0.573)
 	heldOutNearRateMax       = 0.40  // measured 407/1060 = 0.384 (round 1: 408/1060 = 0.385)
 	heldOutDistNearRateMax   = 0.13  // measured 39/344 = 0.113 (round 1: 40/344 = 0.116)
 	ordinaryRateMax          = 0.001 // the goal; measured 0/6407
-	tuningDistRecallMinFloor = 0.75  // measured 452/584 = 0.774 (round 1: 414/584 = 0.709)
+	tuningDistRecallMinFloor = 0.77  // measured 457/584 = 0.783 (round 2: 452/584 = 0.774)
 )
 
 // TestSecretsVendorCorpus reports the figures of the vendor-format corpus (both splits) and
@@ -452,8 +453,8 @@ func TestSecretsVendorCorpus(t *testing.T) {
 // written and measured once; its tuning split was read after that, its held-out split only
 // in aggregate (README.md).
 const (
-	gitleaksDistRecallMin = 0.90 // measured 1119/1173 = 0.954 (tuning), 1080/1174 = 0.920 (held out); round 1: 0.949, 0.833
-	gitleaksNearRateMax   = 0.19 // measured 33/198 = 0.167 (tuning), 23/144 = 0.160 (held out)
+	gitleaksDistRecallMin = 0.91 // measured 1117/1173 = 0.952 (tuning), 1081/1174 = 0.921 (held out); round 2: 0.954, 0.920
+	gitleaksNearRateMax   = 0.17 // measured 28/198 = 0.141 (tuning), 23/144 = 0.160 (held out); round 2: 0.167, 0.160
 )
 
 // TestSecretsGitleaksCorpus reports the figures of the gitleaks corpus, in figures only.
@@ -490,9 +491,9 @@ func TestSecretsGitleaksCorpus(t *testing.T) {
 // built-in secret rules in contexts written for it, every record held out. Built, and
 // measured once, before the detectors of round 3 of issue 42 changed (README.md).
 const (
-	trivyDistRecallMin   = 0.79 // measured before round 3: 667/821 = 0.812
-	trivyDistNearRateMax = 0.39 // measured before round 3: 210/561 = 0.374
-	trivyNearRateMax     = 0.47 // measured before round 3: 356/792 = 0.449
+	trivyDistRecallMin   = 0.80 // measured 673/821 = 0.820 (before round 3: 667/821 = 0.812)
+	trivyDistNearRateMax = 0.39 // measured 210/561 = 0.374 (before round 3: the same)
+	trivyNearRateMax     = 0.47 // measured 356/792 = 0.449 (before round 3: the same)
 )
 
 // TestSecretsTrivyCorpus reports the figures of the trivy corpus, in figures only: it is held
