@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -174,6 +175,129 @@ func TestGeminiWithTheJavaScriptSDK(t *testing.T) {
 	// The blocked prompt never reached the provider; every call that did carried the key.
 	if seen := prov.KeysSeen(); seen[geminiKey] != 2*(len(prompts)-1) || len(seen) != 1 {
 		t.Errorf("the provider saw keys %v, want %d calls with the app's key", seen, 2*(len(prompts)-1))
+	}
+	if logs := g.logs(); strings.Contains(logs, geminiKey) || strings.Contains(logs, geminiEmail) {
+		t.Errorf("the guard's log holds the key or the email:\n%s", logs)
+	}
+}
+
+// geminiInputPolicy redacts personal data in every message of a prompt and blocks
+// Bluebird in prompts.
+const geminiInputPolicy = `
+apiVersion: guardrail.dev/v1alpha1
+kind: Classifier
+metadata: {name: pii}
+spec:
+  builtin:
+    packs: [pii]
+---
+apiVersion: guardrail.dev/v1alpha1
+kind: Classifier
+metadata: {name: words}
+spec:
+  builtin:
+    keywords: [{category: secret-project, words: [bluebird]}]
+---
+apiVersion: guardrail.dev/v1alpha1
+kind: Guardrail
+metadata: {name: redact-pii}
+spec:
+  mode: Enforce
+  classifierRef: {name: pii}
+  phases: [Input]
+  messages: All
+  threshold: 0.5
+  action: Redact
+  reason: Personal data is not shared.
+---
+apiVersion: guardrail.dev/v1alpha1
+kind: Guardrail
+metadata: {name: no-bluebird}
+spec:
+  mode: Enforce
+  classifierRef: {name: words}
+  phases: [Input]
+  threshold: 0.5
+  action: Block
+  reason: ` + geminiReason + `
+`
+
+// geminiInputCall is a line of gemini.mjs --input.
+type geminiInputCall struct {
+	Prompt      string `json:"prompt"`
+	Method      string `json:"method"`
+	TotalTokens int    `json:"totalTokens"`
+	Embeddings  int    `json:"embeddings"`
+	Values      int    `json:"values"`
+	Error       *struct {
+		Status  int    `json:"status"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// countTokens and embedContent of @google/genai through the guard binary, the SDK pointed
+// at the guard by GOOGLE_GEMINI_BASE_URL alone (the variable the injector sets): a prompt
+// naming Bluebird is an ApiError with status 400 and never reaches the provider, an email
+// reaches it redacted, and the count and the embeddings come back as the provider sent
+// them (the SDK sends embedContent as batchEmbedContents, the prompt the first of two).
+func TestGeminiCountTokensAndEmbedContentWithTheJavaScriptSDK(t *testing.T) {
+	installNodeDeps(t, sdkJSDir, "@google/genai/package.json")
+	prov := fakeprovider.New(fakeprovider.WithKeys(geminiKey))
+	t.Cleanup(prov.Close)
+	g := startGuard(t, geminiInputPolicy, upstream(prov.URL), flags("--gemini-upstream", prov.URL))
+
+	prompts := []string{"Say hello.", "Tell me about bluebird.", "Write to " + geminiEmail + " today."}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"gemini.mjs", "--input", geminiKey, "gemini-2.5-flash", "gemini-embedding-001"}, prompts...)...)
+	cmd.Dir = sdkJSDir
+	cmd.Env = append(os.Environ(), "GOOGLE_GEMINI_BASE_URL="+g.URL)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node gemini.mjs --input: %v\n%s", err, stderr.String())
+	}
+	var calls []geminiInputCall
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var c geminiInputCall
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("the app printed %q", line)
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) != 2*len(prompts) {
+		t.Fatalf("the app made %d calls, want %d:\n%s", len(calls), 2*len(prompts), out)
+	}
+	for _, c := range calls {
+		blocked := strings.Contains(c.Prompt, "bluebird")
+		switch {
+		case blocked && (c.Error == nil || c.Error.Status != 400 || !strings.Contains(c.Error.Message, geminiReason) ||
+			!strings.Contains(c.Error.Message, "INVALID_ARGUMENT")):
+			t.Errorf("blocked: %+v", c)
+		case !blocked && c.Error != nil:
+			t.Errorf("allowed: %+v", c)
+		case !blocked && c.Method == "countTokens" && c.TotalTokens == 0:
+			t.Errorf("countTokens counted nothing: %+v", c)
+		case !blocked && c.Method == "embedContent" && (c.Embeddings != 2 || c.Values == 0):
+			t.Errorf("embedContent: %+v", c)
+		}
+	}
+	paths, redacted := map[string]int{}, 0
+	for _, r := range prov.Requests() {
+		paths[r.Path]++
+		if strings.Contains(string(r.Body), "[REDACTED:email]") {
+			redacted++
+		}
+		if strings.Contains(string(r.Body), "bluebird") || strings.Contains(string(r.Body), geminiEmail) {
+			t.Errorf("the provider received %s %s", r.Path, r.Body)
+		}
+	}
+	if paths["/v1beta/models/gemini-2.5-flash:countTokens"] != 2 || paths["/v1beta/models/gemini-embedding-001:batchEmbedContents"] != 2 {
+		t.Errorf("the provider was called on %v", paths)
+	}
+	if redacted != 2 {
+		t.Errorf("%d calls reached the provider with the email redacted, want 2 (countTokens and embedContent)", redacted)
 	}
 	if logs := g.logs(); strings.Contains(logs, geminiKey) || strings.Contains(logs, geminiEmail) {
 		t.Errorf("the guard's log holds the key or the email:\n%s", logs)
