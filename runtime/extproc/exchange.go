@@ -358,7 +358,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 	if warned := x.session.Warnings(); len(warned) > 0 {
 		m.setHeader(warningsHeader, strings.Join(warned, ", "))
 	}
-	if rh.status != "200" || x.f == wire.FamilyEmbeddings || h.GetEndOfStream() {
+	if rh.status != "200" || x.f.InputOnly() || h.GetEndOfStream() {
 		// Upstream errors, and answers with nothing to judge, pass through unchanged.
 		if rh.status != "200" {
 			x.outcome("upstream_error")
