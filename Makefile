@@ -155,9 +155,10 @@ release: $(HELM) $(CYCLONEDX_GOMOD) ## A release's assets in bin/release: the ch
 	go run ./hack/release -out $(RELEASE_DIR) -helm $(HELM) -cyclonedx $(CYCLONEDX_GOMOD)
 
 .PHONY: build
-build: ## Build the manager and the guard into bin/.
+build: ## Build the manager, the guard and the guard's Envoy ext_proc server into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
 	go build -o $(LOCALBIN)/guard ./cmd/guard
+	go build -o $(LOCALBIN)/guard-extproc ./cmd/guard-extproc
 
 .PHONY: kubectl-guardrail
 kubectl-guardrail: ## Build the kubectl plugin into bin/kubectl-guardrail (put bin/ on PATH for `kubectl guardrail`).

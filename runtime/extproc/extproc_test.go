@@ -669,3 +669,79 @@ func TestObservabilityModeIsNotJudged(t *testing.T) {
 		t.Errorf("decisions recorded:\n%s", h.decisions.String())
 	}
 }
+
+// answerText is the answer text of a chat answer, streamed or not.
+func answerText(t *testing.T, b []byte, stream bool) string {
+	t.Helper()
+	if stream {
+		return streamedText(t, b)
+	}
+	var v struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || len(v.Choices) == 0 {
+		t.Fatalf("not a chat completion (%v): %s", err, b)
+	}
+	return v.Choices[0].Message.Content
+}
+
+// pseudonymizePolicy masks personal data for the provider and restores it in answers.
+const pseudonymizePolicy = `
+apiVersion: guardrail.dev/v1alpha1
+kind: Classifier
+metadata: {name: personal-data}
+spec:
+  builtin:
+    packs: [pii]
+---
+apiVersion: guardrail.dev/v1alpha1
+kind: Guardrail
+metadata: {name: pseudonymize-personal-data}
+spec:
+  mode: Enforce
+  classifierRef: {name: personal-data}
+  phases: [Input, ToolResults]
+  threshold: 1
+  action: Pseudonymize
+  reason: Personal data could not be masked.
+`
+
+// Pseudonymize: the provider receives a placeholder, and the client's answer, streamed
+// (cut at every byte) or whole, has the value back, as the guard restores it.
+func TestPseudonymizeRestoresInAnswers(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "whole", true: "stream"}[stream], func(t *testing.T) {
+			h := newHarness(t, pseudonymizePolicy, email)
+			body := chatBody("Write a note to "+email+" about lunch.", stream)
+			script := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Chunks("Dear <EMAIL_1>, lunch is at noon.", 4)}}}
+			answer, ct := upstreamAnswer(t, "/v1/chat/completions", body, script)
+			g := h.guard("/v1/chat/completions", nil, body, answer, ct)
+			if !bytes.Contains(g.upstream, []byte("<EMAIL_1>")) || bytes.Contains(g.upstream, []byte(email)) {
+				t.Fatalf("the guard sent the provider %s", g.upstream)
+			}
+			cuts := [][][]byte{{answer}}
+			if stream {
+				cuts = splits(answer)
+			}
+			for i, chunks := range cuts {
+				res := h.exchange(call{method: http.MethodPost, path: "/v1/chat/completions", body: body, contentType: ct, chunks: chunks})
+				if res.immediate != nil {
+					t.Fatalf("refused at %s", res.where)
+				}
+				if !bytes.Equal(res.upstream, g.upstream) {
+					t.Fatalf("the provider receives\n%s\nthe guard's\n%s", res.upstream, g.upstream)
+				}
+				if !bytes.Equal(res.client, g.body) {
+					t.Fatalf("cut %d: the client receives\n%s\nthe guard's\n%s", i, res.client, g.body)
+				}
+				if i == 0 && !strings.Contains(answerText(t, res.client, stream), "Dear "+email+",") {
+					t.Fatalf("the value is not restored: %s", res.client)
+				}
+			}
+		})
+	}
+}
