@@ -160,6 +160,7 @@ func TestExportToCollector(t *testing.T) {
 			failed.Guardrail, failed.Code = "/cluster-wide", classify.CodeTimeout
 			call.Evaluation(failed, time.Time{})
 			call.Usage(12, 34)
+			call.ResponseModel("gpt-4o-mini-2024-07-18")
 			call.End("blocked")
 			if err := tr.Shutdown(t.Context()); err != nil {
 				t.Fatal(err)
@@ -186,8 +187,8 @@ func TestExportToCollector(t *testing.T) {
 				t.Errorf("call kind %s", callSpan.GetKind())
 			}
 			for k, want := range map[string]string{"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-				"gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o-mini", "server.address": "api.openai.com",
-				"guardrail.request.outcome": "blocked"} {
+				"gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o-mini", "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+				"server.address": "api.openai.com", "guardrail.request.outcome": "blocked"} {
 				if got := otlptest.Str(callSpan.GetAttributes(), k); got != want {
 					t.Errorf("call %s = %q, want %q", k, got, want)
 				}
