@@ -94,6 +94,9 @@ func TestGeminiInputRefusesTwoSpellings(t *testing.T) {
 		`{"generateContentRequest":{"systemInstruction":{"parts":[]},"system_instruction":{"parts":[{"text":"x"}]}}}`,
 		`{"content":{"parts":[{"text":"a","Text":"b"}]}}`,
 		`{"requests":[{"content":{"parts":[{"inlineData":{"data":"eA=="},"inline_data":{"data":"eA=="}}]}}]}`,
+		// A member named twice: the provider reads one of them.
+		`{"content":{"parts":[{"text":"a"}]},"content":{"parts":[{"text":"bluebird"}]}}`,
+		`{"requests":[{"title":"a","title":"bluebird"}]}`,
 		// The members of two methods: the provider reads one of them.
 		`{"contents":[{"parts":[{"text":"a"}]}],"content":{"parts":[{"text":"b"}]}}`,
 		`{"contents":[{"parts":[{"text":"a"}]}],"generateContentRequest":{"contents":[]}}`,
