@@ -85,10 +85,10 @@ func (x *exchange) close() {
 		x.s.cfg.Telemetry.HeldBack(-x.st.reported)
 	}
 	if x.family != "" {
-		if x.result == "" || (x.gone && x.stage != stageDone && x.stage != stagePass) {
-			if x.result == "" || x.result == "allowed" {
-				x.result = "client_gone"
-			}
+		if x.result == "" {
+			// Envoy ended the stream before the request had an outcome: the client went
+			// away (or Envoy answered it itself).
+			x.result = "client_gone"
 		}
 		x.s.cfg.Telemetry.Request(x.family, x.result)
 	}
@@ -398,8 +398,14 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 		return responseBodyResponse(nil, body{replace: true, data: out})
 	case stagePass:
 		return responseBodyResponse(nil, body{})
+	case stageForwarded:
+		// An answer whose headers never came (response_header_mode SKIP): the server
+		// cannot tell a stream from a whole answer, so nothing of it goes on.
+		return x.misconfigured("the answer's headers never reached the server; response_header_mode must be SEND")
+	case stageBody:
+		return x.misconfigured("the request body never reached the server; request_body_mode must be BUFFERED")
 	}
-	// After a verdict, or a body that should not be here: nothing of it reaches the client.
+	// After a verdict: nothing more reaches the client.
 	return responseBodyResponse(nil, body{replace: true})
 }
 

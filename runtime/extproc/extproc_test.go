@@ -745,3 +745,62 @@ func TestPseudonymizeRestoresInAnswers(t *testing.T) {
 		})
 	}
 }
+
+// Answers whose headers the filter does not send (response_header_mode SKIP) are not
+// passed: the server cannot tell how to judge them.
+func TestAnswerWithoutHeadersFailsClosed(t *testing.T) {
+	h := newHarness(t, blockPolicy, "bluebird")
+	stream, err := h.client.Process(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := chatBody("Hello", false)
+	var last *extprocv3.ProcessingResponse
+	for _, req := range []*extprocv3.ProcessingRequest{
+		{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+			Headers: hdr(":method", "POST", ":path", "/v1/chat/completions")}}},
+		{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: body, EndOfStream: true}}},
+		{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{
+			Body: []byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"bluebird"}}]}`), EndOfStream: true}}},
+	} {
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		if last, err = stream.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = stream.CloseSend()
+	if ir := last.GetImmediateResponse(); ir == nil || ir.GetStatus().GetCode() != http.StatusInternalServerError {
+		t.Fatalf("an answer without headers was answered %v", last)
+	}
+}
+
+// Many requests at once through one server: each gets its own session and the guard's
+// answer.
+func TestConcurrentStreams(t *testing.T) {
+	h := newHarness(t, redactPolicy, email)
+	body := chatBody("Where do I write?", true)
+	answer, ct := upstreamAnswer(t, "/v1/chat/completions", body, fakeprovider.Script{Choices: []fakeprovider.Choice{
+		{Deltas: fakeprovider.Chunks("Write to "+email+" today, or call.", 3)}}})
+	g := h.guard("/v1/chat/completions", nil, body, answer, ct)
+	cuts := splits(answer)
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			for i := w; i < len(cuts); i += 8 {
+				res := h.exchange(call{method: http.MethodPost, path: "/v1/chat/completions", body: body, contentType: ct, chunks: cuts[i]})
+				if !bytes.Equal(res.client, g.body) {
+					errs <- errors.New("cut " + strconv.Itoa(i) + ": the client receives " + string(res.client))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
