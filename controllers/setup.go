@@ -15,9 +15,12 @@ import (
 	"strings"
 
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -86,8 +89,16 @@ func (o Options) Cache() cache.Options {
 	if err != nil {
 		panic(err) // constant arguments
 	}
+	shared, err := labels.NewRequirement(v1alpha1.LabelSharedGuard, selection.Exists, nil)
+	if err != nil {
+		panic(err) // constant arguments
+	}
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod(o.Guard)},
+		// The shared guards' objects only (sharedguard): never every Deployment.
+		&appsv1.Deployment{}:         {Label: labels.NewSelector().Add(*shared)},
+		&corev1.Service{}:            {Label: labels.NewSelector().Add(*shared)},
+		&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*shared)},
 		&coordinationv1.Lease{}: {
 			Namespaces: map[string]cache.Config{o.operatorNamespace(): {}},
 			Label:      labels.NewSelector().Add(*guardLease),
@@ -133,6 +144,15 @@ func trimPod(g injection.Guard) toolscache.TransformFunc {
 				return p, nil
 			}
 			trimmed := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(p.ObjectMeta), Status: corev1.PodStatus{Phase: p.Status.Phase}}
+			if _, ok := p.Labels[v1alpha1.LabelSharedGuard]; ok {
+				// The shared guards' Services send traffic to these addresses (sharedguard).
+				trimmed.Status.PodIPs = p.Status.PodIPs
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodReady {
+						trimmed.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+					}
+				}
+			}
 			verification := injection.VerifyGuard(p, g)
 			guards.SetGuardVerification(trimmed, verification)
 			if verification == nil {

@@ -38,6 +38,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterClassifier{}, &ClusterClassifierList{},
 		&ClusterGuardrail{}, &ClusterGuardrailList{},
 		&ModelProvider{}, &ModelProviderList{},
+		&SharedGuard{}, &SharedGuardList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

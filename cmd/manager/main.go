@@ -32,6 +32,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/controllers/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/controllers/guards"
 	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
+	"github.com/guardrail-dev/guardrail-operator/controllers/sharedguard"
 	"github.com/guardrail-dev/guardrail-operator/internal/serving"
 )
 
@@ -127,6 +128,10 @@ func main() {
 	}
 	if err := injectionFlags.Setup(ctx, mgr); err != nil {
 		setupLog.Error(err, "Unable to set up the pod injector")
+		os.Exit(1)
+	}
+	if err := setupSharedGuards(ctx, mgr, &injectionFlags, install.OperatorNamespace); err != nil {
+		setupLog.Error(err, "Unable to set up the shared guards")
 		os.Exit(1)
 	}
 	if controlPlane.CertDir == "" {
@@ -226,4 +231,20 @@ func (m metricsConfig) loopback() bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// setupSharedGuards runs SharedGuards with the guard the injector renders; without the
+// injector (--enable-injection=false) there is no guard to render and none runs.
+func setupSharedGuards(ctx context.Context, mgr ctrl.Manager, injectionFlags *injection.Flags, operatorNamespace string) error {
+	renderer, err := injectionFlags.Renderer(ctx, mgr)
+	if err != nil || renderer == nil {
+		return err
+	}
+	return (&sharedguard.Reconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("sharedguard-controller"),
+		Renderer:          renderer,
+		OperatorNamespace: operatorNamespace,
+	}).SetupWithManager(mgr)
 }

@@ -90,6 +90,9 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 		return err.Error()
 	}
 	guard, _ := findGuard(pod)
+	// A shared guard's pod (shared.go) is rendered with its proxy on the pod's address;
+	// VerifyGuard has checked that such a guard carries no ModelProvider.
+	s.shared = listensBeyondLoopback(guard)
 	if !slices.Equal(guard.Args, guardContainer(cfg, s).Args) {
 		return "its arguments are not the ones the injector renders for this pod"
 	}

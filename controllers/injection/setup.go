@@ -69,18 +69,9 @@ type Options struct {
 // Setup registers the injector on mgr's webhook server, with its certificates and its
 // events controller, and adds readiness checks that fail until the webhook can serve.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	cfg := o.Config
-	if cfg.OperatorNamespace == "" {
-		return errors.New("injection: the operator's namespace is not set")
-	}
-	if cfg.Image == "" {
-		return errors.New("injection: the guard's image is not set")
-	}
-	if cfg.ControlPlaneURL == "" {
-		cfg.ControlPlaneURL = DefaultControlPlaneURL(cfg.OperatorNamespace)
-	}
-	if cfg.Version == "" {
-		cfg.Version = moduleVersion()
+	cfg, err := o.guardConfig()
+	if err != nil {
+		return err
 	}
 	if o.NativeSidecars != nil {
 		cfg.NativeSidecars = *o.NativeSidecars
@@ -144,6 +135,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Guard:     cfg.Guard(),
 		Recorder:  mgr.GetEventRecorder("guardrail-injector"),
 	}).SetupWithManager(mgr)
+}
+
+// guardConfig is o.Config with the defaults of an empty control-plane URL and version.
+func (o Options) guardConfig() (Config, error) {
+	cfg := o.Config
+	if cfg.OperatorNamespace == "" {
+		return cfg, errors.New("injection: the operator's namespace is not set")
+	}
+	if cfg.Image == "" {
+		return cfg, errors.New("injection: the guard's image is not set")
+	}
+	if cfg.ControlPlaneURL == "" {
+		cfg.ControlPlaneURL = DefaultControlPlaneURL(cfg.OperatorNamespace)
+	}
+	if cfg.Version == "" {
+		cfg.Version = moduleVersion()
+	}
+	return cfg, nil
 }
 
 // DefaultControlPlaneURL is the control-plane Service's URL in the operator's namespace.

@@ -284,7 +284,7 @@ func TestArgoCDApplicationInstallsThisChart(t *testing.T) {
 	slices.Sort(kept)
 	if want := []string{"CustomResourceDefinition/classifiers.guardrail.dev", "CustomResourceDefinition/clusterclassifiers.guardrail.dev",
 		"CustomResourceDefinition/clusterguardrails.guardrail.dev", "CustomResourceDefinition/guardrails.guardrail.dev",
-		"CustomResourceDefinition/modelproviders.guardrail.dev"}; !slices.Equal(kept, want) {
+		"CustomResourceDefinition/modelproviders.guardrail.dev", "CustomResourceDefinition/sharedguards.guardrail.dev"}; !slices.Equal(kept, want) {
 		t.Errorf("kept by the Application's deletion: %v, want %v", kept, want)
 	}
 	if got := kubectl("", "-n", "team-a", "get", "guardrails,classifiers", "-o", "jsonpath={.items[*].metadata.uid}"); got != before {

@@ -158,6 +158,8 @@ func statusOf(obj Object) any {
 		return o.Status
 	case *v1alpha1.ClusterGuardrail:
 		return o.Status
+	case *v1alpha1.SharedGuard:
+		return o.Status
 	case *v1alpha1.ModelProvider:
 		return o.Status
 	}
