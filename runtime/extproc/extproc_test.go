@@ -804,3 +804,42 @@ func TestConcurrentStreams(t *testing.T) {
 		}
 	}
 }
+
+// A panic while a message is handled fails that stream only (Envoy then refuses the
+// request), is logged without content, and the server goes on serving.
+func TestAPanicFailsTheStreamNotTheServer(t *testing.T) {
+	h := newHarness(t, blockPolicy, "bluebird")
+	h.srv.beforeMessage = func(req *extprocv3.ProcessingRequest) {
+		if b := req.GetRequestBody().GetBody(); bytes.Contains(b, []byte("panic please")) {
+			panic("a bug, with content: " + string(b))
+		}
+	}
+	stream, err := h.client.Process(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, req := range []*extprocv3.ProcessingRequest{
+		{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+			Headers: hdr(":method", "POST", ":path", "/v1/chat/completions")}}},
+		{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{
+			Body: chatBody("bluebird panic please", false), EndOfStream: true}}},
+	} {
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		_, err := stream.Recv()
+		if i == 0 && err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && (err == nil || !strings.Contains(err.Error(), "Internal")) {
+			t.Fatalf("the stream did not fail: %v", err)
+		}
+	}
+	if !strings.Contains(h.logs.String(), "internal error") {
+		t.Errorf("not logged:\n%s", h.logs.String())
+	}
+	res := h.exchange(call{method: http.MethodPost, path: "/v1/chat/completions", body: chatBody("bluebird again", false)})
+	if res.immediate == nil || res.immediate.GetStatus().GetCode() != http.StatusBadRequest {
+		t.Errorf("the server does not serve after a panic: %v", res.immediate)
+	}
+}

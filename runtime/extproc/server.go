@@ -7,10 +7,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
@@ -44,6 +47,8 @@ type Server struct {
 	passThrough map[string]bool
 	// observed logs once that a filter in observability mode calls the server.
 	observed sync.Once
+	// beforeMessage, when set (tests), runs before each message is handled.
+	beforeMessage func(*extprocv3.ProcessingRequest)
 }
 
 // New returns a Server. Register it on a gRPC server with Register.
@@ -76,9 +81,20 @@ func (s *Server) Register(g grpc.ServiceRegistrar) { extprocv3.RegisterExternalP
 // A filter in observability mode ignores every answer, so nothing it sends can be
 // enforced: such a stream is not judged (its records would count blocks and redactions
 // that never happened); the server logs, once, that the filter enforces nothing.
-func (s *Server) Process(stream grpc.BidiStreamingServer[extprocv3.ProcessingRequest, extprocv3.ProcessingResponse]) error {
+func (s *Server) Process(stream grpc.BidiStreamingServer[extprocv3.ProcessingRequest, extprocv3.ProcessingResponse]) (err error) {
 	x := s.newExchange(stream.Context())
 	defer x.close()
+	defer func() {
+		// A bug must not take the server down with every other request in flight. The
+		// stream fails instead, and Envoy, failing closed, answers 500 and forwards
+		// nothing more. The panic's value is not logged: it may quote content.
+		if r := recover(); r != nil {
+			s.cfg.Log.Error("ext_proc stream failed on an internal error; Envoy refuses the request", "requestId", x.id,
+				"family", x.family, "stack", string(debug.Stack()))
+			x.result = "failed"
+			err = status.Error(codes.Internal, "the guardrail ext_proc server failed on this request")
+		}
+	}()
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -94,6 +110,9 @@ func (s *Server) Process(stream grpc.BidiStreamingServer[extprocv3.ProcessingReq
 					"so no guardrail is enforced or recorded on its traffic; set observability_mode: false")
 			})
 			continue
+		}
+		if s.beforeMessage != nil {
+			s.beforeMessage(req)
 		}
 		resp := x.handle(req)
 		if resp == nil {
