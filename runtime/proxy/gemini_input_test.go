@@ -6,6 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing/otlptest"
+	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
 )
 
 // The Gemini API's input-only calls, in the shapes @google/genai and the REST API send.
@@ -122,5 +126,33 @@ func TestGeminiInputCallsRefusedAndUpstreamErrors(t *testing.T) {
 	resp, body := h.post(t, geminiEmbedPath, `{"content":{"parts":[{"text":"a"}]}}`, "X-Goog-Api-Key", "AIzaSyAnotherKey000000000000000000000")
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "UNAUTHENTICATED") {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+}
+
+// An answer that reports usage (usageMetadata) passes through as it is and its usage is
+// the span's; one without reports none.
+func TestGeminiInputUsage(t *testing.T) {
+	col := otlptest.NewHTTP(t)
+	tr := tracerTo(t, col, "http/protobuf")
+	h := newHarness(t, inputPolicy, withConfig(func(c *Config) { c.Tracer = tr }))
+	answer := `{"embeddings":[{"values":[0.1,-0.2]}],"usageMetadata":{"promptTokenCount":7,"totalTokenCount":7}}`
+	h.p.Enqueue(fakeprovider.Script{Raw: []byte(answer)})
+	if resp, body := h.post(t, geminiBatchPath, `{"requests":[{"content":{"parts":[{"text":"a"}]}}]}`); resp.StatusCode != http.StatusOK || string(body) != answer {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if resp, body := h.post(t, "/v1beta/models/other-embedding:embedContent", `{"content":{"parts":[{"text":"a"}]}}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spans := col.WaitSpans(2, 5*time.Second)
+	with, ok := spanNamed(spans, "embeddings gemini-embedding-001")
+	if !ok || otlptest.Attr(with.GetAttributes(), "gen_ai.usage.input_tokens").GetIntValue() != 7 {
+		t.Fatalf("the span of the answer with usage: %v", with.Span)
+	}
+	without, ok := spanNamed(spans, "embeddings other-embedding")
+	if !ok || otlptest.Attr(without.GetAttributes(), "gen_ai.usage.input_tokens") != nil {
+		t.Fatalf("the span of the answer without usage: %v", without.Span)
 	}
 }

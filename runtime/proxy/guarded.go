@@ -309,6 +309,10 @@ func (x *exchange) forward() {
 		} else {
 			x.outcome("allowed")
 		}
+		if x.f == wire.FamilyGeminiInput && resp.StatusCode == http.StatusOK {
+			x.passThroughGeminiInput(resp)
+			return
+		}
 		x.passThrough(resp)
 		return
 	}
