@@ -141,6 +141,8 @@ func TestRequestBlocked(t *testing.T) {
 		{"chat", "/v1/chat/completions", nil, chatBody("Tell me about bluebird.", false)},
 		{"chat stream", "/v1/chat/completions", nil, chatBody("Tell me about bluebird.", true)},
 		{"messages", "/v1/messages", anthropicHeaders, messagesBody("Tell me about bluebird.", false)},
+		{"responses", "/v1/responses", nil, responsesBody("Tell me about bluebird.", false)},
+		{"gemini", geminiPath, nil, geminiBody("Tell me about bluebird.")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, blockPolicy, "bluebird")
@@ -169,11 +171,21 @@ func TestRequestBlocked(t *testing.T) {
 			if ir.GetDetails() != "guardrail_content_policy_violation" {
 				t.Errorf("details %q", ir.GetDetails())
 			}
-			if !strings.Contains(h.metrics(), `guard_requests_total{family="`+strings.TrimPrefix(tc.path, "/v1/")+`",outcome="blocked"} 1`) {
+			if !hasLine(h.metrics(), `guard_requests_total{family="`, `",outcome="blocked"} 1`) {
 				t.Errorf("the block is not counted:\n%s", h.metrics())
 			}
 		})
 	}
+}
+
+// hasLine reports whether text has a line with this prefix and suffix.
+func hasLine(text, prefix, suffix string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) && strings.HasSuffix(line, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // splits returns the ways of cutting b into chunks the tests try: in two at every byte,
