@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -33,6 +34,9 @@ import (
 type client struct {
 	cfg  Config
 	http *http.Client
+	// delivered are the headers the control plane gave (Tracer.SetHeaders), added to every
+	// export after cfg.Headers; nil when none.
+	delivered atomic.Pointer[http.Header]
 }
 
 // exportPath is the gRPC method of OTLP trace export.
@@ -128,6 +132,11 @@ func (c *client) request(ctx context.Context, url string, body []byte) (*http.Re
 	}
 	for k, v := range c.cfg.Headers {
 		req.Header.Set(k, v)
+	}
+	if d := c.delivered.Load(); d != nil {
+		for k, v := range *d {
+			req.Header[k] = v
+		}
 	}
 	req.Header.Set("User-Agent", "guardrail-guard")
 	return req, nil

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing/otlpheaders"
 )
 
 // Protocols of OTEL_EXPORTER_OTLP_PROTOCOL.
@@ -23,8 +25,13 @@ type Config struct {
 	Endpoint string
 	// Protocol is ProtocolHTTP or ProtocolGRPC.
 	Protocol string
-	// Headers are sent with every export (OTEL_EXPORTER_OTLP_HEADERS): often a credential
-	// of the collector, so they are never logged nor put in an error.
+	// ConfiguredEndpoint is the endpoint variable's value as set (trimmed): the guard takes
+	// headers from the control plane only for the endpoint they were given for
+	// (Tracer.SetHeaders).
+	ConfiguredEndpoint string
+	// Headers are sent with every export (OTEL_EXPORTER_OTLP_HEADERS, checked by
+	// otlpheaders.Parse): often a credential of the collector, so they are never logged
+	// nor put in an error.
 	Headers map[string]string
 	// Timeout bounds one export.
 	Timeout time.Duration
@@ -111,8 +118,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.Endpoint, err = endpointURL(endpoint, c.Protocol, perSignal, strings.EqualFold(signal("INSECURE"), "true")); err != nil {
 		return Config{}, err
 	}
-	if c.Headers, err = parseHeaders(signal("HEADERS")); err != nil {
-		c.Warnings = append(c.Warnings, "OTEL_EXPORTER_OTLP_HEADERS is malformed: no header is sent")
+	c.ConfiguredEndpoint = endpoint
+	if c.Headers, err = otlpheaders.Parse(signal("HEADERS")); err != nil {
+		// The error names the entry's position, never its content.
+		c.Warnings = append(c.Warnings, "OTEL_EXPORTER_OTLP_HEADERS is malformed ("+err.Error()+"): no header is sent")
 	}
 	c.Timeout = 10 * time.Second
 	if v := signal("TIMEOUT"); v != "" {
@@ -160,30 +169,6 @@ func endpointURL(endpoint, protocol string, perSignal, insecure bool) (string, e
 		u.Path = "/"
 	}
 	return u.String(), nil
-}
-
-// parseHeaders reads the W3C-baggage-like list key=value,… with URL-encoded values.
-func parseHeaders(s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	h := map[string]string{}
-	for kv := range strings.SplitSeq(s, ",") {
-		if strings.TrimSpace(kv) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, errors.New("malformed")
-		}
-		val, err := url.PathUnescape(strings.TrimSpace(v))
-		if err != nil {
-			return nil, errors.New("malformed")
-		}
-		h[k] = val
-	}
-	return h, nil
 }
 
 // sampler reads OTEL_TRACES_SAMPLER and its argument.

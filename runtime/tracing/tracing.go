@@ -18,6 +18,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/engine"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing/otlpheaders"
 )
 
 // scope is the instrumentation scope of the guard's spans.
@@ -45,6 +47,10 @@ type Tracer struct {
 	tracer   trace.Tracer
 	provider *sdktrace.TracerProvider
 	prop     propagation.TraceContext
+	// client is Setup's exporter (nil for a test's recorder), endpoint the endpoint
+	// variable's value (Config.ConfiguredEndpoint).
+	client   *client
+	endpoint string
 }
 
 // Options are what the guard knows of itself, for the spans' resource.
@@ -81,7 +87,52 @@ func Setup(ctx context.Context, cfg Config, o Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTracer(ctx, cfg, o, sdktrace.WithBatcher(exp))
+	t, err := newTracer(ctx, cfg, o, sdktrace.WithBatcher(exp))
+	if err != nil {
+		return nil, err
+	}
+	t.client, t.endpoint = c, cfg.ConfiguredEndpoint
+	return t, nil
+}
+
+// Errors of SetHeaders. Neither names a header or a value.
+var (
+	// ErrOtherEndpoint: the headers were given for an endpoint this guard does not export
+	// to (a guard injected with an earlier tracing setting): they are not sent.
+	ErrOtherEndpoint = errors.New("the control plane's OTLP headers are for another endpoint than this guard's: not sent")
+	// ErrNoExporter: t exports nothing (off, or a test's recorder).
+	ErrNoExporter = errors.New("tracing is off: no OTLP headers to set")
+)
+
+// SetHeaders sets the headers the control plane delivered for the collector at endpoint
+// (runtime/controlplane Snapshot.Tracing): every export from then on carries them, after
+// (and over) those of OTEL_EXPORTER_OTLP_HEADERS. They replace the ones set before; empty h
+// removes them. They are taken only when endpoint is the OTEL_EXPORTER_OTLP_ENDPOINT (or
+// _TRACES_ENDPOINT) this tracer was set up with, so that a collector's credential never
+// goes to another one; otherwise, or when they do not pass otlpheaders.Check, the
+// delivered headers are removed and the error says why, without naming any.
+func (t *Tracer) SetHeaders(endpoint string, h map[string]string) error {
+	if t == nil || t.client == nil {
+		return ErrNoExporter
+	}
+	if len(h) == 0 {
+		t.client.delivered.Store(nil)
+		return nil
+	}
+	if endpoint != t.endpoint {
+		t.client.delivered.Store(nil)
+		return ErrOtherEndpoint
+	}
+	if err := otlpheaders.Check(h); err != nil {
+		t.client.delivered.Store(nil)
+		return fmt.Errorf("the control plane's OTLP headers are refused: %w", err)
+	}
+	hh := make(http.Header, len(h))
+	for k, v := range h {
+		hh.Set(k, v)
+	}
+	t.client.delivered.Store(&hh)
+	return nil
 }
 
 // newTracer builds the tracer over a span processor (Setup's batcher, a test's recorder).

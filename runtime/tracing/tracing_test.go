@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -361,4 +362,128 @@ func TestExportErrors(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("the export error was not reported")
 	}
+}
+
+// Headers delivered by the control plane (SetHeaders) reach the collector with every
+// export, over both protocols, beside those of OTEL_EXPORTER_OTLP_HEADERS and over them; a
+// new set replaces the old (a rotation), headers for another endpoint are not sent, and
+// empty ones remove them.
+func TestDeliveredHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		start    func(testing.TB) *otlptest.Collector
+	}{
+		{"grpc", otlptest.NewGRPC},
+		{"http/protobuf", otlptest.NewHTTP},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			col := tc.start(t)
+			cfg, err := tracing.FromEnv(env(map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT": col.Endpoint,
+				"OTEL_EXPORTER_OTLP_PROTOCOL": tc.protocol,
+				"OTEL_EXPORTER_OTLP_HEADERS":  "x-from-env=env,authorization=from-env",
+				"OTEL_TRACES_SAMPLER":         "always_on",
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ConfiguredEndpoint != col.Endpoint {
+				t.Fatalf("ConfiguredEndpoint %q, want %q", cfg.ConfiguredEndpoint, col.Endpoint)
+			}
+			tr, err := tracing.Setup(t.Context(), cfg, tracing.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = tr.Shutdown(t.Context()) }()
+			// export sends one span and returns the headers of the export that carried it.
+			export := func(model string) map[string][]string {
+				t.Helper()
+				before := len(col.Headers())
+				tr.StartCall(t.Context(), http.Header{}, tracing.CallInfo{Operation: "chat", Model: model}).End("allowed")
+				if err := tr.ForceFlush(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for len(col.Headers()) == before && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				hs := col.Headers()
+				if len(hs) == before {
+					t.Fatalf("no export of %s", model)
+				}
+				return lower(hs[len(hs)-1])
+			}
+			expect := func(h map[string][]string, name, want string) {
+				t.Helper()
+				got := ""
+				if v := h[name]; len(v) > 0 {
+					got = strings.Join(v, "|")
+				}
+				if got != want {
+					t.Errorf("header %s = %q, want %q", name, got, want)
+				}
+			}
+
+			h := export("before")
+			expect(h, "authorization", "from-env")
+			expect(h, "x-from-env", "env")
+
+			if err := tr.SetHeaders(col.Endpoint, map[string]string{"Authorization": "Bearer first", "X-Tenant-Id": "guards"}); err != nil {
+				t.Fatal(err)
+			}
+			h = export("first")
+			expect(h, "authorization", "Bearer first")
+			expect(h, "x-tenant-id", "guards")
+			expect(h, "x-from-env", "env")
+
+			// A rotation replaces the set: a header no longer delivered is no longer sent.
+			if err := tr.SetHeaders(col.Endpoint, map[string]string{"Authorization": "Bearer second"}); err != nil {
+				t.Fatal(err)
+			}
+			h = export("second")
+			expect(h, "authorization", "Bearer second")
+			expect(h, "x-tenant-id", "")
+
+			// Headers for another collector are not sent, and remove those delivered before.
+			if err := tr.SetHeaders("http://elsewhere:4318", map[string]string{"Authorization": "Bearer other"}); !errors.Is(err, tracing.ErrOtherEndpoint) {
+				t.Errorf("SetHeaders for another endpoint: %v, want ErrOtherEndpoint", err)
+			}
+			h = export("other")
+			expect(h, "authorization", "from-env")
+
+			// Malformed ones are refused without quoting them.
+			err = tr.SetHeaders(col.Endpoint, map[string]string{"Authorization": "Bearer evil\r\nX-Injected: 1"})
+			if err == nil || strings.Contains(err.Error(), "evil") {
+				t.Errorf("SetHeaders of a value with CRLF: %v", err)
+			}
+			if err := tr.SetHeaders(col.Endpoint, map[string]string{"Connection": "close"}); err == nil {
+				t.Error("SetHeaders took a hop-by-hop header")
+			}
+
+			if err := tr.SetHeaders(col.Endpoint, map[string]string{"Authorization": "Bearer third"}); err != nil {
+				t.Fatal(err)
+			}
+			expect(export("third"), "authorization", "Bearer third")
+			if err := tr.SetHeaders(col.Endpoint, nil); err != nil {
+				t.Fatal(err)
+			}
+			expect(export("removed"), "authorization", "from-env")
+		})
+	}
+}
+
+// A tracer that is off takes no headers.
+func TestSetHeadersWhenOff(t *testing.T) {
+	var tr *tracing.Tracer
+	if err := tr.SetHeaders("http://c:4318", map[string]string{"Authorization": "x"}); !errors.Is(err, tracing.ErrNoExporter) {
+		t.Errorf("SetHeaders on a nil tracer: %v", err)
+	}
+}
+
+func lower(h map[string][]string) map[string][]string {
+	out := make(map[string][]string, len(h))
+	for k, v := range h {
+		out[strings.ToLower(k)] = append(out[strings.ToLower(k)], v...)
+	}
+	return out
 }
