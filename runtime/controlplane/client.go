@@ -51,6 +51,12 @@ type Client struct {
 	PollTimeout time.Duration
 	// HTTPClient overrides the client built from CAFile (tests).
 	HTTPClient *http.Client
+	// TracingHeaders, when set, receives the tracing headers of each snapshot the control
+	// plane pushed and the guard applied (Snapshot.Tracing: the collector's endpoint and
+	// the headers, in memory only), or "" and nil when it holds none: the guard's tracer
+	// sends them from then on (tracing.Tracer.SetHeaders). It is not called for a
+	// persisted snapshot, which holds no headers.
+	TracingHeaders func(endpoint string, headers map[string]string)
 }
 
 // Run implements policysource.Source. apply's error refuses a snapshot: the refusal is
@@ -72,8 +78,8 @@ func (c *Client) Run(ctx context.Context, apply func(*policy.Snapshot) error, re
 			if lacksCredentials(snap) {
 				// Its providers' credentials were never on disk: the operator is asked for
 				// the whole snapshot again (a version it does not see running).
-				log.Info("The persisted snapshot's model providers wait for their credentials from the control plane",
-					"providers", len(snap.Providers))
+				log.Info("The persisted snapshot's model providers and tracing headers wait for the control plane",
+					"providers", len(snap.Providers), "tracing", snap.Tracing != nil)
 				req.Running = ""
 			}
 		}
@@ -128,6 +134,13 @@ func (c *Client) Run(ctx context.Context, apply func(*policy.Snapshot) error, re
 			continue
 		}
 		req.Running, req.Refused = snap.Version, nil // the guard logs what it applied
+		if c.TracingHeaders != nil {
+			if snap.Tracing != nil {
+				c.TracingHeaders(snap.Tracing.Endpoint, snap.Tracing.Headers)
+			} else {
+				c.TracingHeaders("", nil)
+			}
+		}
 		if err := c.persist(raw); err != nil {
 			report(fmt.Errorf("persisting the policy snapshot: %w", err))
 		}

@@ -56,37 +56,54 @@ func compileProviders(s *Snapshot) ([]*policy.Provider, error) {
 	return out, nil
 }
 
-// withoutCredentials returns the snapshot raw with every provider's credential removed and
-// everything else as it was: raw itself when no provider holds one, otherwise raw with
-// only its providers re-encoded.
+// withoutCredentials returns the snapshot raw with every provider's credential and the
+// tracing headers removed and everything else as it was: raw itself when it holds none,
+// otherwise raw with only its providers and tracing re-encoded. A snapshot whose tracing
+// headers were removed keeps its tracing object (the endpoint), which tells the guard
+// that loads it to ask for them again (lacksCredentials).
 func withoutCredentials(raw []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return nil, fmt.Errorf("decoding the snapshot: %w", err)
 	}
-	list, ok := top["providers"]
-	if !ok {
-		return raw, nil
-	}
-	var providers []map[string]json.RawMessage
-	if err := json.Unmarshal(list, &providers); err != nil {
-		return nil, fmt.Errorf("decoding the snapshot's providers: %w", err)
-	}
 	stripped := false
-	for _, p := range providers {
-		if _, ok := p["credential"]; ok {
-			delete(p, "credential")
-			stripped = true
+	if list, ok := top["providers"]; ok {
+		var providers []map[string]json.RawMessage
+		if err := json.Unmarshal(list, &providers); err != nil {
+			return nil, fmt.Errorf("decoding the snapshot's providers: %w", err)
+		}
+		removed := false
+		for _, p := range providers {
+			if _, ok := p["credential"]; ok {
+				delete(p, "credential")
+				removed = true
+			}
+		}
+		if removed {
+			b, err := json.Marshal(providers)
+			if err != nil {
+				return nil, err
+			}
+			top["providers"], stripped = b, true
+		}
+	}
+	if t, ok := top["tracing"]; ok {
+		var tracing map[string]json.RawMessage
+		if err := json.Unmarshal(t, &tracing); err != nil {
+			return nil, fmt.Errorf("decoding the snapshot's tracing: %w", err)
+		}
+		if _, ok := tracing["headers"]; ok {
+			delete(tracing, "headers")
+			b, err := json.Marshal(tracing)
+			if err != nil {
+				return nil, err
+			}
+			top["tracing"], stripped = b, true
 		}
 	}
 	if !stripped {
 		return raw, nil
 	}
-	b, err := json.Marshal(providers)
-	if err != nil {
-		return nil, err
-	}
-	top["providers"] = b
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -96,8 +113,8 @@ func withoutCredentials(raw []byte) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// lacksCredentials reports whether one of s's providers has no credential: a snapshot
-// loaded from disk. The guard then does not report its version as running, so that the
+// lacksCredentials reports whether one of s's providers has no credential, or its tracing
+// no headers: a snapshot loaded from disk. The guard then does not report its version as running, so that the
 // operator pushes the snapshot, credentials included, as soon as it answers (it pushes
 // only a version that differs from the one running).
 func lacksCredentials(s *Snapshot) bool {
@@ -106,5 +123,5 @@ func lacksCredentials(s *Snapshot) bool {
 			return true
 		}
 	}
-	return false
+	return s.Tracing != nil && len(s.Tracing.Headers) == 0
 }

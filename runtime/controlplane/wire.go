@@ -66,6 +66,23 @@ type Snapshot struct {
 	// flags) that select the pod's namespace and whose credential resolves, sorted by
 	// name. A provider the guard names that is missing here is not available to the pod.
 	Providers []Provider `json:"providers,omitempty"`
+	// Tracing, when set, holds the headers the guard adds to its OTLP trace exports: the
+	// platform's collector credential (the manager's --guard-otel-headers-secret). Absent
+	// when the platform set none.
+	Tracing *Tracing `json:"tracing,omitempty"`
+}
+
+// Tracing is the part of the guards' tracing that is secret, so never in a pod's spec:
+// the headers of the OTLP exports. The guard keeps Headers in memory only, like a
+// provider's credential: the persisted snapshot never holds them.
+type Tracing struct {
+	// Endpoint is the collector the headers are for: the manager's current
+	// --guard-otel-endpoint, as the injector renders it in OTEL_EXPORTER_OTLP_ENDPOINT. A
+	// guard exporting elsewhere (injected with an earlier setting) does not send them.
+	Endpoint string `json:"endpoint"`
+	// Headers are the header names (canonical) and values, checked by
+	// runtime/tracing/otlpheaders. Empty in a persisted snapshot.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Provider is a ModelProvider as a guard uses it: where to send the
