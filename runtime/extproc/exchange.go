@@ -48,18 +48,20 @@ type exchange struct {
 	configured bool
 	protocol   *extprocv3.ProtocolConfiguration
 
-	stage   stage
-	id      string
-	hdr     headers
-	f       wire.Family
-	family  string
-	hadLen  bool
-	cleared bool
-	pol     proxy.Policy
-	body    []byte
-	req     wire.Request
-	session *engine.Session
-	rec     *telemetry.Request
+	stage  stage
+	id     string
+	hdr    headers
+	f      wire.Family
+	family string
+	hadLen bool
+	// reqCleared and answerCleared are set once a chunk of the request body or of a whole
+	// answer was withheld: the last chunk then carries the whole body.
+	reqCleared, answerCleared bool
+	pol                       proxy.Policy
+	body                      []byte
+	req                       wire.Request
+	session                   *engine.Session
+	rec                       *telemetry.Request
 	// result is the request's outcome (guard_requests_total), counted when it ends.
 	result string
 	// spent is the time the server spent judging the request (its share of the latency).
@@ -245,7 +247,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 	}
 	x.body = append(x.body, b.GetBody()...)
 	if !b.GetEndOfStream() {
-		x.cleared = true
+		x.reqCleared = true
 		return requestBodyResponse(nil, body{replace: true})
 	}
 	return x.judgeRequest(false)
@@ -290,7 +292,7 @@ func (x *exchange) judgeRequest(noBody bool) *extprocv3.ProcessingResponse {
 		}
 		return x.refuse(x.f, wire.Blocked(v.Reason, v.Guardrail), "blocked")
 	}
-	changed := x.cleared || !sameBytes(orig, x.body)
+	changed := x.reqCleared || !sameBytes(orig, x.body)
 	if proxy.ApplyInput(&x.req, res.Messages) {
 		rewritten, err := wire.RewriteRequest(x.body, &x.req)
 		if err != nil {
@@ -419,7 +421,7 @@ func (x *exchange) wholeChunk(b *extprocv3.HttpBody) *extprocv3.ProcessingRespon
 	}
 	x.answer = append(x.answer, b.GetBody()...)
 	if !b.GetEndOfStream() {
-		x.cleared = true
+		x.answerCleared = true
 		return responseBodyResponse(nil, body{replace: true})
 	}
 	start := time.Now()
@@ -436,7 +438,7 @@ func (x *exchange) wholeChunk(b *extprocv3.HttpBody) *extprocv3.ProcessingRespon
 		x.gone = true
 		return x.refuse(x.f, wire.Failed(""), "client_gone")
 	}
-	out, changed := answer, x.cleared
+	out, changed := answer, x.answerCleared
 	switch v := res.Stop; {
 	case v != nil && v.Kind == engine.Failed:
 		return x.refuse(x.f, wire.Failed(v.Guardrail), "failed")

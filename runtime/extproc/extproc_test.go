@@ -855,3 +855,52 @@ func TestAPanicFailsTheStreamNotTheServer(t *testing.T) {
 		t.Errorf("the server does not serve after a panic: %v", res.immediate)
 	}
 }
+
+// With request_body_mode STREAMED the request's chunks are withheld until the last, which
+// carries the whole judged body; content-length is removed, since the headers go upstream
+// before the body is judged.
+func TestRequestBodyStreamedByEnvoy(t *testing.T) {
+	h := newHarness(t, redactPolicy, email)
+	body := chatBody("Please write to "+email+" about it.", false)
+	g := h.guard("/v1/chat/completions", nil, body, []byte(`{}`), "application/json")
+	stream, err := h.client.Process(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+		t.Helper()
+		if err := stream.Send(req); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := send(&extprocv3.ProcessingRequest{
+		ProtocolConfig: &extprocv3.ProtocolConfiguration{RequestBodyMode: filterv3.ProcessingMode_STREAMED, ResponseBodyMode: filterv3.ProcessingMode_STREAMED},
+		Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+			Headers: hdr(":method", "POST", ":path", "/v1/chat/completions", "content-length", strconv.Itoa(len(body)))}}})
+	if !headerRemoved([]*extprocv3.HeaderMutation{resp.GetRequestHeaders().GetResponse().GetHeaderMutation()}, "content-length") {
+		t.Error("content-length is not removed from a request whose body is judged after its headers left")
+	}
+	var upstream []byte
+	for i := 0; i < len(body); i += 10 {
+		end := min(i+10, len(body))
+		resp := send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{
+			Body: body[i:end], EndOfStream: end == len(body)}}})
+		out := mutate(body[i:end], resp.GetRequestBody().GetResponse().GetBodyMutation())
+		if end < len(body) && len(out) > 0 {
+			t.Fatalf("chunk at %d went upstream before the body was judged: %q", i, out)
+		}
+		if _, ok := headerSet([]*extprocv3.HeaderMutation{resp.GetRequestBody().GetResponse().GetHeaderMutation()}, "content-length"); ok {
+			t.Error("content-length set on a streamed body")
+		}
+		upstream = append(upstream, out...)
+	}
+	_ = stream.CloseSend()
+	if !bytes.Equal(upstream, g.upstream) {
+		t.Fatalf("the provider receives\n%s\nthe guard's\n%s", upstream, g.upstream)
+	}
+}
