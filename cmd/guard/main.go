@@ -208,6 +208,7 @@ func run(o options, log *slog.Logger) error {
 	}
 	tracer := startTracing(o, log) // tracing.go: nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set
 	defer stopTracing(tracer, log)
+	policySrc.TracingHeaders = tracingHeaders(tracer, log) // the collector's headers, from the control plane
 	px := proxy.New(proxy.Config{
 		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, GeminiUpstream: geminiURL, PassThrough: passThrough,
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -40,6 +41,45 @@ func startTracing(o options, log *slog.Logger) *tracing.Tracer {
 	}
 	log.Info("Tracing on", "collector", host, "protocol", cfg.Protocol, "sampler", cfg.Sampler, "samplerArg", cfg.SamplerArg)
 	return tr
+}
+
+// tracingHeaders returns how the guard takes the OTLP headers the control plane delivers
+// with its snapshot (runtime/controlplane Tracing): into tr's exporter, in memory only,
+// when they are for the endpoint the guard exports to. A change of state is logged once,
+// with the number of headers, never their names or values. A guard without tracing
+// ignores them.
+func tracingHeaders(tr *tracing.Tracer, log *slog.Logger) func(endpoint string, h map[string]string) {
+	var mu sync.Mutex
+	logged := "none"
+	return func(endpoint string, h map[string]string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tr == nil {
+			return
+		}
+		var state string
+		err := tr.SetHeaders(endpoint, h)
+		switch {
+		case err != nil:
+			state = err.Error()
+		case len(h) == 0:
+			state = "none"
+		default:
+			state = "set " + strconv.Itoa(len(h))
+		}
+		if state == logged {
+			return
+		}
+		logged = state
+		switch {
+		case err != nil:
+			log.Warn("Tracing: exports go without the control plane's OTLP headers", "error", err.Error())
+		case len(h) == 0:
+			log.Info("Tracing: no OTLP headers from the control plane")
+		default:
+			log.Info("Tracing: the control plane's OTLP headers go with every export", "headers", len(h))
+		}
+	}
 }
 
 // stopTracing exports the spans still buffered, for at most five seconds.

@@ -33,6 +33,9 @@ type PolicySource struct {
 	ControlPlane, TokenFile, CAFile, SnapshotDir string
 	// DecisionInterval is how often decision counts go to the control plane.
 	DecisionInterval time.Duration
+	// TracingHeaders, when set, receives the OTLP headers the control plane delivers
+	// (controlplane.Client.TracingHeaders).
+	TracingHeaders func(endpoint string, headers map[string]string)
 }
 
 // RegisterFlags registers the flags that set s, as the guard spells them.
@@ -88,7 +91,7 @@ func (s PolicySource) Run(ctx context.Context, tel *telemetry.Telemetry, apply f
 	var src policysource.Source = &policysource.File{Path: s.File, Interval: s.Interval}
 	if s.ControlPlane != "" {
 		src = &controlplane.Client{URL: s.ControlPlane, TokenFile: s.TokenFile, CAFile: s.CAFile,
-			SnapshotDir: s.SnapshotDir, Log: log}
+			SnapshotDir: s.SnapshotDir, Log: log, TracingHeaders: s.TracingHeaders}
 	}
 	go src.Run(ctx, apply, func(err error) {
 		tel.PolicyError()
