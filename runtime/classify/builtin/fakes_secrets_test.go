@@ -182,13 +182,17 @@ var classAlphabets = map[charClass]string{
 
 // fakeVendorToken returns a token of rule r: its prefix, then each run of its body at a
 // length between the run's bounds chosen by seed (at most 40 over the least). With short,
-// the last run is one character too short.
+// the last run that has a length is one character too short.
 func fakeVendorToken(r *vendorRule, seed int, short bool) string {
 	var b strings.Builder
 	b.WriteString(r.prefix)
+	last := len(r.segs) - 1
+	for last > 0 && r.segs[last].max == 0 {
+		last-- // a literal that ends the token ("@apiconnector.com")
+	}
 	for k, g := range r.segs {
 		n := g.min + seed%(min(g.max-g.min, 40)+1)
-		if short && k == len(r.segs)-1 {
+		if short && k == last {
 			n = g.min - 1
 		}
 		b.WriteString(g.lit)
@@ -212,6 +216,8 @@ func fakeShapedTokens(seed int) map[string]string {
 		"mailgun-key":           fakeHex(32, seed) + "-" + fakeHex(8, seed+1) + "-" + fakeHex(8, seed+2),
 		"zoho-oauth-token":      "1000." + fakeHex(32, seed) + "." + fakeHex(32, seed+1),
 		"databricks-token":      "da" + "pi" + fakeHex(32, seed) + []string{"", "-2"}[seed%2],
+		"vault-legacy-token":    "s." + fakeFrom(alphaB62, 21, seed) + "aZ9",
+		"coinbase-cdp-key-name": "organizations/" + fakeUUID(seed) + []string{"/", `\/`}[seed%2] + "apiKeys/" + fakeUUID(seed+1),
 		"prefixed-token":        "zqv_" + fakeFrom(alphaB62, 40, seed),
 		"openshift-oauth-token": "sha256" + "~" + fakeFrom(alphaB62+"-_", 43, seed),
 		"maxmind-license-key":   fakeFrom(alphaB62, 6, seed) + "_" + fakeFrom(alphaB62, 29, seed+1) + "_mmk",

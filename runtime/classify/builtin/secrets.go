@@ -70,7 +70,7 @@ func (c *Classifier) dashAt(sc *scanState, i int) {
 			c.slackToken(sc, i-4, i+1) // app-level token: xapp-1-A…-…-…
 		}
 	default:
-		if !c.vendorSepAt(sc, i) && !c.hexKeyDashAt(sc, i) {
+		if !c.vendorSepAt(sc, i) && !c.hexKeyDashAt(sc, i) && !c.cdpKeyNameAt(sc, i) {
 			c.prefixedTokenAt(sc, i)
 		}
 	}

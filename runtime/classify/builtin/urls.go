@@ -107,7 +107,9 @@ func isURLByte(b byte) bool {
 // hasSecretRun reports whether a webhook URL's own part holds its secret: a run of 20 or more
 // letters, digits, '-' and '_' that mixes classes and does not repeat a character six times
 // (so T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX and {webhook.id} are not secrets). With
-// short, a run of six or more after a numeric id will do.
+// short, a run of six or more after a numeric id will do, or a run of twelve or more that
+// mixes capitals, small letters and digits (Zapier's catch URLs: whatever follows
+// /hooks/catch/ names the hook, and a random run there is its key).
 func hasSecretRun(rest string, short bool) bool {
 	for i := 0; i < len(rest); {
 		j := i
@@ -121,6 +123,8 @@ func hasSecretRun(rest string, short bool) bool {
 		case len(rest)-i >= 36 && isSecretUUID(rest[i:i+36]):
 			return true // a UUID (Feishu, WeCom, n8n)
 		case short && len(run) >= 6 && i > 1 && isDigit(rest[i-2]) && classMix(run) >= 2 && !repeats(run, 4):
+			return true
+		case short && len(run) >= 12 && classMix(run) == 3 && !repeats(run, 4) && !isPlaceholder(run) && !isWordlike(run):
 			return true
 		}
 		i = j + 1

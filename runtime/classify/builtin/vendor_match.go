@@ -114,20 +114,41 @@ func (c *Classifier) vendorToken(sc *scanState, r *vendorRule, start int) bool {
 			e-- // a sentence's full stop
 		}
 	}
-	if v := s[body:e]; repeats(v, 6) || classMix(v) < 2 && len(v) > 1 || tokenPlaceholder(v) {
-		return false // a placeholder: XXXXXX, 000000, one class only, abcdef…, …EXAMPLE…
-	}
-	if v := s[body:e]; len(r.segs) == 1 && !identifying(r.prefix) && len(v) >= minGenericValue && !isOneCaseDraw(v) && isWordlike(v) {
-		return false // a prefix that is a shared word ("test_", "key-") and words after it: an identifier
-	}
-	if r.check != nil && !r.check(s[body:e]) {
-		return false // fails the vendor's checksum
-	}
-	if r.narrow() && strayCharacters(s[body:e]) {
-		return false // hex, or one case, with a character typed wrong (see lenient)
+	if r.refuses(s[body:e]) {
+		return false
 	}
 	c.emit(sc, r.det, start, e)
 	return true
+}
+
+// refuses reports a body of r's shape that r still refuses: a placeholder, words after a
+// shared prefix, a failed checksum, a character typed wrong.
+func (r *vendorRule) refuses(v string) bool {
+	if repeats(v, 6) || classMix(v) < 2 && len(v) > 1 || tokenPlaceholder(v) {
+		return true // a placeholder: XXXXXX, 000000, one class only, abcdef…, …EXAMPLE…
+	}
+	if len(r.segs) == 1 && !identifying(r.prefix) && len(v) >= minGenericValue && !isOneCaseDraw(v) && isWordlike(v) {
+		return true // a prefix that is a shared word ("test_", "key-") and words after it: an identifier
+	}
+	if r.check != nil && !r.check(v) {
+		return true // fails the vendor's checksum
+	}
+	return r.narrow() && strayCharacters(v) // hex, or one case, with a character typed wrong (see lenient)
+}
+
+// accepts reports whether body, all of it, is a body r takes: a value that begins with r's
+// prefix and has such a body is a token of the vendor wherever it stands, not a near miss.
+func (r *vendorRule) accepts(body string) bool {
+	e, ok := matchSegsLenient(body, 0, r.segs)
+	if !ok {
+		return false
+	}
+	if r.pad {
+		for p := 0; p < 2 && e < len(body) && body[e] == '='; p++ {
+			e++
+		}
+	}
+	return e == len(body) && !r.refuses(body)
 }
 
 // longPrefixBody is how much of a long token's body (one that can be longer than the

@@ -55,7 +55,9 @@ var nearPrefixes = func() []string {
 		add(p)
 	}
 	for _, r := range vendorRules {
-		add(r.prefix)
+		if identifying(r.prefix) {
+			add(r.prefix) // not a shared word: "masterk3y…" is not a typo of Gemini's "master-"
+		}
 	}
 	return out
 }()
@@ -71,9 +73,23 @@ func vendorShaped(v string) bool {
 	}
 	if len(v) >= 2 && vendors.headPairs.has(v[0], v[1]) {
 		for _, x := range vendors.head[[2]byte{v[0], v[1]}] {
-			if identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) && x.r.nearShape(v[len(x.r.prefix):]) {
+			if identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) && x.r.refusesNear(v[len(x.r.prefix):]) {
 				return true
 			}
+		}
+	}
+	if strings.HasPrefix(v, "dapi") {
+		// Databricks: "dapi" and 32 hex digits (optional "-" and a digit), an exact format.
+		refused := false
+		for k := range databricksRules {
+			r := &databricksRules[k]
+			if r.accepts(v[4:]) {
+				return false
+			}
+			refused = refused || r.nearShape(v[4:])
+		}
+		if refused {
+			return true
 		}
 	}
 	for p := 1; p < len(v) && p <= 24; p++ {
@@ -82,7 +98,7 @@ func vendorShaped(v string) bool {
 		}
 		if vendors.sepPairs.has(v[p-1], v[p]) {
 			for _, x := range vendors.sep[[2]byte{v[p-1], v[p]}] {
-				if x.at == p && strings.HasPrefix(v, x.r.prefix) && x.r.nearShape(v[len(x.r.prefix):]) &&
+				if x.at == p && strings.HasPrefix(v, x.r.prefix) && x.r.refusesNear(v[len(x.r.prefix):]) &&
 					(identifying(x.r.prefix) || namesVendor(x.r.prefix) && x.r.nearParts(v[len(x.r.prefix):])) {
 					return true
 				}
@@ -96,6 +112,13 @@ func vendorShaped(v string) bool {
 		}
 	}
 	return false
+}
+
+// refusesNear reports a body that is r's shape or one character off it (nearShape) and
+// that r does not take: a body r takes is a token of the vendor, found or not by the
+// vendor's trigger (a base64 body that begins with '+' or '/' after a '.'), never a near miss.
+func (r *vendorRule) refusesNear(body string) bool {
+	return r.nearShape(body) && !r.accepts(body)
 }
 
 // nearShape reports whether body is the body of r or one character off it: of the rule's

@@ -196,3 +196,102 @@ func TestTokenPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// TestRound4NearMisses (issue 42, round 4): a near miss of an exact format is refused under
+// a secret's key (a Databricks token one character long, or with a symbol typed into it); a
+// value its vendor's rule takes is a token even when the rule's trigger did not run (a
+// FullStory key whose base64 body begins with '+'); the one-off spellings of a prefix that
+// is a shared word ("master-", "secret_") are not refused, so a password that begins like
+// one is still a secret.
+func TestRound4NearMisses(t *testing.T) {
+	c := secretsPack(t)
+	spans := func(text string) []classify.Span {
+		res, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Spans
+	}
+	hex := fakeHex(32, 42)
+	for _, v := range []string{
+		"da" + "pi" + hex[:7] + "#" + hex[7:], // a symbol typed in
+		"da" + "pi" + hex + "7",               // one too long
+		"da" + "pi" + hex[:31],                // one too short
+	} {
+		text := "curl -H \"Authorization: Bearer " + v + "\" https://example.invalid/api"
+		if sp := spans(text); len(sp) > 0 {
+			t.Errorf("%q: a near miss of Databricks' exact format was flagged: %v", text, sp)
+		}
+		if !vendorShaped(v) {
+			t.Errorf("vendorShaped(%q) = false, want true", v)
+		}
+	}
+	ok := "da" + "pi" + hex
+	if vendorShaped(ok) {
+		t.Errorf("vendorShaped(%q) = true for a token of the format", ok)
+	}
+	body := "+/" + fakeFrom(alphaB62, 90, 43)
+	fs := "na1." + body
+	if vendorShaped(fs) {
+		t.Errorf("vendorShaped(%q) = true for a body the rule takes", fs)
+	}
+	text := "fullstory:\n  api_key: " + fs + "\n"
+	a := strings.Index(text, fs)
+	if !covered(spans(text), a, a+len(fs)) {
+		t.Errorf("%q: a FullStory key whose body begins with '+' was not redacted", text)
+	}
+	for _, v := range []string{"masterK3yF0rPr0dQx9z7W", "secretK3yF0rPr0dQx9z7Wm4Rt8Yp2Lk5Jh3Gf6Ds1"} {
+		if vendorShaped(v) {
+			t.Errorf("vendorShaped(%q) = true: a one-off spelling of a shared word's prefix", v)
+		}
+		text := "PASSWORD=" + v + "\n"
+		if !covered(spans(text), len("PASSWORD="), len(text)-1) {
+			t.Errorf("%q: password not redacted", text)
+		}
+	}
+}
+
+// TestRound4Formats (issue 42, round 4): the formats added from the vendors' documentation
+// are found whole, with and without a key; look-alikes are not.
+func TestRound4Formats(t *testing.T) {
+	c := secretsPack(t)
+	spans := func(text string) []classify.Span {
+		res, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Spans
+	}
+	for _, v := range []string{
+		"account-" + fakeFrom(alphaB62, 17, 1) + "a7Q",
+		"master-" + fakeFrom(alphaB62, 17, 2) + "b8R",
+		"s-s4t2ud-" + fakeHex(64, 3),
+		"s-s4t2af-" + fakeHex(64, 4),
+		"apiuser-" + fakeFrom(alphaLower+alphaDigit, 11, 5) + "7@apiconnector.com",
+		"s." + fakeFrom(alphaB62, 21, 6) + "aZ9",
+		"organizations/" + fakeUUID(7) + "/apiKeys/" + fakeUUID(8),
+		`organizations\/` + fakeUUID(9) + `\/apiKeys\/` + fakeUUID(10),
+		"https://hooks.zapier.com/hooks/catch/" + fakeFrom(alphaB62, 13, 11) + "aZ9",
+		"t1.d." + fakeFrom(alphaB62+"-_", 86, 12),
+	} {
+		for _, text := range []string{"I found " + v + " in the log", "token = \"" + v + "\"\n"} {
+			a := strings.Index(text, v)
+			if !covered(spans(text), a, a+len(v)) {
+				t.Errorf("%q: not redacted whole", text)
+			}
+		}
+	}
+	for _, text := range []string{
+		"x := s.ReadFromSomethingLong1(y)",
+		"see s.ABCDEFGHIJKLMNOPQRSTUVWX now",
+		"organizations/00000000-0000-0000-0000-000000000000/apiKeys/00000000-0000-0000-0000-000000000000",
+		"organizations/{org_id}/apiKeys/{key_id}",
+		"https://hooks.zapier.com/hooks/catch/",
+		"the account-registration-service handles it",
+		"apiuser-" + fakeFrom(alphaLower+alphaDigit, 11, 13) + "@apiconnector.com",
+	} {
+		if sp := spans(text); len(sp) > 0 {
+			t.Errorf("%q: flagged %v", text, sp)
+		}
+	}
+}

@@ -41,8 +41,80 @@ func (c *Classifier) dotAt(sc *scanState, i int) {
 			c.emit(sc, detGenericSecret, i-17, e)
 		}
 	default:
-		c.discordTokenAt(sc, i)
+		if !c.vaultLegacyTokenAt(sc, i) {
+			c.discordTokenAt(sc, i)
+		}
 	}
+}
+
+// vaultLegacyTokenAt matches a HashiCorp Vault service token of the form before Vault 1.10
+// whose '.' is at i: "s." and 24 letters and digits. A two-letter prefix is no mark of a
+// vendor, so the body must mix capitals, small letters and digits and not be words (a field
+// of a variable "s" in code is not a token).
+func (c *Classifier) vaultLegacyTokenAt(sc *scanState, i int) bool {
+	s := sc.s
+	if i == 0 || s[i-1] != 's' || !tokenStart(s, i-1) {
+		return false
+	}
+	e, ok := matchSegs(s, i+1, b62n(24, 24))
+	if !ok || !tokenEnd(s, e) || e+1 < len(s) && s[e] == '.' && isAlnum(s[e+1]) {
+		return false
+	}
+	if v := s[i+1 : e]; classMix(v) < 3 || repeats(v, 4) || tokenPlaceholder(v) || isWordlike(v) {
+		return false
+	}
+	c.emit(sc, detGenericSecret, i-1, e)
+	return true
+}
+
+// cdpKeyNameAt handles a '-' at i that may be the first dash of the first UUID of a Coinbase
+// Developer Platform API key name, "organizations/<uuid>/apiKeys/<uuid>" (the name that goes
+// with the key's private key; in JSON its slashes may be escaped, "\/"). It reports whether
+// one matched.
+func (c *Classifier) cdpKeyNameAt(sc *scanState, i int) bool {
+	const org, keys = "organizations", "/apiKeys"
+	s := sc.s
+	if i < 9+len(org) || s[i-9] != '/' || !c.on(detGenericSecret) {
+		return false
+	}
+	q := i - 9
+	for q > 0 && s[q-1] == '\\' {
+		q--
+	}
+	a := q - len(org)
+	if a < 0 || s[a:q] != org || !tokenStart(s, a) {
+		return false
+	}
+	e, ok := matchSegsLenient(s, i-8, uuidSegs)
+	if !ok {
+		return false
+	}
+	id1 := s[i-8 : e]
+	for e < len(s) && s[e] == '\\' {
+		e++
+	}
+	if !strings.HasPrefix(s[e:], keys) {
+		return false
+	}
+	e += len(keys)
+	for e < len(s) && s[e] == '\\' {
+		e++
+	}
+	if e >= len(s) || s[e] != '/' {
+		return false
+	}
+	b := e + 1
+	e, ok = matchSegsLenient(s, b, uuidSegs)
+	if !ok || !tokenEnd(s, e) {
+		return false
+	}
+	for _, id := range []string{id1, s[b:e]} {
+		if v := strings.ReplaceAll(id, "-", ""); repeats(v, 5) || isSequence(v) || classMix(v) < 2 {
+			return false // a placeholder: 00000000-…, 12345678-…
+		}
+	}
+	c.emit(sc, detGenericSecret, a, e)
+	return true
 }
 
 // discordTokenAt matches a Discord bot token whose first '.' is at i: the base64 of the bot's

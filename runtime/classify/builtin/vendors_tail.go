@@ -146,7 +146,14 @@ var tailVendorRules = []vendorRule{
 	{kind: "paypal-access-token", prefix: "A21AA", segs: b64urn(60, 160), det: detGenericSecret},
 	{kind: "yandex-api-key", prefix: "AQVN", segs: b64urn(33, 38), det: detGenericSecret},
 	{kind: "yandex-oauth-token", prefix: "y0_", segs: b64urn(50, 64), det: detGenericSecret},
-	{kind: "yandex-iam-token", prefix: "t1.", segs: []seg{{"", cB64URL, 20, 400}, {".", cB64URL, 80, 90}}, pad: true, det: detGenericSecret},
+	{kind: "yandex-iam-token", prefix: "t1.", segs: []seg{{"", cB64URL, 1, 400}, {".", cB64URL, 80, 90}}, pad: true, det: detGenericSecret},
+
+	// Issue 42, round 4.
+	{kind: "gemini-api-key", prefix: "account-", segs: b62n(20, 20), det: detGenericSecret},
+	{kind: "gemini-api-key", prefix: "master-", segs: b62n(20, 20), det: detGenericSecret},
+	{kind: "intra42-client-secret", prefix: "s-s4t2ud-", segs: hex64, det: detGenericSecret},
+	{kind: "intra42-client-secret", prefix: "s-s4t2af-", segs: hex64, det: detGenericSecret},
+	{kind: "dotdigital-api-user", prefix: "apiuser-", segs: []seg{{"", cLowNum, 12, 12}, {"@apiconnector.com", cLowNum, 0, 0}}, det: detGenericSecret},
 
 	// Social and messaging.
 	{kind: "africastalking-key", prefix: "atsk_", segs: hex64, det: detGenericSecret},
