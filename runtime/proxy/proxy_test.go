@@ -49,6 +49,10 @@ func TestServeAnswersWhatItDoesNotForward(t *testing.T) {
 			status: http.StatusBadRequest, want: `"code":"invalid_request"`},
 		{name: "a blocked prompt is refused with 400 before the provider", h: h, path: "/v1/embeddings", body: `{"model":"m","input":"bluebird"}`,
 			status: http.StatusBadRequest, final: true, want: `"message":"Project Bluebird is not discussed here.","type":"invalid_request_error","param":null,"code":"content_policy_violation","guardrail":"default/no-bluebird"`},
+		// Every input is embedded: one not last in the list is judged too (the policy
+		// judges the last message, the default).
+		{name: "a blocked input before the last of an embeddings list is refused", h: h, path: "/v1/embeddings", body: `{"model":"m","input":["bluebird","hello"]}`,
+			status: http.StatusBadRequest, final: true, want: `"code":"content_policy_violation","guardrail":"default/no-bluebird"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(tc.h.p.Requests())

@@ -139,13 +139,17 @@ func parseEmbeddings(req *Request, body []byte) error {
 	if err := unmarshal(FamilyEmbeddings, "input", r.Input, &items); err != nil {
 		return err
 	}
+	// Every input is embedded, so every input is judged: the inputs are the parts of one
+	// message, each written back where it was. As separate messages, a guardrail judging
+	// the last message (the default) would pass all but the last input unread.
+	at := loc{}.key(kInput).mark()
+	msg := Message{Role: "user", loc: at}
 	tokens := false
 	for i, it := range items {
 		switch {
 		case len(it) > 0 && it[0] == '"':
 			s, _ := jsonx.RawString(it)
-			at := loc{}.key(kInput).idx(i).mark()
-			req.Messages = append(req.Messages, Message{Role: "user", Parts: []Part{textPart(s).at(at)}, loc: at})
+			msg.Parts = append(msg.Parts, textPart(s).at(loc{}.key(kInput).idx(i).mark()))
 		case len(it) > 0 && (it[0] == '[' || it[0] == '-' || (it[0] >= '0' && it[0] <= '9')):
 			tokens = true
 		default:
@@ -153,7 +157,10 @@ func parseEmbeddings(req *Request, body []byte) error {
 		}
 	}
 	if tokens {
-		req.Messages = append(req.Messages, Message{Role: "user", Parts: []Part{opaquePart(classify.Text, "")}})
+		msg.Parts = append(msg.Parts, opaquePart(classify.Text, ""))
+	}
+	if len(msg.Parts) > 0 {
+		req.Messages = []Message{msg}
 	}
 	return nil
 }

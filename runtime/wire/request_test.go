@@ -99,9 +99,8 @@ func TestParseRequest(t *testing.T) {
 			family: FamilyEmbeddings,
 			body:   `{"model":"text-embedding-3-small","input":["one","two",[1,2,3]]}`,
 			want: Request{Family: FamilyEmbeddings, Model: "text-embedding-3-small", N: 1, Messages: []Message{
-				{Role: "user", Parts: []Part{textPart("one")}},
-				{Role: "user", Parts: []Part{textPart("two")}},
-				{Role: "user", Parts: []Part{opaquePart(classify.Text, "")}},
+				// One message: a guardrail that judges the last message reads every input.
+				{Role: "user", Parts: []Part{textPart("one"), textPart("two"), opaquePart(classify.Text, "")}},
 			}},
 		},
 		{

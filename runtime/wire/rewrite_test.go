@@ -94,7 +94,7 @@ func TestRewriteRequest(t *testing.T) {
 			family: FamilyEmbeddings,
 			body:   `{"model":"e","input":["a@b.c","plain"]}`,
 			edit:   func(r *Request) { r.Messages[0].Parts[0].Text = "[REDACTED:email]" },
-			want:   [][]string{{"[REDACTED:email]"}, {"plain"}},
+			want:   [][]string{{"[REDACTED:email]", "plain"}},
 		},
 	}
 	for _, tc := range cases {
