@@ -217,6 +217,8 @@ func TestRound4NearMisses(t *testing.T) {
 		"da" + "pi" + hex[:7] + "#" + hex[7:], // a symbol typed in
 		"da" + "pi" + hex + "7",               // one too long
 		"da" + "pi" + hex[:31],                // one too short
+		"act_" + hex[:23],                     // a Smooch key id one too short
+		"act_" + hex[:25],                     // one too long
 	} {
 		text := "curl -H \"Authorization: Bearer " + v + "\" https://example.invalid/api"
 		if sp := spans(text); len(sp) > 0 {
@@ -266,6 +268,7 @@ func TestRound4Formats(t *testing.T) {
 		"account-" + fakeFrom(alphaB62, 17, 1) + "a7Q",
 		"master-" + fakeFrom(alphaB62, 17, 2) + "b8R",
 		"s-s4t2ud-" + fakeHex(64, 3),
+		"act_" + fakeHex(24, 14),
 		"s-s4t2af-" + fakeHex(64, 4),
 		"apiuser-" + fakeFrom(alphaLower+alphaDigit, 11, 5) + "7@apiconnector.com",
 		"s." + fakeFrom(alphaB62, 21, 6) + "aZ9",

@@ -153,6 +153,7 @@ var tailVendorRules = []vendorRule{
 	{kind: "gemini-api-key", prefix: "master-", segs: b62n(20, 20), det: detGenericSecret},
 	{kind: "intra42-client-secret", prefix: "s-s4t2ud-", segs: hex64, det: detGenericSecret},
 	{kind: "intra42-client-secret", prefix: "s-s4t2af-", segs: hex64, det: detGenericSecret},
+	{kind: "smooch-key-id", prefix: "act_", segs: hexn(24), det: detGenericSecret},
 	{kind: "dotdigital-api-user", prefix: "apiuser-", segs: []seg{{"", cLowNum, 12, 12}, {"@apiconnector.com", cLowNum, 0, 0}}, det: detGenericSecret},
 
 	// Social and messaging.
