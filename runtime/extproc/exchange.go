@@ -145,15 +145,17 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	if !guarded {
 		return x.unguarded(path, hasBody)
 	}
-	x.f, x.family = f, proxy.FamilyLabel(f)
+	x.f, x.family = f, proxy.FamilyLabel(f, path)
 	pol, ok := x.s.cfg.Policy.Policy()
 	if !ok {
 		return x.refuse(f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
 			Message: "the guardrail sidecar has no policy yet and refuses traffic"}, "refused")
 	}
 	x.pol = pol
-	if model, stream, _ := wire.GeminiCall(path); f == wire.FamilyGemini {
-		if stream && !proxy.GeminiSSE(u.RawQuery) {
+	if model, method, _ := wire.GeminiMethod(path); f.Gemini() {
+		// The model and the stream are in the path.
+		stream := method == wire.GeminiStreamGenerateContent
+		if f == wire.FamilyGemini && stream && !proxy.GeminiSSE(u.RawQuery) {
 			return x.refuse(f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
 				Message: "the guardrail sidecar serves streamGenerateContent as server-sent events only: add alt=sse to the query " +
 					"(the official Gemini SDKs do)"}, "refused")
@@ -265,7 +267,7 @@ func (x *exchange) judgeRequest(noBody bool) *extprocv3.ProcessingResponse {
 	if err == nil {
 		model, stream := x.req.Model, x.req.Stream
 		x.req, err = wire.ParseRequest(x.f, x.body)
-		if x.f == wire.FamilyGemini {
+		if x.f.Gemini() {
 			x.req.Model, x.req.Stream = model, stream
 		}
 	}

@@ -143,6 +143,7 @@ func TestRequestBlocked(t *testing.T) {
 		{"messages", "/v1/messages", anthropicHeaders, messagesBody("Tell me about bluebird.", false)},
 		{"responses", "/v1/responses", nil, responsesBody("Tell me about bluebird.", false)},
 		{"gemini", geminiPath, nil, geminiBody("Tell me about bluebird.")},
+		{"gemini countTokens", "/v1beta/models/gemini-test:countTokens", nil, geminiBody("Tell me about bluebird.")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, blockPolicy, "bluebird")
@@ -721,6 +722,29 @@ spec:
   action: Pseudonymize
   reason: Personal data could not be masked.
 `
+
+// A Gemini input-only call (countTokens) is judged on input, its answer passed as it is,
+// and counted under its method, as the guard does.
+func TestGeminiInputOnly(t *testing.T) {
+	h := newHarness(t, redactPolicy, email)
+	path := "/v1beta/models/gemini-test:countTokens"
+	body := geminiBody("Count this: " + email)
+	answer, ct := upstreamAnswer(t, path, body, fakeprovider.Script{})
+	res := h.exchange(call{method: http.MethodPost, path: path, body: body, contentType: ct, chunks: [][]byte{answer}})
+	if res.immediate != nil {
+		t.Fatalf("refused at %s: %s", res.where, res.immediate.GetBody())
+	}
+	g := h.guard(path, nil, body, answer, ct)
+	if !bytes.Equal(res.upstream, g.upstream) || bytes.Contains(res.upstream, []byte(email)) {
+		t.Errorf("the provider receives\n%s\nthe guard's\n%s", res.upstream, g.upstream)
+	}
+	if !bytes.Equal(res.client, answer) || !bytes.Equal(res.client, g.body) {
+		t.Errorf("the answer was changed: %s (the guard's %s)", res.client, g.body)
+	}
+	if !strings.Contains(h.metrics(), `guard_requests_total{family="countTokens",outcome="allowed"} 1`) {
+		t.Errorf("not counted under its method:\n%s", h.metrics())
+	}
+}
 
 // Pseudonymize: the provider receives a placeholder, and the client's answer, streamed
 // (cut at every byte) or whole, has the value back, as the guard restores it.

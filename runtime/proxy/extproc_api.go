@@ -64,8 +64,9 @@ func VersionedPath(path string) string {
 // GeminiSSE reports whether a streamed Gemini call's query asks for server-sent events.
 func GeminiSSE(rawQuery string) bool { return geminiSSE(rawQuery) }
 
-// FamilyLabel is the family's guard_requests_total label.
-func FamilyLabel(f wire.Family) string { return familyLabel(f) }
+// FamilyLabel is the family's guard_requests_total label for a request to path (a Gemini
+// input-only call's is its method).
+func FamilyLabel(f wire.Family, path string) string { return routeLabel(f, path) }
 
 // FamilyOfUnguarded is the family whose error shape answers a request with these headers
 // and path outside the guarded routes.
