@@ -47,6 +47,14 @@ type SharedGuardSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.contains('@')",message="must not carry credentials"
 	AnthropicUpstream string `json:"anthropicUpstream,omitempty"`
 
+	// geminiUpstream is where the guard forwards Gemini API calls; empty uses the
+	// manager's default (--guard-gemini-upstream).
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="must be an absolute http or https URL with a host"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@')",message="must not carry credentials"
+	GeminiUpstream string `json:"geminiUpstream,omitempty"`
+
 	// resources are each guard pod's CPU and memory; empty fields use the manager's
 	// defaults (--guard-cpu-request and the like). A shared guard serves many callers:
 	// give it more than a sidecar.

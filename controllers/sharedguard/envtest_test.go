@@ -88,7 +88,9 @@ func ready(t *testing.T, ns, name string) (*metav1.Condition, *v1alpha1.SharedGu
 // pods that serve; it is Ready once every replica serves.
 func TestSharedGuardRunsTheRenderedGuardBehindItsService(t *testing.T) {
 	ns := namespace(t, "sg-basic")
-	must(t, k8s.Create(t.Context(), newSharedGuard(ns, "llm", 1)))
+	sg := newSharedGuard(ns, "llm", 1)
+	sg.Spec.GeminiUpstream = "http://gemini.internal:8080"
+	must(t, k8s.Create(t.Context(), sg))
 	dep := deployment(t, ns, "llm")
 
 	if !metav1.IsControlledBy(dep, &v1alpha1.SharedGuard{ObjectMeta: metav1.ObjectMeta{UID: ownerUID(t, ns, "llm")}}) {
@@ -99,6 +101,9 @@ func TestSharedGuardRunsTheRenderedGuardBehindItsService(t *testing.T) {
 		t.Fatalf("the pod template's containers are %v, want the guard alone", tmpl.Spec.Containers)
 	}
 	args := tmpl.Spec.Containers[0].Args
+	if !slices.Contains(args, "--gemini-upstream=http://gemini.internal:8080") {
+		t.Errorf("spec.geminiUpstream is not the guard's: %v", args)
+	}
 	if !slices.Contains(args, "--listen=:15080") {
 		t.Errorf("the shared guard does not listen on its pod's address: %v", args)
 	}
@@ -288,6 +293,7 @@ func TestInvalidSharedGuardsAreRefusedAtApplyTime(t *testing.T) {
 		{"sub-domain label", func(sg *v1alpha1.SharedGuard) { sg.Spec.PodLabels["x.guardrail.dev/y"] = "1" }, "spec.podLabels"},
 		{"relative upstream", func(sg *v1alpha1.SharedGuard) { sg.Spec.OpenAIUpstream = "api.openai.com" }, "spec.openAIUpstream"},
 		{"credentials in upstream", func(sg *v1alpha1.SharedGuard) { sg.Spec.AnthropicUpstream = "https://u:p@api.anthropic.com" }, "spec.anthropicUpstream"},
+		{"gemini upstream not a URL", func(sg *v1alpha1.SharedGuard) { sg.Spec.GeminiUpstream = "/v1beta" }, "spec.geminiUpstream"},
 		{"zero replicas", func(sg *v1alpha1.SharedGuard) { sg.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -235,6 +235,9 @@ func settings(sg *v1alpha1.SharedGuard) map[string]string {
 	if u := sg.Spec.AnthropicUpstream; u != "" {
 		a[guardv1.AnnotationAnthropicUpstream] = u
 	}
+	if u := sg.Spec.GeminiUpstream; u != "" {
+		a[guardv1.AnnotationGeminiUpstream] = u
+	}
 	if sg.Spec.AuditLog {
 		a[guardv1.AnnotationAuditLog] = "true"
 	}
@@ -249,6 +252,7 @@ var specFields = strings.NewReplacer(
 	"annotation "+guardv1.AnnotationMemory, "spec.resources.memoryRequest",
 	"annotation "+guardv1.AnnotationOpenAIUpstream, "spec.openAIUpstream",
 	"annotation "+guardv1.AnnotationAnthropicUpstream, "spec.anthropicUpstream",
+	"annotation "+guardv1.AnnotationGeminiUpstream, "spec.geminiUpstream",
 	"; the default is used", "",
 )
 
