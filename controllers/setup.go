@@ -21,6 +21,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -96,9 +97,10 @@ func (o Options) Cache() cache.Options {
 	opts := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*handled), Transform: trimPod(o.Guard)},
 		// The shared guards' objects only (sharedguard): never every Deployment.
-		&appsv1.Deployment{}:         {Label: labels.NewSelector().Add(*shared)},
-		&corev1.Service{}:            {Label: labels.NewSelector().Add(*shared)},
-		&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*shared)},
+		&appsv1.Deployment{}:            {Label: labels.NewSelector().Add(*shared)},
+		&corev1.Service{}:               {Label: labels.NewSelector().Add(*shared)},
+		&discoveryv1.EndpointSlice{}:    {Label: labels.NewSelector().Add(*shared)},
+		&policyv1.PodDisruptionBudget{}: {Label: labels.NewSelector().Add(*shared)},
 		&coordinationv1.Lease{}: {
 			Namespaces: map[string]cache.Config{o.operatorNamespace(): {}},
 			Label:      labels.NewSelector().Add(*guardLease),

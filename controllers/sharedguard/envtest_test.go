@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -226,6 +227,13 @@ func TestEditsOfTheDeploymentAreWrittenBack(t *testing.T) {
 	dep.Spec.Template.Spec.Containers[0].Args = append(dep.Spec.Template.Spec.Containers[0].Args, "--pass-through=/v1/anything")
 	dep.Spec.Replicas = ptr.To[int32](7)
 	must(t, k8s.Update(t.Context(), dep))
+	pdb := &policyv1.PodDisruptionBudget{}
+	eventually(t, "a PodDisruptionBudget for 2 replicas", func() error {
+		return k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "llm"}, pdb)
+	})
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("the PodDisruptionBudget allows %v unavailable, want 1", pdb.Spec.MaxUnavailable)
+	}
 	eventually(t, "the Deployment written back", func() error {
 		dep := deployment(t, ns, "llm")
 		c := dep.Spec.Template.Spec.Containers[0]

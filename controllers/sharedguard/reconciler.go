@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,6 +91,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -103,6 +105,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&discoveryv1.EndpointSlice{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			name := o.GetLabels()[v1alpha1.LabelSharedGuard]
 			if name == "" {
@@ -163,6 +166,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	ready, err := r.ensureEndpoints(ctx, sg, tmpl.Labels)
 	if err != nil {
+		return r.failed(sg, err)
+	}
+	if err := r.ensureDisruptionBudget(ctx, sg, replicas, selector); err != nil {
 		return r.failed(sg, err)
 	}
 
@@ -490,4 +496,34 @@ func (r *Reconciler) create(ctx context.Context, sg *v1alpha1.SharedGuard, obj c
 		return fmt.Errorf("the %s %s is not in the cache yet", kind, obj.GetName())
 	}
 	return &nameInUse{kind, obj.GetName()}
+}
+
+// ensureDisruptionBudget keeps a voluntary disruption (a node drain) from taking more
+// than one guard pod at a time when there are several; with one replica there is none,
+// so that a drain is not blocked.
+func (r *Reconciler) ensureDisruptionBudget(ctx context.Context, sg *v1alpha1.SharedGuard, replicas int32, selector map[string]string) error {
+	want := policyv1.PodDisruptionBudgetSpec{
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+		Selector:       &metav1.LabelSelector{MatchLabels: selector},
+	}
+	cur := &policyv1.PodDisruptionBudget{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(sg), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		if replicas < 2 {
+			return nil
+		}
+		return r.create(ctx, sg, &policyv1.PodDisruptionBudget{ObjectMeta: r.meta(sg, sg.Name), Spec: want}, "PodDisruptionBudget")
+	case err != nil:
+		return err
+	case !metav1.IsControlledBy(cur, sg):
+		return &nameInUse{"PodDisruptionBudget", sg.Name}
+	case replicas < 2:
+		return client.IgnoreNotFound(r.Client.Delete(ctx, cur))
+	case equality.Semantic.DeepEqual(cur.Spec.MaxUnavailable, want.MaxUnavailable) && cur.Spec.MinAvailable == nil &&
+		equality.Semantic.DeepEqual(cur.Spec.Selector, want.Selector):
+		return nil
+	}
+	cur.Spec = want
+	return r.Client.Update(ctx, cur)
 }
