@@ -139,6 +139,10 @@ func main() {
 	}
 	controlPlane.LeaseNamespace = install.OperatorNamespace
 	controlPlane.Guard = install.Guard
+	if controlPlane.TracingHeaders, err = injectionFlags.TracingHeaders(); err != nil {
+		setupLog.Error(err, "Unable to deliver the guards' OTLP headers")
+		os.Exit(1)
+	}
 	controlPlane.AllowLocalClassifierURLs = classifier.AllowLocalURLs
 	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
 		setupLog.Error(err, "Unable to set up the control plane server")

@@ -79,6 +79,10 @@ type Options struct {
 	// AuditLog writes a JSON line per decision count taken from a guard to stdout
 	// (intake.BatchLine): the manager's --decision-audit-log.
 	AuditLog bool
+	// TracingHeaders names the Secret of LeaseNamespace holding the headers of the guards'
+	// OTLP exports, which every snapshot carries (tracing.go): the manager's
+	// --guard-otel-headers-secret. The zero value is none.
+	TracingHeaders injection.TracingHeaders
 }
 
 // Server serves the policy subscription (runtime/controlplane's protocol). It runs on
@@ -150,7 +154,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	}
 	log := mgr.GetLogger().WithName("controlplane")
 	b := &builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs,
-		operatorNamespace: opts.LeaseNamespace}
+		operatorNamespace: opts.LeaseNamespace, tracingHeaders: opts.TracingHeaders, log: log}
 	timers := &windowTimers{}
 	s := &Server{
 		opts: opts, log: log,

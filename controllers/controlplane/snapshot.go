@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
+	"github.com/guardrail-dev/guardrail-operator/controllers/injection"
 	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -55,6 +57,11 @@ type builder struct {
 	// that finds the same objects at the same generations and credentials compiles
 	// nothing.
 	compiled compiledSets
+	// tracingHeaders names the Secret of the guards' OTLP headers (tracing.go); log says
+	// when it cannot be used, tracingState what it last said.
+	tracingHeaders injection.TracingHeaders
+	log            logr.Logger
+	tracingState   tracingHeadersState
 }
 
 // build resolves what a pod of ns with sel gets: the Guardrails of ns whose selector
@@ -182,7 +189,12 @@ func (b *builder) compile(ctx context.Context, ns string, guardrails []policy.Gu
 	if err != nil {
 		return nil, err
 	}
-	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens, Providers: providers}
+	tracing, err := b.tracing(ctx, secretVersions)
+	if err != nil {
+		return nil, err
+	}
+	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens, Providers: providers,
+		Tracing: tracing}
 	if snap.Classifiers == nil {
 		snap.Classifiers = []policy.ClassifierObject{}
 	}
@@ -363,15 +375,20 @@ func selects(selector *v1alpha1.LabelSelector, set labels.Set) bool {
 	return sel.Matches(set)
 }
 
-// versionOf hashes the snapshot without its credentials, and the identity and resource
-// version of each credential's Secret: a rotation changes the version, and the version
-// reveals nothing of a credential. Every replica computes the same version. A snapshot
-// without providers hashes as it did before they existed.
+// versionOf hashes the snapshot without its credentials and tracing headers, and the
+// identity and resource version of each credential's Secret (and of the headers'): a
+// rotation changes the version, and the version reveals nothing of a credential. Every
+// replica computes the same version. A snapshot without providers or tracing hashes as it
+// did before they existed.
 func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 	providers := make([]cp.Provider, len(s.Providers))
 	for i, p := range s.Providers {
 		p.Credential = ""
 		providers[i] = p
+	}
+	var tracing *cp.Tracing
+	if s.Tracing != nil {
+		tracing = &cp.Tracing{Endpoint: s.Tracing.Endpoint}
 	}
 	b, err := json.Marshal(struct {
 		N string
@@ -379,7 +396,8 @@ func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 		G []policy.GuardrailObject
 		S map[string]string
 		P []cp.Provider `json:",omitempty"`
-	}{s.Namespace, s.Classifiers, s.Guardrails, secretVersions, providers})
+		T *cp.Tracing   `json:",omitempty"`
+	}{s.Namespace, s.Classifiers, s.Guardrails, secretVersions, providers, tracing})
 	if err != nil {
 		panic(fmt.Sprintf("controlplane: marshal snapshot: %v", err)) // every field marshals
 	}

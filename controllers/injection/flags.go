@@ -3,6 +3,7 @@ package injection
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -41,6 +42,7 @@ type Flags struct {
 	auditLog              bool
 	tracing               Tracing
 	previousTracing       []Tracing
+	tracingHeaders        TracingHeaders
 }
 
 // The flags' defaults of the guard's resources and upstreams.
@@ -106,8 +108,31 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 			f.previousTracing = append(f.previousTracing, t)
 			return nil
 		})
+	fs.Func("guard-otel-headers-secret", "NAME/KEY of a Secret in the operator's namespace whose key holds the headers "+
+		"of the guards' OTLP exports (a collector's token), as OTEL_EXPORTER_OTLP_HEADERS writes them: key=value,... with "+
+		"URL-encoded values. The control plane delivers them to verified guards, in memory only, for --guard-otel-endpoint; "+
+		"they are never in a pod (docs/tracing.md).",
+		func(raw string) error {
+			name, key, err := parseTracingHeadersSecret(raw)
+			f.tracingHeaders.Secret, f.tracingHeaders.Key = name, key
+			return err
+		})
 	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
 		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
+}
+
+// TracingHeaders is the --guard-otel-headers-secret setting, for the control plane: an
+// error when it is set without --guard-otel-endpoint, which the headers are for.
+func (f *Flags) TracingHeaders() (TracingHeaders, error) {
+	if !f.tracingHeaders.On() {
+		return TracingHeaders{}, nil
+	}
+	if !f.tracing.On() {
+		return TracingHeaders{}, errors.New("--guard-otel-headers-secret needs --guard-otel-endpoint: the headers are that collector's")
+	}
+	h := f.tracingHeaders
+	h.Endpoint = f.tracing.Endpoint
+	return h, nil
 }
 
 // WebhookServer is the manager's webhook server on --webhook-port with --webhook-cert-dir.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The guard's OpenTelemetry tracing (runtime/tracing, docs/tracing.md): the guard reads
@@ -23,8 +24,10 @@ import (
 // one there until the pods injected with it are re-created), or none at all (a pod injected
 // while tracing was off). A tenant who edits a pod can therefore turn tracing off for it,
 // as the audit-log annotation can, but cannot send its spans elsewhere or label them.
-// No secret is rendered: there is no header or token setting (a collector in the cluster
-// usually needs none; see docs/tracing.md).
+// No secret is rendered: the collector's headers (a token) are not in the pod. The manager
+// reads them from a Secret of its namespace (--guard-otel-headers-secret, TracingHeaders)
+// and the control plane delivers them to verified guards (controllers/controlplane
+// tracing.go, docs/tracing.md).
 
 // Tracing is one tracing setting of injected guards. Its zero value is off.
 type Tracing struct {
@@ -38,6 +41,27 @@ type Tracing struct {
 	SamplerArg string `json:"samplerArg,omitempty"`
 	// ResourceAttributes is OTEL_RESOURCE_ATTRIBUTES, key=value,... (none by default).
 	ResourceAttributes string `json:"resourceAttributes,omitempty"`
+}
+
+// TracingHeaders is --guard-otel-headers-secret: the key of a Secret of the operator's
+// namespace holding the OTLP headers of the guards' exports, in the format of
+// OTEL_EXPORTER_OTLP_HEADERS, and the endpoint they are for (the current
+// --guard-otel-endpoint). The zero value is none.
+type TracingHeaders struct {
+	Endpoint    string
+	Secret, Key string
+}
+
+// On reports whether h names a Secret.
+func (h TracingHeaders) On() bool { return h.Secret != "" }
+
+// parseTracingHeadersSecret reads --guard-otel-headers-secret, NAME/KEY.
+func parseTracingHeadersSecret(raw string) (name, key string, err error) {
+	name, key, ok := strings.Cut(raw, "/")
+	if !ok || len(validation.IsDNS1123Subdomain(name)) > 0 || len(validation.IsConfigMapKey(key)) > 0 {
+		return "", "", errors.New("must be NAME/KEY: a Secret's name in the operator's namespace and a key of it")
+	}
+	return name, key, nil
 }
 
 // The variables the injector sets on the guard when tracing is on, in this order.

@@ -3,6 +3,7 @@ package injection
 import (
 	"context"
 	"flag"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -246,5 +247,45 @@ func TestTracingFlags(t *testing.T) {
 				t.Fatal("accepted")
 			}
 		})
+	}
+}
+
+// --guard-otel-headers-secret names a Secret's key for the control plane, with the endpoint
+// the headers are for; it renders nothing into the guard.
+func TestTracingHeadersFlag(t *testing.T) {
+	parse := func(args ...string) (*Flags, error) {
+		var f Flags
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f.Bind(fs)
+		return &f, fs.Parse(append([]string{"--operator-namespace=ops", "--guard-image=guard:1"}, args...))
+	}
+	f, err := parse("--guard-otel-endpoint=http://otel:4318", "--guard-otel-headers-secret=otlp-auth/headers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.TracingHeaders()
+	if err != nil || h != (TracingHeaders{Endpoint: "http://otel:4318", Secret: "otlp-auth", Key: "headers"}) {
+		t.Fatalf("TracingHeaders() = %+v, %v", h, err)
+	}
+	o, err := f.options(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tracingEnv(o.Config.Tracing) {
+		if strings.Contains(e.Name, "HEADERS") || strings.Contains(e.Value, "otlp-auth") {
+			t.Errorf("the guard's environment names the headers: %s=%s", e.Name, e.Value)
+		}
+	}
+	if f, _ := parse(); !func() bool { h, err := f.TracingHeaders(); return err == nil && !h.On() }() {
+		t.Error("headers without the flag")
+	}
+	if f, _ := parse("--guard-otel-headers-secret=otlp-auth/headers"); func() bool { _, err := f.TracingHeaders(); return err == nil }() {
+		t.Error("headers accepted without an endpoint")
+	}
+	for _, bad := range []string{"otlp-auth", "otlp-auth/", "/headers", "Otlp_Auth/headers", "otlp-auth/a/b", "otlp-auth/bad key"} {
+		if _, err := parse("--guard-otel-endpoint=http://otel:4318", "--guard-otel-headers-secret="+bad); err == nil {
+			t.Errorf("--guard-otel-headers-secret=%s accepted", bad)
+		}
 	}
 }
