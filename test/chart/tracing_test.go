@@ -80,3 +80,56 @@ func TestGuardTracingSchema(t *testing.T) {
 		t.Errorf("a previous setting without an endpoint: %v\n%s", err, out)
 	}
 }
+
+// TestGuardTracingHeadersSecret: guard.tracing.headersSecret renders
+// --guard-otel-headers-secret, which the manager reads as the Secret's key for the
+// endpoint; nothing else of it (no value, no environment variable) is rendered. Without an
+// endpoint the chart refuses it, and the schema refuses a name that is not a Secret's.
+func TestGuardTracingHeadersSecret(t *testing.T) {
+	values := `guard:
+  tracing:
+    endpoint: http://otel-gateway.observability.svc:4318
+    headersSecret: {name: otlp-auth}
+`
+	got := otelArgs(t, values)
+	if !slices.Contains(got, "--guard-otel-headers-secret=otlp-auth/headers") {
+		t.Fatalf("args %q lack --guard-otel-headers-secret with the default key", got)
+	}
+	var f injection.Flags
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f.Bind(fs)
+	if err := fs.Parse(append([]string{"--operator-namespace=ops", "--guard-image=guard:1"}, got...)); err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.TracingHeaders()
+	if err != nil || h != (injection.TracingHeaders{Endpoint: "http://otel-gateway.observability.svc:4318", Secret: "otlp-auth", Key: "headers"}) {
+		t.Fatalf("the manager reads %+v, %v", h, err)
+	}
+	if got := otelArgs(t, "guard: {tracing: {endpoint: 'http://o:4318', headersSecret: {name: otlp-auth, key: token}}}"); !slices.Contains(got,
+		"--guard-otel-headers-secret=otlp-auth/token") {
+		t.Errorf("a key of its own: %q", got)
+	}
+	if got := otelArgs(t, "guard: {tracing: {endpoint: 'http://o:4318'}}"); slices.ContainsFunc(got, func(a string) bool {
+		return strings.HasPrefix(a, "--guard-otel-headers-secret")
+	}) {
+		t.Errorf("headers without a Secret: %q", got)
+	}
+	for _, tc := range []struct{ set, want string }{
+		{"guard.tracing.headersSecret.name=otlp-auth", "guard.tracing.endpoint"},
+		{"guard.tracing.headersSecret.name=Otlp_Auth", "/guard/tracing/headersSecret/name"},
+		{"guard.tracing.headersSecret.key=a/b", "/guard/tracing/headersSecret/key"},
+		{"guard.tracing.headersSecret.value=x", "headersSecret"},
+	} {
+		out, err := helm(t, "template", "guardrail-operator", chartDir, "--set", "guard.tracing.endpoint=", "--set", tc.set)
+		if tc.want != "guard.tracing.endpoint" {
+			out, err = helm(t, "template", "guardrail-operator", chartDir, "--set", "guard.tracing.endpoint=http://o:4318", "--set", tc.set)
+		}
+		if err == nil {
+			t.Errorf("--set %s rendered; want a refusal", tc.set)
+			continue
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: the refusal does not name %q:\n%s", tc.set, tc.want, out)
+		}
+	}
+}
