@@ -154,14 +154,10 @@ func (x *exchange) outcome(o string) {
 	x.result = o
 }
 
-// familyLabel is the family's guard_requests_total label: its route without /v1/
+// routeLabel is the family's guard_requests_total label: its route without /v1/
 // (chat/completions, responses, embeddings, messages), generateContent for Gemini calls
-// (streamed or not), geminiInput for the Gemini API's input-only calls (routeLabel names
-// their method).
-func familyLabel(f wire.Family) string { return routeLabel(f, "") }
-
-// routeLabel is familyLabel, but the method of a Gemini API input-only call to path
-// (countTokens, embedContent, batchEmbedContents).
+// (streamed or not), and for the Gemini API's input-only calls the method of path
+// (countTokens, embedContent, batchEmbedContents; geminiInput when it names none).
 func routeLabel(f wire.Family, path string) string {
 	switch f {
 	case wire.FamilyGemini:
