@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,41 @@ spec:
 		if strings.Contains(metrics, key1) || strings.Contains(metrics, key2) {
 			t.Error("a key reached the guard's metrics")
 		}
+	})
+
+	t.Run("a budget in Enforce mode turns the namespace's calls into 429 with Retry-After, and lifting it lets them through", func(t *testing.T) {
+		u := user{t: t, c: c}
+		u.kubectl("patch", "modelprovider", mp, "--type=merge", "-p", `{"spec":{"limits":{"requestsPerDay":3,"mode":"Enforce"}}}`)
+		// The guards report their calls every few seconds and the manager marks the
+		// provider exhausted once they reach it: the overshoot is bounded, not zero.
+		// busybox wget prints no header of an error answer: the request is written by hand.
+		body := chatBody("spend the budget", false)
+		raw := "POST /v1/chat/completions HTTP/1.0\\r\\nHost: guard\\r\\nContent-Type: application/json\\r\\n" +
+			"Authorization: Bearer $OPENAI_API_KEY\\r\\nContent-Length: " + strconv.Itoa(len(body)) + "\\r\\n\\r\\n" + body
+		var refused string
+		start := time.Now()
+		u.until(2*time.Minute, func() bool {
+			refused = exec(u, `printf "`+strings.ReplaceAll(raw, `"`, `\"`)+`" | nc 127.0.0.1 15080 2>&1 || true`)
+			if strings.Contains(refused, " 429 ") {
+				return true
+			}
+			time.Sleep(time.Second)
+			return false
+		})
+		t.Logf("calls refused %s after the limit was set", time.Since(start).Round(100*time.Millisecond))
+		if !strings.Contains(strings.ToLower(refused), "retry-after:") {
+			t.Errorf("the 429 carries no Retry-After: %s", refused)
+		}
+		if got := u.kubectl("get", "modelprovider", mp, "-o", `jsonpath={.status.budgets[?(@.namespace=="`+ns+`")].day.requestsRemaining}`); got != "0" {
+			t.Errorf("status.budgets' remaining requests for %s today: %q, want 0", ns, got)
+		}
+		u.eventually(time.Minute, func(s string) bool { return strings.Contains(s, mp) },
+			"get", "events", "-A", "--field-selector", "reason=BudgetExceeded", "-o", "jsonpath={.items[*].involvedObject.name}")
+
+		u.kubectl("patch", "modelprovider", mp, "--type=merge", "-p", `{"spec":{"limits":null}}`)
+		u.until(time.Minute, func() bool {
+			return strings.Contains(call(u, "$OPENAI_BASE_URL", "$OPENAI_API_KEY", "after the budget", false), "You said")
+		})
 	})
 }
 
