@@ -16,6 +16,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing/otlptest"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
@@ -38,8 +40,18 @@ func BenchmarkPlainChat(b *testing.B) { benchChat(b, plainHandler(b), false) }
 // to a file as a container runtime writes stdout: a write per line, which the client's
 // answer does not wait for (the answer is flushed before the request's bookkeeping).
 func BenchmarkGuardChatAudit(b *testing.B) {
-	benchChat(b, guardHandlerWith(b, &config{streamCadence: 64}, true), false)
+	benchChat(b, guardHandlerWith(b, &config{streamCadence: 64}, benchFeatures{audit: true}), false)
 }
+
+// BenchmarkGuardChatTracing is BenchmarkGuardChat with every call traced (three spans:
+// the call, its Input and its Output evaluation), exported over OTLP/HTTP to a receiver
+// in the benchmark's process that counts them.
+func BenchmarkGuardChatTracing(b *testing.B) {
+	benchChat(b, guardHandlerWith(b, &config{streamCadence: 64}, benchFeatures{tracing: true}), false)
+}
+
+// benchFeatures are the optional features of a benchmark's guard.
+type benchFeatures struct{ audit, tracing bool }
 
 func BenchmarkGuardStream(b *testing.B) {
 	benchChat(b, guardHandler(b, &config{streamCadence: 64}), true)
@@ -65,11 +77,11 @@ func providerServer(b *testing.B) *httptest.Server {
 }
 
 func guardHandler(b *testing.B, cfg *config) func(upstream *url.URL) http.Handler {
-	return guardHandlerWith(b, cfg, false)
+	return guardHandlerWith(b, cfg, benchFeatures{})
 }
 
-// guardHandlerWith is guardHandler, with the audit log on when audited.
-func guardHandlerWith(b *testing.B, cfg *config, audited bool) func(upstream *url.URL) http.Handler {
+// guardHandlerWith is guardHandler with optional features.
+func guardHandlerWith(b *testing.B, cfg *config, with benchFeatures) func(upstream *url.URL) http.Handler {
 	return func(upstream *url.URL) http.Handler {
 		path := filepath.Join(b.TempDir(), "policy.yaml")
 		if err := os.WriteFile(path, []byte(policyYAML(cfg)), 0o600); err != nil {
@@ -80,7 +92,7 @@ func guardHandlerWith(b *testing.B, cfg *config, audited bool) func(upstream *ur
 			b.Fatal(err)
 		}
 		tel := telemetry.New(nil)
-		if audited {
+		if with.audit {
 			f, err := os.Create(filepath.Join(b.TempDir(), "audit.jsonl"))
 			if err != nil {
 				b.Fatal(err)
@@ -88,7 +100,23 @@ func guardHandlerWith(b *testing.B, cfg *config, audited bool) func(upstream *ur
 			b.Cleanup(func() { _ = f.Close() })
 			audit.New(audit.Config{Out: f, Pod: "bench", Version: "bench", Incarnation: "0123456789abcdef"}).Install(tel)
 		}
-		px := proxy.New(proxy.Config{OpenAIUpstream: upstream, AnthropicUpstream: upstream, Telemetry: tel,
+		var tr *tracing.Tracer
+		if with.tracing {
+			col := otlptest.NewHTTP(b)
+			col.Discard()
+			tcfg, err := tracing.FromEnv(func(k string) string {
+				return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+					"OTEL_TRACES_SAMPLER": "always_on"}[k]
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if tr, err = tracing.Setup(context.Background(), tcfg, tracing.Options{Pod: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+		}
+		px := proxy.New(proxy.Config{OpenAIUpstream: upstream, AnthropicUpstream: upstream, Telemetry: tel, Tracer: tr,
 			Log: slog.New(slog.DiscardHandler)})
 		if err := px.Apply(snap); err != nil {
 			b.Fatal(err)
