@@ -151,7 +151,7 @@ cluster-down: ## Stop the single-node cluster and check that nothing of it is le
 RELEASE_DIR ?= $(LOCALBIN)/release
 
 .PHONY: release
-release: $(HELM) $(CYCLONEDX_GOMOD) ## A release's assets in bin/release: the chart .tgz, the operator's image as an OCI archive (load with ctr, push with skopeo), SBOMs of its binaries, SHA256SUMS.
+release: $(HELM) $(CYCLONEDX_GOMOD) ## A release's assets in bin/release: the chart .tgz, the operator's image and the Envoy external processor's as OCI archives (load with ctr, push with skopeo), SBOMs of its binaries, SHA256SUMS.
 	go run ./hack/release -out $(RELEASE_DIR) -helm $(HELM) -cyclonedx $(CYCLONEDX_GOMOD)
 
 .PHONY: build

@@ -113,8 +113,28 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	files = append(files, imageFile)
 	lines = append(lines, fmt.Sprintf("image   %s (%s, manifest %s)", filepath.Join(out, imageFile), img.Ref, manifest))
 
+	// The Envoy external processor (docs/extproc.md) has an image of its own: it links
+	// gRPC, which the operator's image, pulled for every injected guard, does without.
+	repo := img.Ref
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
+	extproc, err := singlenode.GoImage(ctx, root, repo+"-extproc:"+meta.AppVersion, map[string]string{"guard-extproc": "./cmd/guard-extproc"}, "guard-extproc")
+	if err != nil {
+		return nil, err
+	}
+	extprocFile := fmt.Sprintf("guardrail-operator-extproc-%s.oci.tar", meta.AppVersion)
+	if err := writeImage(filepath.Join(out, extprocFile), extproc); err != nil {
+		return nil, err
+	}
+	if manifest, err = manifestDigest(filepath.Join(out, extprocFile)); err != nil {
+		return nil, err
+	}
+	files = append(files, extprocFile)
+	lines = append(lines, fmt.Sprintf("image   %s (%s, manifest %s)", filepath.Join(out, extprocFile), extproc.Ref, manifest))
+
 	if o.cyclonedx != "" {
-		for _, bin := range []struct{ name, main string }{{"manager", "."}, {"guard", "cmd/guard"}} {
+		for _, bin := range []struct{ name, main string }{{"manager", "."}, {"guard", "cmd/guard"}, {"guard-extproc", "cmd/guard-extproc"}} {
 			sbom := fmt.Sprintf("guardrail-operator-%s.%s.cdx.json", meta.AppVersion, bin.name)
 			// The build constraints of the image's binaries (test/singlenode.GoImage).
 			env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH}
