@@ -109,6 +109,9 @@ func TestTracingFromTheEnvironment(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 
+	// As main does: the server stops (waiting for its handlers, which end a call's spans
+	// after its answer is flushed), then tracing.
+	srv.Close()
 	stopTracing(tr, log)
 	spans := col.WaitSpans(3, 5*time.Second)
 	if len(spans) != 3 {
