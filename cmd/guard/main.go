@@ -88,11 +88,11 @@ func main() {
 	}
 	var o options
 	fs := flag.NewFlagSet("guard", flag.ExitOnError)
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "Address the proxy listens on (the app's base URL points here).")
-	fs.StringVar(&o.admin, "admin-listen", ":9090", "Address of /healthz, /readyz and /metrics.")
-	fs.StringVar(&o.openaiUpstream, "openai-upstream", "https://api.openai.com", "Base URL of the OpenAI-compatible provider.")
-	fs.StringVar(&o.anthropicURL, "anthropic-upstream", "https://api.anthropic.com", "Base URL of the Anthropic provider.")
-	fs.StringVar(&o.geminiURL, "gemini-upstream", proxy.DefaultGeminiUpstream, "Base URL of the Gemini API.")
+	fs.StringVar(&o.listen, guardv1.FlagListen, "127.0.0.1:8000", "Address the proxy listens on (the app's base URL points here).")
+	fs.StringVar(&o.admin, guardv1.FlagAdminListen, ":9090", "Address of /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.openaiUpstream, guardv1.FlagOpenAIUpstream, "https://api.openai.com", "Base URL of the OpenAI-compatible provider.")
+	fs.StringVar(&o.anthropicURL, guardv1.FlagAnthropicUpstream, "https://api.anthropic.com", "Base URL of the Anthropic provider.")
+	fs.StringVar(&o.geminiURL, guardv1.FlagGeminiUpstream, proxy.DefaultGeminiUpstream, "Base URL of the Gemini API.")
 	fs.StringVar(&o.policyFile, "policy-file", "", "YAML file of Classifier and Guardrail manifests to enforce; watched for changes.")
 	fs.StringVar(&o.controlPlane, guardv1.FlagControlPlane, "", "Base URL (https) of the operator's control plane to "+
 		"subscribe to for this pod's policy; exclusive with --policy-file.")
