@@ -238,7 +238,12 @@ func TestHelmInstallInjectsAndEnforces(t *testing.T) {
 			{"escalate", "clusterroles.rbac.authorization.k8s.io", "", false},
 			{"bind", "clusterroles.rbac.authorization.k8s.io", "", false},
 			{"delete", "namespaces", "", false},
-			{"create", "deployments.apps", "demo", false},
+			// Shared guards: the manager writes their Deployments, Services, EndpointSlices
+			// and PodDisruptionBudgets, and deletes only the last two (the rest goes with
+			// its SharedGuard, by owner reference).
+			{"create", "deployments.apps", "demo", true},
+			{"delete", "deployments.apps", "demo", false},
+			{"delete", "services", "demo", false},
 			{"get", "configmaps", "kube-system", false},
 		} {
 			args := append([]string{"auth", "can-i", q.verb}, strings.Fields(q.resource)...)
