@@ -6,9 +6,11 @@
 //	                                                    OCI image layout, under the reference the chart's
 //	                                                    default values name; `ctr images import` loads it,
 //	                                                    `skopeo copy oci-archive:…` pushes it
-//	guardrail-operator-<appVersion>.{manager,guard}.cdx.json
-//	                                                    CycloneDX SBOMs of the two binaries (cyclonedx-gomod;
-//	                                                    only with -cyclonedx)
+//	guardrail-extproc-<appVersion>.oci.tar              the Envoy external processor's image
+//	                                                    (<repository>-extproc:<appVersion>, /guard-extproc)
+//	guardrail-operator-<appVersion>.{manager,guard,guard-extproc}.cdx.json
+//	                                                    CycloneDX SBOMs of the three binaries
+//	                                                    (cyclonedx-gomod; only with -cyclonedx)
 //	SHA256SUMS                                          the files' sums, for `sha256sum -c`
 //
 // The image is built as the cluster suite and `make dev` build it (test/singlenode.OperatorImage:
@@ -123,7 +125,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	extprocFile := fmt.Sprintf("guardrail-operator-extproc-%s.oci.tar", meta.AppVersion)
+	extprocFile := fmt.Sprintf("guardrail-extproc-%s.oci.tar", meta.AppVersion)
 	if err := writeImage(filepath.Join(out, extprocFile), extproc); err != nil {
 		return nil, err
 	}

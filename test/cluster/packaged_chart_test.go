@@ -54,9 +54,12 @@ func TestPackagedChartLifecycle(t *testing.T) {
 	}
 	chartV1 := onlyFile(t, assets, "guardrail-operator-*.tgz")
 	image := onlyFile(t, assets, "guardrail-operator-*.oci.tar")
-	imp := exec.CommandContext(ctx, c.Bin("ctr"), "--address", c.ContainerdSocket(), "-n", "k8s.io", "images", "import", "--local", image)
-	if out, err := imp.CombinedOutput(); err != nil {
-		t.Fatalf("ctr images import %s: %v\n%s", image, err, out)
+	// The Envoy external processor's image is an asset of its own; it must load too.
+	for _, img := range []string{image, onlyFile(t, assets, "guardrail-extproc-*.oci.tar")} {
+		imp := exec.CommandContext(ctx, c.Bin("ctr"), "--address", c.ContainerdSocket(), "-n", "k8s.io", "images", "import", "--local", img)
+		if out, err := imp.CombinedOutput(); err != nil {
+			t.Fatalf("ctr images import %s: %v\n%s", img, err, out)
+		}
 	}
 	chartV2 := changedCRDChart(ctx, t, helmBin, chartV1)
 
