@@ -227,6 +227,23 @@ func TestEditsOfTheDeploymentAreWrittenBack(t *testing.T) {
 	dep.Spec.Template.Spec.Containers[0].Args = append(dep.Spec.Template.Spec.Containers[0].Args, "--pass-through=/v1/anything")
 	dep.Spec.Replicas = ptr.To[int32](7)
 	must(t, k8s.Update(t.Context(), dep))
+	eventually(t, "the Deployment written back", func() error {
+		dep := deployment(t, ns, "llm")
+		if *dep.Spec.Replicas != 2 {
+			return fmt.Errorf("replicas %d", *dep.Spec.Replicas)
+		}
+		return nil
+	})
+	// A field the rendering leaves unset: the provider's host name re-pointed for the pod.
+	dep = deployment(t, ns, "llm")
+	dep.Spec.Template.Spec.HostAliases = []corev1.HostAlias{{IP: "10.9.9.9", Hostnames: []string{"api.openai.com"}}}
+	must(t, k8s.Update(t.Context(), dep))
+	eventually(t, "the hostAliases written back", func() error {
+		if h := deployment(t, ns, "llm").Spec.Template.Spec.HostAliases; len(h) > 0 {
+			return fmt.Errorf("hostAliases %v", h)
+		}
+		return nil
+	})
 	pdb := &policyv1.PodDisruptionBudget{}
 	eventually(t, "a PodDisruptionBudget for 2 replicas", func() error {
 		return k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "llm"}, pdb)

@@ -325,8 +325,12 @@ func (r *Reconciler) ensureDeployment(ctx context.Context, sg *v1alpha1.SharedGu
 	if v, ok := cur.Spec.Template.Annotations[restartedAt]; ok {
 		want.Template.Annotations[restartedAt] = v
 	}
+	// DeepDerivative passes fields set only in cur (a hostAliases added by hand): the
+	// template must also still verify as the guard.
+	curPod := &corev1.Pod{ObjectMeta: cur.Spec.Template.ObjectMeta, Spec: cur.Spec.Template.Spec}
 	if equality.Semantic.DeepDerivative(want, cur.Spec) && maps.Equal(want.Template.Labels, cur.Spec.Template.Labels) &&
-		maps.Equal(want.Template.Annotations, cur.Spec.Template.Annotations) && sameLists(want.Template.Spec, cur.Spec.Template.Spec) {
+		maps.Equal(want.Template.Annotations, cur.Spec.Template.Annotations) && sameLists(want.Template.Spec, cur.Spec.Template.Spec) &&
+		injection.VerifyGuard(curPod, r.Renderer.Guard()) == nil {
 		return cur, nil
 	}
 	cur.Spec = want
