@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -43,7 +42,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/extproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/guardproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
@@ -128,12 +126,9 @@ func run(o options, log *slog.Logger) error {
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return errors.New("--tls-cert-file and --tls-key-file go together")
 	}
-	var podLabels labels.Set
-	if o.podLabels != "" {
-		var err error
-		if podLabels, err = labels.ParseSet(o.podLabels); err != nil {
-			return fmt.Errorf("--pod-labels: %w", err)
-		}
+	podLabels, err := guardproc.PodLabels(o.podLabels)
+	if err != nil {
+		return err
 	}
 	decisions, closeDecisions, err := guardproc.OpenDecisionLog(o.decisionLog)
 	if err != nil {
@@ -141,12 +136,7 @@ func run(o options, log *slog.Logger) error {
 	}
 	defer closeDecisions()
 	tel := telemetry.New(decisions)
-	var passThrough []string
-	for _, p := range strings.Split(o.passThrough, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			passThrough = append(passThrough, p)
-		}
-	}
+	passThrough := guardproc.PassThrough(o.passThrough)
 	// The policy is held as the guard holds it; the proxy's HTTP side is never served.
 	px := proxy.New(proxy.Config{Pod: o.pod, Namespace: o.namespace, PodLabels: podLabels, Telemetry: tel, Log: log})
 	ep := extproc.New(extproc.Config{Policy: px, PassThrough: passThrough, MaxBodyBytes: o.maxBody,

@@ -51,7 +51,6 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/guardproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
-	"github.com/guardrail-dev/guardrail-operator/runtime/policy/labels"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
 )
@@ -188,11 +187,9 @@ func run(o options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	var podLabels labels.Set
-	if o.podLabels != "" {
-		if podLabels, err = labels.ParseSet(o.podLabels); err != nil {
-			return fmt.Errorf("--pod-labels: %w", err)
-		}
+	podLabels, err := guardproc.PodLabels(o.podLabels)
+	if err != nil {
+		return err
 	}
 	decisions, closeDecisions, err := guardproc.OpenDecisionLog(o.decisionLog)
 	if err != nil {
@@ -200,12 +197,7 @@ func run(o options, log *slog.Logger) error {
 	}
 	defer closeDecisions()
 	tel := telemetry.New(decisions)
-	var passThrough []string
-	for _, p := range strings.Split(o.passThrough, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			passThrough = append(passThrough, p)
-		}
-	}
+	passThrough := guardproc.PassThrough(o.passThrough)
 	tracer := startTracing(o, log) // tracing.go: nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set
 	defer stopTracing(tracer, log)
 	policySrc.TracingHeaders = tracingHeaders(tracer, log) // the collector's headers, from the control plane
