@@ -221,7 +221,10 @@ func fakeShapedTokens(seed int) map[string]string {
 		"prefixed-token":        "zqv_" + fakeFrom(alphaB62, 40, seed),
 		"openshift-oauth-token": "sha256" + "~" + fakeFrom(alphaB62+"-_", 43, seed),
 		"maxmind-license-key":   fakeFrom(alphaB62, 6, seed) + "_" + fakeFrom(alphaB62, 29, seed+1) + "_mmk",
-		"convex-deploy-key":     "prod:" + "happy-otter-" + fmt.Sprint(100+seed%900) + "|" + fakeFrom(alphaB62+"-_", 80, seed+1),
+		"deepl-free-key":        fakeUUID(seed) + ":fx",
+		"momento-api-key": base64.StdEncoding.EncodeToString([]byte(`{"endpoint":"cell-4-us-west-2-1.prod.a.momentohq.com","api_key":"` + //nolint:misspell // a vendor's name
+			fakeFrom(alphaB62, 120, seed) + `"}`)),
+		"convex-deploy-key": "prod:" + "happy-otter-" + fmt.Sprint(100+seed%900) + "|" + fakeFrom(alphaB62+"-_", 80, seed+1),
 		"grafana-api-key": base64.StdEncoding.EncodeToString([]byte(`{"k":"` + fakeFrom(alphaB62, 32, seed) +
 			`","n":"ci","id":` + fmt.Sprint(1+seed%90) + `}`)),
 		"neptune-api-token": base64.StdEncoding.EncodeToString([]byte(`{"api_address":"https://app.neptune.ai","api_url":"https://app.neptune.ai","api_key":"` +

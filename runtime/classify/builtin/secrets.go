@@ -340,8 +340,9 @@ func joseHeader(h string) bool {
 // base64JSONKeys begin credentials that are a JSON object in base64, with no dots: a
 // Grafana API key ({"k":"…","n":"…","id":…}), a Cloudflare Tunnel token
 // ({"a":"<account>","t":"<tunnel>","s":"<secret>"}), as `cloudflared service install`
-// takes it, and a Neptune API token ({"api_address":"…","api_url":"…","api_key":"…"}).
-var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi", "eyJhcGlfYWRkcmVzcyI6"}
+// takes it, a Neptune API token ({"api_address":"…","api_url":"…","api_key":"…"}) and an
+// API key of the momentohq.com cache ({"endpoint":"<cell>","api_key":"…"}).
+var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi", "eyJhcGlfYWRkcmVzcyI6", "eyJlbmRwb2ludCI6"}
 
 // base64JSONKey matches such a credential in s[start:end]: 60 or more base64 characters
 // (with '=' padding) that end at a byte that is not a token's.

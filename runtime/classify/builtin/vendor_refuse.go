@@ -166,7 +166,7 @@ func (r *vendorRule) nearShape(body string) bool {
 // genericPrefixWords are prefixes several vendors use, or words: a value that begins with
 // one and fails one vendor's shape may be another's token.
 var genericPrefixWords = []string{"key", "api", "sdk", "pat", "sat", "st", "web", "test", "live", "prod", "sand",
-	"sandbox", "secret", "access", "account", "master", "token", "TEST"}
+	"sandbox", "secret", "access", "account", "master", "token", "TEST", "private", "standard"}
 
 // identifying reports whether a vendor's prefix names the vendor: four characters without a
 // separator ("AIza"), or five or more with one that are not a shared word ("shpat_",

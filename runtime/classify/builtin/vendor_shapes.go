@@ -242,13 +242,17 @@ func (c *Classifier) entraSecretAt(sc *scanState, i int) {
 
 // colonAt handles a ':' at i inside a token: a Telegram bot token (bot id, ':', "AA" and 33
 // more), an Asana personal access token ("1/" or "2/" and digits, ':', 32 hex digits), a
-// Ghost Admin API key (24 hex digits, ':', 64 hex digits) and a Convex deploy key.
+// Ghost Admin API key (24 hex digits, ':', 64 hex digits), a Convex deploy key and a DeepL
+// API Free key (a UUID and ":fx").
 func (c *Classifier) colonAt(sc *scanState, i int) {
 	s := sc.s
 	if !c.on(detGenericSecret) || i == 0 || i+1 >= len(s) {
 		return
 	}
 	if isLower(s[i-1]) && c.convexDeployKeyAt(sc, i) {
+		return
+	}
+	if s[i+1] == 'f' && isHex(s[i-1]) && c.deeplKeyAt(sc, i) {
 		return
 	}
 	if isDigit(s[i-1]) && strings.HasPrefix(s[i+1:], "AA") {
@@ -283,6 +287,22 @@ func (c *Classifier) colonAt(sc *scanState, i int) {
 			c.emit(sc, detGenericSecret, i-24, e)
 		}
 	}
+}
+
+// deeplKeyAt matches a DeepL API Free key whose ':' is at i: a UUID and ":fx" (DeepL's
+// documentation: the keys of the Free API end in ":fx"; a Pro key is the UUID alone, which
+// only a secret's key tells from an id).
+func (c *Classifier) deeplKeyAt(sc *scanState, i int) bool {
+	s := sc.s
+	a := i - 36
+	if a < 0 || i+3 > len(s) || s[i+2] != 'x' || !tokenStart(s, a) || !tokenEnd(s, i+3) {
+		return false
+	}
+	if e, ok := matchSegs(s, a, uuidSegs); !ok || e != i || repeats(s[a:i], 6) || isSequence(strings.ReplaceAll(s[a:i], "-", "")) {
+		return false
+	}
+	c.emit(sc, detGenericSecret, a, i+3)
+	return true
 }
 
 // hexKeyDashAt handles a '-' at i after 32 hex digits: a Mailchimp API key (and "-us" and

@@ -101,9 +101,9 @@ var (
 	gitlab = []seg{{"", cGitLab, 20, 255}}
 )
 
-// vendorRules are the vendor token formats: the rules below and the long tail of
-// vendors_tail.go.
-var vendorRules = append(append([]vendorRule{}, coreVendorRules...), tailVendorRules...)
+// vendorRules are the vendor token formats: the rules below, the long tail of
+// vendors_tail.go and the formats of vendors_more.go.
+var vendorRules = append(append(append([]vendorRule{}, coreVendorRules...), tailVendorRules...), moreVendorRules...)
 
 // coreVendorRules are the vendor token formats of issue 31, by family. Every rule's prefix is matched
 // case-sensitively and must begin a token (the byte before it is not part of a word or of a

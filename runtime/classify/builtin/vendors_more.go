@@ -1,0 +1,84 @@
+package builtin
+
+// More vendor token formats (issue 42, round 5): services whose documentation gives their
+// credentials an identifying prefix, written down from the vendors' own descriptions of the
+// format (prefix, alphabet, length), not from any scanner's rules or corpus. They join the
+// same table and index as vendors.go and vendors_tail.go; README.md lists every row with the
+// vendor page it comes from. Where a page gives no length, the row gives a range around the
+// tokens it shows.
+
+// moreVendorRules are the formats of round 5, by family.
+var moreVendorRules = []vendorRule{
+	// AI APIs, inference platforms and LLM observability.
+	{kind: "voyage-key", prefix: "pa-", segs: b64urn(40, 50), det: detGenericSecret},
+	{kind: "mem0-key", prefix: "m0-", segs: b62n(32, 48), det: detGenericSecret},
+	{kind: "runpod-key", prefix: "rpa_", segs: b62n(32, 64), det: detGenericSecret},
+	{kind: "friendli-token", prefix: "flp_", segs: b62n(30, 64), det: detGenericSecret},
+	{kind: "openpipe-key", prefix: "opk_", segs: b62n(32, 64), det: detGenericSecret},
+	{kind: "daytona-key", prefix: "dtn_", segs: b62n(32, 80), det: detGenericSecret},
+	{kind: "kaggle-token", prefix: "KGAT_", segs: hex32, det: detGenericSecret},
+	{kind: "chroma-key", prefix: "ck-", segs: b62n(32, 64), det: detGenericSecret},
+	{kind: "cartesia-key", prefix: "sk_car_", segs: b62n(20, 64), det: detGenericSecret},
+	{kind: "logfire-token", prefix: "pylf_v1_", segs: b64urn(30, 80), det: detGenericSecret},
+	{kind: "vercel-token", prefix: "vcp_", segs: b62n(24, 64), det: detGenericSecret},
+	{kind: "vercel-token", prefix: "vci_", segs: b62n(24, 64), det: detGenericSecret},
+	{kind: "vercel-token", prefix: "vca_", segs: b62n(24, 64), det: detGenericSecret},
+	{kind: "vercel-token", prefix: "vcr_", segs: b62n(24, 64), det: detGenericSecret},
+	{kind: "vercel-token", prefix: "vck_", segs: b62n(24, 64), det: detGenericSecret},
+
+	// Developer platforms, CI/CD, docs and code security.
+	{kind: "gitlab-runner-registration-legacy", prefix: "GR1348941", segs: b64urn(20, 20), det: detGitLab},
+	{kind: "teamcity-token", prefix: "eyJ0eXAiOiAiVENWMiJ9.", segs: []seg{{"", cB64URL, 20, 100}, {".", cB64URL, 20, 100}}, det: detGenericSecret},
+	{kind: "cockroachdb-cloud-key", prefix: "CCDB1_", segs: []seg{{"", cB62, 16, 32}, {"_", cB62, 32, 64}}, det: detGenericSecret},
+	{kind: "appwrite-key", prefix: "standard_", segs: []seg{{"", cHex, 64, 512}}, det: detGenericSecret},
+	{kind: "dbt-cloud-token", prefix: "dbtc_", segs: b64urn(30, 80), det: detGenericSecret},
+	{kind: "dbt-cloud-token", prefix: "dbtu_", segs: b64urn(30, 80), det: detGenericSecret},
+	{kind: "codesandbox-token", prefix: "csb_v1_", segs: b64urn(30, 64), det: detGenericSecret},
+	{kind: "socket-token", prefix: "sktsec_", segs: b64urn(30, 80), det: detGenericSecret},
+	{kind: "stackhawk-key", prefix: "hawk.", segs: []seg{{"", cB62, 20, 20}, {".", cB62, 20, 20}}, det: detGenericSecret},
+	{kind: "gitbook-token", prefix: "gb_api_", segs: b62n(30, 64), det: detGenericSecret},
+	{kind: "mintlify-key", prefix: "mint_", segs: b62n(24, 64), det: detGenericSecret},
+	{kind: "mintlify-key", prefix: "mint_dsc_", segs: b62n(24, 64), det: detGenericSecret},
+	{kind: "builderio-private-key", prefix: "bpk-", segs: hex32, det: detGenericSecret},
+	{kind: "plane-token", prefix: "plane_api_", segs: hex32, det: detGenericSecret},
+	{kind: "chromatic-project-token", prefix: "chpt_", segs: b62n(12, 20), det: detGenericSecret},
+
+	// API gateways, authorization and identity.
+	{kind: "unkey-root-key", prefix: "unkey_", segs: b62n(16, 48), det: detGenericSecret},
+	{kind: "zuplo-key", prefix: "zpka_", segs: b64urn(32, 80), det: detGenericSecret},
+	{kind: "permit-key", prefix: "permit_key_", segs: b62n(30, 80), det: detGenericSecret},
+	{kind: "ory-session-token", prefix: "ory_st_", segs: b62n(32, 64), det: detGenericSecret},
+	{kind: "ory-oauth2-token", prefix: "ory_at_", segs: []seg{{"", cB64URL, 30, 64}, {".", cB64URL, 30, 64}}, det: detGenericSecret},
+	{kind: "ory-oauth2-token", prefix: "ory_rt_", segs: []seg{{"", cB64URL, 30, 64}, {".", cB64URL, 30, 64}}, det: detGenericSecret},
+	{kind: "ory-oauth2-token", prefix: "ory_ac_", segs: []seg{{"", cB64URL, 30, 64}, {".", cB64URL, 30, 64}}, det: detGenericSecret},
+	{kind: "netbird-pat", prefix: "nbp_", segs: b62n(36, 36), det: detGenericSecret},
+
+	// Cloud, databases and infrastructure.
+	{kind: "exoscale-key", prefix: "EXO", segs: []seg{{"", cHex, 24, 24}}, det: detGenericSecret},
+	{kind: "backblaze-b2-key", prefix: "K00", segs: []seg{{"", cDigit, 1, 1}, {"", cB64, 27, 27}}, det: detGenericSecret},
+	{kind: "k3s-token", prefix: "K10", segs: []seg{{"", cHex, 64, 64}, {"::", cLowNum, 3, 32}, {":", cB62, 16, 128}}, det: detGenericSecret},
+	{kind: "upcloud-token", prefix: "ucat_", segs: b62n(24, 40), det: detGenericSecret},
+	{kind: "elastic-cloud-key", prefix: "essu_", segs: b64n(40, 200), pad: true, det: detGenericSecret},
+	{kind: "imagekit-private-key", prefix: "private_", segs: b64n(20, 40), pad: true, det: detGenericSecret},
+	{kind: "qstash-signing-key", prefix: "sig_", segs: b62n(20, 40), det: detGenericSecret},
+
+	// Payments, CRM and scheduling.
+	{kind: "mollie-access-token", prefix: "access_", segs: b62n(30, 50), det: detGenericSecret},
+	{kind: "wompi-private-key", prefix: "prv_prod_", segs: b62n(24, 40), det: detGenericSecret},
+	{kind: "wompi-private-key", prefix: "prv_test_", segs: b62n(24, 40), det: detGenericSecret},
+	{kind: "close-api-key", prefix: "api_", segs: []seg{{"", cB62, 20, 24}, {".", cB62, 20, 24}}, det: detGenericSecret},
+	{kind: "savvycal-token", prefix: "pt_secret_", segs: b64urn(30, 80), det: detGenericSecret},
+	{kind: "tatum-key", prefix: "t-", segs: []seg{{"", cHex, 24, 24}, {"-", cHex, 32, 32}}, det: detGenericSecret},
+
+	// Data APIs, games, messaging and notifications.
+	{kind: "brave-search-key", prefix: "BSA", segs: b62n(25, 32), det: detGenericSecret},
+	{kind: "riot-games-key", prefix: "RGAPI-", segs: uuidSegs, det: detGenericSecret},
+	{kind: "matrix-access-token", prefix: "syt_", segs: []seg{{"", cB64, 2, 100}, {"_", cB62, 20, 20}, {"_", cB62, 6, 6}}, det: detGenericSecret},
+	{kind: "matrix-access-token", prefix: "syr_", segs: []seg{{"", cB64, 2, 100}, {"_", cB62, 20, 20}, {"_", cB62, 6, 6}}, det: detGenericSecret},
+	{kind: "ntfy-token", prefix: "tk_", segs: b62n(29, 29), det: detGenericSecret},
+	{kind: "pushbullet-token", prefix: "o.", segs: b62n(32, 32), det: detGenericSecret},
+
+	// Monitoring and browser testing.
+	{kind: "lambdatest-key", prefix: "LT_", segs: b62n(40, 60), det: detGenericSecret},
+	{kind: "checkly-key", prefix: "cu_", segs: hex32, det: detGenericSecret},
+}
