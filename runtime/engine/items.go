@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -42,6 +43,12 @@ type item struct {
 func (it *item) text(gd *guard) (string, window, bool) {
 	d := it.doc
 	w := window{from: d.base, to: d.total, prefix: len(it.prefix)}
+	if d.frozen && len(it.prefix) == 0 && len(d.edits) == 0 {
+		// The text as it is: a string's bytes, which nothing writes (newTextBuf).
+		b := d.bytes(d.base.b, d.total.b)
+		cut := headBytes(b, gd.maxChars)
+		return unsafe.String(unsafe.SliceData(b), cut), w, cut < len(b)
+	}
 	b := make([]byte, 0, len(it.prefix)+d.total.b-d.base.b)
 	b = d.render(append(b, it.prefix...), d.base.b, d.total.b)
 	cut := headBytes(b, gd.maxChars)

@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -29,16 +30,22 @@ type textBuf struct {
 	base  pos
 	total pos
 	edits []edit // sorted by start, non-overlapping, nonempty, all ending after base
+	// frozen: buf is a string's bytes (newTextBuf), never written: a classifier can be
+	// sent them as they are (item.text).
+	frozen bool
 }
 
+// newTextBuf returns a buffer of the whole text s over s's own bytes rather than a copy:
+// a whole text is judged and edited (edits are kept apart) but never written in place.
+// Its capacity is its length, so an append copies it first and clears frozen; trim, the
+// one write in place, only sees a stream channel's buffer, which is built by appending.
 func newTextBuf(s string) *textBuf {
-	t := &textBuf{}
-	t.append(s)
-	return t
+	return &textBuf{buf: unsafe.Slice(unsafe.StringData(s), len(s)), total: pos{len(s), utf8.RuneCountInString(s)},
+		frozen: len(s) > 0}
 }
 
 func (t *textBuf) append(s string) {
-	t.buf = append(t.buf, s...)
+	t.buf, t.frozen = append(t.buf, s...), false
 	t.total.b += len(s)
 	t.total.r += utf8.RuneCountInString(s)
 }
