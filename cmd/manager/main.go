@@ -38,17 +38,18 @@ import (
 
 func main() {
 	var (
-		metrics         metricsConfig
-		probeAddr       string
-		leaderElect     bool
-		leaderNS        string
-		watchNamespaces string
-		controlPlane    controlplane.Options
-		injectionFlags  injection.Flags
-		zapOpts         = zap.Options{Development: false}
-		setupLog        = ctrl.Log.WithName("setup")
-		scheme          = runtime.NewScheme()
-		leaderLockID    = "guardrail-operator.guardrail.dev"
+		metrics            metricsConfig
+		probeAddr          string
+		leaderElect        bool
+		enableSharedGuards bool
+		leaderNS           string
+		watchNamespaces    string
+		controlPlane       controlplane.Options
+		injectionFlags     injection.Flags
+		zapOpts            = zap.Options{Development: false}
+		setupLog           = ctrl.Log.WithName("setup")
+		scheme             = runtime.NewScheme()
+		leaderLockID       = "guardrail-operator.guardrail.dev"
 	)
 	flag.StringVar(&metrics.bindAddress, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; 0 disables it.")
 	flag.BoolVar(&metrics.secure, "metrics-secure", true, "Serve metrics over HTTPS to clients authenticated by a TokenReview and "+
@@ -76,6 +77,9 @@ func main() {
 	flag.BoolVar(&classifier.AllowLocalURLs, "classifier-allow-local-urls", false, "Let Classifier backend URLs and ModelProvider "+
 		"URLs name loopback, link-local or unspecified addresses (127.0.0.1, localhost, 169.254.169.254, ...); for development "+
 		"only: a guard calls them from the app's pod, with the Classifier's or the ModelProvider's credential.")
+	flag.BoolVar(&enableSharedGuards, "enable-shared-guards", true, "Reconcile SharedGuards (docs/shared-guard.md). Off, "+
+		"none is reconciled and the manager needs no rights on Deployments, Services, EndpointSlices or "+
+		"PodDisruptionBudgets; delete the SharedGuards first, since their Services stop following their pods.")
 	flag.BoolVar(&controlPlane.AuditLog, "decision-audit-log", false, "Write a JSON line per decision count taken from a guard "+
 		"(pod, guardrail, outcome, phase, category, count; never content) to stdout: docs/audit-log.md.")
 	injectionFlags.Bind(flag.CommandLine)
@@ -130,9 +134,11 @@ func main() {
 		setupLog.Error(err, "Unable to set up the pod injector")
 		os.Exit(1)
 	}
-	if err := setupSharedGuards(ctx, mgr, &injectionFlags, install.OperatorNamespace); err != nil {
-		setupLog.Error(err, "Unable to set up the shared guards")
-		os.Exit(1)
+	if enableSharedGuards {
+		if err := setupSharedGuards(ctx, mgr, &injectionFlags, install.OperatorNamespace); err != nil {
+			setupLog.Error(err, "Unable to set up the shared guards")
+			os.Exit(1)
+		}
 	}
 	if controlPlane.CertDir == "" {
 		controlPlane.CertDir = injectionFlags.CertDir()

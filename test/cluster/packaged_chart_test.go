@@ -120,6 +120,36 @@ kubectl -n guardrail-system rollout status deployment/guardrail-operator --timeo
 		}
 	})
 
+	t.Run("with sharedGuards.enabled=false the manager holds no right to write workloads and still reconciles", func(t *testing.T) {
+		u := u.with(t)
+		u.must(`helm upgrade guardrail-operator "$CHART" -n guardrail-system --reuse-values --set sharedGuards.enabled=false --wait --timeout 5m
+kubectl -n guardrail-system rollout status deployment/guardrail-operator --timeout=3m`, "CHART="+chartV2)
+		const manager = "system:serviceaccount:guardrail-system:guardrail-operator"
+		for _, what := range []string{"create deployments.apps", "update deployments.apps", "create services", "update services",
+			"create endpointslices.discovery.k8s.io", "create poddisruptionbudgets.policy", "list deployments.apps"} {
+			if out, _ := u.sh(`kubectl auth can-i ` + what + ` --all-namespaces --as=` + manager); strings.TrimSpace(out) != "no" {
+				t.Errorf("the manager may %s with shared guards off: %s", what, out)
+			}
+		}
+		// A tenant with the aggregated edit role keeps its policies and loses SharedGuards.
+		u.must(`kubectl -n team-a create rolebinding tenant-edit --clusterrole=edit --user=tenant`)
+		if out, _ := u.sh(`kubectl -n team-a auth can-i create sharedguards.guardrail.dev --as=tenant`); strings.TrimSpace(out) != "no" {
+			t.Errorf("a tenant with edit may create SharedGuards with shared guards off: %s", out)
+		}
+		if out, _ := u.sh(`kubectl -n team-a auth can-i create guardrails.guardrail.dev --as=tenant`); strings.TrimSpace(out) != "yes" {
+			t.Errorf("a tenant with edit may no longer create Guardrails: %s", out)
+		}
+		// The manager, restarted with the narrower role, reconciles a new policy and logs no
+		// refusal of the API server.
+		u.must(`sed 's/name: redact-pii-secrets/name: redact-with-shared-guards-off/' ` + filepath.Join(root, "config", "samples", "pii-secrets-redaction.yaml") + ` | kubectl -n team-a apply -f -
+kubectl -n team-a wait --for=condition=Ready guardrail/redact-with-shared-guards-off --timeout=2m
+kubectl -n team-a delete guardrail redact-with-shared-guards-off --wait
+kubectl -n team-a delete rolebinding tenant-edit`)
+		if logs := u.must(`kubectl -n guardrail-system logs -l app.kubernetes.io/name=guardrail-operator --tail=-1 --prefix`); strings.Contains(logs, "forbidden") {
+			t.Errorf("the manager was refused something with shared guards off:\n%s", grepLines(logs, "forbidden"))
+		}
+	})
+
 	t.Run("the README's uninstall leaves no webhook or cluster-scoped RBAC and keeps CRDs and policies", func(t *testing.T) {
 		u := u.with(t)
 		u.must(docBlocks(t, readme, "## Uninstall")[0])
@@ -284,4 +314,15 @@ func (u shellUser) must(script string, env ...string) string {
 		u.t.Fatalf("%s: %v\n%s", strings.TrimSpace(script), err, out)
 	}
 	return out
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
