@@ -53,8 +53,14 @@ func (gd *guard) enforcing() bool { return gd.g.Mode == policy.ModeEnforce }
 func (gd *guard) has(p policy.Phase) bool { return gd.g.Phases.Has(p) }
 
 // hasPhase reports whether one of the engine's guardrails judges phase p.
-func (e *Engine) hasPhase(p policy.Phase) bool {
-	return slices.ContainsFunc(e.guards, func(gd *guard) bool { return gd.has(p) })
+func (e *Engine) hasPhase(p policy.Phase) bool { return len(e.phaseGuards(p)) > 0 }
+
+// phaseGuards returns the guards that judge phase p, in run order.
+func (e *Engine) phaseGuards(p policy.Phase) []*guard {
+	if int(p) >= len(e.byPhase) {
+		return nil
+	}
+	return e.byPhase[p]
 }
 
 // Engine enforces a set of guardrails. It is immutable and safe for concurrent use; each
@@ -65,6 +71,8 @@ type Engine struct {
 	guards []*guard
 	// stream are the guards with the Stream phase, in run order.
 	stream []*guard
+	// byPhase are, per phase, the guards that judge it, in run order.
+	byPhase [policy.PhaseToolResults + 1][]*guard
 	// holdBack is the largest fixed hold-back in characters over the Enforce guardrails
 	// with the Stream phase, or policy.HoldBackUnbounded. Guardrails that follow pending
 	// matches (policy.HoldBackPending) add their own limit per channel (releasable).
@@ -108,6 +116,11 @@ func New(cfg Config) *Engine {
 	}
 	slices.SortStableFunc(e.guards, func(a, b *guard) int { return policy.RunOrder(a.g, b.g) })
 	for _, gd := range e.guards {
+		for p := range e.byPhase {
+			if gd.has(policy.Phase(p)) {
+				e.byPhase[p] = append(e.byPhase[p], gd)
+			}
+		}
 		e.pseudonymizes = e.pseudonymizes || gd.g.Action == policy.ActionPseudonymize
 		if gd.g.Cluster {
 			e.clusterPhases |= gd.g.Phases

@@ -122,11 +122,12 @@ func judgeItem(ctx context.Context, gd *guard, it *item) (ev evaluation, w windo
 // the content.
 func (s *Session) judgeItems(ctx context.Context, phase policy.Phase, items []*item,
 	selects func(gd *guard, it *item) bool, required func(it *item) bool) (*Verdict, error) {
-	var guards []*guard
-	for _, gd := range s.e.guards {
-		if gd.has(phase) {
-			guards = append(guards, gd)
-		}
+	guards := s.e.phaseGuards(phase)
+	switch {
+	case len(guards) == 0:
+		return nil, nil
+	case len(items) == 0:
+		return nil, ctx.Err() // what compose returns when no guard has anything to judge
 	}
 	type result struct {
 		it *item
