@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
@@ -273,7 +274,7 @@ func (x *exchange) forward() {
 		x.p.cfg.Telemetry.ProviderRequest(pr.p.Name)
 	}
 
-	resp, err := x.p.client.Do(out)
+	resp, err := x.p.roundTrip(out)
 	if err != nil {
 		if clientGone(x.r.Context(), err) {
 			x.outcome("client_gone")
@@ -346,6 +347,32 @@ func (x *exchange) passThrough(resp *http.Response) {
 	copyHeaders(x.w.Header(), resp.Header)
 	x.w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(x.w, resp.Body)
+}
+
+// roundTrip sends out as p.client does, without the Client's work per call that a guarded
+// call has no use for (a copy of the request's headers for redirects, the redirect loop):
+// no redirect is followed (a 3xx is the answer, as the Client's CheckRedirect has it), an
+// error is a *url.Error naming the request (withoutQuery takes its query off) and the
+// body of a response is never nil.
+func (p *Proxy) roundTrip(out *http.Request) (*http.Response, error) {
+	resp, err := p.cfg.Transport.RoundTrip(out)
+	if err == nil && resp == nil {
+		err = errors.New("the transport returned neither a response nor an error")
+	}
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		var tlsErr tls.RecordHeaderError
+		if errors.As(err, &tlsErr) && string(tlsErr.RecordHeader[:]) == "HTTP/" {
+			err = http.ErrSchemeMismatch
+		}
+		return nil, &url.Error{Op: out.Method[:1] + strings.ToLower(out.Method[1:]), URL: out.URL.String(), Err: err}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	return resp, nil
 }
 
 // readAll reads a body into one buffer sized from its Content-Length (bounded by max),
