@@ -176,20 +176,32 @@ var (
 
 // compileInjection parses the phrase list. The list is part of the program, so a malformed
 // phrase is a programming error and panics at start-up (and in the tests).
+//
+// It runs at init: a first pass counts the slots, alternatives and words, so that the second
+// puts them in three slices that all phrases share, the words substrings of the list's.
 func compileInjection(phrases []string, sets map[string]string) *injTable {
-	t := &injTable{byAnchor: map[string][]int{}}
-	for _, src := range phrases {
-		expanded := src
-		for name, alts := range sets {
-			expanded = strings.ReplaceAll(expanded, "{"+name+"}", alts)
-		}
-		var slots []injSlot
-		anchor := -1
-		for _, tok := range strings.Fields(expanded) {
+	t := &injTable{byAnchor: make(map[string][]int, len(phrases))}
+	var (
+		slotBuf []injSlot
+		altBuf  [][]string
+		wordBuf []string
+		// What the first pass counts, the slots before each anchor twice (they are stored
+		// again, reversed).
+		nslots, nalts, nwords int
+	)
+	// parse reads the slots of src, sets expanded, and returns them (none when it only
+	// counts), the anchor's index and how many apostrophes the phrase holds.
+	parse := func(src string, count bool) (slots []injSlot, anchor, quotes int) {
+		anchor = -1
+		first := len(slotBuf)
+		i, alts, words := 0, 0, 0
+		for tok := range strings.FieldsSeq(src) {
 			if strings.HasPrefix(tok, "@") {
-				anchor = len(slots)
+				anchor = i
+				nslots, nalts, nwords = nslots+i, nalts+alts, nwords+words
 				tok = tok[1:]
 			}
+			i++
 			var sl injSlot
 			switch {
 			case strings.HasPrefix(tok, "[") && strings.HasSuffix(tok, "]"):
@@ -197,12 +209,41 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 			case strings.HasPrefix(tok, "(") && strings.HasSuffix(tok, ")"):
 				tok = tok[1 : len(tok)-1]
 			}
-			for _, alt := range strings.Split(tok, "|") {
-				sl.alts = append(sl.alts, strings.Split(alt, "_"))
+			from := len(altBuf)
+			injPhraseAlts(tok, sets, func(alt string) {
+				quotes += strings.Count(alt, "'")
+				if count {
+					alts++
+					words += strings.Count(alt, "_") + 1
+					return
+				}
+				from := len(wordBuf)
+				for w := range strings.SplitSeq(alt, "_") {
+					wordBuf = append(wordBuf, w)
+				}
+				altBuf = append(altBuf, wordBuf[from:len(wordBuf):len(wordBuf)])
+			})
+			if !count {
+				sl.alts = altBuf[from:len(altBuf):len(altBuf)]
+				sl.setLens()
+				slotBuf = append(slotBuf, sl)
 			}
-			sl.setLens()
-			slots = append(slots, sl)
 		}
+		if count {
+			nslots, nalts, nwords = nslots+i, nalts+alts, nwords+words
+			return nil, anchor, quotes
+		}
+		return slotBuf[first:len(slotBuf):len(slotBuf)], anchor, quotes
+	}
+	for _, src := range phrases {
+		parse(src, true)
+	}
+	slotBuf = make([]injSlot, 0, nslots)
+	altBuf = make([][]string, 0, nalts)
+	wordBuf = make([]string, 0, nwords)
+	t.phrases = make([]injPhrase, 0, len(phrases))
+	for _, src := range phrases {
+		slots, anchor, quotes := parse(src, false)
 		if anchor < 0 || slots[anchor].opt {
 			panic(fmt.Sprintf("builtin: injection phrase %q has no mandatory anchor", src))
 		}
@@ -210,17 +251,23 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 			panic(fmt.Sprintf("builtin: injection phrase %q must begin with a mandatory word", src))
 		}
 		p := injPhrase{anchor: slots[anchor], after: slots[anchor+1:], slots: slots}
+		before := len(slotBuf)
 		for k := anchor - 1; k >= 0; k-- {
 			rev := injSlot{opt: slots[k].opt}
+			alts := len(altBuf)
 			for _, alt := range slots[k].alts {
-				r := make([]string, len(alt))
-				for j, w := range alt {
-					r[len(alt)-1-j] = w
+				words := len(wordBuf)
+				for j := len(alt) - 1; j >= 0; j-- {
+					wordBuf = append(wordBuf, alt[j])
 				}
-				rev.alts = append(rev.alts, r)
+				altBuf = append(altBuf, wordBuf[words:len(wordBuf):len(wordBuf)])
 			}
+			rev.alts = altBuf[alts:len(altBuf):len(altBuf)]
 			rev.setLens()
-			p.before = append(p.before, rev)
+			slotBuf = append(slotBuf, rev)
+		}
+		if anchor > 0 {
+			p.before = slotBuf[before:len(slotBuf):len(slotBuf)]
 		}
 		idx := len(t.phrases)
 		t.phrases = append(t.phrases, p)
@@ -238,7 +285,7 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		t.hint = max(t.hint, phraseLen(slots))
 		t.words = max(t.words, phraseWords(slots))
 		// Every apostrophe may be written ’, two bytes longer.
-		reach := phraseLen(slots) + 2*strings.Count(expanded, "'")
+		reach := phraseLen(slots) + 2*quotes
 		t.phrases[idx].reach = reach
 		t.reach = max(t.reach, reach)
 		for _, alt := range slots[0].alts {
@@ -264,6 +311,25 @@ func compileInjection(phrases []string, sets map[string]string) *injTable {
 		t.phrases[i].reach += after
 	}
 	return t
+}
+
+// injPhraseAlts calls f with each alternative of a slot (its brackets removed): the
+// alternatives of a set for "{NAME}".
+func injPhraseAlts(tok string, sets map[string]string, f func(alt string)) {
+	for alt := range strings.SplitSeq(tok, "|") {
+		if strings.HasPrefix(alt, "{") && strings.HasSuffix(alt, "}") {
+			if v, ok := sets[alt[1:len(alt)-1]]; ok {
+				for a := range strings.SplitSeq(v, "|") {
+					f(a)
+				}
+				continue
+			}
+		}
+		if strings.ContainsAny(alt, "{}") {
+			panic(fmt.Sprintf("builtin: injection phrase names an unknown set: %q", alt))
+		}
+		f(alt)
+	}
 }
 
 // firstWord returns the entry of the first word w, adding it.

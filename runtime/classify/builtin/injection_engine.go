@@ -87,31 +87,26 @@ type injSigRule struct {
 
 type injSigTable struct {
 	rules []injSigRule
-	// lex maps a normalised word to its sets and the rules it can begin; filter[n][f] has
-	// bit l set when a word of n bytes beginning with f and ending with l is in lex (letters
-	// as 0-25, digits as 26-35), so that most words of a text are passed over without a
-	// lookup.
-	lex     map[string]injWord
+	// sets are the names of the word sets, sorted: set i is class bit i.
+	sets []string
+	// lex holds each normalised word of a set or a rule's first slot: its sets and the rules
+	// it can begin; filter[n][f] has bit l set when a word of n bytes beginning with f and
+	// ending with l is in lex (letters as 0-25, digits as 26-35), so that most words of a
+	// text are passed over without a lookup.
+	lex     wordTable[injWord]
 	filter  [maxNormWord + 1][36]uint64
-	setBit  map[string]uint64
-	byWord  map[string][]int
 	byPunct [256][]int
 	firsts  []string // sorted first words, for the prefix check of a growing word
 	// anchors are the words of each rule's rarest mandatory slot; a region of the text is
 	// read only around one (regions). anchorPairs holds their first two bytes, both cases.
-	// A match can begin up to anchors[w] bytes before its anchor w (anchorWords).
-	anchors map[string]int
-	// lexT and anchorsT answer as lex and anchors, faster (the hot path's lookups).
-	lexT        wordTable[injWord]
 	anchorPairs byteSet64k
-	// anchorIdx maps an anchor word to its entry of anchorRules: the rules it anchors, each
-	// with how far before it a match can begin. wordPairs holds the first two bytes a word
-	// that normalises to an anchor can be written with (digits of leetspeak, '@' and '$',
-	// a hyphen or an apostrophe between its first letters), and wordFirst their first.
-	anchorIdx   wordTable[int32]
-	anchorRules [][]injAnchorRule
-	wordPairs   byteSet64k
-	wordFirst   [256]bool
+	// anchorIdx maps an anchor word to the rules it anchors, each with how far before it a
+	// match can begin (anchorSlot). wordPairs holds the first two bytes a word that
+	// normalises to an anchor can be written with (digits of leetspeak, '@' and '$', a
+	// hyphen or an apostrophe between its first letters), and wordFirst their first.
+	anchorIdx wordTable[[]injAnchorRule]
+	wordPairs byteSet64k
+	wordFirst [256]bool
 	// triples holds the first three bytes of the anchor words written in letters, as classes
 	// of injTriClass: the single pass's test for a word that begins with two letters. The
 	// pass reads injTriples, a copy that needs no pointer and no bounds check.
@@ -126,62 +121,77 @@ var injSig = compileInjSig(injSets, injRuleDefs)
 // injTriples is injSig.triples with the first three letters of the phrase list's anchors
 // (injection.go), which the pass reaches through the same test.
 var injTriples = func() [512]uint64 {
-	t := *injSig
+	t := injSig.triples
 	for w := range injection.byAnchor {
 		if len(w) < 2 || !isLower(w[1]) {
 			panic(fmt.Sprintf("builtin: injection phrase anchor %q must begin with two letters", w))
 		}
-		t.addTriple(w[0], w[1], injTriOther)
+		addTriple(&t, w[0], w[1], injTriOther)
 		switch {
 		case len(w) == 2:
-			t.addTriple(w[0], w[1], injTriEnd)
+			addTriple(&t, w[0], w[1], injTriEnd)
 		case isLower(w[2]):
-			t.addTriple(w[0], w[1], injTriClass[w[2]])
+			addTriple(&t, w[0], w[1], injTriClass[w[2]])
 		default:
-			t.addTriple(w[0], w[1], injTriEnd)
+			addTriple(&t, w[0], w[1], injTriEnd)
 		}
 	}
-	return t.triples
+	return t
 }()
 
 // injCommon are words too frequent in ordinary text to anchor a rule when another slot can.
-var injCommon = strings.Fields(`a an the to of and or in on is are be it its not no now from with for as at by this that what will do all any me us my have has i im if when can just only say tell give show write put list read type use make add include provide you your ur u there here so then than also one two new made end stop free set get got take go come see know think look want need like time year day way people man woman life world work part place case point number fact thing good great small large long little own other old right big high different early young important few public same able last next first every each many much more most some such very well back after before over under again out up down off about into through during without within between against among until while where why how who which whom whose was were been being had did does done would could should may might must shall can't don't said says say use used using help show shows called call find found give gave keep kept let put run set turn start end`)
+const injCommon = `a an the to of and or in on is are be it its not no now from with for as at by this that what will do all any me us my have has i im if when can just only say tell give show write put list read type use make add include provide you your ur u there here so then than also one two new made end stop free set get got take go come see know think look want need like time year day way people man woman life world work part place case point number fact thing good great small large long little own other old right big high different early young important few public same able last next first every each many much more most some such very well back after before over under again out up down off about into through during without within between against among until while where why how who which whom whose was were been being had did does done would could should may might must shall can't don't said says say use used using help show shows called call find found give gave keep kept let put run set turn start end`
 
-// anchorWords returns the words of r's rarest mandatory word slot: the one with the fewest
-// common words, then the fewest words. Every match of r holds one of them.
-func anchorWords(r injSigRule, members map[string][]string, setBit map[string]uint64) ([]string, int, int) {
-	var best []string
-	bestScore, bestAt := -1, 0
-	for at, sl := range r.slots {
+// slotWords calls f with each word of slot sl: its own words, then each word of the lexicon
+// once for each of sl's sets it is in.
+func (t *injSigTable) slotWords(sl *injSigSlot, f func(w string)) {
+	for _, w := range sl.words {
+		f(w)
+	}
+	if sl.class == 0 {
+		return
+	}
+	for i := range t.lex.vals {
+		for range bits.OnesCount64(t.lex.vals[i].class & sl.class) {
+			f(t.lex.keys[i])
+		}
+	}
+}
+
+// anchorSlot returns r's rarest mandatory word slot: the one with the fewest common words
+// (common, sorted), then the fewest words. Every match of r holds one of its words. It
+// returns too how far before the anchor a match can begin.
+func (t *injSigTable) anchorSlot(r *injSigRule, common []string) (at, back int) {
+	bestScore, bestAt := -1, -1
+	for at := range r.slots {
+		sl := &r.slots[at]
 		if sl.opt || sl.gap > 0 || sl.end || sl.anyWord || len(sl.words) == 0 && sl.class == 0 {
 			continue
 		}
-		words := slices.Clone(sl.words)
-		for n, bit := range setBit {
-			if sl.class&bit != 0 {
-				words = append(words, members[n]...)
+		n, penalty := 0, 0
+		t.slotWords(sl, func(w string) {
+			n++
+			_, isCommon := slices.BinarySearch(common, w)
+			switch {
+			case isCommon || len(w) < 2 || isDigit(w[0]):
+				penalty += 1000
+			case len(w) == 2:
+				penalty += 100
 			}
-		}
-		score := len(words)
+		})
+		score := n
 		if at == 0 {
 			score -= 5 // an anchor that begins the rule costs the least to read from
 		}
 		if sl.anchor {
 			score = -1000
 		}
-		for _, w := range words {
-			switch {
-			case slices.Contains(injCommon, w) || len(w) < 2 || isDigit(w[0]):
-				score += 1000
-			case len(w) == 2:
-				score += 100
-			}
-		}
-		if best == nil || score < bestScore {
-			best, bestScore, bestAt = words, score, at
+		score += penalty
+		if bestAt < 0 || score < bestScore {
+			bestScore, bestAt = score, at
 		}
 	}
-	if best == nil {
+	if bestAt < 0 {
 		panic(fmt.Sprintf("builtin: injection rule %q has no word slot to anchor it", r.name))
 	}
 	// How far before the anchor a match can begin: each slot before it holds at most its
@@ -189,24 +199,16 @@ func anchorWords(r injSigRule, members map[string][]string, setBit map[string]ui
 	// written with other bytes is a region of its own, from injMaxSpan back), with white
 	// space and the soft marks matchRule allows between words.
 	reach := 0
-	for _, sl := range r.slots[:bestAt] {
+	for k := range r.slots[:bestAt] {
+		sl := &r.slots[k]
 		longest := 1
 		if sl.anyWord {
 			longest = injMaxSpan
 		}
-		for _, w := range sl.words {
-			longest = max(longest, len(w))
-		}
-		for n, bit := range setBit {
-			if sl.class&bit != 0 {
-				for _, w := range members[n] {
-					longest = max(longest, len(w))
-				}
-			}
-		}
+		t.slotWords(sl, func(w string) { longest = max(longest, len(w)) })
 		reach += max(1, sl.gap) * (2*longest + injGapBytes)
 	}
-	return best, min(reach, injMaxSpan), bestAt
+	return bestAt, min(reach, injMaxSpan)
 }
 
 // injAnchorRule is a rule an anchor word stands for.
@@ -256,15 +258,15 @@ var injTriClass = func() (t [256]uint8) {
 	return
 }()
 
-func (t *injSigTable) addTriple(l0, l1, c byte) {
+func addTriple(t *[512]uint64, l0, l1, c byte) {
 	k := (int(l0-'a')*26+int(l1-'a'))*28 + int(c)
-	t.triples[k>>6] |= 1 << (k & 63)
+	t[k>>6] |= 1 << (k & 63)
 }
 
-// injSpellings returns the bytes a normalised letter l can be written with at the start of
-// a word (second: as its second byte, where a hyphen, an apostrophe, '@' or '$' may stand).
-func injSpellings(l byte, second bool) []byte {
-	v := []byte{l, upperASCII(l)}
+// injSpellings appends to v the bytes a normalised letter l can be written with at the start
+// of a word (second: as its second byte, where a hyphen, an apostrophe, '@' or '$' may stand).
+func injSpellings(v []byte, l byte, second bool) []byte {
+	v = append(v, l, upperASCII(l))
 	for d := range 10 {
 		if leetLetter[d] == l || d == 1 && l == 'l' {
 			v = append(v, byte('0'+d))
@@ -318,46 +320,73 @@ func (t *injSigTable) known(w []byte) bool {
 }
 
 // compileInjSig compiles the rules; a malformed rule is a programming error and panics.
+//
+// It runs at init, so it builds the tables in place, in as few allocations as it can: the
+// words are substrings of the definitions, and the rules' slots and words, the words' rules
+// and the anchors' rules are each one slice shared by all.
 func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
-	t := &injSigTable{lex: map[string]injWord{}, setBit: map[string]uint64{}, byWord: map[string][]int{}}
+	t := &injSigTable{}
 	names := make([]string, 0, len(sets))
-	for n := range sets {
+	nwords := 0
+	for n, ws := range sets {
 		names = append(names, n)
+		nwords += strings.Count(ws, " ") + 1
 	}
 	slices.Sort(names)
 	if len(names) > 64 {
 		panic("builtin: too many injection word sets")
 	}
-	members := map[string][]string{}
+	t.sets = names
+	nslots, nalts := 0, 0
+	for _, d := range defs {
+		for f := range strings.FieldsSeq(d.pattern) {
+			nslots++
+			nalts += strings.Count(f, "|") + 1
+		}
+	}
+	t.lex = newWordTable[injWord](nwords + len(defs))
 	for i, n := range names {
 		bit := uint64(1) << i
-		t.setBit[n] = bit
-		for _, w := range strings.Fields(sets[n]) {
-			e := t.lex[w]
-			e.class |= bit
-			t.lex[w] = e
-			members[n] = append(members[n], w)
+		for w := range strings.FieldsSeq(sets[n]) {
+			t.lex.vals[t.lex.add(w)].class |= bit
 		}
 	}
 	classOf := func(spec string) uint64 {
 		var m uint64
-		for _, n := range strings.FieldsFunc(spec, func(r rune) bool { return r == '|' || r == ',' }) {
-			b, ok := t.setBit[n]
+		for n := range strings.FieldsFuncSeq(spec, func(r rune) bool { return r == '|' || r == ',' }) {
+			i, ok := slices.BinarySearch(names, n)
 			if !ok {
 				panic(fmt.Sprintf("builtin: injection rule names unknown set %q", n))
 			}
-			m |= b
+			m |= 1 << i
 		}
 		return m
 	}
-	firsts := map[string]bool{}
-	groups := map[string]int{} // a group's first rule
+	// starts pairs a word of lex with a rule it can begin, in the order of the rules; last
+	// is the last rule paired with each word.
+	type wordRule struct{ w, r int32 }
+	starts := make([]wordRule, 0, nalts)
+	var last []int32
+	addStart := func(w, r int, dedup bool) {
+		for len(last) < len(t.lex.keys) {
+			last = append(last, -1)
+		}
+		if !dedup || last[w] != int32(r) {
+			starts = append(starts, wordRule{int32(w), int32(r)})
+			last[w] = int32(r)
+		}
+	}
+	var groups []string // the first rule's name of each group
+	var groupAt []int
+	allSlots := make([]injSigSlot, 0, nslots)
+	allWords := make([]string, 0, nalts)
+	t.rules = make([]injSigRule, 0, len(defs))
 	for ri, d := range defs {
 		r := injSigRule{name: d.name, w: d.w}
 		if d.need != "" {
 			r.need = classOf(d.need)
 		}
-		for _, f := range strings.Fields(d.flags) {
+		for f := range strings.FieldsSeq(d.flags) {
 			switch f {
 			case "noNeg":
 				r.noNeg = true
@@ -371,7 +400,8 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 				panic(fmt.Sprintf("builtin: injection rule %q: unknown flag %q", d.name, f))
 			}
 		}
-		for _, f := range strings.Fields(d.pattern) {
+		first := len(allSlots)
+		for f := range strings.FieldsSeq(d.pattern) {
 			var sl injSigSlot
 			for {
 				switch {
@@ -409,21 +439,26 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 			if f == "$" {
 				sl.end = true
 			}
-			// Inside braces '|' separates sets: {A|B}.
-			var fb strings.Builder
-			depth := 0
-			for _, ch := range f {
-				switch {
-				case ch == '{':
-					depth++
-				case ch == '}':
-					depth--
-				case ch == '|' && depth > 0:
-					ch = ','
+			// The alternatives are separated by '|', except inside braces, where '|' separates
+			// sets: {A|B}.
+			words := len(allWords)
+			for rest := f; ; {
+				alt, depth := rest, 0
+				for k := 0; k < len(rest); k++ {
+					switch rest[k] {
+					case '{':
+						depth++
+					case '}':
+						depth--
+					case '|':
+						if depth <= 0 {
+							alt = rest[:k]
+						}
+					}
+					if len(alt) < len(rest) {
+						break
+					}
 				}
-				fb.WriteRune(ch)
-			}
-			for _, alt := range strings.Split(fb.String(), "|") {
 				switch {
 				case f == "" || f == "$":
 				case strings.HasPrefix(alt, "{"):
@@ -435,34 +470,41 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 				case strings.HasPrefix(alt, ":") && len(alt) == 2:
 					sl.puncts += alt[1:]
 				default:
-					sl.words = append(sl.words, alt)
+					allWords = append(allWords, alt)
 				}
+				if len(alt) == len(rest) {
+					break
+				}
+				rest = rest[len(alt)+1:]
 			}
-			r.slots = append(r.slots, sl)
+			if len(allWords) > words {
+				sl.words = allWords[words:len(allWords):len(allWords)]
+			}
+			allSlots = append(allSlots, sl)
 		}
+		r.slots = allSlots[first:len(allSlots):len(allSlots)]
 		r.group = ri
 		if r.groupName != "" {
-			if k, ok := groups[r.groupName]; ok {
-				r.group = k
+			if k := slices.Index(groups, r.groupName); k >= 0 {
+				r.group = groupAt[k]
 			} else {
-				groups[r.groupName] = ri
+				groups, groupAt = append(groups, r.groupName), append(groupAt, ri)
 			}
 		}
-		s0 := r.slots[0]
+		if len(r.slots) == 0 {
+			panic(fmt.Sprintf("builtin: injection rule %q has no slot", d.name))
+		}
+		s0 := &r.slots[0]
 		if s0.opt || s0.gap > 0 || s0.end || s0.anyWord {
 			panic(fmt.Sprintf("builtin: injection rule %q must begin with a mandatory slot", d.name))
 		}
 		for _, w := range s0.words {
-			t.byWord[w] = append(t.byWord[w], ri)
-			firsts[w] = true
+			addStart(t.lex.add(w), ri, false)
 		}
-		for n, bit := range t.setBit {
-			if s0.class&bit != 0 {
-				for _, w := range members[n] {
-					if l := t.byWord[w]; len(l) == 0 || l[len(l)-1] != ri {
-						t.byWord[w] = append(t.byWord[w], ri)
-					}
-					firsts[w] = true
+		if s0.class != 0 {
+			for i := range t.lex.vals {
+				if t.lex.vals[i].class&s0.class != 0 {
+					addStart(i, ri, true)
 				}
 			}
 		}
@@ -471,88 +513,129 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		}
 		t.rules = append(t.rules, r)
 	}
-	t.anchors = map[string]int{}
 	if len(t.rules) > 128 {
 		panic("builtin: too many injection rules for a rule set")
 	}
-	anchorIdx := map[string]int32{}
-	for ri, r := range t.rules {
-		words, back, at := anchorWords(r, members, t.setBit)
+	// The rules each word can begin, in the order of the rules: one slice, cut per word.
+	slices.SortStableFunc(starts, func(a, b wordRule) int { return int(a.w - b.w) })
+	byWord := make([]int, len(starts))
+	nfirsts := 0
+	for k := 0; k < len(starts); {
+		j := k
+		for j < len(starts) && starts[j].w == starts[k].w {
+			byWord[j] = int(starts[j].r)
+			j++
+		}
+		t.lex.vals[starts[k].w].rules = byWord[k:j:j]
+		nfirsts++
+		k = j
+	}
+	t.firsts = make([]string, 0, nfirsts)
+	for i, w := range t.lex.keys {
+		if len(t.lex.vals[i].rules) > 0 {
+			t.firsts = append(t.firsts, w)
+			if f, l := filterIndex(w[0]), filterIndex(w[len(w)-1]); f >= 0 && l >= 0 {
+				t.firstFilter[len(w)][f] |= 1 << l
+			}
+		}
+	}
+	slices.Sort(t.firsts)
+	for _, w := range t.lex.keys {
+		f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
+		if f < 0 || l < 0 {
+			panic(fmt.Sprintf("builtin: injection word %q cannot be indexed", w))
+		}
+		t.filter[len(w)][f] |= 1 << l
+	}
+	// The anchors, and the rules each stands for: pairs in the order of the rules, then one
+	// slice cut per anchor.
+	ncommon := 0
+	for range strings.FieldsSeq(injCommon) {
+		ncommon++
+	}
+	common := make([]string, 0, ncommon)
+	for w := range strings.FieldsSeq(injCommon) {
+		common = append(common, w)
+	}
+	slices.Sort(common)
+	type anchorRule struct {
+		w  int32
+		ar injAnchorRule
+	}
+	t.anchorIdx = newWordTable[[]injAnchorRule](len(t.rules) * 4)
+	anchored := make([]anchorRule, 0, len(t.rules)*4)
+	last = last[:0]
+	var spell0, spell1 [16]byte
+	for ri := range t.rules {
+		r := &t.rules[ri]
+		at, back := t.anchorSlot(r, common)
 		ar := injAnchorRule{rule: int32(ri), back: int32(back)}
 		for _, sl := range r.slots[:at] {
 			ar.words += int32(max(1, sl.gap))
 		}
 		t.maxWalk = max(t.maxWalk, int(ar.words))
-		for _, w := range words {
-			k, ok := anchorIdx[w]
-			if !ok {
-				k = int32(len(t.anchorRules))
-				anchorIdx[w] = k
-				t.anchorRules = append(t.anchorRules, nil)
+		t.slotWords(&r.slots[at], func(w string) {
+			k := t.anchorIdx.add(w)
+			for len(last) < len(t.anchorIdx.keys) {
+				last = append(last, -1)
 			}
-			if l := t.anchorRules[k]; len(l) == 0 || l[len(l)-1].rule != int32(ri) {
-				t.anchorRules[k] = append(l, ar)
+			if last[k] != int32(ri) {
+				anchored = append(anchored, anchorRule{int32(k), ar})
+				last[k] = int32(ri)
 			}
 			if len(w) >= 2 {
 				if !isLower(w[1]) {
 					panic(fmt.Sprintf("builtin: injection anchor %q must begin with two letters", w))
 				}
-				t.addTriple(w[0], w[1], injTriOther)
+				addTriple(&t.triples, w[0], w[1], injTriOther)
 				switch {
 				case len(w) == 2:
-					t.addTriple(w[0], w[1], injTriEnd)
+					addTriple(&t.triples, w[0], w[1], injTriEnd)
 				case isLower(w[2]):
-					t.addTriple(w[0], w[1], injTriClass[w[2]])
+					addTriple(&t.triples, w[0], w[1], injTriClass[w[2]])
 				}
-				for _, b0 := range injSpellings(w[0], false) {
+				for _, b0 := range injSpellings(spell0[:0], w[0], false) {
 					t.wordFirst[b0] = true
-					for _, b1 := range injSpellings(w[1], true) {
+					for _, b1 := range injSpellings(spell1[:0], w[1], true) {
 						t.wordPairs.add(b0, b1)
 					}
 				}
 			}
-		}
-		for _, w := range words {
-			if old, ok := t.anchors[w]; ok {
-				back = max(back, old)
-			}
-			t.anchors[w] = back
-			if f, l := filterIndex(w[0]), filterIndex(w[len(w)-1]); f >= 0 && l >= 0 && len(w) <= maxNormWord {
+		})
+		t.slotWords(&r.slots[at], func(w string) {
+			if f, l := filterIndex(w[0]), filterIndex(w[len(w)-1]); f >= 0 && l >= 0 {
 				t.anchorFilter[len(w)][f] |= 1 << l
 			}
 			if len(w) < 2 || !isLower(w[0]) {
 				panic(fmt.Sprintf("builtin: injection anchor %q cannot be found by its first two letters", w))
 			}
-			for _, b0 := range []byte{w[0], upperASCII(w[0])} {
-				for _, b1 := range []byte{w[1], upperASCII(w[1])} {
+			for _, b0 := range [2]byte{w[0], upperASCII(w[0])} {
+				for _, b1 := range [2]byte{w[1], upperASCII(w[1])} {
 					t.anchorPairs.add(b0, b1)
 				}
 			}
+		})
+	}
+	slices.SortStableFunc(anchored, func(a, b anchorRule) int { return int(a.w - b.w) })
+	byAnchor := make([]injAnchorRule, len(anchored))
+	for k := 0; k < len(anchored); {
+		j := k
+		for j < len(anchored) && anchored[j].w == anchored[k].w {
+			byAnchor[j] = anchored[j].ar
+			j++
 		}
-	}
-	for w := range firsts {
-		t.firsts = append(t.firsts, w)
-	}
-	slices.Sort(t.firsts)
-	for w, rules := range t.byWord {
-		e := t.lex[w]
-		e.rules = rules
-		t.lex[w] = e
-	}
-	for w := range t.byWord {
-		if f, l := filterIndex(w[0]), filterIndex(w[len(w)-1]); f >= 0 && l >= 0 && len(w) <= maxNormWord {
-			t.firstFilter[len(w)][f] |= 1 << l
-		}
-	}
-	t.lexT, t.anchorIdx = newWordTable(t.lex), newWordTable(anchorIdx)
-	for w := range t.lex {
-		f, l := filterIndex(w[0]), filterIndex(w[len(w)-1])
-		if f < 0 || l < 0 || len(w) > maxNormWord {
-			panic(fmt.Sprintf("builtin: injection word %q cannot be indexed", w))
-		}
-		t.filter[len(w)][f] |= 1 << l
+		t.anchorIdx.vals[anchored[k].w] = byAnchor[k:j:j]
+		k = j
 	}
 	return t
+}
+
+// setBit returns the class bit of the set named n, or 0.
+func (t *injSigTable) setBit(n string) uint64 {
+	if i, ok := slices.BinarySearch(t.sets, n); ok {
+		return 1 << i
+	}
+	return 0
 }
 
 // beginsFirstWord reports whether w is a beginning of a word a rule can begin with.
@@ -618,9 +701,9 @@ func (x *injScan) tok(i int) *itok { return &x.ring[i&(injRing-1)] }
 
 // Bits of the sets the context checks use.
 var (
-	injNEG  = injSig.setBit["NEG"]
-	injREQ  = injSig.setBit["REQ"]
-	injCUE  = injSig.setBit["CUE"]
+	injNEG  = injSig.setBit("NEG")
+	injREQ  = injSig.setBit("REQ")
+	injCUE  = injSig.setBit("CUE")
 	injSoft = func() (t [256]bool) {
 		for _, b := range []byte(",.\"'()[]{}*_~`-:/\\|<>#@=+&^%$0123456789") {
 			t[b] = true
@@ -639,7 +722,7 @@ func (x *injScan) lookup(t *itok) {
 	}
 	w := t.norm[:t.n]
 	if x.t.known(w) {
-		if e, ok := x.t.lexT.get(w); ok {
+		if e, ok := x.t.lex.get(w); ok {
 			t.class, t.rules = e.class, e.rules
 			return
 		}
@@ -665,7 +748,7 @@ func (x *injScan) lookup(t *itok) {
 		k++
 	}
 	if changed && x.t.known(alt[:t.n]) {
-		if e, ok := x.t.lexT.get(alt[:t.n]); ok {
+		if e, ok := x.t.lex.get(alt[:t.n]); ok {
 			t.class, t.rules = e.class, e.rules
 		}
 	}
@@ -1432,8 +1515,8 @@ func (rs *injRegions) wordAt(p int) int {
 		for k := range n {
 			lw[k] = lower(s[p+k])
 		}
-		if k, ok := t.anchorIdx.get(lw[:n]); ok {
-			rs.anchor(p, t.anchorRules[k])
+		if ars, ok := t.anchorIdx.get(lw[:n]); ok {
+			rs.anchor(p, ars)
 		}
 		return j
 	}
@@ -1441,12 +1524,12 @@ func (rs *injRegions) wordAt(p int) int {
 	if _, ok := injNormWord(s, p, &w); !ok || w.n < 2 || w.high {
 		return j // a word with a letter of another script is highAt's
 	}
-	if k, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
-		rs.anchor(p, t.anchorRules[k])
+	if ars, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
+		rs.anchor(p, ars)
 	}
 	if w.hasAlt {
-		if k, ok := t.anchorIdx.get(w.alt[:w.n]); ok {
-			rs.anchor(p, t.anchorRules[k])
+		if ars, ok := t.anchorIdx.get(w.alt[:w.n]); ok {
+			rs.anchor(p, ars)
 		}
 	}
 	return j
@@ -1488,12 +1571,12 @@ func (rs *injRegions) highAt(i int) {
 	if w.n < 2 {
 		return
 	}
-	if k, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
-		rs.anchor(p, t.anchorRules[k])
+	if ars, ok := t.anchorIdx.get(w.norm[:w.n]); ok {
+		rs.anchor(p, ars)
 	}
 	if w.hasAlt {
-		if k, ok := t.anchorIdx.get(w.alt[:w.n]); ok {
-			rs.anchor(p, t.anchorRules[k])
+		if ars, ok := t.anchorIdx.get(w.alt[:w.n]); ok {
+			rs.anchor(p, ars)
 		}
 	}
 }
@@ -1750,11 +1833,11 @@ func (rs *injRegions) walkBack(p, most int, out *[injWalkMax]injWalked) (n int, 
 		o.rules, o.alt = nil, nil
 		t := rs.x.t
 		if w := o.w.norm[:o.w.n]; len(w) > 0 && t.first(w) {
-			e, _ := t.lexT.get(w)
+			e, _ := t.lex.get(w)
 			o.rules = e.rules
 		}
 		if w := o.w.alt[:o.w.n]; o.w.hasAlt && t.first(w) {
-			e, _ := t.lexT.get(w)
+			e, _ := t.lex.get(w)
 			o.alt = e.rules
 		}
 		words++

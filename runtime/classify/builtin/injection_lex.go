@@ -398,16 +398,14 @@ func twoDigits(w []byte) bool {
 
 // wordTable is a read-only open-addressing hash table of normalised words (at most
 // maxNormWord bytes): the engine's word lookups on the hot path, without a map's string
-// hashing. It is built once, from a map, and answers as the map does.
+// hashing. A slot is 4 bytes: the entry's index, the word's length and 8 bits of its hash,
+// so that a probe compares a word only when those agree; the words and their values are
+// dense slices, in the order they were added (an entry's index is its order).
 type wordTable[V any] struct {
 	mask  uint32
-	slots []wordSlot[V]
-}
-
-type wordSlot[V any] struct {
-	n   uint8 // 0: empty
-	key [maxNormWord]byte
-	v   V
+	slots []uint32 // 0: empty; else index+1 (bits 0-15) | length<<16 | tag<<24
+	keys  []string
+	vals  []V
 }
 
 // wordHash hashes a normalised word (FNV-1a, seeded with its length).
@@ -420,40 +418,94 @@ func wordHash(w []byte) uint32 {
 	return h ^ h>>15
 }
 
-func newWordTable[V any](m map[string]V) wordTable[V] {
+// wordSlot is the slot of entry i, a word of n bytes of hash h.
+func wordSlot(i, n int, h uint32) uint32 {
+	return uint32(i+1) | uint32(n)<<16 | (h>>24|1)<<24
+}
+
+// newWordTable returns an empty table sized for about n words.
+func newWordTable[V any](n int) wordTable[V] {
+	var wt wordTable[V]
+	wt.keys = make([]string, 0, n)
+	wt.vals = make([]V, 0, n)
+	wt.grow(n)
+	return wt
+}
+
+// grow makes the slots at least twice as many as n words (half full at most), and places
+// the entries again.
+func (wt *wordTable[V]) grow(n int) {
 	size := 16
-	for size < 4*len(m) {
+	for size < 2*n {
 		size *= 2
 	}
-	wt := wordTable[V]{mask: uint32(size - 1), slots: make([]wordSlot[V], size)}
-	for w, v := range m {
-		if len(w) == 0 || len(w) > maxNormWord {
-			continue // get is never asked for a longer word
-		}
-		for h := wordHash([]byte(w)) & wt.mask; ; h = (h + 1) & wt.mask {
-			if sl := &wt.slots[h]; sl.n == 0 {
-				sl.n = uint8(len(w))
-				copy(sl.key[:], w)
-				sl.v = v
+	if size <= len(wt.slots) {
+		return
+	}
+	wt.mask, wt.slots = uint32(size-1), make([]uint32, size)
+	for i, w := range wt.keys {
+		h := wordHash([]byte(w))
+		for k := h & wt.mask; ; k = (k + 1) & wt.mask {
+			if wt.slots[k] == 0 {
+				wt.slots[k] = wordSlot(i, len(w), h)
 				break
 			}
 		}
 	}
-	return wt
+}
+
+// add returns the index of w, adding it with the zero value if it is not there (at init).
+func (wt *wordTable[V]) add(w string) int {
+	if len(w) == 0 || len(w) > maxNormWord {
+		panic("builtin: word table: bad word " + w)
+	}
+	if i := wt.index([]byte(w)); i >= 0 {
+		return i
+	}
+	i := len(wt.keys)
+	if i >= 1<<16-1 {
+		panic("builtin: word table: too many words")
+	}
+	wt.keys = append(wt.keys, w)
+	var zero V
+	wt.vals = append(wt.vals, zero)
+	if 2*len(wt.keys) > len(wt.slots) {
+		wt.grow(len(wt.keys)) // places w too
+		return i
+	}
+	h := wordHash([]byte(w))
+	for k := h & wt.mask; ; k = (k + 1) & wt.mask {
+		if wt.slots[k] == 0 {
+			wt.slots[k] = wordSlot(i, len(w), h)
+			return i
+		}
+	}
+}
+
+// index returns the index of w, or -1.
+func (wt *wordTable[V]) index(w []byte) int {
+	if len(w) == 0 || len(w) > maxNormWord {
+		return -1
+	}
+	h := wordHash(w)
+	want := wordSlot(0, len(w), h) &^ 0xFFFF
+	for k := h & wt.mask; ; k = (k + 1) & wt.mask {
+		sl := wt.slots[k]
+		if sl == 0 {
+			return -1
+		}
+		if sl&^0xFFFF == want {
+			if i := int(sl&0xFFFF) - 1; wt.keys[i] == string(w) {
+				return i
+			}
+		}
+	}
 }
 
 // get returns the value of w, as a map lookup would.
 func (wt *wordTable[V]) get(w []byte) (V, bool) {
-	if len(w) > 0 && len(w) <= maxNormWord {
-		for h := wordHash(w) & wt.mask; ; h = (h + 1) & wt.mask {
-			sl := &wt.slots[h]
-			if sl.n == 0 {
-				break
-			}
-			if int(sl.n) == len(w) && string(sl.key[:sl.n]) == string(w) {
-				return sl.v, true
-			}
-		}
+	if i := wt.index(w); i >= 0 {
+		return wt.vals[i], true
 	}
 	var zero V
 	return zero, false

@@ -241,7 +241,7 @@ func TestEveryFirstWordOfAPhraseIsHeld(t *testing.T) {
 // (which reads "you'r" as "your"), begins with.
 func isFirstWord(w string) bool {
 	w = strings.ToLower(strings.ReplaceAll(w, "’", "'"))
-	if len(injSig.byWord[strings.ReplaceAll(strings.ReplaceAll(w, "'", ""), "-", "")]) > 0 {
+	if e, _ := injSig.lex.get([]byte(strings.ReplaceAll(strings.ReplaceAll(w, "'", ""), "-", ""))); len(e.rules) > 0 {
 		return true
 	}
 	for _, first := range injection.byLetter {
