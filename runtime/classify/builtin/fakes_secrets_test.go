@@ -222,6 +222,9 @@ func fakeShapedTokens(seed int) map[string]string {
 		"openshift-oauth-token": "sha256" + "~" + fakeFrom(alphaB62+"-_", 43, seed),
 		"maxmind-license-key":   fakeFrom(alphaB62, 6, seed) + "_" + fakeFrom(alphaB62, 29, seed+1) + "_mmk",
 		"deepl-free-key":        fakeUUID(seed) + ":fx",
+		"azure-devops-pat":      fakeFrom(alphaB62, 76, seed) + "AZDO" + fakeFrom(alphaB62, 4, seed+1),
+		"qstash-token": base64.StdEncoding.EncodeToString([]byte(`{"UserID":"` + fakeUUID(seed) + `","Password":"` +
+			fakeHex(32, seed+1) + `"}`)),
 		"momento-api-key": base64.StdEncoding.EncodeToString([]byte(`{"endpoint":"cell-4-us-west-2-1.prod.a.momentohq.com","api_key":"` + //nolint:misspell // a vendor's name
 			fakeFrom(alphaB62, 120, seed) + `"}`)),
 		"convex-deploy-key": "prod:" + "happy-otter-" + fmt.Sprint(100+seed%900) + "|" + fakeFrom(alphaB62+"-_", 80, seed+1),

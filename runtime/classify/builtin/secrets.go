@@ -340,9 +340,10 @@ func joseHeader(h string) bool {
 // base64JSONKeys begin credentials that are a JSON object in base64, with no dots: a
 // Grafana API key ({"k":"…","n":"…","id":…}), a Cloudflare Tunnel token
 // ({"a":"<account>","t":"<tunnel>","s":"<secret>"}), as `cloudflared service install`
-// takes it, a Neptune API token ({"api_address":"…","api_url":"…","api_key":"…"}) and an
-// API key of the momentohq.com cache ({"endpoint":"<cell>","api_key":"…"}).
-var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi", "eyJhcGlfYWRkcmVzcyI6", "eyJlbmRwb2ludCI6"}
+// takes it, a Neptune API token ({"api_address":"…","api_url":"…","api_key":"…"}), an
+// API key of the momentohq.com cache ({"endpoint":"<cell>","api_key":"…"}) and an Upstash
+// QStash token ({"UserID":"…","Password":"…"}).
+var base64JSONKeys = [...]string{"eyJrIjoi", "eyJhIjoi", "eyJhcGlfYWRkcmVzcyI6", "eyJlbmRwb2ludCI6", "eyJVc2VySUQiOi"}
 
 // base64JSONKey matches such a credential in s[start:end]: 60 or more base64 characters
 // (with '=' padding) that end at a byte that is not a token's.
@@ -357,8 +358,8 @@ func (c *Classifier) base64JSONKey(sc *scanState, start, end int) bool {
 	for p := 0; p < 2 && end < len(s) && s[end] == '='; p++ {
 		end++
 	}
-	if !tokenEnd(s, end) || end+1 < len(s) && s[end] == '.' && isB64URL(s[end+1]) {
-		return false
+	if !tokenEnd(s, end) || end+1 < len(s) && s[end] == '.' && isB64URL(s[end+1]) || repeats(s[start:end], 6) {
+		return false // a file or host name after it, or a body written by hand (XXXXXX: no JSON text)
 	}
 	for _, p := range base64JSONKeys {
 		if strings.HasPrefix(s[start:], p) {

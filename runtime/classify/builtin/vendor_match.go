@@ -52,6 +52,7 @@ func buildVendorIndex(rules []vendorRule) *vendorIndex {
 			panic("vendor rule " + r.kind + ": its prefix has no separator and does not begin with one of " + headBytes)
 		}
 	}
+	x.headPairs.add('A', 'Z') // the AZDO marker inside an Azure DevOps personal access token (azdoPATAt)
 	return x
 }
 
@@ -74,6 +75,9 @@ func (c *Classifier) vendorHeadAt(sc *scanState, i int) bool {
 	s := sc.s
 	if i+1 >= len(s) || !vendors.headPairs.has(s[i], s[i+1]) {
 		return false
+	}
+	if s[i] == 'A' && s[i+1] == 'Z' {
+		return c.azdoPATAt(sc, i)
 	}
 	for _, x := range vendors.head[[2]byte{s[i], s[i+1]}] {
 		if c.vendorToken(sc, x.r, i) {

@@ -305,6 +305,36 @@ func (c *Classifier) deeplKeyAt(sc *scanState, i int) bool {
 	return true
 }
 
+// azdoPATLen is the length of an Azure DevOps personal access token of the format
+// introduced in 2024, and azdoAt the offset of its "AZDO" marker (Azure DevOps docs: the
+// new PATs are 84 characters long with "AZDO" at positions 76-80; the offset is read both
+// ways, 0-based and 1-based).
+const (
+	azdoPATLen = 84
+	azdoAt     = 76
+)
+
+// azdoPATAt matches an Azure DevOps personal access token whose "AZDO" marker begins at i:
+// 84 base64url characters that begin and end a token, random before the marker.
+func (c *Classifier) azdoPATAt(sc *scanState, i int) bool {
+	s := sc.s
+	if !c.on(detGenericSecret) || !strings.HasPrefix(s[i:], "AZDO") {
+		return false
+	}
+	for _, at := range [...]int{azdoAt, azdoAt - 1} {
+		a, e := i-at, i-at+azdoPATLen
+		if a < 0 || e > len(s) || !tokenStart(s, a) || !tokenEnd(s, e) || !allIn(s[a:e], cB64URL) {
+			continue
+		}
+		if v := s[a:i]; classMix(v) < 3 || repeats(v, 6) || tokenPlaceholder(v) {
+			continue
+		}
+		c.emit(sc, detGenericSecret, a, e)
+		return true
+	}
+	return false
+}
+
 // hexKeyDashAt handles a '-' at i after 32 hex digits: a Mailchimp API key (and "-us" and
 // the data center's number) or a Mailgun API key (two more groups of 8 hex digits). It
 // reports whether one matched.

@@ -41,7 +41,10 @@ var moreVendorRules = []vendorRule{
 	{kind: "mintlify-key", prefix: "mint_dsc_", segs: b62n(24, 64), det: detGenericSecret},
 	{kind: "builderio-private-key", prefix: "bpk-", segs: hex32, det: detGenericSecret},
 	{kind: "plane-token", prefix: "plane_api_", segs: hex32, det: detGenericSecret},
+	{kind: "postman-collection-key", prefix: "PMAT-", segs: []seg{{"", cUpNum, 26, 26}}, det: detGenericSecret},
+	{kind: "metabase-key", prefix: "mb_", segs: b64n(40, 48), pad: true, det: detGenericSecret},
 	{kind: "chromatic-project-token", prefix: "chpt_", segs: b62n(12, 20), det: detGenericSecret},
+	{kind: "statsig-console-key", prefix: "console-", segs: b62n(30, 64), det: detGenericSecret},
 
 	// API gateways, authorization and identity.
 	{kind: "unkey-root-key", prefix: "unkey_", segs: b62n(16, 48), det: detGenericSecret},
@@ -61,6 +64,9 @@ var moreVendorRules = []vendorRule{
 	{kind: "elastic-cloud-key", prefix: "essu_", segs: b64n(40, 200), pad: true, det: detGenericSecret},
 	{kind: "imagekit-private-key", prefix: "private_", segs: b64n(20, 40), pad: true, det: detGenericSecret},
 	{kind: "qstash-signing-key", prefix: "sig_", segs: b62n(20, 40), det: detGenericSecret},
+	{kind: "mongodb-atlas-service-account", prefix: "mdb_sa_id_", segs: hexn(24), det: detGenericSecret},
+	{kind: "mongodb-atlas-service-account", prefix: "mdb_sa_sk_", segs: b62n(32, 64), det: detGenericSecret},
+	{kind: "turbopuffer-key", prefix: "tpuf_", segs: b62n(32, 64), det: detGenericSecret},
 
 	// Payments, CRM and scheduling.
 	{kind: "mollie-access-token", prefix: "access_", segs: b62n(30, 50), det: detGenericSecret},
@@ -75,6 +81,7 @@ var moreVendorRules = []vendorRule{
 	{kind: "riot-games-key", prefix: "RGAPI-", segs: uuidSegs, det: detGenericSecret},
 	{kind: "matrix-access-token", prefix: "syt_", segs: []seg{{"", cB64, 2, 100}, {"_", cB62, 20, 20}, {"_", cB62, 6, 6}}, det: detGenericSecret},
 	{kind: "matrix-access-token", prefix: "syr_", segs: []seg{{"", cB64, 2, 100}, {"_", cB62, 20, 20}, {"_", cB62, 6, 6}}, det: detGenericSecret},
+	{kind: "lichess-token", prefix: "lip_", segs: b62n(16, 24), det: detGenericSecret},
 	{kind: "ntfy-token", prefix: "tk_", segs: b62n(29, 29), det: detGenericSecret},
 	{kind: "pushbullet-token", prefix: "o.", segs: b62n(32, 32), det: detGenericSecret},
 

@@ -27,8 +27,9 @@ func TestRound5Formats(t *testing.T) {
 	low := func(n, seed int) string { return fakeFrom(alphaLower+alphaDigit, n, seed) }
 	up := func(n, seed int) string { return fakeFrom(alphaUpper+alphaDigit, n, seed) }
 	cases := []struct {
-		kind  string
-		token string // a token of the documented format
+		kind   string
+		token  string // a token of the documented format
+		marker string // for a shape without a rule: the part that is not random
 	}{
 		{kind: "voyage-key", token: "pa-" + b64url(43, 1)},
 		{kind: "mem0-key", token: "m0-" + b62(40, 2)},
@@ -86,7 +87,17 @@ func TestRound5Formats(t *testing.T) {
 		{kind: "pushbullet-token", token: "o." + b62(32, 66)},
 		{kind: "lambdatest-key", token: "LT_" + b62(47, 67)},
 		{kind: "checkly-key", token: "cu_" + fakeHex(32, 68)},
+		{kind: "mongodb-atlas-service-account", token: "mdb_sa_id_" + fakeHex(24, 72)},
+		{kind: "mongodb-atlas-service-account", token: "mdb_sa_sk_" + b62(40, 73)},
+		{kind: "turbopuffer-key", token: "tpuf_" + b62(32, 74)},
+		{kind: "lichess-token", token: "lip_" + b62(20, 75)},
+		{kind: "statsig-console-key", token: "console-" + b62(43, 76)},
+		{kind: "postman-collection-key", token: "PMAT-" + up(26, 83)},
+		{kind: "metabase-key", token: "mb_" + fakeBase64(43, 84) + "="},
 		{kind: "deepl-free-key", token: fakeUUID(69) + ":fx"},
+		{kind: "azure-devops-pat", token: b62(76, 77) + "AZDO" + b62(4, 78)},
+		{kind: "qstash-token", token: fakeShapedTokens(79)["qstash-token"], marker: "eyJVc2VySUQiOi"},
+		{kind: "momento-api-key", token: fakeShapedTokens(80)["momento-api-key"], marker: "eyJlbmRwb2ludCI6"}, //nolint:misspell // a vendor's name
 	}
 	kinds := map[string]bool{}
 	for _, tc := range cases {
@@ -102,6 +113,9 @@ func TestRound5Formats(t *testing.T) {
 		// in prose (nothing but the vendor's format could take it there), and the prefix with a
 		// body written by hand, in prose and under a key.
 		p, short := v[:len(v)-5], v[:9]+v[10:]
+		if tc.marker != "" {
+			p = tc.marker
+		}
 		if r := ruleOf(v); r != nil {
 			if r.kind != tc.kind {
 				t.Errorf("%q is taken by %s, want %s", v, r.kind, tc.kind)
@@ -123,8 +137,19 @@ func TestRound5Formats(t *testing.T) {
 			t.Errorf("rule %s (%s) has no case", r.kind, r.prefix)
 		}
 	}
-	// A DeepL key's UUID alone, or with another suffix, is not a DeepL Free key.
+	// A DeepL key's UUID alone, or with another suffix, is not a DeepL Free key; an
+	// Azure DevOps PAT's marker elsewhere, or after a body written by hand, is not one.
 	for _, text := range []string{
+		"token " + b62(70, 81) + "AZDO" + b62(10, 82) + " here",
+		"token " + strings.Repeat("X", 76) + "AZDO" + "XXXX" + " here",
+		"AZDO is the marker of an Azure DevOps PAT",
+		// Object ids of LLM and payment APIs are not credentials.
+		`{"id": "chatcmpl-` + b62(29, 85) + `", "object": "chat.completion"}`,
+		`{"id": "msg_01` + b62(22, 86) + `", "type": "message"}`,
+		`{"id": "toolu_01` + b62(22, 87) + `", "name": "search"}`,
+		`{"id": "pi_3` + b62(23, 88) + `", "object": "payment_intent"}`,
+		`{"id": "call_` + b62(24, 89) + `", "type": "function"}`,
+		`{"id": "user_2` + b62(26, 90) + `"}`,
 		"request " + fakeUUID(70) + " done",
 		"id " + fakeUUID(71) + ":fxy here",
 		"id 00000000-0000-0000-0000-000000000000:fx here",
