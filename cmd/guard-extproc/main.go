@@ -27,7 +27,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -38,7 +37,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/extproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/guardproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
@@ -61,31 +59,16 @@ type options struct {
 func main() {
 	// First of all: started with variables it must not honour, it starts again without
 	// them, before it reads anything or holds any credential.
-	if env, dropped := guardproc.ScrubEnv(os.Environ()); len(dropped) > 0 {
-		err := guardproc.RestartWithout(env, dropped)
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("guard-extproc not started: unset the variables it ignores",
-			"variables", dropped, "error", err.Error())
-		os.Exit(2)
-	}
+	guardproc.ExitOnIgnoredEnv("guard-extproc")
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "guard-extproc:", err) //nolint:forbidigo // before the logger exists
 		os.Exit(2)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		fmt.Fprintln(os.Stderr, "guard-extproc: --log-level:", err) //nolint:forbidigo // before the logger exists
+	log, err := guardproc.Start(o.logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "guard-extproc:", err) //nolint:forbidigo // before the logger exists
 		os.Exit(2)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if err := guardproc.Undumpable(); err != nil {
-		log.Warn("The process's memory stays readable by processes of its user (prctl PR_SET_DUMPABLE failed)", "error", err.Error())
-	}
-	if err := egress.SystemRootsPresent(); err != nil {
-		log.Warn("No system CA certificates: remote classifiers on https without a CA bundle of their own will fail", "error", err.Error())
-	}
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400) // as the guard: fewer collections under load (cmd/guard)
 	}
 	if err := run(o, log); err != nil {
 		log.Error("guard-extproc stopped", "error", err.Error())

@@ -39,7 +39,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -47,7 +46,6 @@ import (
 
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
-	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	"github.com/guardrail-dev/guardrail-operator/runtime/guardproc"
 	"github.com/guardrail-dev/guardrail-operator/runtime/mcp"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
@@ -79,12 +77,7 @@ type options struct {
 func main() {
 	// First of all: a guard started with variables it must not honour (runtime/guardproc)
 	// starts again without them, before it reads anything or holds any credential.
-	if env, dropped := guardproc.ScrubEnv(os.Environ()); len(dropped) > 0 {
-		err := guardproc.RestartWithout(env, dropped)
-		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("Guard not started: unset the variables it ignores",
-			"variables", dropped, "error", err.Error())
-		os.Exit(2)
-	}
+	guardproc.ExitOnIgnoredEnv("Guard")
 	var o options
 	fs := flag.NewFlagSet("guard", flag.ExitOnError)
 	fs.StringVar(&o.listen, guardv1.FlagListen, "127.0.0.1:8000", "Address the proxy listens on (the app's base URL points here).")
@@ -137,24 +130,10 @@ func main() {
 	})
 	_ = fs.Parse(os.Args[1:])
 
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		fmt.Fprintln(os.Stderr, "guard: --log-level:", err) //nolint:forbidigo // before the logger exists
+	log, err := guardproc.Start(o.logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "guard:", err) //nolint:forbidigo // before the logger exists
 		os.Exit(2)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	if err := guardproc.Undumpable(); err != nil {
-		log.Warn("The guard's memory stays readable by processes of its user (prctl PR_SET_DUMPABLE failed)", "error", err.Error())
-	}
-	if err := egress.SystemRootsPresent(); err != nil {
-		log.Warn("No system CA certificates: calls to https upstreams without a CA bundle of their own will fail", "error", err.Error())
-	}
-	if os.Getenv("GOGC") == "" {
-		// A sidecar's live heap is small (a few MiB) while each request allocates tens of
-		// KiB: with the default GOGC=100 it collects several times a second at a few hundred
-		// requests per second, and those cycles set its latency tail. 400 trades ~10 MiB of
-		// RSS under load for a p99 at the plain proxy's (test/load). GOGC overrides it.
-		debug.SetGCPercent(400)
 	}
 	if err := run(o, log); err != nil {
 		log.Error("Guard stopped", "error", err.Error())
