@@ -124,7 +124,7 @@ func TestAuditLogOfRequestsThroughTheProxy(t *testing.T) {
 	if err := px.Apply(snap); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(routes(px, mcpHandler(o, px, tel, log)))
+	srv := httptest.NewServer(routes(px, mcpHandler(o, px, tel, nil, log)))
 	t.Cleanup(srv.Close)
 	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
 		t.Fatalf("not on loopback: %s", srv.URL)

@@ -51,6 +51,7 @@ import (
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 )
 
 type options struct {
@@ -197,7 +198,7 @@ func run(o options, log *slog.Logger) error {
 	policySrc.Run(ctx, tel, px.Apply, log)
 
 	srv := &http.Server{
-		Handler:           routes(px, mcpHandler(o, px, tel, log)),
+		Handler:           routes(px, mcpHandler(o, px, tel, tracer, log)),
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		IdleTimeout:       o.idle,
 		// No ReadTimeout or WriteTimeout: streams last as long as the model writes. The
@@ -257,8 +258,9 @@ func routes(px *proxy.Proxy, mcpH *mcp.Handler) http.Handler {
 	})
 }
 
-// mcpHandler fronts the --mcp-upstream servers, judging with the proxy's policy.
-func mcpHandler(o options, px *proxy.Proxy, tel *telemetry.Telemetry, log *slog.Logger) *mcp.Handler {
+// mcpHandler fronts the --mcp-upstream servers, judging with the proxy's policy; tr (nil:
+// off) traces what it judges.
+func mcpHandler(o options, px *proxy.Proxy, tel *telemetry.Telemetry, tr *tracing.Tracer, log *slog.Logger) *mcp.Handler {
 	upstreams := make(map[string]*url.URL, len(o.mcpUpstreams))
 	for _, u := range o.mcpUpstreams {
 		upstreams[u.Name] = u.URL
@@ -268,7 +270,7 @@ func mcpHandler(o options, px *proxy.Proxy, tel *telemetry.Telemetry, log *slog.
 		Upstreams:    upstreams,
 		Judges:       &mcp.EngineJudges{Engine: px.Engine, Pod: o.pod, Telemetry: tel},
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle,
-		Telemetry: tel, Log: log,
+		Telemetry: tel, Tracer: tr, Log: log,
 	})
 }
 

@@ -27,7 +27,7 @@ func TestMCPPathsAreNeverPassedToAModelProvider(t *testing.T) {
 	tel := telemetry.New(nil)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	px := proxy.New(proxy.Config{Telemetry: tel, Log: log})
-	srv := httptest.NewServer(routes(px, mcpHandler(options{mcpUpstreams: []upstream.Upstream{files}}, px, tel, log)))
+	srv := httptest.NewServer(routes(px, mcpHandler(options{mcpUpstreams: []upstream.Upstream{files}}, px, tel, nil, log)))
 	defer srv.Close()
 	for path, want := range map[string]int{
 		"/mcp/files":   http.StatusServiceUnavailable, // fronted, and refused until a policy is in force

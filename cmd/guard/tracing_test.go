@@ -87,7 +87,7 @@ func TestTracingFromTheEnvironment(t *testing.T) {
 	if err := px.Apply(snap); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(routes(px, mcpHandler(o, px, tel, log)))
+	srv := httptest.NewServer(routes(px, mcpHandler(o, px, tel, tr, log)))
 	t.Cleanup(srv.Close)
 
 	provider.Enqueue(fakeprovider.Reply(traceCanaryCompletion))

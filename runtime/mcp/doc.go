@@ -30,4 +30,8 @@
 //
 // A JSON-RPC message whose members the guard reads is refused when a member is named
 // twice, in any case: the guard would judge one copy while the receiver reads another.
+//
+// With Config.Tracer, each judged POST is a span named as MCP's semantic conventions name
+// a client's ("tools/call search"), a child of the caller's context in params._meta or the
+// traceparent header, with its guardrail evaluations as children (tracing.go).
 package mcp

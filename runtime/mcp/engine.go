@@ -81,6 +81,10 @@ func (j *engineJudge) Results(ctx context.Context, texts []string) (Judgement, e
 
 func (j *engineJudge) Done() { j.rec.Done() }
 
+// setTrace makes the spans of the exchange's evaluations children of t; called before any
+// message is judged.
+func (j *engineJudge) setTrace(t engine.Tracer) { j.opts.Trace = t }
+
 func stopOf(v *engine.Verdict) *Stop {
 	if v == nil {
 		return nil

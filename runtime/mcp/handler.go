@@ -15,6 +15,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
 
@@ -41,7 +42,10 @@ type Config struct {
 	WriteIdleTimeout time.Duration
 	// Telemetry counts exchanges by server; nil counts nothing anyone reads.
 	Telemetry *telemetry.Telemetry
-	Log       *slog.Logger
+	// Tracer, when not nil, makes a span of each POST the guard judges, with its guardrail
+	// evaluations as children (runtime/tracing, StartMCP).
+	Tracer *tracing.Tracer
+	Log    *slog.Logger
 }
 
 // Handler fronts named MCP servers over the streamable HTTP transport and judges what
@@ -99,6 +103,8 @@ type exchange struct {
 	// outcome is the exchange's outcome for the requests counter: allowed, blocked,
 	// failed, or a transport outcome.
 	outcome string
+	// span is the POST's span (tracing.go), nil when not traced.
+	span *tracing.Call
 }
 
 // ServeHTTP serves PathPrefix + NAME.
@@ -212,6 +218,12 @@ func (x *exchange) post() {
 		return
 	}
 	defer j.Done()
+	if x.startSpan(msgs); x.span != nil {
+		defer func() { x.span.End(x.outcome) }()
+		if tj, ok := j.(tracedJudge); ok {
+			tj.setTrace(x.span)
+		}
+	}
 
 	start := time.Now()
 	var forward, local []json.RawMessage

@@ -1,6 +1,6 @@
 // Package tracing is the guard's OpenTelemetry tracing: a span per guarded model call,
-// with the GenAI semantic conventions' attributes, and under it a span per guardrail
-// evaluation, exported over OTLP (http/protobuf or grpc) to the collector the standard
+// with the GenAI semantic conventions' attributes, and per judged MCP exchange (StartMCP,
+// with the MCP conventions'), and under each a span per guardrail evaluation, exported over OTLP (http/protobuf or grpc) to the collector the standard
 // OTEL_* variables name (FromEnv). It is off unless an endpoint is set, and then costs
 // nothing: the proxy's tracer is nil and no span is made.
 //
@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -408,4 +410,102 @@ func splitKey(key string) (namespace, name string) {
 		return ns, n
 	}
 	return "", key
+}
+
+// MCPInfo describes a POST of MCP messages for its span: names and ids, never content.
+type MCPInfo struct {
+	// Method is the message's mcp.method.name (tools/call, tools/list, initialize, ...);
+	// empty for a batch of several messages.
+	Method string
+	// Tool is the called tool's name (gen_ai.tool.name), for tools/call.
+	Tool string
+	// RequestID is the JSON-RPC id (jsonrpc.request.id): a string id's value, a number's
+	// text; empty for a notification.
+	RequestID string
+	// ProtocolVersion is the Mcp-Protocol-Version header (mcp.protocol.version).
+	ProtocolVersion string
+	// Messages is how many JSON-RPC messages the POST holds.
+	Messages int
+	// Name is the MCP server's name on the guard (--mcp-upstream NAME: guardrail.mcp.server).
+	Name string
+	// Server is the MCP server's host and Port its port (server.address, server.port).
+	Server string
+	Port   int
+	// Traceparent and Tracestate are the message's params._meta members, where MCP's
+	// conventions carry the caller's context; when Traceparent is empty the HTTP request's
+	// traceparent header is read instead.
+	Traceparent, Tracestate string
+}
+
+// StartMCP starts the span of a POST of MCP messages the guard judges, as MCP's semantic
+// conventions name a client's: "{mcp.method.name} {gen_ai.tool.name}" ("tools/call
+// search"), "{mcp.method.name}" without a tool, "batch" for several messages; kind CLIENT;
+// a child of the caller's context (MCPInfo.Traceparent, else the header). The guardrail
+// evaluations of the exchange are its children, as a model call's are, and End takes the
+// same outcomes. It returns nil when t is nil or the POST is not sampled.
+func (t *Tracer) StartMCP(ctx context.Context, h http.Header, m MCPInfo) *Call {
+	if t == nil {
+		return nil
+	}
+	if m.Traceparent != "" {
+		carrier := propagation.MapCarrier{"traceparent": m.Traceparent}
+		if m.Tracestate != "" {
+			carrier["tracestate"] = m.Tracestate
+		}
+		ctx = t.prop.Extract(ctx, carrier)
+	} else {
+		ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(h))
+	}
+	attrs := make([]attribute.KeyValue, 0, 9)
+	name := "batch"
+	if m.Method != "" {
+		name = m.Method
+		attrs = append(attrs, attribute.String("mcp.method.name", m.Method))
+	}
+	if m.Tool != "" {
+		name += " " + m.Tool
+		attrs = append(attrs, attribute.String("gen_ai.tool.name", m.Tool))
+	}
+	if m.Method == "tools/call" {
+		attrs = append(attrs, attribute.String("gen_ai.operation.name", "execute_tool"))
+	}
+	if m.RequestID != "" {
+		attrs = append(attrs, attribute.String("jsonrpc.request.id", m.RequestID))
+	}
+	if m.ProtocolVersion != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", m.ProtocolVersion))
+	}
+	if m.Messages > 1 {
+		attrs = append(attrs, attribute.Int("guardrail.mcp.messages", m.Messages))
+	}
+	attrs = append(attrs, attribute.String("guardrail.mcp.server", m.Name))
+	if m.Server != "" {
+		attrs = append(attrs, attribute.String("server.address", m.Server))
+		if m.Port > 0 {
+			attrs = append(attrs, attribute.Int("server.port", m.Port))
+		}
+	}
+	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	if !span.IsRecording() {
+		return nil
+	}
+	return &Call{span: span, ctx: ctx, t: t}
+}
+
+// HostPort returns a URL's host and port for server.address and server.port: the URL's
+// port, else its scheme's (443, 80), else 0.
+func HostPort(u *url.URL) (string, int) {
+	if u == nil {
+		return "", 0
+	}
+	port, _ := strconv.Atoi(u.Port())
+	if port == 0 {
+		switch u.Scheme {
+		case "https":
+			port = 443
+		case "http":
+			port = 80
+		}
+	}
+	return u.Hostname(), port
 }
