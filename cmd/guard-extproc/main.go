@@ -6,8 +6,9 @@
 //
 //	guard-extproc --policy-file config/samples/pii-secrets-redaction.yaml --listen :15081
 //
-// or from the operator's control plane (--control-plane, --token-file, --ca-file). How to
-// configure Envoy's filter, and what is and is not supported: docs/extproc.md.
+// or from the operator's control plane (--control-plane, --token-file, --ca-file), which
+// serves only pods the operator rendered and so, for now, refuses a guard-extproc pod. How
+// to configure Envoy's filter, and what is and is not supported: docs/extproc.md.
 //
 // It serves gRPC on --listen (plaintext, or TLS with --tls-cert-file and --tls-key-file)
 // with the standard gRPC health service (SERVING once a policy is loaded), and /healthz,
