@@ -25,9 +25,9 @@ type indexedRule struct {
 }
 
 // headBytes are the first bytes of the prefixes without a separator. They are capitals that
-// rarely begin a pair of prose ("AI", "BS", "DO", "EA", "GR", "IG", "K1", "LT", "RW", "SK" …):
+// rarely begin a pair of prose ("AI", "BS", "DO", "EA", "GR", "IG", "K1", "LT", "MC", "RW", "SK" …):
 // the pass looks them up in headPairs before calling anything.
-const headBytes = "ABDEFGIKLRS"
+const headBytes = "ABDEFGIKLMRS"
 
 // vendors is the index of vendorRules, built once.
 var vendors = buildVendorIndex(vendorRules)

@@ -85,6 +85,23 @@ var moreVendorRules = []vendorRule{
 	{kind: "ntfy-token", prefix: "tk_", segs: b62n(29, 29), det: detGenericSecret},
 	{kind: "pushbullet-token", prefix: "o.", segs: b62n(32, 32), det: detGenericSecret},
 
+	// Private keys written as the base64 of their DER encoding, without PEM armour (an
+	// environment variable or a JSON field holding the key on one line): each DER structure
+	// begins with fixed bytes, so its base64 begins with fixed characters. RSA in PKCS #8
+	// (RFC 5208, the rsaEncryption algorithm) and PKCS #1 (RFC 8017), EC in PKCS #8 (RFC 5915,
+	// id-ecPublicKey) and SEC1 (RFC 5915: P-256, secp256k1, P-384, P-521), Ed25519 and X25519
+	// in PKCS #8 (RFC 8410). The three characters after "MII" are the structure's length.
+	// Public keys (SubjectPublicKeyInfo: "MIIBIjAN…", "MFkwEw…", "MCowBQ…") begin otherwise.
+	{kind: "der-private-key", prefix: "MII", segs: []seg{{"", cB64, 3, 3}, {"IBADANBgkqhkiG9w0BAQEFAASC", cB64, 500, 6000}}, pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MII", segs: []seg{{"", cB64, 3, 3}, {"IBAAK", cB64, 500, 6000}}, pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MI", segs: []seg{{"", cB64, 2, 2}, {"AgEAMB", cB64, 1, 1}, {"GByqGSM49AgEG", cB64, 100, 400}}, pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MHcCAQEE", segs: b64n(120, 200), pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MHQCAQEE", segs: b64n(120, 200), pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MIGkAgEBBD", segs: b64n(150, 260), pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MIHcAgEBBE", segs: b64n(250, 350), pad: true, det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MC4CAQAwBQYDK2VwBCIEI", segs: b64n(43, 43), det: detPrivateKey},
+	{kind: "der-private-key", prefix: "MC4CAQAwBQYDK2VuBCIEI", segs: b64n(43, 43), det: detPrivateKey},
+
 	// Monitoring and browser testing.
 	{kind: "lambdatest-key", prefix: "LT_", segs: b62n(40, 60), det: detGenericSecret},
 	{kind: "checkly-key", prefix: "cu_", segs: hex32, det: detGenericSecret},

@@ -2,6 +2,15 @@ package builtin
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdh"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -132,6 +141,7 @@ func TestRound5Formats(t *testing.T) {
 			}
 		}
 	}
+	kinds["der-private-key"] = true // TestDERPrivateKeys
 	for _, r := range moreVendorRules {
 		if !kinds[r.kind] {
 			t.Errorf("rule %s (%s) has no case", r.kind, r.prefix)
@@ -169,4 +179,92 @@ func ruleOf(v string) *vendorRule {
 		}
 	}
 	return nil
+}
+
+// TestDERPrivateKeys (issue 42, round 5): a private key written as the base64 of its DER
+// encoding, on one line without PEM armour, is a private key in every encoding Go writes;
+// the public keys of the same pairs are not, nor a key's first bytes alone. The keys are
+// generated here and used for nothing else.
+func TestDERPrivateKeys(t *testing.T) {
+	c := secretsPack(t)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 1024) //nolint:gosec // a test key of the format, small for speed
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []any
+	keys = append(keys, rsaKey)
+	for _, curve := range []elliptic.Curve{elliptic.P256(), elliptic.P384(), elliptic.P521()} {
+		k, err := ecdsa.GenerateKey(curve, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, edKey)
+	xKey, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, xKey)
+	var private, public []string
+	for _, k := range keys {
+		der, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		private = append(private, base64.StdEncoding.EncodeToString(der))
+		pub, err := x509.MarshalPKIXPublicKey(k.(interface{ Public() crypto.PublicKey }).Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		public = append(public, base64.StdEncoding.EncodeToString(pub))
+		switch k := k.(type) {
+		case *rsa.PrivateKey:
+			private = append(private, base64.StdEncoding.EncodeToString(x509.MarshalPKCS1PrivateKey(k)))
+		case *ecdsa.PrivateKey:
+			der, err := x509.MarshalECPrivateKey(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			private = append(private, base64.StdEncoding.EncodeToString(der))
+		}
+	}
+	classify1 := func(text string) []classify.Span {
+		res, err := c.Classify(context.Background(), classify.Input{Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Spans
+	}
+	for _, v := range private {
+		for _, text := range []string{"PRIVATE_KEY=" + v + "\n", `{"key": "` + v + `"}`, "here it is: " + v + " (do not share)"} {
+			a := strings.Index(text, v)
+			sp := classify1(text)
+			if !covered(sp, a, a+len(v)) {
+				t.Errorf("%.40q…: not redacted whole: %v", text, sp)
+			}
+			for _, s := range sp {
+				if s.Start < a+len(v) && s.End > a && c.categories[s.Category] != "private-key" {
+					t.Errorf("%.40q…: reported as %s, want private-key", text, c.categories[s.Category])
+				}
+			}
+		}
+	}
+	for _, v := range public {
+		if sp := classify1("here it is: " + v + " (share it)"); len(sp) > 0 {
+			t.Errorf("public key %.40q…: flagged %v", v, sp)
+		}
+	}
+	// Near misses: a key cut to its first bytes, and the prefix with a body written by hand.
+	for _, v := range private {
+		for _, text := range []string{"header " + v[:40] + " only", "like " + v[:32] + strings.Repeat("A", 600) + " in the docs"} {
+			if sp := classify1(text); len(sp) > 0 {
+				t.Errorf("%.50q…: flagged %v", text, sp)
+			}
+		}
+	}
 }
