@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"slices"
 	"unicode/utf8"
 	"unsafe"
@@ -40,14 +41,48 @@ type textBuf struct {
 // Its capacity is its length, so an append copies it first and clears frozen; trim, the
 // one write in place, only sees a stream channel's buffer, which is built by appending.
 func newTextBuf(s string) *textBuf {
-	return &textBuf{buf: unsafe.Slice(unsafe.StringData(s), len(s)), total: pos{len(s), utf8.RuneCountInString(s)},
+	return &textBuf{buf: unsafe.Slice(unsafe.StringData(s), len(s)), total: pos{len(s), runeCount(s)},
 		frozen: len(s) > 0}
 }
 
 func (t *textBuf) append(s string) {
 	t.buf, t.frozen = append(t.buf, s...), false
 	t.total.b += len(s)
-	t.total.r += utf8.RuneCountInString(s)
+	t.total.r += runeCount(s)
+}
+
+// runeCount is utf8.RuneCountInString, ASCII 32 or 8 bytes at a time: a prompt or an answer
+// is mostly ASCII, which RuneCountInString counts a byte at a time. A word with a byte
+// of 0x80 or more is left to utf8.DecodeRuneInString, one character, as RuneCountInString
+// counts it (an invalid byte is one character), and the count goes on after it.
+func runeCount(s string) int {
+	n, i := 0, 0
+	for i < len(s) {
+		for i+32 <= len(s) {
+			b := unsafe.Slice(unsafe.StringData(s[i:]), 32)
+			if (binary.LittleEndian.Uint64(b)|binary.LittleEndian.Uint64(b[8:])|binary.LittleEndian.Uint64(b[16:])|
+				binary.LittleEndian.Uint64(b[24:]))&0x8080808080808080 != 0 {
+				break
+			}
+			n, i = n+32, i+32
+		}
+		if i+8 <= len(s) {
+			if w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8)); w&0x8080808080808080 == 0 {
+				n, i = n+8, i+8
+				continue
+			}
+		}
+		if i == len(s) {
+			break
+		}
+		if s[i] < utf8.RuneSelf {
+			n, i = n+1, i+1
+			continue
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		n, i = n+1, i+size
+	}
+	return n
 }
 
 // bytes returns upstream bytes [from, to).
