@@ -123,6 +123,9 @@ func (c *Classifier) on(d detector) bool { return c.cat[d] >= 0 }
 
 // build fills the trigger tables and the hint once the configuration is known.
 func (c *Classifier) build() {
+	if c.on(detInjection) {
+		loadInjection() // the pack's tables, built on its first use
+	}
 	var bits uint16
 	for d := range numDetectors {
 		if !c.on(d) {

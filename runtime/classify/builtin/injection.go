@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -168,11 +169,26 @@ type firstWord struct {
 }
 
 var (
-	injection = compileInjection(injectionPhrases, injectionSets)
+	injection *injTable
 	// injectionHint covers the phrase list's longest phrase and the signal engine's longest
 	// match and look-back (injection_engine.go).
-	injectionHint = max(injection.hint, injHint)
+	injectionHint int
+	injectionOnce sync.Once
 )
+
+// loadInjection builds the prompt-injection pack's tables, the phrase list's and the signal
+// engine's, once: a Classifier with the pack calls it when it is built (build), so that a
+// program that never uses the pack (a policy without it, the manager) never builds them.
+// Whatever reads the tables runs after that call, on a Classifier it returned.
+func loadInjection() {
+	injectionOnce.Do(func() {
+		injection = compileInjection(injectionPhrases, injectionSets)
+		injectionHint = max(injection.hint, injHint)
+		injSig = compileInjSig(injSets, injRuleDefs)
+		injTriples = phraseTriples(injSig.triples, injection)
+		injNEG, injREQ, injCUE = injSig.setBit("NEG"), injSig.setBit("REQ"), injSig.setBit("CUE")
+	})
+}
 
 // compileInjection parses the phrase list. The list is part of the program, so a malformed
 // phrase is a programming error and panics at start-up (and in the tests).

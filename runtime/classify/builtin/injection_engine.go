@@ -116,13 +116,20 @@ type injSigTable struct {
 	firstFilter  [maxNormWord + 1][36]uint64 // as filter, for the words that begin a rule
 }
 
-var injSig = compileInjSig(injSets, injRuleDefs)
+// The prompt-injection pack's tables: the engine's (injSig) and the phrase list's
+// (injection, injection.go), built on the pack's first use (loadInjection).
+var (
+	injSig *injSigTable
+	// injTriples is injSig.triples with the first three letters of the phrase list's
+	// anchors (injection.go), which the pass reaches through the same test.
+	injTriples [512]uint64
+	// Bits of the sets the context checks use.
+	injNEG, injREQ, injCUE uint64
+)
 
-// injTriples is injSig.triples with the first three letters of the phrase list's anchors
-// (injection.go), which the pass reaches through the same test.
-var injTriples = func() [512]uint64 {
-	t := injSig.triples
-	for w := range injection.byAnchor {
+// phraseTriples returns t with the first three letters of the phrase list's anchors added.
+func phraseTriples(t [512]uint64, phrases *injTable) [512]uint64 {
+	for w := range phrases.byAnchor {
 		if len(w) < 2 || !isLower(w[1]) {
 			panic(fmt.Sprintf("builtin: injection phrase anchor %q must begin with two letters", w))
 		}
@@ -137,7 +144,7 @@ var injTriples = func() [512]uint64 {
 		}
 	}
 	return t
-}()
+}
 
 // injCommon are words too frequent in ordinary text to anchor a rule when another slot can.
 const injCommon = `a an the to of and or in on is are be it its not no now from with for as at by this that what will do all any me us my have has i im if when can just only say tell give show write put list read type use make add include provide you your ur u there here so then than also one two new made end stop free set get got take go come see know think look want need like time year day way people man woman life world work part place case point number fact thing good great small large long little own other old right big high different early young important few public same able last next first every each many much more most some such very well back after before over under again out up down off about into through during without within between against among until while where why how who which whom whose was were been being had did does done would could should may might must shall can't don't said says say use used using help show shows called call find found give gave keep kept let put run set turn start end`
@@ -699,19 +706,14 @@ func (x *injScan) emit(start, end int) { x.found = append(x.found, [2]int{start,
 
 func (x *injScan) tok(i int) *itok { return &x.ring[i&(injRing-1)] }
 
-// Bits of the sets the context checks use.
-var (
-	injNEG  = injSig.setBit("NEG")
-	injREQ  = injSig.setBit("REQ")
-	injCUE  = injSig.setBit("CUE")
-	injSoft = func() (t [256]bool) {
-		for _, b := range []byte(",.\"'()[]{}*_~`-:/\\|<>#@=+&^%$0123456789") {
-			t[b] = true
-		}
-		t[0x80] = true
-		return
-	}()
-)
+// injSoft are the marks skipped between the words of a match.
+var injSoft = func() (t [256]bool) {
+	for _, b := range []byte(",.\"'()[]{}*_~`-:/\\|<>#@=+&^%$0123456789") {
+		t[b] = true
+	}
+	t[0x80] = true
+	return
+}()
 
 // lookup fills t.class and t.rules from the lexicon.
 func (x *injScan) lookup(t *itok) {
