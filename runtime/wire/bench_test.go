@@ -52,15 +52,21 @@ func BenchmarkMessagesStream(b *testing.B) {
 	benchStream(b, messagesReq, msgStream(msgText(0, deltas(200)...), msgEnd("end_turn")))
 }
 
+// BenchmarkParseChatRequest parses a request with a 2 KB prompt, its text plain and, as
+// most prompts are, with escapes (a newline every line).
 func BenchmarkParseChatRequest(b *testing.B) {
-	body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"` +
-		strings.Repeat("lorem ipsum ", 170) + `"}],"stream":true}`)
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseRequest(FamilyChat, body); err != nil {
-			b.Fatal(err)
-		}
+	for _, prompt := range []struct{ name, line string }{{"plain", "lorem ipsum "}, {"newlines", "lorem ipsum\\n"}} {
+		body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"` +
+			strings.Repeat(prompt.line, 170) + `"}],"stream":true}`)
+		b.Run(prompt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseRequest(FamilyChat, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

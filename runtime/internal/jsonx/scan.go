@@ -232,6 +232,14 @@ func BytesOf(v []byte, scratch *[]byte) ([]byte, bool) {
 // Unescape appends the unescaped form of a JSON string's contents.
 func Unescape(dst, s []byte) ([]byte, bool) {
 	for i := 0; i < len(s); i++ {
+		if j := asciiRun(s, i); j > i {
+			// A run of ASCII without escapes, copied at once (text between a prompt's
+			// newlines).
+			dst = append(dst, s[i:j]...)
+			if i = j; i == len(s) {
+				break
+			}
+		}
 		c := s[i]
 		if c >= utf8.RuneSelf {
 			// Invalid UTF-8 becomes U+FFFD, as encoding/json decodes it.
@@ -289,6 +297,20 @@ func Unescape(dst, s []byte) ([]byte, bool) {
 		}
 	}
 	return dst, true
+}
+
+// asciiRun returns the index of the first byte at or after i that is a backslash or not
+// ASCII, or len(s): eight bytes at a time while none of them is.
+func asciiRun(s []byte, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		if w := binary.LittleEndian.Uint64(s[i:]); w&highBits != 0 || hasZeroByte(w^backslashes) {
+			break
+		}
+	}
+	for i < len(s) && s[i] != '\\' && s[i] < utf8.RuneSelf {
+		i++
+	}
+	return i
 }
 
 func hex4(s []byte, i int) (rune, bool) {
