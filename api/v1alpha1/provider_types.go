@@ -163,14 +163,20 @@ type ModelProviderStatus struct {
 	Usage *ProviderUsage `json:"usage,omitempty"`
 
 	// budgets are the namespaces' use of the provider in the current windows, when
-	// spec.limits is set: at most 20 namespaces, those nearest to a limit kept. Figures
+	// spec.limits is set: at most 256 namespaces, those nearest to a limit kept. Figures
 	// as of the manager's latest write of usage.
 	// +optional
 	// +listType=map
 	// +listMapKey=namespace
-	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:MaxItems=256
 	Budgets []NamespaceBudget `json:"budgets,omitempty"`
 }
+
+// MaxBudgetNamespaces bounds a ModelProvider's status.budgets. The list is what budgets
+// are enforced from, not a summary: a namespace it cannot hold is not counted against its
+// limits until it comes nearer to them than the furthest one listed. 256 entries of about
+// 300 bytes keep the status well under the apiserver's object size limit.
+const MaxBudgetNamespaces = 256
 
 // NamespaceBudget is one namespace's use of a ModelProvider in the current windows.
 type NamespaceBudget struct {

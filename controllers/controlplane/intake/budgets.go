@@ -50,7 +50,7 @@ type reached struct {
 // and returns the limits this made ns reach. Without limits, status.budgets is removed.
 // Windows that ended are dropped (a day's entry) or emptied (a minute's) first, and every
 // entry's remaining figures follow the current limits. At most
-// v1alpha1.MaxNamespacesListed namespaces are kept: a namespace new to a full list takes
+// v1alpha1.MaxBudgetNamespaces namespaces are kept: a namespace new to a full list takes
 // the place of the one furthest from its limits when it comes nearer to its own,
 // otherwise it is not tracked (its budget then counts from zero when it enters).
 func addBudget(mp *v1alpha1.ModelProvider, ns string, d usageDelta, now time.Time) []reached {
@@ -84,7 +84,7 @@ func addBudget(mp *v1alpha1.ModelProvider, ns string, d usageDelta, now time.Tim
 	i := budgetIndex(st.Budgets, ns)
 	if i < 0 {
 		fresh := v1alpha1.NamespaceBudget{Namespace: ns}
-		if len(st.Budgets) < v1alpha1.MaxNamespacesListed {
+		if len(st.Budgets) < v1alpha1.MaxBudgetNamespaces {
 			st.Budgets = append(st.Budgets, fresh)
 			i = len(st.Budgets) - 1
 		} else {

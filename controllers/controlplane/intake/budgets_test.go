@@ -101,21 +101,21 @@ func TestBudgetWindowsCountEachNamespaceAndRollOver(t *testing.T) {
 	}
 }
 
-// At most 20 namespaces are kept: a newcomer nearer to its limits takes the place of the
+// At most MaxBudgetNamespaces namespaces are kept: a newcomer nearer to its limits takes the place of the
 // one furthest from them; a lighter one is not tracked.
 func TestBudgetsKeepTheNamespacesNearestToTheirLimits(t *testing.T) {
 	mp := limited(v1alpha1.BudgetModeEnforce, v1alpha1.ProviderLimits{RequestsPerDay: ptr(100)})
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
-	for i := range v1alpha1.MaxNamespacesListed {
-		addBudget(mp, fmt.Sprintf("ns-%02d", i), usageDelta{requests: int64(10 + i)}, now)
+	for i := range v1alpha1.MaxBudgetNamespaces {
+		addBudget(mp, fmt.Sprintf("ns-%03d", i), usageDelta{requests: int64(10 + i%80)}, now)
 	}
 	addBudget(mp, "light", usageDelta{requests: 5}, now)
-	if len(mp.Status.Budgets) != v1alpha1.MaxNamespacesListed || budgetIndex(mp.Status.Budgets, "light") >= 0 {
+	if len(mp.Status.Budgets) != v1alpha1.MaxBudgetNamespaces || budgetIndex(mp.Status.Budgets, "light") >= 0 {
 		t.Fatalf("a namespace lighter than every listed one entered: %d listed", len(mp.Status.Budgets))
 	}
 	got := addBudget(mp, "heavy", usageDelta{requests: 100}, now)
-	if budgetIndex(mp.Status.Budgets, "heavy") < 0 || budgetIndex(mp.Status.Budgets, "ns-00") >= 0 ||
-		len(mp.Status.Budgets) != v1alpha1.MaxNamespacesListed {
+	if budgetIndex(mp.Status.Budgets, "heavy") < 0 || budgetIndex(mp.Status.Budgets, "ns-000") >= 0 ||
+		len(mp.Status.Budgets) != v1alpha1.MaxBudgetNamespaces {
 		t.Fatalf("a namespace at its limit did not replace the lightest one")
 	}
 	if len(got) != 1 || got[0].budget != guardv1.BudgetRequestsPerDay {
