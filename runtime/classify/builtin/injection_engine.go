@@ -221,7 +221,7 @@ func (t *injSigTable) anchorSlot(r *injSigRule, common []string) (at, back int) 
 // injAnchorRule is a rule an anchor word stands for.
 type injAnchorRule struct {
 	rule int32
-	back int32 // bytes before the anchor a match can begin (anchorWords)
+	back int32 // bytes before the anchor a match can begin (anchorSlot)
 	// words is the most words a match can hold before the anchor (0: the anchor begins the
 	// rule).
 	words int32
