@@ -56,14 +56,14 @@ func TestARelabelledPodGetsItsNewPolicy(t *testing.T) {
 	if status, s, _ := longPoll(web.Version); status != http.StatusNoContent {
 		t.Fatalf("a relabel that selects the same Guardrails pushed %d %s, want 204", status, names(s))
 	}
-	// Relabelled to app=other during a long poll: pushed at once.
+	// Relabelled to app=other during a long poll: pushed at once. A poll whose wait ends
+	// is answered 204 whatever changed (Server.subscribe), so a 200 is the push; how long
+	// it took is logged, not asserted: on a busy machine the poll's own start (the token's
+	// review, the pod's read) and the relabel's reconcile take seconds, and that is no fault.
 	go relabel(300*time.Millisecond, "other", "3")
 	status, s, took := longPoll(web.Version)
 	if status != http.StatusOK || names(s) != "other-words" {
-		t.Fatalf("after relabelling the pod app=other its guard got %d %q, want other-words", status, names(s))
-	}
-	if took >= 2*time.Second {
-		t.Errorf("the new policy came with the end of the long poll (%v), not with the relabel", took)
+		t.Fatalf("after relabelling the pod app=other its guard got %d %q, want other-words pushed during the poll", status, names(s))
 	}
 	t.Logf("relabel → new policy: %v after the poll began (the relabel at 300ms)", took.Round(time.Millisecond))
 	// And back: the first snapshot again, as it was.
