@@ -47,21 +47,24 @@ type exchange struct {
 	// outcome it ends with.
 	call   *tracing.Call
 	result string
+	// refusal is the code of the error a call refused before it was judged was answered
+	// with (refuse, loadPolicy); such a call gets a span of its own (traceRefusal).
+	refusal string
 }
 
 // serveGuarded runs the Input phase, calls the upstream, and judges the response.
 func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
 	start := time.Now()
 	x := &exchange{p: p, f: f, family: routeLabel(f, r.URL.Path), w: w, r: r, st: st}
+	defer x.traceRefusal()
 	if !x.loadPolicy() {
 		return
 	}
 	model, geminiMethod, _ := wire.GeminiMethod(r.URL.Path)
 	geminiStream := geminiMethod == wire.GeminiStreamGenerateContent
 	if f == wire.FamilyGemini && geminiStream && !geminiSSE(r.URL.RawQuery) {
-		x.outcome("refused")
 		w.Header().Set("Connection", "close")
-		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
+		x.refuse(wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
 			Message: "the guardrail sidecar serves streamGenerateContent as server-sent events only: add alt=sse to the query " +
 				"(the official Gemini SDKs do)"})
 		return
@@ -83,8 +86,7 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			x.outcome("refused")
-			writeError(w, f, wire.APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			x.refuse(wire.APIError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 				Message: "the request body is larger than the guardrail sidecar accepts"})
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			// A body shorter than its Content-Length, or a chunked body without its last
@@ -92,16 +94,14 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 			// may only have stopped sending (a half-closed connection) and still read: it
 			// gets an answer, never the server's empty 200. A client that is really gone
 			// loses nothing by it.
-			x.outcome("refused")
-			writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+			x.refuse(wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
 				Message: "the request body ended before its declared length or its last chunk"})
 		case clientGone(r.Context(), err):
 			x.outcome("client_gone")
 		default:
 			// A body the server cannot decode (a malformed chunked encoding): the client is
 			// still there and gets an answer, not an empty 200.
-			x.outcome("refused")
-			writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+			x.refuse(wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
 				Message: "the guardrail sidecar could not read the request body"})
 		}
 		return
@@ -120,8 +120,7 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 		}
 	}
 	if err != nil {
-		x.outcome("refused")
-		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
+		x.refuse(wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_request",
 			Message: "the guardrail sidecar could not read the request: " + err.Error()})
 		return
 	}
@@ -129,8 +128,7 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 		// The answer would be collected later, by GET /v1/responses/{id}, in pieces the
 		// guard cannot judge as one answer (a stream resumed anywhere, a response still in
 		// progress); see the package doc.
-		x.outcome("refused")
-		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
+		x.refuse(wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
 			Message: "background: true is refused by the guardrail sidecar: a guardrail judges this pod's answers, " +
 				"and an answer made in the background is collected where the guard cannot judge it; send the request without background"})
 		return
@@ -153,6 +151,14 @@ func (p *Proxy) serveGuarded(w http.ResponseWriter, r *http.Request, f wire.Fami
 func (x *exchange) outcome(o string) {
 	x.p.cfg.Telemetry.Request(x.family, o)
 	x.result = o
+}
+
+// refuse answers a call the guard refuses before judging it (before begin) with e, and
+// counts it refused.
+func (x *exchange) refuse(e wire.APIError) {
+	x.outcome("refused")
+	x.refusal = e.Code
+	writeError(x.w, x.f, e)
 }
 
 // routeLabel is the family's guard_requests_total label: its route without /v1/

@@ -203,8 +203,9 @@ type upstream struct {
 
 // upstreamFor applies the keyless rules (see above) to a call of family f under st, the
 // state the request uses. When the call may not go out it answers the client and returns
-// false; family is the guard_requests_total label of the refusal.
-func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f wire.Family, family string) (upstream, bool) {
+// the refusal's code (provider_key_not_accepted, budget_exceeded, provider_unavailable),
+// otherwise ""; family is the guard_requests_total label of the refusal.
+func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f wire.Family, family string) (upstream, string) {
 	up := upstream{base: p.cfg.OpenAIUpstream}
 	fam := policy.ProviderOpenAI
 	switch {
@@ -213,10 +214,10 @@ func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f
 	case f.Gemini():
 		// No ModelProvider takes the Gemini API's calls: they go to its upstream with the
 		// client's own headers, whatever --provider names.
-		return upstream{base: p.cfg.GeminiUpstream}, true
+		return upstream{base: p.cfg.GeminiUpstream}, ""
 	}
 	if len(p.cfg.Providers) == 0 {
-		return up, true
+		return up, ""
 	}
 	var why string
 	switch {
@@ -231,25 +232,25 @@ func (p *Proxy) upstreamFor(w http.ResponseWriter, r *http.Request, st *state, f
 					"this pod's calls of the %s API go through ModelProvider %s, which holds the API key: the app must not send "+
 						"a key of its own (the key was not forwarded). Remove it from the app's configuration; the injector gives "+
 						"the app the placeholder %q, which the guardrail sidecar replaces", fam, pr.p.Name, guardv1.PlaceholderAPIKey)})
-			return upstream{}, false
+			return upstream{}, codeProviderKey
 		}
 		if pr.p.Exhausted != "" {
 			if left := time.Until(pr.p.ExhaustedUntil); left > 0 {
 				p.refuseOverBudget(w, r, f, family, pr.p, left)
-				return upstream{}, false
+				return upstream{}, guardv1.CodeBudgetExceeded
 			}
 		}
-		return upstream{base: pr.p.URL, provider: pr}, true
+		return upstream{base: pr.p.URL, provider: pr}, ""
 	default:
 		why = st.keyless.unavailable
 	}
 	if why == "" {
-		return up, true // every named provider is in force, none of this family
+		return up, "" // every named provider is in force, none of this family
 	}
 	p.refuseCall(w, r, f, family, wire.APIError{Status: http.StatusServiceUnavailable,
 		Type: "server_error", Code: codeProviderUnavailable,
 		Message: why + "; the call was not sent (never with the app's own key)"})
-	return upstream{}, false
+	return upstream{}, codeProviderUnavailable
 }
 
 // refuseOverBudget answers a call to a provider whose budget the pod's namespace used up

@@ -299,8 +299,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// would read a prompt nobody judged.
 		p.refuse(w, r, id, f, "a "+r.Method+" request with a body is not forwarded by the guardrail sidecar")
 	case r.Method == http.MethodGet || r.Method == http.MethodHead || p.passThrough[r.URL.Path]:
-		up, ok := p.upstreamFor(w, r, st, f, "passthrough")
-		if !ok {
+		up, refused := p.upstreamFor(w, r, st, f, "passthrough")
+		if refused != "" {
 			return
 		}
 		// The reverse proxy answers the request id (the upstream's, else ours): setting it

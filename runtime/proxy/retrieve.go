@@ -18,6 +18,7 @@ import (
 func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Family, st *state) {
 	x := &exchange{p: p, f: f, family: strings.TrimPrefix(f.Path(), "/v1/"), w: w, r: r, retrieved: true, st: st,
 		req: wire.Request{Family: f, N: 1}}
+	defer x.traceRefusal()
 	if !x.loadPolicy() {
 		return
 	}
@@ -29,8 +30,7 @@ func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Fa
 		return
 	}
 	if streamedRetrieval(r.URL.RawQuery) {
-		x.outcome("refused")
-		writeError(w, f, wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
+		x.refuse(wire.APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "unsupported_parameter",
 			Message: "stream is refused by the guardrail sidecar on the retrieval of a stored response: " +
 				"the guard judges a stored response only whole; retrieve it without stream"})
 		return
@@ -48,12 +48,13 @@ func (p *Proxy) serveRetrieval(w http.ResponseWriter, r *http.Request, f wire.Fa
 // the request, fail closed, and reports false, as it does a call the keyless rules keep in.
 func (x *exchange) loadPolicy() bool {
 	if x.st != nil {
-		var ok bool
-		x.up, ok = x.p.upstreamFor(x.w, x.r, x.st, x.f, x.family)
-		return ok
+		x.up, x.refusal = x.p.upstreamFor(x.w, x.r, x.st, x.f, x.family)
+		if x.refusal != "" {
+			x.result = "refused" // counted by upstreamFor
+		}
+		return x.refusal == ""
 	}
-	x.outcome("refused")
-	writeError(x.w, x.f, wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
+	x.refuse(wire.APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "policy_not_loaded",
 		Message: "the guardrail sidecar has no policy yet and refuses traffic"})
 	return false
 }

@@ -54,3 +54,18 @@ func (x *exchange) streamModel(st *wire.Stream) {
 
 // endCall ends the exchange's span with its outcome; nothing when it has none.
 func (x *exchange) endCall() { x.call.End(x.result) }
+
+// traceRefusal gives a call refused before it was judged (x.refusal: a body too large or
+// unreadable, no policy yet, a keyless refusal, an unsupported parameter) a span of its
+// own, ended at once with the outcome refused and the code the client was answered with,
+// so that a trace shows why the call never reached the provider. A call that was judged
+// has its span from begin, and a refusal is only ever made before it.
+func (x *exchange) traceRefusal() {
+	if x.refusal == "" || x.call != nil || x.p.cfg.Tracer == nil {
+		return
+	}
+	if x.startCall(); x.call != nil {
+		x.call.Refused(x.refusal)
+		x.endCall()
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 	"github.com/guardrail-dev/guardrail-operator/runtime/tracing/otlptest"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
@@ -188,5 +189,77 @@ func TestTracesRootAndUnsampled(t *testing.T) {
 	}
 	if _, ok := spanNamed(spans, "chat unsampled"); ok {
 		t.Error("a call of an unsampled trace was traced")
+	}
+}
+
+// A call refused before it is judged has a span of its own, ended at once with the outcome
+// refused and the code the client was answered with; its body is never in it.
+func TestRefusedCallsAreTraced(t *testing.T) {
+	col := otlptest.NewHTTP(t)
+	tr := tracerTo(t, col, "http/protobuf")
+	h := newHarness(t, streamPolicy, withConfig(func(c *Config) { c.Tracer = tr; c.MaxBodyBytes = 4096 }))
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	parent := []string{"Traceparent", "00-" + traceID + "-00f067aa0ba902b7-01"}
+
+	resp, _ := h.post(t, "/v1/responses", `{"model":"gpt-4o-mini","background":true,"input":"`+canaryPrompt+`"}`, parent...)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("background call: %d", resp.StatusCode)
+	}
+	resp, _ = h.post(t, "/v1/messages", `{"model":"claude-x","messages":[{"role":"user","content":"`+strings.Repeat(canaryPrompt, 400)+`"}]}`, parent...)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized call: %d", resp.StatusCode)
+	}
+	resp, _ = h.post(t, "/v1/chat/completions", `{"model": "x", "messages": [`+canaryPrompt, parent...)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("malformed call: %d", resp.StatusCode)
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spans := col.WaitSpans(3, 5*time.Second)
+	got := map[string]int{}
+	for _, s := range spans {
+		if hex.EncodeToString(s.GetTraceId()) != traceID {
+			t.Errorf("span %q is not in the caller's trace", s.GetName())
+		}
+		if otlptest.Str(s.GetAttributes(), "guardrail.request.outcome") != "refused" {
+			t.Errorf("span %q: outcome %q", s.GetName(), otlptest.Str(s.GetAttributes(), "guardrail.request.outcome"))
+		}
+		code := otlptest.Str(s.GetAttributes(), "guardrail.refusal.code")
+		got[code]++
+		if code == "unsupported_parameter" && s.GetName() != "chat gpt-4o-mini" {
+			t.Errorf("the background call's span is named %q, want its model in it", s.GetName())
+		}
+	}
+	for code, n := range map[string]int{"unsupported_parameter": 1, "request_too_large": 1, "invalid_request": 1} {
+		if got[code] != n {
+			t.Errorf("%d spans with refusal code %s, want %d (all: %v)", got[code], code, n, got)
+		}
+	}
+	if bytes.Contains(col.Raw(), []byte(canaryPrompt)) {
+		t.Error("the exported spans contain the refused call's prompt")
+	}
+}
+
+// A keyless call refused over its namespace's budget is a span with the code the SDKs
+// surface (budget_exceeded): the trace says why the call never reached the provider.
+func TestABudgetRefusalIsTraced(t *testing.T) {
+	col := otlptest.NewHTTP(t)
+	tr := tracerTo(t, col, "http/protobuf")
+	k := newKeylessHarness(t, []string{"openai-prod"}, nil, withConfig(func(c *Config) { c.Namespace = "shop"; c.Tracer = tr }))
+	oa := k.openai(openaiCred)
+	oa.Exhausted, oa.ExhaustedUntil = guardv1.BudgetTokensPerMinute, time.Now().Add(time.Minute)
+	k.apply(t, oa)
+	resp, _ := k.do(t, "POST", "/v1/chat/completions", keylessChat, "Authorization", "Bearer "+guardv1.PlaceholderAPIKey)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("%d, want 429", resp.StatusCode)
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	spans := col.WaitSpans(1, 5*time.Second)
+	if len(spans) != 1 || otlptest.Str(spans[0].GetAttributes(), "guardrail.refusal.code") != guardv1.CodeBudgetExceeded ||
+		otlptest.Str(spans[0].GetAttributes(), "guardrail.request.outcome") != "refused" {
+		t.Fatalf("the refused call's spans: %v", spans)
 	}
 }

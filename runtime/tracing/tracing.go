@@ -296,6 +296,15 @@ func (c *Call) ResponseModel(model string) {
 	c.span.SetAttributes(attribute.String("gen_ai.response.model", model))
 }
 
+// Refused records the code of the error a call refused before it was judged was answered
+// with (guardrail.refusal.code: request_too_large, policy_not_loaded, budget_exceeded, ...).
+func (c *Call) Refused(code string) {
+	if c == nil || code == "" {
+		return
+	}
+	c.span.SetAttributes(attribute.String("guardrail.refusal.code", code))
+}
+
 // End ends the call's span with the guard's outcome (guardrail.request.outcome, as
 // guard_requests_total counts it: allowed, blocked, failed, refused, upstream_error,
 // client_gone). failed and upstream_error are errors (error.type is the outcome);
