@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strconv"
-
 	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 	"github.com/guardrail-dev/guardrail-operator/runtime/wire"
 )
@@ -29,18 +27,7 @@ func (x *exchange) startCall() {
 	case x.f.Anthropic():
 		info.Provider = "anthropic"
 	}
-	if u := x.up.base; u != nil {
-		info.Server = u.Hostname()
-		info.Port, _ = strconv.Atoi(u.Port())
-		if info.Port == 0 {
-			switch u.Scheme {
-			case "https":
-				info.Port = 443
-			case "http":
-				info.Port = 80
-			}
-		}
-	}
+	info.Server, info.Port = tracing.HostPort(x.up.base)
 	x.call = x.p.cfg.Tracer.StartCall(x.r.Context(), x.r.Header, info)
 }
 
