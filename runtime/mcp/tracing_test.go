@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -27,21 +26,7 @@ import (
 // the guard's tracing exporting to col.
 func tracedGuard(t *testing.T, up *upstream, col *otlptest.Collector) (string, *tracing.Tracer) {
 	t.Helper()
-	cfg, err := tracing.FromEnv(func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracing.Setup(t.Context(), cfg, tracing.Options{Pod: "app-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(ctx)
-	})
+	tr := otlptest.Tracer(t, col, "http/protobuf")
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(path, []byte(strings.Replace(enginePolicy, "MODE", "Enforce", 1)), 0o600); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"net/http"
 	"strings"
@@ -24,27 +23,10 @@ const (
 	canaryHeader     = "CANARYHEADER5e6f"
 )
 
-// tracerTo sets up the guard's tracing against a collector, as the guard does from its
-// variables; it is shut down with the test.
+// tracerTo sets up the guard's tracing against a collector (otlptest.Tracer).
 func tracerTo(t testing.TB, col *otlptest.Collector, protocol string) *tracing.Tracer {
 	t.Helper()
-	cfg, err := tracing.FromEnv(func(k string) string {
-		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": col.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := tracing.Setup(t.Context(), cfg, tracing.Options{Pod: "app-0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// t.Context() has ended when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tr.Shutdown(ctx)
-	})
-	return tr
+	return otlptest.Tracer(t, col, protocol)
 }
 
 func spanNamed(spans []otlptest.Span, name string) (otlptest.Span, bool) {

@@ -240,12 +240,7 @@ func (t *Tracer) StartCall(ctx context.Context, h http.Header, c CallInfo) *Call
 	if c.Model != "" {
 		attrs = append(attrs, attribute.String("gen_ai.request.model", c.Model))
 	}
-	if c.Server != "" {
-		attrs = append(attrs, attribute.String("server.address", c.Server))
-		if c.Port > 0 {
-			attrs = append(attrs, attribute.Int("server.port", c.Port))
-		}
-	}
+	attrs = serverAttrs(attrs, c.Server, c.Port)
 	name := c.Operation
 	if c.Model != "" {
 		name += " " + c.Model
@@ -488,17 +483,24 @@ func (t *Tracer) StartMCP(ctx context.Context, h http.Header, m MCPInfo) *Call {
 		attrs = append(attrs, attribute.Int("guardrail.mcp.messages", m.Messages))
 	}
 	attrs = append(attrs, attribute.String("guardrail.mcp.server", m.Name))
-	if m.Server != "" {
-		attrs = append(attrs, attribute.String("server.address", m.Server))
-		if m.Port > 0 {
-			attrs = append(attrs, attribute.Int("server.port", m.Port))
-		}
-	}
+	attrs = serverAttrs(attrs, m.Server, m.Port)
 	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	if !span.IsRecording() {
 		return nil
 	}
 	return &Call{span: span, ctx: ctx, t: t}
+}
+
+// serverAttrs appends server.address and server.port, when known.
+func serverAttrs(attrs []attribute.KeyValue, server string, port int) []attribute.KeyValue {
+	if server == "" {
+		return attrs
+	}
+	attrs = append(attrs, attribute.String("server.address", server))
+	if port > 0 {
+		attrs = append(attrs, attribute.Int("server.port", port))
+	}
+	return attrs
 }
 
 // HostPort returns a URL's host and port for server.address and server.port: the URL's

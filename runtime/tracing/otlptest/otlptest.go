@@ -27,6 +27,8 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // the gzip exports a collector accepts
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 )
 
 // Collector keeps the spans it received.
@@ -238,4 +240,27 @@ func Str(kvs []*commonpb.KeyValue, key string) string { return Attr(kvs, key).Ge
 func metadataFrom(ctx context.Context) (map[string][]string, bool) {
 	md, ok := metadata.FromIncomingContext(ctx)
 	return md, ok
+}
+
+// Tracer sets up the guard's tracing against c as the guard does from its variables
+// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" or "http/protobuf"),
+// for pod app-0; it is shut down with the test.
+func Tracer(t testing.TB, c *Collector, protocol string) *tracing.Tracer {
+	t.Helper()
+	cfg, err := tracing.FromEnv(func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": c.Endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": protocol}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracing.Setup(context.Background(), cfg, tracing.Options{Pod: "app-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tr.Shutdown(ctx)
+	})
+	return tr
 }
