@@ -203,6 +203,23 @@ func fakeVendorToken(r *vendorRule, seed int, short bool) string {
 
 // fakeShapedTokens are tokens of the shapes vendor_shapes.go matches, one per kind.
 func fakeShapedTokens(seed int) map[string]string {
+	m := fakeShapedTokensBase(seed)
+	for k, z := range azureKeys {
+		if _, ok := m[z.kind]; !ok {
+			m[z.kind] = fakeAzureKey(z, seed+k)
+		}
+	}
+	return m
+}
+
+// fakeAzureKey returns an identifiable key of z's shape: random characters of its alphabet
+// with its signature at its offset, and its padding.
+func fakeAzureKey(z azureKey, seed int) string {
+	alpha := classAlphabets[z.cls]
+	return fakeFrom(alpha, z.at, seed) + z.marker + fakeFrom(alpha, z.n-z.at-len(z.marker), seed+1) + strings.Repeat("=", z.pad)
+}
+
+func fakeShapedTokensBase(seed int) map[string]string {
 	id := base64.RawStdEncoding.EncodeToString([]byte("1" + fakeDigits(18, seed)))
 	return map[string]string{
 		"terraform-cloud-token": fakeFrom(alphaB62, 14, seed) + ".atlas" + "v1." + fakeFrom(alphaB62, 67, seed+1),

@@ -7,15 +7,24 @@ import (
 
 // How vendorRules are found. A prefix with a separator ('_', '-', '.') is keyed by its first
 // separator and the byte before it ("shpat_" by "t_"), and tried when the pass meets that
-// separator; a prefix without one ("AIza", "EAAA") is keyed by its first two bytes, and tried
-// when the pass meets its first byte (one of headBytes). Either way a trigger looks at one
-// bit of a 64-kbit pair set, and only a pair that begins some prefix reaches the few rules
-// that share it. Adding a rule adds a bit, not a loop.
+// separator; a prefix without one is keyed by its first capital that is one of headBytes and
+// the byte after it ("AIza" by "AI", "cmVmdGtu" by "Vm" two bytes in), and tried when the
+// pass meets that capital; a prefix of small letters and digits only ("dapi", "cio", "oy2")
+// is keyed by its first two bytes and tried from the first digit after a run of letters that
+// begins with them (lowPrefixAt): a small letter begins most words, a digit after letters few.
+// Either way a trigger looks at one bit of a 64-kbit pair set, and only a pair that begins
+// some prefix reaches the few rules that share it. Adding a rule adds a bit, not a loop.
 
 // vendorIndex maps a pair of bytes to the rules keyed by it.
 type vendorIndex struct {
-	sepPairs, headPairs byteSet64k
-	sep, head           map[[2]byte][]indexedRule
+	sepPairs, headPairs, lowPairs byteSet64k
+	sep, head, low                map[[2]byte][]indexedRule
+	// rulePairs are the pairs of head that key rules; headPairs adds the markers found
+	// inside tokens (AZDO, azureKeys).
+	rulePairs byteSet64k
+	// inner are the rules keyed by a capital inside their prefix (at > 0), which
+	// vendorShaped cannot reach from a value's first two bytes.
+	inner []indexedRule
 }
 
 // indexedRule is a rule and the offset in its prefix of the byte it is keyed by.
@@ -24,35 +33,59 @@ type indexedRule struct {
 	at int
 }
 
-// headBytes are the first bytes of the prefixes without a separator. They are capitals that
-// rarely begin a pair of prose ("AI", "BS", "DO", "EA", "GR", "IG", "K1", "LT", "MC", "RW", "SK" …):
-// the pass looks them up in headPairs before calling anything.
-const headBytes = "ABDEFGIKLMRS"
+// headBytes are the capitals that key the prefixes without a separator. They rarely begin a
+// pair of prose ("AI", "BS", "DO", "EA", "GR", "IG", "K1", "LT", "MC", "QQ", "RW", "SK", "Vm" …):
+// the pass looks them up in headPairs before calling anything. Besides prefixes, they key
+// the markers inside Azure's identifiable keys (azureKeys).
+const headBytes = "ABDEFGIKLMQRSV"
 
-// vendors is the index of vendorRules, built once.
-var vendors = buildVendorIndex(vendorRules)
+// vendors is the index of vendorRules and databricksRules, built once.
+var vendors = buildVendorIndex(append(vendorRules[:len(vendorRules):len(vendorRules)], databricksRules...))
 
 func isSeparator(b byte) bool { return b == '_' || b == '-' || b == '.' }
 
+// headKey is the offset of the capital that keys a prefix (or marker) without a separator:
+// its first byte that is one of headBytes and is followed by another byte, or -1.
+func headKey(p string) int {
+	for k := 0; k+1 < len(p); k++ {
+		if strings.IndexByte(headBytes, p[k]) >= 0 {
+			return k
+		}
+	}
+	return -1
+}
+
 func buildVendorIndex(rules []vendorRule) *vendorIndex {
-	x := &vendorIndex{sep: map[[2]byte][]indexedRule{}, head: map[[2]byte][]indexedRule{}}
+	x := &vendorIndex{sep: map[[2]byte][]indexedRule{}, head: map[[2]byte][]indexedRule{}, low: map[[2]byte][]indexedRule{}}
 	for k := range rules {
 		r := &rules[k]
 		at := strings.IndexFunc(r.prefix, func(c rune) bool { return c < 0x80 && isSeparator(byte(c)) })
+		h := headKey(r.prefix)
 		switch {
 		case at > 0:
 			key := [2]byte{r.prefix[at-1], r.prefix[at]}
 			x.sep[key] = append(x.sep[key], indexedRule{r, at})
 			x.sepPairs.add(key[0], key[1])
-		case strings.IndexByte(headBytes, r.prefix[0]) >= 0:
-			key := [2]byte{r.prefix[0], r.prefix[1]}
-			x.head[key] = append(x.head[key], indexedRule{r, 0})
+		case h >= 0:
+			key := [2]byte{r.prefix[h], r.prefix[h+1]}
+			x.head[key] = append(x.head[key], indexedRule{r, h})
 			x.headPairs.add(key[0], key[1])
+			x.rulePairs.add(key[0], key[1])
+			if h > 0 {
+				x.inner = append(x.inner, indexedRule{r, h})
+			}
+		case len(r.prefix) >= 3 && isLower(r.prefix[0]) && isLower(r.prefix[1]) && allIn(r.prefix, cLowNum):
+			key := [2]byte{r.prefix[0], r.prefix[1]}
+			x.low[key] = append(x.low[key], indexedRule{r, 0})
+			x.lowPairs.add(key[0], key[1])
 		default:
-			panic("vendor rule " + r.kind + ": its prefix has no separator and does not begin with one of " + headBytes)
+			panic("vendor rule " + r.kind + ": its prefix has no separator, no capital of " + headBytes + " and is not small letters and digits")
 		}
 	}
 	x.headPairs.add('A', 'Z') // the AZDO marker inside an Azure DevOps personal access token (azdoPATAt)
+	for _, k := range azureKeys {
+		x.headPairs.add(k.marker[k.h], k.marker[k.h+1])
+	}
 	return x
 }
 
@@ -70,7 +103,7 @@ func (c *Classifier) vendorSepAt(sc *scanState, i int) bool {
 	return false
 }
 
-// vendorHeadAt tries the rules whose prefix begins at i; it reports whether one matched.
+// vendorHeadAt tries the rules keyed by the capital at i; it reports whether one matched.
 func (c *Classifier) vendorHeadAt(sc *scanState, i int) bool {
 	s := sc.s
 	if i+1 >= len(s) || !vendors.headPairs.has(s[i], s[i+1]) {
@@ -79,12 +112,14 @@ func (c *Classifier) vendorHeadAt(sc *scanState, i int) bool {
 	if s[i] == 'A' && s[i+1] == 'Z' {
 		return c.azdoPATAt(sc, i)
 	}
-	for _, x := range vendors.head[[2]byte{s[i], s[i+1]}] {
-		if c.vendorToken(sc, x.r, i) {
-			return true
+	if vendors.rulePairs.has(s[i], s[i+1]) {
+		for _, x := range vendors.head[[2]byte{s[i], s[i+1]}] {
+			if start := i - x.at; start >= 0 && c.vendorToken(sc, x.r, start) {
+				return true
+			}
 		}
 	}
-	return false
+	return azureMarkerPairs.has(s[i], s[i+1]) && c.azureKeyAt(sc, i)
 }
 
 // vendorToken matches rule r at start and records it.

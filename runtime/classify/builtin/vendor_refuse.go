@@ -78,19 +78,15 @@ func vendorShaped(v string) bool {
 			}
 		}
 	}
-	if strings.HasPrefix(v, "dapi") {
-		// Databricks: "dapi" and 32 hex digits (optional "-" and a digit), an exact format.
-		refused := false
-		for k := range databricksRules {
-			r := &databricksRules[k]
-			if r.accepts(v[4:]) {
-				return false
-			}
-			refused = refused || r.nearShape(v[4:])
-		}
-		if refused {
-			return true
-		}
+	// Prefixes of small letters and digits ("dapi", "cio", "oy2"), and prefixes keyed by a
+	// capital inside them ("cmVmdGtu"): judged by their rules when they are identifying
+	// (four characters or more). A body one of a prefix's rules takes is no near miss of
+	// another.
+	if len(v) >= 2 && vendors.lowPairs.has(v[0], v[1]) && nearLow(v, vendors.low[[2]byte{v[0], v[1]}]) {
+		return true
+	}
+	if nearLow(v, vendors.inner) {
+		return true
 	}
 	for p := 1; p < len(v) && p <= 24; p++ {
 		if !isSeparator(v[p]) {
@@ -112,6 +108,23 @@ func vendorShaped(v string) bool {
 		}
 	}
 	return false
+}
+
+// nearLow reports whether v begins with the identifying prefix of one of rules and its body
+// is near the shape of one of them (nearShape) and taken by none of them.
+func nearLow(v string, rules []indexedRule) bool {
+	refused := false
+	for _, x := range rules {
+		r := x.r
+		if !identifying(r.prefix) || !strings.HasPrefix(v, r.prefix) {
+			continue
+		}
+		if r.accepts(v[len(r.prefix):]) {
+			return false
+		}
+		refused = refused || r.nearShape(v[len(r.prefix):])
+	}
+	return refused
 }
 
 // refusesNear reports a body that is r's shape or one character off it (nearShape) and

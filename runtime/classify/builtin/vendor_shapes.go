@@ -216,19 +216,27 @@ func (c *Classifier) convexDeployKeyAt(sc *scanState, i int) bool {
 }
 
 // entraSecretAt matches a Microsoft Entra ID (Azure AD) client secret whose "Q~" ends at i:
-// three characters, a digit, "Q~", and 31 to 34 characters of letters, digits, '_', '-', '.'
-// and '~'.
+// three characters, a digit, "Q~", and 31 to 34 characters, all of the secret's alphabet
+// (letters, digits, '_', '-', '.' and '~'; the first three as much as the rest).
 func (c *Classifier) entraSecretAt(sc *scanState, i int) {
 	s := sc.s
 	a := i - 5
-	if !c.on(detGenericSecret) || a < 0 || s[i-1] != 'Q' || !isDigit(s[i-2]) || !allIn(s[a:i-2], cB62) || !tokenStart(s, a) {
+	if !c.on(detGenericSecret) || a < 0 || s[i-1] != 'Q' || !isDigit(s[i-2]) || !tokenStart(s, a) {
 		return
 	}
+	for k := a; k < i-2; k++ {
+		if !isEntraByte(s[k]) {
+			return
+		}
+	}
+	if !isAlnum(s[a]) && a > 0 && isEntraByte(s[a-1]) {
+		return // a symbol inside a longer run
+	}
 	e := i + 1
-	for e < len(s) && e-i <= 35 && (isB64URL(s[e]) || s[e] == '.' || s[e] == '~') {
+	for e < len(s) && e-i <= 35 && isEntraByte(s[e]) {
 		e++
 	}
-	if e < len(s) && (isB64URL(s[e]) || s[e] == '.' || s[e] == '~') {
+	if e < len(s) && isEntraByte(s[e]) {
 		return
 	}
 	for e > i+1 && s[e-1] == '.' {
@@ -239,6 +247,9 @@ func (c *Classifier) entraSecretAt(sc *scanState, i int) {
 	}
 	c.emit(sc, detGenericSecret, a, e)
 }
+
+// isEntraByte reports a byte of an Entra ID client secret's alphabet.
+func isEntraByte(b byte) bool { return isB64URL(b) || b == '.' || b == '~' }
 
 // colonAt handles a ':' at i inside a token: a Telegram bot token (bot id, ':', "AA" and 33
 // more), an Asana personal access token ("1/" or "2/" and digits, ':', 32 hex digits), a
@@ -374,29 +385,130 @@ func tokenEnd(s string, e int) bool {
 	return e == len(s) || !isB64URL(s[e])
 }
 
-// databricksRules are Databricks personal access tokens: "dapi", 32 hex digits and, on some
-// clouds, '-' and a digit (Databricks docs: Authentication › personal access tokens). Their
-// prefix begins with a small letter, which the vendor index does not key (a small letter
-// begins most words), so they are found from the first digit of the body (databricksAt).
-var databricksRules = []vendorRule{
-	{kind: "databricks-token", prefix: "dapi", segs: []seg{{"", cHex, 32, 32}, {"-", cDigit, 1, 2}}, det: detGenericSecret},
-	{kind: "databricks-token", prefix: "dapi", segs: hex32, det: detGenericSecret},
-}
+// databricksAt is the pass's call at a digit that follows a letter (scan.go calls it by
+// the name of the first format found so): the rules keyed by a prefix of small letters and
+// digits (lowPrefixAt).
+func (c *Classifier) databricksAt(sc *scanState, i int) { c.lowPrefixAt(sc, i) }
 
-// databricksAt handles a digit at i that follows a letter: when the run of letters before it
-// begins with "dapi" at the start of a token, a Databricks token may begin there.
-func (c *Classifier) databricksAt(sc *scanState, i int) {
+// lowPrefixAt handles a digit at i that follows a letter: when the run of letters before it
+// begins a token with the first two bytes of a prefix of small letters and digits ("dapi" of
+// a Databricks token, "cio" of a crates.io token, "oy2" of a NuGet key), the rules of that
+// prefix are tried there. Such a prefix is found from the first digit after its letters —
+// the digit of the prefix, or the first of the body — since a small letter begins most words.
+func (c *Classifier) lowPrefixAt(sc *scanState, i int) {
 	s := sc.s
 	a := i
 	for a > 0 && i-a <= 36 && isAlpha(s[a-1]) {
 		a--
 	}
-	if i-a < 4 || s[a:a+4] != "dapi" || !tokenStart(s, a) {
+	if a > 0 && i < 64 && isDigit(s[a-1]) && allIn(s[:i], cB62) && firstTriedDigit(s) == i {
+		// The pass tries a digit after a letter from the fifth byte of the text on (scan.go),
+		// so the digit of a prefix that begins the text ("oy2…") is not tried: the first digit
+		// after a letter it tries in a run of letters and digits that begins the text looks
+		// back to the text's start.
+		a = 0
+	}
+	if i-a < 2 || !vendors.lowPairs.has(s[a], s[a+1]) || !tokenStart(s, a) {
 		return
 	}
-	for k := range databricksRules {
-		if c.vendorToken(sc, &databricksRules[k], a) {
+	for _, x := range vendors.low[[2]byte{s[a], s[a+1]}] {
+		if c.vendorToken(sc, x.r, a) {
 			return
 		}
 	}
+}
+
+// firstTriedDigit is the position of the first digit after a letter from the fifth byte
+// of s on, or -1.
+func firstTriedDigit(s string) int {
+	for k := 4; k < len(s); k++ {
+		if isDigit(s[k]) && isAlpha(s[k-1]) {
+			return k
+		}
+	}
+	return -1
+}
+
+// azureKey is one of Azure's identifiable keys: a random key into which the service writes a
+// fixed signature at a fixed offset, so that the key can be told from random base64 (Microsoft
+// security-utilities and the Azure services' docs on identifiable keys: a 64-byte key is 86
+// base64 characters and "==", with the signature at offset 76; a 32-byte key 43 and "=", with
+// it at 33; the 39-byte Search and Container Registry keys 52 characters, with it at 42; the
+// Common Annotated Security Key of Azure AI services, Azure OpenAI and others 84 characters
+// of base62, with "JQQJ9" at 52). The key is found at its signature: a capital of headBytes
+// in it keys it (azureMarkerPairs), and the key around it must begin and end a token at the
+// documented offsets.
+type azureKey struct {
+	kind   string
+	marker string    // the signature, as its base64 reads
+	h      int       // the offset in marker of the capital that keys it (headKey)
+	at     int       // the signature's offset in the key
+	n      int       // the key's length without its padding
+	pad    int       // the '=' after it (the padding of a key in base64; at most so many)
+	cls    charClass // the alphabet of the rest
+}
+
+var azureKeys = []azureKey{
+	{"azure-ai-services-key", "JQQJ9", 1, 52, 84, 0, cB62},
+	{"azure-ai-services-key", "JQQJ9", 1, 52, 86, 2, cB62},
+	{"azure-search-key", "AzSe", 0, 42, 52, 0, cB62},
+	{"azure-container-registry-key", "+ACR", 1, 42, 52, 0, cB64},
+	{"azure-storage-key", "+ASt", 1, 76, 86, 2, cB64},
+	{"azure-cosmosdb-key", "ACDb", 0, 76, 86, 2, cB64},
+	{"azure-batch-key", "+BMC", 1, 76, 86, 2, cB64},
+	{"azure-apim-key", "APIM", 0, 76, 86, 2, cB64},
+	{"azure-ml-key", "+AMC", 1, 76, 86, 2, cB64},
+	{"azure-function-key", "AzFu", 0, 44, 54, 2, cB64URL},
+	{"azure-service-bus-key", "+ASb", 1, 33, 43, 1, cB64},
+	{"azure-event-hub-key", "+AEh", 1, 33, 43, 1, cB64},
+	{"azure-relay-key", "+ARm", 1, 33, 43, 1, cB64},
+	{"azure-iot-key", "AIoT", 0, 33, 43, 1, cB64},
+	{"azure-redis-key", "AzCa", 0, 33, 43, 1, cB62},
+}
+
+// azureMarkerPairs are the pairs that key azureKeys: the capital of headBytes in each
+// signature and the byte after it.
+var azureMarkerPairs = func() byteSet64k {
+	var p byteSet64k
+	for _, k := range azureKeys {
+		if headKey(k.marker) != k.h {
+			panic("azure key " + k.kind + ": its signature is keyed elsewhere")
+		}
+		p.add(k.marker[k.h], k.marker[k.h+1])
+	}
+	return p
+}()
+
+// azureKeyAt matches an Azure identifiable key whose signature holds the capital at i; it
+// reports whether one matched.
+func (c *Classifier) azureKeyAt(sc *scanState, i int) bool {
+	s := sc.s
+	if !c.on(detGenericSecret) {
+		return false
+	}
+	for k := range azureKeys {
+		z := &azureKeys[k]
+		if z.marker[z.h] != s[i] || z.marker[z.h+1] != s[i+1] {
+			continue
+		}
+		m := i - z.h // the signature's start
+		a, e := m-z.at, m-z.at+z.n
+		if a < 0 || e > len(s) || !strings.HasPrefix(s[m:], z.marker) || !tokenStart(s, a) ||
+			!allIn(s[a:m], z.cls) || !allIn(s[m+len(z.marker):e], z.cls) {
+			continue
+		}
+		p := e
+		for p < len(s) && p-e < z.pad && s[p] == '=' {
+			p++
+		}
+		if p < len(s) && (isB64URL(s[p]) || z.cls.has(s[p]) || s[p] == '=') {
+			continue // longer than the key
+		}
+		if v := s[a:m]; classMix(v) < 2 || repeats(v, 6) || tokenPlaceholder(v) {
+			continue // a placeholder around a signature
+		}
+		c.emit(sc, detGenericSecret, a, p)
+		return true
+	}
+	return false
 }

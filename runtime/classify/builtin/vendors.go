@@ -102,8 +102,8 @@ var (
 )
 
 // vendorRules are the vendor token formats: the rules below, the long tail of
-// vendors_tail.go and the formats of vendors_more.go.
-var vendorRules = append(append(append([]vendorRule{}, coreVendorRules...), tailVendorRules...), moreVendorRules...)
+// vendors_tail.go and the formats of vendors_more.go and vendors_round6.go.
+var vendorRules = append(append(append(append([]vendorRule{}, coreVendorRules...), tailVendorRules...), moreVendorRules...), round6VendorRules...)
 
 // coreVendorRules are the vendor token formats of issue 31, by family. Every rule's prefix is matched
 // case-sensitively and must begin a token (the byte before it is not part of a word or of a
