@@ -493,9 +493,9 @@ func (c *Classifier) azureKeyAt(sc *scanState, i int) bool {
 		}
 		m := i - z.h // the signature's start
 		a, e := m-z.at, m-z.at+z.n
-		if a < 0 || e > len(s) || !strings.HasPrefix(s[m:], z.marker) || !tokenStart(s, a) ||
+		if a < 0 || e > len(s) || !strings.HasPrefix(s[m:], z.marker) || !tokenStart(s, a) || a > 0 && z.cls.has(s[a-1]) ||
 			!allIn(s[a:m], z.cls) || !allIn(s[m+len(z.marker):e], z.cls) {
-			continue
+			continue // not the whole key: more of its alphabet before it ('+', '/' of base64)
 		}
 		p := e
 		for p < len(s) && p-e < z.pad && s[p] == '=' {

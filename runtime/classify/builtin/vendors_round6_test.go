@@ -96,6 +96,9 @@ func TestRound6Formats(t *testing.T) {
 		"base64 " + b64(60, 64) + " ends here",
 		"sha256:" + fakeHex(64, 65) + " and crc " + fakeHex(8, 66),
 		"version oy2" + strings.Repeat("a", 43) + " is a word run",
+		// A signature at its offset inside a longer run of base64 is not a key.
+		"blob " + b64(20, 67) + "/" + b64(76, 68) + "+ASt" + b64(5, 69) + "g==",
+		"blob " + b64(20, 70) + "+" + b64(33, 71) + "+ASb" + b64(5, 72) + "Q= end",
 	} {
 		if sp := spans(text); len(sp) > 0 {
 			t.Errorf("%q flagged: %v", text, sp)
