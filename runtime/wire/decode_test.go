@@ -41,12 +41,19 @@ var decodeSeeds = []string{
 	`{"model":"a","n":2,"stream_options":{"include_usage":true},"model":null,"n":null,"stream_options":{}}`,
 	`{"choices":[{"index":0,"message":{"content":"x","tool_calls":[{"id":"a"},{"id":"b"}]}}],"choices":[{"message":{"tool_calls":[{}]}}]}`,
 	`[1,2]`, `"x"`, `null`, `{}`, ` {"messages" : [ ] } `,
+	// Texts long enough to be the body's own bytes (jsonx.SharedMin), plain, escaped and
+	// not UTF-8.
+	`{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("a long plain prompt ", 5) + `"},{"role":"user","content":"` +
+		strings.Repeat("line\n", 20) + `"}],"input":"` + strings.Repeat("x", 70) + "ÿ" + `","system":"` + strings.Repeat("s", 80) + `"}`,
+	`{"choices":[{"index":0,"message":{"content":"` + strings.Repeat("a long plain answer ", 5) + `"}}],"output":[{"type":"message","content":[{"type":"output_text","text":"` +
+		strings.Repeat("t", 90) + `"}]}],"content":[{"type":"text","text":"` + strings.Repeat("u\u00e9", 30) + `"}],"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("g", 65) + `"}]}}]}`,
 }
 
 var decodeFamilies = []Family{FamilyChat, FamilyResponses, FamilyEmbeddings, FamilyMessages}
 
-// FuzzDecodeJSON runs every request parser and response decoder with jsonx.Decode and with
-// the decoder it replaced (encoding/json's Unmarshal and the spelling check), and requires
+// FuzzDecodeJSON runs every request parser and response decoder with the decoders they use
+// (jsonx.Decode, DecodeShared, DecodeRequestShared, SharedString) and with the decoder
+// they replaced (encoding/json's Unmarshal and the spelling check), and requires
 // the same result: the same error or not, and, without an error, equal requests and
 // responses.
 func FuzzDecodeJSON(f *testing.F) {
@@ -55,20 +62,20 @@ func FuzzDecodeJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, fam := range decodeFamilies {
-			got, gotErr := withDecoder(jsonx.Decode, jsonx.DecodeRequest, func() (any, error) { return ParseRequest(fam, body) })
+			got, gotErr := asIs(func() (any, error) { return ParseRequest(fam, body) })
 			want, wantErr := withDecoder(jsonx.ReferenceDecode, jsonx.ReferenceDecodeRequest, func() (any, error) { return ParseRequest(fam, body) })
 			compareDecoded(t, "ParseRequest("+fam.String()+")", got, gotErr, want, wantErr)
 			if fam == FamilyEmbeddings {
 				continue
 			}
 			if fam == FamilyResponses {
-				got, gotErr := withDecoder(jsonx.Decode, jsonx.DecodeRequest, func() (any, error) { return StoredRequest(fam, body) })
+				got, gotErr := asIs(func() (any, error) { return StoredRequest(fam, body) })
 				want, wantErr := withDecoder(jsonx.ReferenceDecode, jsonx.ReferenceDecodeRequest, func() (any, error) { return StoredRequest(fam, body) })
 				compareDecoded(t, "StoredRequest", got, gotErr, want, wantErr)
 			}
 			for _, object := range []bool{false, true} {
 				req := &Request{Family: fam, Object: object}
-				got, gotErr := withDecoder(jsonx.Decode, jsonx.DecodeRequest, func() (any, error) { return DecodeResponse(fam, req, body) })
+				got, gotErr := asIs(func() (any, error) { return DecodeResponse(fam, req, body) })
 				want, wantErr := withDecoder(jsonx.ReferenceDecode, jsonx.ReferenceDecodeRequest, func() (any, error) { return DecodeResponse(fam, req, body) })
 				compareDecoded(t, "DecodeResponse("+fam.String()+")", got, gotErr, want, wantErr)
 			}
@@ -76,13 +83,18 @@ func FuzzDecodeJSON(f *testing.F) {
 	})
 }
 
-// withDecoder runs parse with d as the response decoder and dr as the request decoder.
+// withDecoder runs parse with d as the response decoder (of events and of whole bodies)
+// and dr as the request decoder.
 func withDecoder(d, dr func([]byte, any) error, parse func() (any, error)) (any, error) {
-	saved, savedRequest := decode, decodeRequest
-	decode, decodeRequest = d, dr
-	defer func() { decode, decodeRequest = saved, savedRequest }()
+	saved, savedBody, savedRequest := decode, decodeBody, decodeRequest
+	decode, decodeBody, decodeRequest = d, d, dr
+	defer func() { decode, decodeBody, decodeRequest = saved, savedBody, savedRequest }()
 	return parse()
 }
+
+// asIs runs parse with the decoders the parsers use (jsonx.Decode, and for whole bodies
+// jsonx.DecodeShared and jsonx.DecodeRequestShared).
+func asIs(parse func() (any, error)) (any, error) { return parse() }
 
 func compareDecoded(t *testing.T, what string, got any, gotErr error, want any, wantErr error) {
 	t.Helper()

@@ -31,6 +31,9 @@ const MaxParts = 1 << 16
 // guard cannot read (an unknown part type, token ids) becomes an Opaque part rather than
 // being skipped, so that no content passes unseen by accident. Malformed bodies, wrong
 // JSON types included, are errors matching ErrMalformed; it never panics.
+//
+// A long text of the request without escapes (a prompt) is body's own bytes, not a copy
+// (jsonx.SharedString): body must not change while the request is in use.
 func ParseRequest(f Family, body []byte) (Request, error) {
 	req := Request{Family: f, N: 1}
 	var err error
@@ -130,7 +133,7 @@ func parseEmbeddings(req *Request, body []byte) error {
 	if jsonx.IsNull(r.Input) {
 		return nil
 	}
-	if s, ok := jsonx.RawString(r.Input); ok {
+	if s, ok := jsonx.SharedString(r.Input); ok {
 		at := loc{}.key(kInput).mark()
 		req.Messages = []Message{{Role: "user", Parts: []Part{textPart(s).at(at)}, loc: at}}
 		return nil
@@ -148,7 +151,7 @@ func parseEmbeddings(req *Request, body []byte) error {
 	for i, it := range items {
 		switch {
 		case len(it) > 0 && it[0] == '"':
-			s, _ := jsonx.RawString(it)
+			s, _ := jsonx.SharedString(it)
 			msg.Parts = append(msg.Parts, textPart(s).at(loc{}.key(kInput).idx(i).mark()))
 		case len(it) > 0 && (it[0] == '[' || it[0] == '-' || (it[0] >= '0' && it[0] <= '9')):
 			tokens = true
@@ -178,10 +181,14 @@ func intField(v []byte) (int, bool) {
 	return int(n), true
 }
 
-// decode and decodeRequest are the decoders the response decoders and the request
-// parsers call: jsonx.Decode and jsonx.DecodeRequest, but for FuzzDecodeJSON, which runs every
-// parser with the reference decoders in their place and compares what they read.
+// decode, decodeBody and decodeRequest are the decoders the stream decoders, the response
+// decoders and the request parsers call: jsonx.Decode, and for a whole body, which does
+// not change while what was read from it is in use, jsonx.DecodeShared and
+// jsonx.DecodeRequestShared (long strings are the body's bytes), but for FuzzDecodeJSON,
+// which runs every parser with the reference decoders in their place and compares what
+// they read.
 var (
 	decode        = jsonx.Decode
-	decodeRequest = jsonx.DecodeRequest
+	decodeBody    = jsonx.DecodeShared
+	decodeRequest = jsonx.DecodeRequestShared
 )

@@ -150,7 +150,7 @@ func chatContent(raw json.RawMessage, at loc) ([]Part, error) {
 	if jsonx.IsNull(raw) {
 		return nil, nil
 	}
-	if s, ok := jsonx.RawString(raw); ok {
+	if s, ok := jsonx.SharedString(raw); ok {
 		return []Part{textPart(s).at(at)}, nil
 	}
 	var cps []chatPart

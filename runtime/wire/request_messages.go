@@ -97,7 +97,7 @@ func messagesContent(raw json.RawMessage, depth int, at loc) ([]Part, []ToolCall
 	if jsonx.IsNull(raw) {
 		return nil, nil, nil
 	}
-	if s, ok := jsonx.RawString(raw); ok {
+	if s, ok := jsonx.SharedString(raw); ok {
 		return []Part{textPart(s).at(at)}, nil, nil
 	}
 	if depth > maxNesting {

@@ -65,7 +65,7 @@ func parseResponses(req *Request, body []byte) error {
 		req.Tools = append(req.Tools, Tool{Type: t.Type, Name: t.Name, Description: t.Description})
 	}
 	if !jsonx.IsNull(r.Instructions) {
-		s, ok := jsonx.RawString(r.Instructions)
+		s, ok := jsonx.SharedString(r.Instructions)
 		if !ok {
 			return malformed(FamilyResponses, "instructions is not a string")
 		}
@@ -75,7 +75,7 @@ func parseResponses(req *Request, body []byte) error {
 	if jsonx.IsNull(r.Input) {
 		return nil
 	}
-	if s, ok := jsonx.RawString(r.Input); ok {
+	if s, ok := jsonx.SharedString(r.Input); ok {
 		at := loc{}.key(kInput).mark()
 		req.Messages = append(req.Messages, Message{Role: "user", Parts: []Part{textPart(s).at(at)}, loc: at})
 		return nil
@@ -155,7 +155,7 @@ func responsesContent(raw json.RawMessage, at loc) ([]Part, error) {
 	if jsonx.IsNull(raw) {
 		return nil, nil
 	}
-	if s, ok := jsonx.RawString(raw); ok {
+	if s, ok := jsonx.SharedString(raw); ok {
 		return []Part{textPart(s).at(at)}, nil
 	}
 	var rps []responsesPart

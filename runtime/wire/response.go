@@ -20,7 +20,8 @@ const (
 
 // DecodeResponse extracts the channels of a non-streamed response body of family f
 // (chat, Responses or Messages), numbered as the stream decoder numbers them. Errors
-// match ErrMalformed.
+// match ErrMalformed. A long text without escapes is body's own bytes, not a copy: body
+// must not change while the response is in use.
 func DecodeResponse(f Family, req *Request, body []byte) (Response, error) {
 	object := req != nil && req.Object
 	switch f {

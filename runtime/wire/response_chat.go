@@ -33,7 +33,7 @@ type chatResponse struct {
 
 func decodeChatResponse(body []byte, object bool) (Response, error) {
 	var r chatResponse
-	if err := decode(body, &r); err != nil {
+	if err := decodeBody(body, &r); err != nil {
 		return Response{}, malformed(FamilyChat, "response: %v", err)
 	}
 	resp := Response{Model: ModelName(r.Model)}

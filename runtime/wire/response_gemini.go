@@ -61,7 +61,7 @@ func geminiChoice(index *int, position int) int {
 // that an entity split across two parts is judged whole.
 func decodeGeminiResponse(body []byte, object bool) (Response, error) {
 	var r geminiResponse
-	if err := decode(body, &r); err != nil {
+	if err := decodeBody(body, &r); err != nil {
 		return Response{}, malformed(FamilyGemini, "response: %v", err)
 	}
 	if len(r.Candidates) > MaxChoices {

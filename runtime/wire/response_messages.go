@@ -27,7 +27,7 @@ type messagesResponse struct {
 
 func decodeMessagesResponse(body []byte, object bool) (Response, error) {
 	var r messagesResponse
-	if err := decode(body, &r); err != nil {
+	if err := decodeBody(body, &r); err != nil {
 		return Response{}, malformed(FamilyMessages, "response: %v", err)
 	}
 	resp := Response{Model: ModelName(r.Model)}

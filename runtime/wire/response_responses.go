@@ -61,7 +61,7 @@ func decodeResponsesResponse(body []byte, object bool) (Response, error) {
 		} `json:"usage"`
 		Model json.RawMessage `json:"model"`
 	}
-	if err := decode(body, &r); err != nil {
+	if err := decodeBody(body, &r); err != nil {
 		return Response{}, malformed(FamilyResponses, "response: %v", err)
 	}
 	resp := Response{Model: ModelName(r.Model)}

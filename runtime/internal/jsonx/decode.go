@@ -39,6 +39,16 @@ func DecodeRequest(raw []byte, v any) error {
 	return decodeWith(decoder{refuseRepeats: true}, raw, v)
 }
 
+// DecodeShared is Decode for a document that does not change while v is in use (a request
+// or response body read whole): a string value of SharedMin bytes or more without escapes
+// is raw's own bytes, not a copy (see SharedString). It reads what Decode reads.
+func DecodeShared(raw []byte, v any) error { return decodeWith(decoder{shares: true}, raw, v) }
+
+// DecodeRequestShared is DecodeRequest with DecodeShared's strings.
+func DecodeRequestShared(raw []byte, v any) error {
+	return decodeWith(decoder{refuseRepeats: true, shares: true}, raw, v)
+}
+
 func decodeWith(d decoder, raw []byte, v any) error {
 	if !Valid(raw) {
 		return errInvalidJSON(raw)
@@ -119,6 +129,8 @@ type decoder struct {
 	scratch []byte
 	// refuseRepeats: a field named twice under one exact name is an error, not a merge.
 	refuseRepeats bool
+	// shares: long strings without escapes are the document's bytes (DecodeShared).
+	shares bool
 }
 
 // value decodes the JSON value b (valid, no leading space) into v.
@@ -137,7 +149,13 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 	}
 	switch p.kind {
 	case reflect.String:
-		s, ok := StringOf(b, &d.scratch)
+		var s string
+		var ok bool
+		if d.shares && len(b) >= SharedMin+2 {
+			s, ok = SharedString(b)
+		} else {
+			s, ok = StringOf(b, &d.scratch)
+		}
 		if !ok {
 			return typeError(b, p.typ)
 		}

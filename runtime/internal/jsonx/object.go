@@ -302,6 +302,32 @@ func RawString(raw json.RawMessage) (string, bool) {
 	return unsafe.String(unsafe.SliceData(u), len(u)), true // u is this string's alone
 }
 
+// SharedMin is the length from which SharedString and DecodeShared return a string
+// without escapes as the document's own bytes. A shorter one (a model name, a role, a
+// tool's name) is copied: it costs little, and it may be kept after the request, as a
+// label or in a record, where it would hold the whole body.
+const SharedMin = 64
+
+// SharedString is RawString for raw, a value of a document Valid accepted that does not
+// change while the string is in use (a request or response body read whole, not a
+// reused buffer): a string of SharedMin bytes or more without escapes, valid UTF-8, is
+// raw's own bytes rather than a copy, and is not scanned again for what Valid checked
+// (quotes and control characters). Anything else is read as RawString reads it, so the
+// result is RawString's (FuzzSharedString).
+func SharedString(raw []byte) (string, bool) {
+	n := len(raw)
+	if n < SharedMin+2 || raw[0] != '"' || raw[n-1] != '"' {
+		return RawString(raw)
+	}
+	inner := raw[1 : n-1]
+	// A quote inside would be a document Valid refused; it is left to RawString, which
+	// refuses it, rather than trusted.
+	if bytes.IndexByte(inner, '\\') >= 0 || bytes.IndexByte(inner, '"') >= 0 || !utf8.Valid(inner) {
+		return RawString(raw)
+	}
+	return unsafe.String(unsafe.SliceData(inner), len(inner)), true
+}
+
 // PlainString reports whether b, the inside of a JSON string literal, needs no
 // decoding: no escapes, no quote or control character, valid UTF-8 (encoding/json would
 // replace invalid bytes with U+FFFD).
