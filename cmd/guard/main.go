@@ -197,8 +197,12 @@ func run(o options, log *slog.Logger) error {
 	}
 	policySrc.Run(ctx, tel, px.Apply, log)
 
+	// An idle guard returns the memory its last requests used (guardproc.IdleRelease).
+	idle := &guardproc.IdleRelease{}
+	idle.RegisterMetrics(tel.Registry)
+	go idle.Run(ctx)
 	srv := &http.Server{
-		Handler:           routes(px, mcpHandler(o, px, tel, tracer, log)),
+		Handler:           idle.Wrap(routes(px, mcpHandler(o, px, tel, tracer, log))),
 		ReadHeaderTimeout: o.readHeaderTimeout,
 		IdleTimeout:       o.idle,
 		// No ReadTimeout or WriteTimeout: streams last as long as the model writes. The

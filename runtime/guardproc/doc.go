@@ -6,5 +6,6 @@
 // GOGC=400 unless told otherwise (start.go, Start), get their policy from a policy file
 // or the operator's control plane, which also takes back their decisions (policy.go), and
 // serve /healthz, /readyz and /metrics on an admin listener whose clients are not trusted
-// (admin.go).
+// (admin.go). The sidecar returns the memory its requests used once it is idle (idle.go,
+// IdleRelease).
 package guardproc

@@ -251,6 +251,11 @@ func post(ctx context.Context, client *http.Client, base string, body []byte) ([
 	return got, nil
 }
 
+// idleWait is how long the harness leaves a guard without requests before it reads its
+// idle memory: past the guard's idle release (guardproc.IdleRelease, one to two seconds
+// after the last request), so that the figure does not depend on the moment it is read.
+const idleWait = 3 * time.Second
+
 // measure runs the chat load, then the streaming load, each as a warm-up of every target
 // followed by rounds of one slice per target, and gathers the report.
 func (b *bench) measure(ctx context.Context) (*report, error) {
@@ -260,9 +265,8 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		chatBytes: len(b.chatBody), answerBytes: len(b.wantChat), streamBytes: len(b.wantStream),
 		loadBefore: loadAvg()}
 
-	// Idle memory: the guard has loaded its policy and answered two requests; give the
-	// runtime a moment to settle.
-	if err := sleep(ctx, time.Second); err != nil {
+	// Idle memory: the guard has loaded its policy and answered two requests.
+	if err := sleep(ctx, idleWait); err != nil {
 		return nil, err
 	}
 	var err error

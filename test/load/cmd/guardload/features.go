@@ -200,7 +200,7 @@ func runFeatures(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 	}
-	if err := sleep(ctx, time.Second); err != nil {
+	if err := sleep(ctx, idleWait); err != nil {
 		return err
 	}
 	if rep.plainIdle, err = memStatus(b.plain.pid()); err != nil {
