@@ -159,6 +159,7 @@ func trimPod(g injection.Guard) toolscache.TransformFunc {
 			guards.SetGuardVerification(trimmed, verification)
 			if verification == nil {
 				guards.SetGuardProviders(trimmed, injection.GuardProviders(p))
+				guards.SetGuardExtProc(trimmed, injection.IsExtProc(p, g))
 			}
 			return trimmed, nil
 		case *metav1.PartialObjectMetadata:

@@ -11,10 +11,40 @@ import (
 // Service in its namespace. Apps point their SDK's base URL at the Service. The guard's
 // pods are rendered by the operator, value for value as the injector renders a sidecar,
 // except that the proxy listens on the pod's address, so the control plane verifies them
-// like any guard and serves them the Guardrails that select their labels.
+// like any guard and serves them the Guardrails that select their labels. In ExtProc mode
+// the pods run the Envoy external processor (cmd/guard-extproc) instead, for a gateway that
+// calls it over gRPC: rendered and verified by the operator the same way.
+
+// SharedGuardMode is what a SharedGuard's pods run.
+// +kubebuilder:validation:Enum=Proxy;ExtProc
+type SharedGuardMode string
+
+const (
+	// SharedGuardModeProxy runs the guard's HTTP proxy: apps point their SDK's base URL at
+	// the Service, and the guard calls the provider.
+	SharedGuardModeProxy SharedGuardMode = "Proxy"
+	// SharedGuardModeExtProc runs the Envoy external processor (guard-extproc): a gateway's
+	// ext_proc filter calls the Service over gRPC, and the gateway calls the provider.
+	SharedGuardModeExtProc SharedGuardMode = "ExtProc"
+)
 
 // SharedGuardSpec is the desired state of a SharedGuard.
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.openAIUpstream)",message="spec.openAIUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.openAIUpstream
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.anthropicUpstream)",message="spec.anthropicUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.anthropicUpstream
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.geminiUpstream)",message="spec.geminiUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.geminiUpstream
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.auditLog) || !self.auditLog",message="spec.auditLog is the proxy's: the ext_proc server writes no audit log; unset it in ExtProc mode",fieldPath=.auditLog
 type SharedGuardSpec struct {
+	// mode is what the pods run: Proxy (the default), the guard's HTTP proxy, which apps
+	// call through their SDK's base URL; or ExtProc, the Envoy external processor
+	// (guard-extproc, docs/extproc.md), which a gateway's ext_proc filter calls over gRPC
+	// (h2c) on the Service's port 15081. An ExtProc guard holds no upstream and no
+	// provider key: the gateway calls the provider. Immutable: its callers differ, so
+	// create another SharedGuard to change it.
+	// +optional
+	// +kubebuilder:default=Proxy
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.mode is immutable: its callers differ (SDKs in Proxy mode, a gateway in ExtProc mode); create another SharedGuard instead"
+	Mode SharedGuardMode `json:"mode,omitempty"`
+
 	// replicas is the number of guard pods behind the Service.
 	// +optional
 	// +kubebuilder:default=2
@@ -98,8 +128,9 @@ type SharedGuardStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// url is the Service's address: the base URL for Anthropic SDKs, and with /v1
-	// appended for OpenAI SDKs.
+	// url is the Service's address. In Proxy mode it is the base URL for Anthropic SDKs,
+	// and with /v1 appended for OpenAI SDKs; in ExtProc mode the gRPC (h2c) endpoint a
+	// gateway's ext_proc cluster points at, http://NAME.NAMESPACE.svc:15081.
 	// +optional
 	URL string `json:"url,omitempty"`
 
@@ -118,6 +149,7 @@ type SharedGuardStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=sg
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=string,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
@@ -132,6 +164,7 @@ type SharedGuard struct {
 
 	// spec is the desired shared guard.
 	// +optional
+	// +kubebuilder:default={}
 	Spec SharedGuardSpec `json:"spec,omitempty"`
 
 	// status is the observed state.
@@ -163,3 +196,7 @@ func (g *SharedGuard) SetObservedGeneration(gen int64) { g.Status.ObservedGenera
 // LabelSharedGuard names, on a shared guard's Deployment, Service, EndpointSlice and
 // pods, the SharedGuard they belong to.
 const LabelSharedGuard = "guardrail.dev/shared-guard"
+
+// LabelSharedGuardMode is on the pods of an ExtProc SharedGuard, with the value ExtProc, so
+// that the pods of each mode (whose ports differ) serve only behind a Service of theirs.
+const LabelSharedGuardMode = "guardrail.dev/shared-guard-mode"

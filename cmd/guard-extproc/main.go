@@ -6,9 +6,14 @@
 //
 //	guard-extproc --policy-file config/samples/pii-secrets-redaction.yaml --listen :15081
 //
-// or from the operator's control plane (--control-plane, --token-file, --ca-file), which
-// serves only pods the operator rendered and so, for now, refuses a guard-extproc pod. How
-// to configure Envoy's filter, and what is and is not supported: docs/extproc.md.
+// or from the operator's control plane (--control-plane, --token-file, --ca-file,
+// --snapshot-dir), which serves only pods the operator rendered: in a cluster, a SharedGuard
+// with spec.mode ExtProc runs it so (docs/shared-guard.md), gRPC on its pod's address
+// (--listen=:15081) behind the SharedGuard's Service, its admin port probed, with no
+// provider key, since the gateway calls the provider. A guard-extproc pod that differs from
+// that rendering in any argument, variable, volume or image is refused its policy
+// (controllers/injection/extproc.go). How to configure Envoy's filter, and what is and is
+// not supported: docs/extproc.md.
 //
 // It serves gRPC on --listen (plaintext, or TLS with --tls-cert-file and --tls-key-file)
 // with the standard gRPC health service (SERVING once a policy is loaded), and /healthz,

@@ -60,6 +60,8 @@ const canary = "sk-canary-7f3a9c1e0b5d"
 const (
 	leaseNS    = "guardrail-system"
 	guardImage = "registry.test/guardrail/operator:v0.0.0-test"
+	// extProcImage is the Envoy external processor's, which ExtProc SharedGuards run.
+	extProcImage = "registry.test/guardrail/operator-extproc:v0.0.0-test"
 	// leaseDuration is short, so that a guard that stops polling drops out within a test;
 	// it exceeds the servers' Wait (2s), as it must.
 	leaseDuration = 4 * time.Second
@@ -67,7 +69,7 @@ const (
 
 var (
 	guardCommand = []string{"/guard"}
-	testGuard    = injection.Guard{Image: guardImage, Command: guardCommand, ProxyPort: 15080, AdminPort: 15090,
+	testGuard    = injection.Guard{Image: guardImage, Command: guardCommand, ExtProcImage: extProcImage, ProxyPort: 15080, AdminPort: 15090,
 		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
 	install    = controllers.Options{OperatorNamespace: leaseNS, Guard: testGuard}
 	serverOpts controlplane.Options

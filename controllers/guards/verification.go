@@ -76,6 +76,38 @@ func SetGuardProviders(o client.Object, names []string) {
 	o.SetAnnotations(a)
 }
 
+// AnnotationGuardKind exists only in the manager's cache, like AnnotationGuardVerification:
+// the transform sets it to GuardKindExtProc on a pod whose verified guard container is the
+// Envoy external processor of an ExtProc SharedGuard (injection.IsExtProc), and drops it
+// otherwise, whoever wrote it. A SharedGuard's Service lists only pods of its own kind.
+const AnnotationGuardKind = "guardrail.dev/guard-kind"
+
+// GuardKindExtProc is AnnotationGuardKind of a verified Envoy external processor.
+const GuardKindExtProc = "extproc"
+
+// SetGuardExtProc records on a cached pod whether its verified guard is the Envoy external
+// processor.
+func SetGuardExtProc(o client.Object, extProc bool) {
+	a := o.GetAnnotations()
+	if !extProc {
+		delete(a, AnnotationGuardKind)
+		o.SetAnnotations(a)
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationGuardKind] = GuardKindExtProc
+	o.SetAnnotations(a)
+}
+
+// GuardIsExtProc reports whether a cached pod's verified guard is the Envoy external
+// processor (false for a pod whose guard is not verified, or is the guard's proxy).
+func GuardIsExtProc(p client.Object) bool {
+	a := p.GetAnnotations()
+	return a[AnnotationGuardKind] == GuardKindExtProc && a[AnnotationGuardVerification] == guardVerified
+}
+
 // GuardProviders returns the providers a cached pod's verified guard uses (nil for a pod
 // whose guard is not verified or uses none).
 func GuardProviders(p client.Object) []string {

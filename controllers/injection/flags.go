@@ -31,6 +31,7 @@ type Flags struct {
 	operatorNamespace     string
 	controlPlaneURL       string
 	guardImage            string
+	extProcImage          string
 	guardCommand          string
 	pullPolicy            string
 	proxyPort, adminPort  int
@@ -76,6 +77,9 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 		"https://"+ControlPlaneServiceName+".<operator-namespace>.svc:9444.")
 	fs.StringVar(&f.guardImage, "guard-image", "", "Image of the injected guard; defaults to the manager's own image "+
 		"(read from its pod, $POD_NAME), which carries the guard binary.")
+	fs.StringVar(&f.extProcImage, "guard-extproc-image", "", "Image of the Envoy external processor (/guard-extproc) that "+
+		"SharedGuards in ExtProc mode run (docs/shared-guard.md); defaults to the guard's image's repository with -extproc "+
+		"appended and the same tag, as make release names it (none when the guard's image is pinned by digest alone).")
 	fs.StringVar(&f.guardCommand, "guard-command", "/guard", "Path of the guard binary in --guard-image; empty runs the image's entrypoint.")
 	fs.StringVar(&f.pullPolicy, "guard-image-pull-policy", "", "Pull policy of the guard's image; empty lets the apiserver default it.")
 	fs.IntVar(&f.proxyPort, "guard-proxy-port", 15080, "Loopback port of the guard's proxy, where app base URLs point.")
@@ -183,6 +187,11 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 			return Options{}, fmt.Errorf("reading the manager's image for --guard-image: %w", err)
 		}
 	}
+	extProc := f.extProcImageFor(image)
+	if extProc != "" && f.extProcImage != "" && imageRepository(extProc) == imageRepository(image) && f.guardCommand == extProcCommandPath {
+		return Options{}, fmt.Errorf("--guard-extproc-image and --guard-image name one repository and --guard-command is %s: "+
+			"the guard and the Envoy external processor would be indistinguishable", extProcCommandPath)
+	}
 	for _, p := range []int{f.proxyPort, f.adminPort} {
 		if p < 1 || p > 65535 {
 			return Options{}, fmt.Errorf("guard port %d is out of range", p)
@@ -194,6 +203,7 @@ func (f *Flags) options(ctx context.Context, mgr ctrl.Manager) (Options, error) 
 	cfg := Config{
 		Image:             image,
 		Command:           commandOf(f.guardCommand),
+		ExtProcImage:      extProc,
 		ImagePullPolicy:   corev1.PullPolicy(f.pullPolicy),
 		ProxyPort:         int32(f.proxyPort),
 		AdminPort:         int32(f.adminPort),
@@ -262,8 +272,16 @@ func (f *Flags) Guard(operatorNamespace, image string) Guard {
 	if u == "" {
 		u = DefaultControlPlaneURL(operatorNamespace)
 	}
-	return Guard{Image: image, Command: commandOf(f.guardCommand), ProxyPort: int32(f.proxyPort), AdminPort: int32(f.adminPort), ControlPlaneURL: u,
+	return Guard{Image: image, Command: commandOf(f.guardCommand), ExtProcImage: f.extProcImageFor(image), ProxyPort: int32(f.proxyPort), AdminPort: int32(f.adminPort), ControlPlaneURL: u,
 		Tracing: acceptedTracing(f.tracing, f.previousTracing)}
+}
+
+// extProcImageFor is --guard-extproc-image, or the default beside guardImage.
+func (f *Flags) extProcImageFor(guardImage string) string {
+	if f.extProcImage != "" {
+		return f.extProcImage
+	}
+	return DefaultExtProcImage(guardImage)
 }
 
 // GuardImage is --guard-image, empty for the manager's own image.

@@ -19,15 +19,7 @@ import (
 // render adds the guard to pod: the container, its volumes, the marks of an injected pod,
 // and the base URLs of the app containers. It returns what the user should be told.
 func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []finding {
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	if pod.Annotations == nil {
-		pod.Annotations = map[string]string{}
-	}
-	pod.Labels[guardv1.LabelInjected] = labelTrue
-	pod.Annotations[guardv1.AnnotationInjectorVersion] = cfg.Version
-	pod.Annotations[guardv1.AnnotationCABundle] = string(caPEM)
+	markInjected(pod, cfg, caPEM)
 
 	// App containers learn the guard's address first, so the guard itself is not counted.
 	findings := setBaseURLs(pod, cfg, s)
@@ -47,13 +39,34 @@ func render(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte) []findi
 		}
 		pod.Spec.Containers = append([]corev1.Container{guard}, pod.Spec.Containers...)
 	}
+	addGuardVolumes(pod)
+	return findings
+}
+
+// markInjected writes the marks of a pod the injector rendered a guard into: the label
+// that puts it in the manager's cache, the injector's version, and the operator's CA,
+// which the guard's CA volume reads.
+func markInjected(pod *corev1.Pod, cfg *Config, caPEM []byte) {
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Labels[guardv1.LabelInjected] = labelTrue
+	pod.Annotations[guardv1.AnnotationInjectorVersion] = cfg.Version
+	pod.Annotations[guardv1.AnnotationCABundle] = string(caPEM)
+}
+
+// addGuardVolumes adds the guard's volumes to pod, and the service account its token is
+// projected for.
+func addGuardVolumes(pod *corev1.Pod) {
 	pod.Spec.Volumes = append(pod.Spec.Volumes, guardVolumes()...)
 	// A projected token needs a named service account. The apiserver's ServiceAccount
 	// admission plugin names "default" before webhooks run; where it is off, say it here.
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = "default"
 	}
-	return findings
 }
 
 // setBaseURLs points the app containers' OpenAI, Anthropic and Gemini SDKs at the guard, and

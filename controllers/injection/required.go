@@ -90,6 +90,17 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 		return err.Error()
 	}
 	guard, _ := findGuard(pod)
+	if cfg.Guard().extProc(guard) {
+		// An ExtProc SharedGuard's processor (extproc.go): VerifyGuard has compared it with
+		// the rendering, whose arguments are the manager's alone.
+		if !slices.Equal(guard.Args, extProcContainer(cfg, s).Args) {
+			return "its arguments are not the ones the operator renders for the Envoy external processor"
+		}
+		if pod.Annotations[guardv1.AnnotationCABundle] != string(caPEM) {
+			return fmt.Sprintf("the annotation %s is not the operator's CA certificate", guardv1.AnnotationCABundle)
+		}
+		return ""
+	}
 	// A shared guard's pod (shared.go) is rendered with its proxy on the pod's address;
 	// VerifyGuard has checked that such a guard carries no ModelProvider.
 	s.shared = listensBeyondLoopback(guard)

@@ -21,6 +21,10 @@ type Config struct {
 	// Command runs the guard in Image; the operator's image carries it as /guard (its
 	// entrypoint is the manager). Empty uses the image's entrypoint.
 	Command []string
+	// ExtProcImage is the image of the Envoy external processor (guard-extproc, at
+	// /guard-extproc) that ExtProc SharedGuards run (extproc.go); empty: none runs, and no
+	// pod running it verifies.
+	ExtProcImage string
 	// ImagePullPolicy of the guard's container; empty lets the apiserver default it.
 	ImagePullPolicy corev1.PullPolicy
 	// ProxyPort is the loopback port the guard proxies on; app containers get base URLs

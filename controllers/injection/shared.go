@@ -21,7 +21,8 @@ import (
 // through a Service instead of a sidecar on 127.0.0.1. The injector's rendering makes it,
 // with one difference: its proxy listens on every address of its pod (--listen=:PORT).
 // VerifyGuard accepts that listener only for a guard without ModelProviders: a guard that
-// others can reach must not attach the platform's credential to their calls.
+// others can reach must not attach the platform's credential to their calls. A SharedGuard
+// in ExtProc mode runs the Envoy external processor in that pod instead (extproc.go).
 
 // Renderer renders the pods of shared guards as the injector renders guards, with the
 // manager's settings and CA.

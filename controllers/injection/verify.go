@@ -26,6 +26,10 @@ type Guard struct {
 	Image string
 	// Command runs the guard in Image; empty uses the image's entrypoint.
 	Command []string
+	// ExtProcImage is the Envoy external processor's image, which a SharedGuard in ExtProc
+	// mode runs (extproc.go); empty: no ext_proc server verifies. Another tag or digest of
+	// its repository is still the processor, as for Image.
+	ExtProcImage string
 	// ProxyPort and AdminPort are the guard's ports (Config).
 	ProxyPort, AdminPort int32
 	// ControlPlaneURL is where the guard subscribes and sends its token.
@@ -37,7 +41,7 @@ type Guard struct {
 
 // Guard returns the part of cfg every rendered guard shares.
 func (c *Config) Guard() Guard {
-	return Guard{Image: c.Image, Command: c.Command, ProxyPort: c.ProxyPort, AdminPort: c.AdminPort, ControlPlaneURL: c.ControlPlaneURL,
+	return Guard{Image: c.Image, Command: c.Command, ExtProcImage: c.ExtProcImage, ProxyPort: c.ProxyPort, AdminPort: c.AdminPort, ControlPlaneURL: c.ControlPlaneURL,
 		Tracing: acceptedTracing(c.Tracing, c.PreviousTracing)}
 }
 
@@ -68,6 +72,11 @@ func (c *Config) Guard() Guard {
 //     injector's, and the guard's volumes are the injector's; no other container mounts
 //     the guard's token or its snapshot (it holds classifier and provider credentials).
 //
+// A container named like the guard that runs the manager's Envoy external processor image
+// (Guard.ExtProcImage) is compared instead with the processor an ExtProc SharedGuard's pod
+// carries (extproc.go, verifyExtProcContainer), value for value; the pod around it is held
+// to the same rules.
+//
 // The control plane serves only pods that pass, the injector refuses a pod with a
 // container named like the guard that does not, and a namespace labelled required admits
 // only pods that pass after injection.
@@ -76,9 +85,24 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 		return errors.New(why)
 	}
 	guard, init := findGuard(pod)
-	switch {
-	case guard == nil:
+	if guard == nil {
 		return fmt.Errorf("the pod has no container named %s", guardv1.ContainerName)
+	}
+	verify := verifyGuardContainer
+	if g.extProc(guard) {
+		verify = verifyExtProcContainer // extproc.go
+	}
+	if err := verify(guard, init, g); err != nil {
+		return err
+	}
+	return podKeepsTheGuardsOwn(pod, guard)
+}
+
+// verifyGuardContainer says why guard, the container named like the guard (an init
+// container when init), is not the guard render makes of g and of the settings its own
+// arguments, resources and environment show, or nil.
+func verifyGuardContainer(guard *corev1.Container, init bool, g Guard) error {
+	switch {
 	case init && (guard.RestartPolicy == nil || *guard.RestartPolicy != corev1.ContainerRestartPolicyAlways):
 		return fmt.Errorf("the init container %s is not a sidecar (restartPolicy Always)", guardv1.ContainerName)
 	case imageRepository(guard.Image) != imageRepository(g.Image):
@@ -101,6 +125,13 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 	if why := containerDiff(guard, renderedGuard(g, s, init)); why != "" {
 		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
 	}
+	return nil
+}
+
+// podKeepsTheGuardsOwn says how a pod whose guard container (guard) is the rendered one
+// lets another container reach what is the guard's alone (its process, its token, its
+// snapshot) or replaces a volume of the guard's, or nil.
+func podKeepsTheGuardsOwn(pod *corev1.Pod, guard *corev1.Container) error {
 	for i := range pod.Spec.EphemeralContainers {
 		if pod.Spec.EphemeralContainers[i].TargetContainerName == guardv1.ContainerName {
 			return fmt.Errorf("ephemeral container %s shares the guard's process namespace, so it can read the guard's files and memory", pod.Spec.EphemeralContainers[i].Name)

@@ -5,9 +5,12 @@
 // The guard's pods are rendered by the injector's code (injection.Renderer), value for
 // value as a sidecar guard except that the proxy listens on the pod's address and no
 // ModelProvider is attached, so the control plane verifies them like any guard and serves
-// them the Guardrails that select their labels (spec.podLabels). The Service has no
-// selector: this reconciler writes its EndpointSlices itself, from the pods the manager's
-// cache verified and whose labels are exactly the template's. A tenant who labels a pod of
+// them the Guardrails that select their labels (spec.podLabels). In ExtProc mode
+// (spec.mode) the pods run the Envoy external processor instead (injection.Renderer's
+// SharedExtProcPod), verified as strictly, and the Service's port is grpc (15081, h2c) for
+// a gateway's ext_proc filter. The Service has no selector: this reconciler writes its
+// EndpointSlices itself, from the pods the manager's cache verified as the SharedGuard's
+// kind of guard (proxy or processor) and whose labels are exactly the template's. A tenant who labels a pod of
 // its own guardrail.dev/shared-guard receives none of the Service's traffic, and a pod whose
 // guard was edited never serves: it is not verified, and its guard gets no policy.
 //

@@ -320,6 +320,16 @@ func TestInvalidSharedGuardsAreRefusedAtApplyTime(t *testing.T) {
 		{"credentials in upstream", func(sg *v1alpha1.SharedGuard) { sg.Spec.AnthropicUpstream = "https://u:p@api.anthropic.com" }, "spec.anthropicUpstream"},
 		{"gemini upstream not a URL", func(sg *v1alpha1.SharedGuard) { sg.Spec.GeminiUpstream = "/v1beta" }, "spec.geminiUpstream"},
 		{"zero replicas", func(sg *v1alpha1.SharedGuard) { sg.Spec.Replicas = ptr.To[int32](0) }, "spec.replicas"},
+		{"unknown mode", func(sg *v1alpha1.SharedGuard) { sg.Spec.Mode = "Sidecar" }, "spec.mode"},
+		{"an upstream in ExtProc mode", func(sg *v1alpha1.SharedGuard) {
+			sg.Spec.Mode, sg.Spec.OpenAIUpstream = v1alpha1.SharedGuardModeExtProc, "https://api.openai.com"
+		}, "spec.openAIUpstream"},
+		{"a Gemini upstream in ExtProc mode", func(sg *v1alpha1.SharedGuard) {
+			sg.Spec.Mode, sg.Spec.GeminiUpstream = v1alpha1.SharedGuardModeExtProc, "https://generativelanguage.googleapis.com"
+		}, "spec.geminiUpstream"},
+		{"the audit log in ExtProc mode", func(sg *v1alpha1.SharedGuard) {
+			sg.Spec.Mode, sg.Spec.AuditLog = v1alpha1.SharedGuardModeExtProc, true
+		}, "spec.auditLog"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sg := newSharedGuard(ns, "bad", 1)

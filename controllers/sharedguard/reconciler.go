@@ -45,12 +45,19 @@ const (
 	// ReasonNameInUse: a Deployment, Service or EndpointSlice of the SharedGuard's name
 	// exists and is not the SharedGuard's.
 	ReasonNameInUse = "NameInUse"
+	// ReasonExtProcUnavailable: the SharedGuard is in ExtProc mode and the manager has no
+	// image of the Envoy external processor (--guard-extproc-image).
+	ReasonExtProcUnavailable = "ExtProcUnavailable"
 )
 
 const (
-	// ServicePort is the port of a shared guard's Service.
+	// ServicePort is the port of a shared guard's Service in Proxy mode.
 	ServicePort = 80
-	// servicePortName names it, in the Service and its EndpointSlices.
+	// ExtProcServicePort is the port of a shared guard's Service in ExtProc mode: the
+	// processor's gRPC port (h2c).
+	ExtProcServicePort = injection.ExtProcPort
+	// servicePortName names the Proxy mode's port, in the Service and its EndpointSlices
+	// (ExtProc's is injection.PortNameGRPC).
 	servicePortName = "http"
 	// managedBy is the EndpointSlices' endpointslice.kubernetes.io/managed-by: the
 	// Service has no selector, so Kubernetes' controller leaves them to this one.
@@ -138,8 +145,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		status.MarkStalled(sg, v1alpha1.ReasonInvalidSpec, why)
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(why))
 	}
-	tmpl, refused, err := r.Renderer.SharedGuardPod(podLabels(sg), settings(sg))
+	extProc := sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc
+	render := r.Renderer.SharedGuardPod
+	if extProc {
+		render = r.Renderer.SharedExtProcPod
+	}
+	tmpl, refused, err := render(podLabels(sg), settings(sg))
 	switch {
+	case errors.Is(err, injection.ErrNoExtProcImage):
+		status.MarkStalled(sg, ReasonExtProcUnavailable, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	case errors.Is(err, injection.ErrNoCA):
 		status.MarkReconciling(sg, ReasonWaitingForCA, "Waiting for the operator's CA certificate, which the guard's pods trust")
 		return ctrl.Result{RequeueAfter: waitCA}, nil
@@ -173,6 +188,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 
 	sg.Status.URL = fmt.Sprintf("http://%s.%s.svc", sg.Name, sg.Namespace)
+	if extProc {
+		sg.Status.URL = fmt.Sprintf("http://%s.%s.svc:%d", sg.Name, sg.Namespace, ExtProcServicePort)
+	}
 	sg.Status.Replicas = dep.Status.Replicas
 	sg.Status.ReadyReplicas = ready
 	sg.Status.Selector = labels.SelectorFromSet(selector).String()
@@ -211,14 +229,39 @@ func (e *nameInUse) Error() string {
 	return fmt.Sprintf("a %s named %s exists in the namespace and is not this SharedGuard's: rename one of them", e.kind, e.name)
 }
 
-// podLabels are the labels of the guard's pods: spec.podLabels and the SharedGuard's name.
+// podLabels are the labels of the guard's pods: spec.podLabels, the SharedGuard's name and,
+// in ExtProc mode, the mode. Pods of the other mode (a SharedGuard re-created under the
+// same name) then lack a label or carry one more, and never serve behind its Service.
 func podLabels(sg *v1alpha1.SharedGuard) map[string]string {
 	l := maps.Clone(sg.Spec.PodLabels)
 	if l == nil {
 		l = map[string]string{}
 	}
 	l[v1alpha1.LabelSharedGuard] = sg.Name
+	if sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc {
+		l[v1alpha1.LabelSharedGuardMode] = string(v1alpha1.SharedGuardModeExtProc)
+	}
 	return l
+}
+
+// servicePorts are the ports of the SharedGuard's Service and its EndpointSlices: in
+// Proxy mode http (80, to the guard's proxy port), in ExtProc mode grpc (15081, h2c).
+func (r *Reconciler) servicePorts(sg *v1alpha1.SharedGuard) ([]corev1.ServicePort, []discoveryv1.EndpointPort) {
+	if sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc {
+		return []corev1.ServicePort{{
+				Name: injection.PortNameGRPC, Port: ExtProcServicePort, Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromInt32(injection.ExtProcPort), AppProtocol: ptr.To(injection.ExtProcAppProtocol),
+			}}, []discoveryv1.EndpointPort{{
+				Name: ptr.To(injection.PortNameGRPC), Port: ptr.To[int32](injection.ExtProcPort), Protocol: ptr.To(corev1.ProtocolTCP),
+				AppProtocol: ptr.To(injection.ExtProcAppProtocol),
+			}}
+	}
+	port := r.Renderer.Guard().ProxyPort
+	return []corev1.ServicePort{{
+			Name: servicePortName, Port: ServicePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(port),
+		}}, []discoveryv1.EndpointPort{{
+			Name: ptr.To(servicePortName), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP),
+		}}
 }
 
 // settings are the injector's annotations that say what the spec says.
@@ -259,6 +302,7 @@ var specFields = strings.NewReplacer(
 	"annotation "+guardv1.AnnotationOpenAIUpstream, "spec.openAIUpstream",
 	"annotation "+guardv1.AnnotationAnthropicUpstream, "spec.anthropicUpstream",
 	"annotation "+guardv1.AnnotationGeminiUpstream, "spec.geminiUpstream",
+	"annotation "+guardv1.AnnotationAuditLog, "spec.auditLog",
 	"; the default is used", "",
 )
 
@@ -267,13 +311,8 @@ func specMessage(msg string) string { return specFields.Replace(msg) }
 // ensureService writes the SharedGuard's Service: no selector, so that only the
 // EndpointSlices this reconciler writes (verified guard pods) receive its traffic.
 func (r *Reconciler) ensureService(ctx context.Context, sg *v1alpha1.SharedGuard) error {
-	want := corev1.ServiceSpec{
-		Type: corev1.ServiceTypeClusterIP,
-		Ports: []corev1.ServicePort{{
-			Name: servicePortName, Port: ServicePort, Protocol: corev1.ProtocolTCP,
-			TargetPort: intstr.FromInt32(r.Renderer.Guard().ProxyPort),
-		}},
-	}
+	ports, _ := r.servicePorts(sg)
+	want := corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: ports}
 	cur := &corev1.Service{}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(sg), cur)
 	if apierrors.IsNotFound(err) {
@@ -407,10 +446,15 @@ func (r *Reconciler) ensureEndpoints(ctx context.Context, sg *v1alpha1.SharedGua
 }
 
 // Serves reports whether a cached pod serves as the guard of the SharedGuard whose pod
-// template has the labels want: verified, running, not being deleted, and labelled
-// exactly as the template (and the Deployment's pod-template-hash).
+// template has the labels want: verified, of the template's kind (the Envoy external
+// processor, port grpc, for an ExtProc SharedGuard's; the guard's proxy otherwise), running,
+// not being deleted, and labelled exactly as the template (and the Deployment's
+// pod-template-hash).
 func Serves(p *corev1.Pod, want map[string]string) bool {
 	if guards.GuardVerification(p) != nil || !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	if guards.GuardIsExtProc(p) != (want[v1alpha1.LabelSharedGuardMode] == string(v1alpha1.SharedGuardModeExtProc)) {
 		return false
 	}
 	for k, v := range want {
@@ -439,9 +483,7 @@ func podReady(p *corev1.Pod) bool {
 // endpoints is not kept.
 func (r *Reconciler) ensureSlice(ctx context.Context, sg *v1alpha1.SharedGuard, family discoveryv1.AddressType, eps []discoveryv1.Endpoint) error {
 	name := sg.Name + "-" + strings.ToLower(string(family))
-	ports := []discoveryv1.EndpointPort{{
-		Name: ptr.To(servicePortName), Port: ptr.To(r.Renderer.Guard().ProxyPort), Protocol: ptr.To(corev1.ProtocolTCP),
-	}}
+	_, ports := r.servicePorts(sg)
 	cur := &discoveryv1.EndpointSlice{}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: sg.Namespace, Name: name}, cur)
 	switch {

@@ -39,6 +39,8 @@ var (
 const (
 	operatorNS = "guardrail-system"
 	guardImage = "registry.test/guardrail/operator:v0.0.0-test"
+	// extProcImage is the Envoy external processor's, beside the operator's.
+	extProcImage = "registry.test/guardrail/operator-extproc:v0.0.0-test"
 	// caPEM stands in for the operator's CA: the guard's pods carry it in an annotation.
 	caPEM = "-----BEGIN CERTIFICATE-----\nTEST\n-----END CERTIFICATE-----\n"
 )
@@ -68,7 +70,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	renderer = injection.NewRendererFor(injection.Config{
-		Image: guardImage, Command: []string{"/guard"}, ProxyPort: 15080, AdminPort: 15090,
+		Image: guardImage, Command: []string{"/guard"}, ExtProcImage: extProcImage, ProxyPort: 15080, AdminPort: 15090,
 		ControlPlaneURL: injection.DefaultControlPlaneURL(operatorNS), OperatorNamespace: operatorNS, Version: "v0.0.0-test",
 		CPURequest: resource.MustParse("100m"), MemoryRequest: resource.MustParse("64Mi"), MemoryLimit: resource.MustParse("256Mi"),
 		OpenAIUpstream: "https://api.openai.com", AnthropicUpstream: "https://api.anthropic.com", GeminiUpstream: "https://generativelanguage.googleapis.com",

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
@@ -87,4 +88,41 @@ func TestSharedGuardsCanBeTurnedOff(t *testing.T) {
 	if args := managerArgs(t, "sharedGuards: {enabled: false}"); !slices.Contains(args, flag) {
 		t.Errorf("%s missing with sharedGuards.enabled=false: %v", flag, args)
 	}
+}
+
+// TestTheExtProcImageIsTheReleases: the manager is told the Envoy external processor's
+// image, which ExtProc SharedGuards run and the control plane verifies them by: by default
+// the one make release writes beside the operator's (<repository>-extproc:<appVersion>),
+// following image.repository and image.tag; sharedGuards.extProcImage names another.
+func TestTheExtProcImageIsTheReleases(t *testing.T) {
+	for _, tc := range []struct{ values, want string }{
+		{"", "--guard-extproc-image=ghcr.io/guardrail-dev/guardrail-operator-extproc:" + chartAppVersion(t)},
+		{"image: {repository: mirror.test/guardrail, tag: v9}", "--guard-extproc-image=mirror.test/guardrail-extproc:v9"},
+		{"sharedGuards: {extProcImage: mirror.test/extproc@sha256:0123}", "--guard-extproc-image=mirror.test/extproc@sha256:0123"},
+	} {
+		if args := managerArgs(t, tc.values); !slices.Contains(args, tc.want) {
+			t.Errorf("values %q: args %v, want %s", tc.values, args, tc.want)
+		}
+	}
+	for _, a := range managerArgs(t, "sharedGuards: {enabled: false}") {
+		if strings.HasPrefix(a, "--guard-extproc-image") {
+			t.Errorf("with sharedGuards.enabled=false the manager is given %s", a)
+		}
+	}
+}
+
+// chartAppVersion is Chart.yaml's appVersion.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(envtestutil.RepoRoot(), "charts", "guardrail-operator", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	t.Fatal("Chart.yaml has no appVersion")
+	return ""
 }

@@ -23,6 +23,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/* guardrail.extProcImage is the Envoy external processor's image, which SharedGuards in
+ExtProc mode run: sharedGuards.extProcImage, else the release's beside the operator's. */}}
+{{- define "guardrail.extProcImage" -}}
+{{- if .Values.sharedGuards.extProcImage -}}
+{{ .Values.sharedGuards.extProcImage }}
+{{- else -}}
+{{ .Values.image.repository }}-extproc:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+{{- end }}
+
 {{- define "guardrail.serviceAccount" -}}
 guardrail-operator
 {{- end }}

@@ -1,0 +1,195 @@
+package injection
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+// A SharedGuard in ExtProc mode runs the Envoy external processor (cmd/guard-extproc)
+// instead of the guard's proxy: a gateway's ext_proc filter calls it over gRPC, and the
+// gateway, not the processor, calls the provider. Its pod is rendered here as a shared
+// guard's is, and verified as strictly (VerifyGuard): the processor is the pod's container
+// named like the guard, running the manager's --guard-extproc-image at /guard-extproc
+// with exactly the arguments, environment, mounts, ports and security context rendered
+// below. It takes its policy from the control plane as the guard does (--control-plane,
+// --token-file, --ca-file, --snapshot-dir, the same projected token and CA), and nothing
+// else: no upstream, no ModelProvider (a processor reachable by others must never hold
+// the platform's key), no policy file, no TLS files, no decision log, no tracing.
+
+const (
+	// ExtProcPort is the ext_proc server's gRPC port, on its pod's address; the Service of
+	// an ExtProc SharedGuard serves it on the same port.
+	ExtProcPort = 15081
+	// PortNameGRPC names it, in the container, the Service and its EndpointSlices.
+	PortNameGRPC = "grpc"
+	// ExtProcAppProtocol is the Service port's appProtocol: gRPC is HTTP/2 in cleartext.
+	ExtProcAppProtocol = "kubernetes.io/h2c"
+	// extProcCommandPath is where the processor's image carries it (the Dockerfile's
+	// extproc target, make release's guardrail-extproc image).
+	extProcCommandPath = "/guard-extproc"
+)
+
+// extProcFlags are the flags rendered for the processor, in order.
+var extProcFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir}
+
+// ErrNoExtProcImage is SharedExtProcPod's error when the manager has no
+// --guard-extproc-image.
+var ErrNoExtProcImage = errors.New("the manager has no image of the Envoy external processor (--guard-extproc-image), " +
+	"so no SharedGuard runs in ExtProc mode")
+
+// DefaultExtProcImage is the processor's image beside the operator's guardImage, as make
+// release names it: the repository with -extproc appended, and the same tag
+// ("ghcr.io/x/guardrail-operator:v1" → "ghcr.io/x/guardrail-operator-extproc:v1"). A
+// guardImage pinned by digest alone names no tag of the processor: "".
+func DefaultExtProcImage(guardImage string) string {
+	if guardImage == "" {
+		return ""
+	}
+	ref, digest, _ := strings.Cut(guardImage, "@")
+	repo := imageRepository(ref)
+	tag := strings.TrimPrefix(ref[len(repo):], ":")
+	switch {
+	case tag != "":
+		return repo + "-extproc:" + tag
+	case digest != "":
+		return ""
+	}
+	return repo + "-extproc"
+}
+
+// extProc reports whether c, the container named like the guard, claims to be the ext_proc
+// server rather than the guard: it runs the processor's image (and, should both images
+// share a repository, its command).
+func (g Guard) extProc(c *corev1.Container) bool {
+	if g.ExtProcImage == "" || imageRepository(c.Image) != imageRepository(g.ExtProcImage) {
+		return false
+	}
+	return imageRepository(g.ExtProcImage) != imageRepository(g.Image) || slices.Equal(c.Command, []string{extProcCommandPath})
+}
+
+// IsExtProc reports whether pod's container named like the guard is the Envoy external
+// processor rather than the guard's proxy; it says which the pod is once VerifyGuard
+// accepted it, and nothing before.
+func IsExtProc(pod *corev1.Pod, g Guard) bool {
+	c, _ := findGuard(pod)
+	return c != nil && g.extProc(c)
+}
+
+// extProcContainer is the processor's container of an ExtProc SharedGuard's pod: the
+// guard's container (name, resources, GOMAXPROCS and GOMEMLIMIT, probes on the admin
+// port, mounts, security context) with the processor's image, command, arguments and
+// ports, and no tracing (the processor exports no spans).
+func extProcContainer(cfg *Config, s guardSettings) corev1.Container {
+	s.tracing, s.mcpUpstreams, s.providers, s.auditLog = Tracing{}, nil, nil, false
+	c := guardContainer(cfg, s)
+	c.Image = cfg.ExtProcImage
+	c.Command = []string{extProcCommandPath}
+	c.Args = []string{
+		"--" + flagListen + "=:" + strconv.Itoa(ExtProcPort),
+		"--" + flagAdminListen + "=:" + strconv.Itoa(int(cfg.AdminPort)),
+		"--" + flagControlPlane + "=" + cfg.ControlPlaneURL,
+		"--" + flagTokenFile + "=" + guardv1.TokenPath,
+		"--" + flagCAFile + "=" + guardv1.CAPath,
+		"--" + flagSnapshotDir + "=" + snapshotDir,
+	}
+	c.Ports = []corev1.ContainerPort{
+		{Name: PortNameGRPC, ContainerPort: ExtProcPort, Protocol: corev1.ProtocolTCP},
+		{Name: portNameAdmin, ContainerPort: cfg.AdminPort, Protocol: corev1.ProtocolTCP},
+	}
+	return c
+}
+
+// verifyExtProcContainer says why c, a container named like the guard that runs the
+// processor's image, is not the processor extProcContainer renders of g, or nil. Only its
+// requests and limits are its own (a SharedGuard's spec.resources); everything else must
+// be the rendering's, value for value: a regular container (never a sidecar of an app),
+// the command, every argument in order, every environment variable (GOMAXPROCS and
+// GOMEMLIMIT as for the guard), the mounts, the ports and the security context.
+func verifyExtProcContainer(c *corev1.Container, init bool, g Guard) error {
+	const who = "container " + guardv1.ContainerName + " (the Envoy external processor)"
+	switch {
+	case init:
+		return fmt.Errorf("%s is an init container: the operator renders it as a SharedGuard's regular container only", who)
+	case !slices.Equal(c.Command, []string{extProcCommandPath}):
+		return fmt.Errorf("%s does not run the processor's command (%s)", who, extProcCommandPath)
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Args {
+		name, _, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		switch {
+		case ok && strings.HasPrefix(a, "--") && name == flagProvider:
+			return fmt.Errorf("%s carries a ModelProvider (--%s): the gateway calls the provider, and a processor others "+
+				"reach must never hold the platform's credential", who, flagProvider)
+		case !ok || !strings.HasPrefix(a, "--") || !slices.Contains(extProcFlags, name):
+			return fmt.Errorf("%s takes an argument the operator does not render for it (%.64q)", who, a)
+		case seen[name]:
+			return fmt.Errorf("%s takes --%s twice", who, name)
+		}
+		seen[name] = true
+	}
+	s := guardSettings{shared: true}
+	r := c.Resources
+	s.cpuRequest, s.memoryRequest = r.Requests[corev1.ResourceCPU], r.Requests[corev1.ResourceMemory]
+	s.cpuLimit, s.memoryLimit = r.Limits[corev1.ResourceCPU], r.Limits[corev1.ResourceMemory]
+	cfg := Config{ExtProcImage: g.ExtProcImage, Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort,
+		ControlPlaneURL: g.ControlPlaneURL}
+	if why := containerDiff(c, extProcContainer(&cfg, s)); why != "" {
+		return fmt.Errorf("%s %s", who, why)
+	}
+	return nil
+}
+
+// SharedExtProcPod renders the pod of a SharedGuard in ExtProc mode: labels, the
+// injector's marks, and the processor alone (extProcContainer) with the guard's volumes,
+// its resources from the annotations the SharedGuard's spec gives (guardrail.dev/cpu and
+// the like) on the manager's defaults. Annotations that only the proxy reads (upstreams,
+// MCP servers, the audit log) are refused, each with its reason. It returns an error when
+// the manager has no processor image (ErrNoExtProcImage), the CA is not written yet
+// (ErrNoCA), or the pod would not verify.
+func (r *Renderer) SharedExtProcPod(labels, annotations map[string]string) (corev1.PodTemplateSpec, []string, error) {
+	if r.config.ExtProcImage == "" {
+		return corev1.PodTemplateSpec{}, nil, ErrNoExtProcImage
+	}
+	caPEM, err := r.ca()
+	if err != nil || len(caPEM) == 0 {
+		return corev1.PodTemplateSpec{}, nil, ErrNoCA
+	}
+	pod := &corev1.Pod{}
+	pod.Labels = maps.Clone(labels)
+	pod.Annotations = maps.Clone(annotations)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	var msgs []string
+	for _, key := range []string{guardv1.AnnotationOpenAIUpstream, guardv1.AnnotationAnthropicUpstream, guardv1.AnnotationGeminiUpstream,
+		guardv1.AnnotationMCPUpstreams, guardv1.AnnotationAuditLog} {
+		if _, ok := pod.Annotations[key]; ok {
+			msgs = append(msgs, fmt.Sprintf("annotation %s is the proxy's and not used in ExtProc mode", key))
+			delete(pod.Annotations, key)
+		}
+	}
+	// Empty on a pod: no provider, whatever the namespace's default.
+	pod.Annotations[guardv1.AnnotationProvider] = ""
+	s, refused := resolveSettings(pod.Annotations, &r.config)
+	for _, f := range refused {
+		msgs = append(msgs, f.String())
+	}
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
+	pod.Spec.EnableServiceLinks = ptr.To(false)
+	markInjected(pod, &r.config, caPEM)
+	pod.Spec.Containers = []corev1.Container{extProcContainer(&r.config, s)}
+	addGuardVolumes(pod)
+	if err := VerifyGuard(pod, r.config.Guard()); err != nil {
+		return corev1.PodTemplateSpec{}, nil, fmt.Errorf("the shared guard's pod would not verify: %w", err)
+	}
+	return corev1.PodTemplateSpec{ObjectMeta: pod.ObjectMeta, Spec: pod.Spec}, msgs, nil
+}
