@@ -44,15 +44,21 @@ var decodeSeeds = []string{
 	// Texts long enough to be the body's own bytes (jsonx.SharedMin), plain, escaped and
 	// not UTF-8.
 	`{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("a long plain prompt ", 5) + `"},{"role":"user","content":"` +
-		strings.Repeat("line\n", 20) + `"}],"input":"` + strings.Repeat("x", 70) + "ÿ" + `","system":"` + strings.Repeat("s", 80) + `"}`,
+		strings.Repeat(`line\n`, 20) + `"}],"input":"` + strings.Repeat("x", 70) + "\xff" + `","system":"` + strings.Repeat("s", 80) + `"}`,
 	`{"choices":[{"index":0,"message":{"content":"` + strings.Repeat("a long plain answer ", 5) + `"}}],"output":[{"type":"message","content":[{"type":"output_text","text":"` +
-		strings.Repeat("t", 90) + `"}]}],"content":[{"type":"text","text":"` + strings.Repeat("u\u00e9", 30) + `"}],"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("g", 65) + `"}]}}]}`,
+		strings.Repeat("t", 90) + `"}]}],"content":[{"type":"text","text":"` + strings.Repeat(`u\u00e9`, 30) + `"}],"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("g", 65) + `"}]}}]}`,
+	// Texts of 512 bytes or more, which the decoder walks with a SkipTable: nested values,
+	// repeats and other spellings included.
+	`{"model":"gpt-4o","tools":[{"type":"function","function":{"name":"f","description":"` + strings.Repeat("d", 300) + `"}}],"messages":[{"role":"user","content":[{"type":"text","text":"` +
+		strings.Repeat("a long prompt in parts ", 20) + `"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","function":{"name":"f","arguments":"{}"}}]}],"Stream":true}`,
+	`{"choices":[{"index":0,"message":{"content":"` + strings.Repeat("x", 200) + `"}}],"choices":[{"index":0,"message":{"content":"` + strings.Repeat("a long answer ", 30) +
+		`","tool_calls":[{"id":"a"},{"id":"b"}]},"logprobs":{"content":[{"token":"t","bytes":[1,2]}]}}],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":0}},"model":"m"}`,
 }
 
 var decodeFamilies = []Family{FamilyChat, FamilyResponses, FamilyEmbeddings, FamilyMessages}
 
 // FuzzDecodeJSON runs every request parser and response decoder with the decoders they use
-// (jsonx.Decode, DecodeShared, DecodeRequestShared, SharedString) and with the decoder
+// (jsonx.Decode, DecodeShared, DecodeRequestShared, SharedString, readPlainChat) and with the decoder
 // they replaced (encoding/json's Unmarshal and the spelling check), and requires
 // the same result: the same error or not, and, without an error, equal requests and
 // responses.
@@ -84,16 +90,16 @@ func FuzzDecodeJSON(f *testing.F) {
 }
 
 // withDecoder runs parse with d as the response decoder (of events and of whole bodies)
-// and dr as the request decoder.
+// and dr as the request decoder, and no decoder of the parsers' own (readPlainChat).
 func withDecoder(d, dr func([]byte, any) error, parse func() (any, error)) (any, error) {
-	saved, savedBody, savedRequest := decode, decodeBody, decodeRequest
-	decode, decodeBody, decodeRequest = d, d, dr
-	defer func() { decode, decodeBody, decodeRequest = saved, savedBody, savedRequest }()
+	saved, savedBody, savedRequest, savedChat := decode, decodeBody, decodeRequest, fastChat
+	decode, decodeBody, decodeRequest, fastChat = d, d, dr, nil
+	defer func() { decode, decodeBody, decodeRequest, fastChat = saved, savedBody, savedRequest, savedChat }()
 	return parse()
 }
 
-// asIs runs parse with the decoders the parsers use (jsonx.Decode, and for whole bodies
-// jsonx.DecodeShared and jsonx.DecodeRequestShared).
+// asIs runs parse with the decoders the parsers use (jsonx.Decode, for whole bodies
+// jsonx.DecodeShared and jsonx.DecodeRequestShared, and readPlainChat).
 func asIs(parse func() (any, error)) (any, error) { return parse() }
 
 func compareDecoded(t *testing.T, what string, got any, gotErr error, want any, wantErr error) {
@@ -209,6 +215,56 @@ func TestDecodeJSONWrongTypesAreMalformed(t *testing.T) {
 	} {
 		if _, err := ParseRequest(FamilyChat, []byte(body)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: error %v, want ErrMalformed", body, err)
+		}
+	}
+}
+
+// plainChatSeeds are chat requests readPlainChat reads, and near misses it leaves to the
+// decoder: other members the guard reads, other spellings, repeats, nulls, wrong types.
+var plainChatSeeds = []string{
+	`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"` + strings.Repeat("a long plain prompt ", 8) + `"}]}`,
+	`{"model":"m","temperature":0.2,"messages":[{"role":"user","name":"a","content":[{"type":"text","text":"hi"}]},null,{}],"stream":false,"max_tokens":5}`,
+	` { "messages" : [ ] , "stream" : true , "model" : null } `,
+	`{"messages":null,"user":"x","metadata":{"model":"y","Messages":1}}`,
+	`{"Model":"m","messages":[]}`, `{"model":"m","model":"n"}`, `{"model":null,"model":"n"}`, `{"messages":[{"role":"user","role":"user"}]}`,
+	`{"messages":[{"ROLE":"user"}]}`, `{"messages":[{"role":"user","content":"x","tool_call_id":"t"}]}`, `{"model":"m","n":2}`,
+	`{"model":"m","tools":[]}`, `{"m\u006fdel":"m"}`, `{"modél":"m"}`, `{"model":5}`, `{"stream":"yes"}`, `{"stream":null}`,
+	`{"messages":{}}`, `{"messages":[5]}`, `{"messages":[{"role":5}]}`, `{"messages":[{"content":null}]}`, `{"model":"m"`, `[]`, `null`,
+	`{"model":"` + strings.Repeat("m", 70) + `","messages":[{"role":"` + strings.Repeat("r\n", 40) + `"}]}`,
+}
+
+// FuzzPlainChat: what readPlainChat reads, the decoder reads the same (and does not refuse).
+func FuzzPlainChat(f *testing.F) {
+	for _, s := range append(plainChatSeeds, decodeSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast chatRequest
+		if !readPlainChat(body, &fast) {
+			return
+		}
+		var slow, ref chatRequest
+		if err := jsonx.DecodeRequestShared(body, &slow); err != nil {
+			t.Fatalf("readPlainChat read %s, which the decoder refuses: %v", body, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("readPlainChat(%s):\n got  %+v\n want %+v", body, fast, slow)
+		}
+		if err := jsonx.ReferenceDecodeRequest(body, &ref); err != nil || !reflect.DeepEqual(fast, ref) {
+			t.Fatalf("readPlainChat(%s) = %+v; the reference decoder reads %+v (%v)", body, fast, ref, err)
+		}
+	})
+}
+
+func TestReadPlainChatReadsTheLoadsRequestAndLeavesTheRest(t *testing.T) {
+	var r chatRequest
+	if !readPlainChat([]byte(plainChatSeeds[0]), &r) || r.Model != "gpt-4o-mini" || len(r.Messages) != 2 || r.Messages[1].Role != "user" {
+		t.Fatalf("readPlainChat did not read a plain chat request: %+v", r)
+	}
+	for _, s := range []string{`{"Model":"m"}`, `{"model":"m","model":"n"}`, `{"model":"m","n":2}`, `{"m\u006fdel":"m"}`, `{"model":5}`,
+		`{"messages":[{"role":"user","tool_calls":[]}]}`, `{"messages":[{"Content":"x"}]}`, `null`} {
+		if readPlainChat([]byte(s), &chatRequest{}) {
+			t.Errorf("readPlainChat read %s, which is the decoder's", s)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"encoding/json"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
@@ -79,8 +81,11 @@ type chatPart struct {
 // parseChat reads a chat completions request.
 func parseChat(req *Request, body []byte) error {
 	var r chatRequest
-	if err := unmarshal(FamilyChat, "request", body, &r); err != nil {
-		return err
+	if fastChat == nil || !fastChat(body, &r) {
+		r = chatRequest{}
+		if err := unmarshal(FamilyChat, "request", body, &r); err != nil {
+			return err
+		}
 	}
 	req.Model, req.Stream = r.Model, r.Stream
 	if r.N != nil && *r.N > MaxChoices {
@@ -200,4 +205,150 @@ func chatPartOf(cp *chatPart) Part {
 		}
 	}
 	return opaquePart(classify.File, "")
+}
+
+// fastChat is readPlainChat, but for FuzzDecodeJSON, which turns it off to run parseChat
+// with the reference decoder alone.
+var fastChat = readPlainChat
+
+// chatRequestFields and chatMessageFields are the member names decodeRequest reads into a
+// chatRequest and a chatMessage.
+var (
+	chatRequestFields = []string{"model", "messages", "stream", "n", "stream_options", "response_format", "tools", "functions"}
+	chatMessageFields = []string{"role", "content", "refusal", "tool_calls", "function_call", "tool_call_id"}
+)
+
+// readPlainChat reads the most common chat request — a model, stream, and messages of a
+// role and a content, with members the guard does not read — into r without reflection,
+// as decodeRequest reads it (FuzzPlainChat, FuzzDecodeJSON). It reports false, r then
+// half read, for anything else, which decodeRequest reads or refuses: another member the
+// guard reads (tools, n, a message's tool calls…), a member named in another spelling (a
+// capital, an escape, a byte beyond ASCII, which encoding/json may fold to a field) or
+// named twice, a value of the wrong type, a body that is not valid JSON.
+func readPlainChat(body []byte, r *chatRequest) bool {
+	tab := jsonx.GetSkipTable()
+	defer jsonx.PutSkipTable(tab)
+	if !tab.Validate(body) {
+		return false
+	}
+	it, ok := tab.IterOf(body, '{')
+	if !ok {
+		return false
+	}
+	var scratch []byte
+	var named uint8
+	for {
+		k, v, more := it.Member()
+		if !more {
+			return true
+		}
+		var bit uint8
+		switch string(k) {
+		case "model":
+			bit = 1
+			if v[0] != 'n' {
+				if r.Model, ok = jsonx.StringValue(v, &scratch); !ok {
+					return false
+				}
+			}
+		case "stream":
+			bit = 2
+			switch v[0] {
+			case 't':
+				r.Stream = true
+			case 'f':
+				r.Stream = false
+			case 'n':
+			default:
+				return false
+			}
+		case "messages":
+			bit = 4
+			if !readPlainChatMessages(tab, v, r, &scratch) {
+				return false
+			}
+		default:
+			if !otherMember(k, chatRequestFields) {
+				return false
+			}
+			continue
+		}
+		if named&bit != 0 {
+			return false
+		}
+		named |= bit
+	}
+}
+
+// readPlainChatMessages reads the messages array v (or null) for readPlainChat.
+func readPlainChatMessages(tab *jsonx.SkipTable, v []byte, r *chatRequest, scratch *[]byte) bool {
+	if v[0] == 'n' {
+		r.Messages = nil
+		return true
+	}
+	it, ok := tab.IterOf(v, '[')
+	if !ok {
+		return false
+	}
+	r.Messages = []chatMessage{}
+	for {
+		e, more := it.Elem()
+		if !more {
+			return true
+		}
+		r.Messages = append(r.Messages, chatMessage{})
+		if e[0] == 'n' {
+			continue
+		}
+		m := &r.Messages[len(r.Messages)-1]
+		mt, ok := tab.IterOf(e, '{')
+		if !ok {
+			return false
+		}
+		var named uint8
+		for {
+			k, mv, more := mt.Member()
+			if !more {
+				break
+			}
+			var bit uint8
+			switch string(k) {
+			case "role":
+				bit = 1
+				if mv[0] != 'n' {
+					if m.Role, ok = jsonx.StringValue(mv, scratch); !ok {
+						return false
+					}
+				}
+			case "content":
+				bit = 2
+				m.Content = mv
+			default:
+				if !otherMember(k, chatMessageFields) {
+					return false
+				}
+				continue
+			}
+			if named&bit != 0 {
+				return false
+			}
+			named |= bit
+		}
+	}
+}
+
+// otherMember reports whether the raw member name k names none of fields in any spelling
+// encoding/json reads: printable ASCII without an escape, equal to no field but for case.
+func otherMember(k []byte, fields []string) bool {
+	for _, c := range k {
+		if c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	for _, f := range fields {
+		if len(f) == len(k) && strings.EqualFold(f, string(k)) {
+			return false
+		}
+	}
+	return true
 }

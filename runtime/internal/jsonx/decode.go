@@ -50,7 +50,16 @@ func DecodeRequestShared(raw []byte, v any) error {
 }
 
 func decodeWith(d decoder, raw []byte, v any) error {
-	if !Valid(raw) {
+	// A text long enough for nested values to be worth skipping in one step (a prompt
+	// inside a message inside the messages: four scans of it without the table) is
+	// validated into a SkipTable.
+	if len(raw) >= skipTableMin && len(raw) <= maxSkipTable {
+		tab := GetSkipTable()
+		defer PutSkipTable(tab)
+		if d.tab = tab; !tab.Validate(raw) {
+			return errInvalidJSON(raw)
+		}
+	} else if !Valid(raw) {
 		return errInvalidJSON(raw)
 	}
 	rv := reflect.ValueOf(v)
@@ -58,6 +67,30 @@ func decodeWith(d decoder, raw []byte, v any) error {
 		return fmt.Errorf("wire: decodeJSON needs a non-nil pointer, not %T", v)
 	}
 	return d.value(raw[SkipWS(raw, 0):], rv.Elem(), planOf(rv.Elem().Type()))
+}
+
+// skipTableMin is the length from which decodeWith walks a text with a SkipTable.
+const skipTableMin = 512
+
+// skipTables holds the decoders' SkipTables between calls.
+var skipTables = sync.Pool{New: func() any { return new(SkipTable) }}
+
+// GetSkipTable returns a SkipTable from the pool the decoders use, for a decoder of one's
+// own; PutSkipTable gives it back (released) when the walk is over.
+func GetSkipTable() *SkipTable { return skipTables.Get().(*SkipTable) }
+
+// PutSkipTable releases t and gives it back to the pool.
+func PutSkipTable(t *SkipTable) {
+	t.Release()
+	skipTables.Put(t)
+}
+
+// iterOf is IterOf, with the decoder's table when it has one.
+func (d *decoder) iterOf(b []byte, open byte) (Iter, bool) {
+	if d.tab != nil {
+		return d.tab.IterOf(b, open)
+	}
+	return IterOf(b, open)
 }
 
 // A plan is how values of one Go type are decoded, built once per type.
@@ -131,6 +164,8 @@ type decoder struct {
 	refuseRepeats bool
 	// shares: long strings without escapes are the document's bytes (DecodeShared).
 	shares bool
+	// tab, when set, holds where each value of the text ends (decodeWith).
+	tab *SkipTable
 }
 
 // value decodes the JSON value b (valid, no leading space) into v.
@@ -151,8 +186,8 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 	case reflect.String:
 		var s string
 		var ok bool
-		if d.shares && len(b) >= SharedMin+2 {
-			s, ok = SharedString(b)
+		if d.shares {
+			s, ok = StringValue(b, &d.scratch)
 		} else {
 			s, ok = StringOf(b, &d.scratch)
 		}
@@ -204,7 +239,7 @@ func (d *decoder) value(b []byte, v reflect.Value, p *plan) error {
 // Decode): element i is decoded into element i, the slice grown or cut to the array's
 // length.
 func (d *decoder) slice(b []byte, v reflect.Value, p *plan) error {
-	it, ok := IterOf(b, '[')
+	it, ok := d.iterOf(b, '[')
 	if !ok {
 		return typeError(b, p.typ)
 	}
@@ -234,7 +269,7 @@ func (d *decoder) slice(b []byte, v reflect.Value, p *plan) error {
 }
 
 func (d *decoder) object(b []byte, v reflect.Value, p *plan) error {
-	it, ok := IterOf(b, '{')
+	it, ok := d.iterOf(b, '{')
 	if !ok {
 		return typeError(b, p.typ)
 	}

@@ -328,6 +328,16 @@ func SharedString(raw []byte) (string, bool) {
 	return unsafe.String(unsafe.SliceData(inner), len(inner)), true
 }
 
+// StringValue is how DecodeShared reads the string value b of a document Valid accepted
+// (SharedString from SharedMin bytes on, StringOf below); ok is false when b is not a
+// string. A decoder of its own that reads what DecodeShared reads calls it.
+func StringValue(b []byte, scratch *[]byte) (string, bool) {
+	if len(b) >= SharedMin+2 {
+		return SharedString(b)
+	}
+	return StringOf(b, scratch)
+}
+
 // PlainString reports whether b, the inside of a JSON string literal, needs no
 // decoding: no escapes, no quote or control character, valid UTF-8 (encoding/json would
 // replace invalid bytes with U+FFFD).
