@@ -180,7 +180,8 @@ func run(o options, log *slog.Logger) error {
 	passThrough := guardproc.PassThrough(o.passThrough)
 	tracer := startTracing(o, log) // tracing.go: nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set
 	defer stopTracing(tracer, log)
-	policySrc.TracingHeaders = tracingHeaders(tracer, log) // the collector's headers, from the control plane
+	policySrc.TracingHeaders = tracingHeaders(tracer, log)                     // the collector's headers, from the control plane
+	policySrc.TracingClientCertificate = tracingClientCertificate(tracer, log) // and its client certificate
 	px := proxy.New(proxy.Config{
 		OpenAIUpstream: openaiURL, AnthropicUpstream: anthropicURL, GeminiUpstream: geminiURL, PassThrough: passThrough,
 		MaxBodyBytes: o.maxBody, ReadIdleTimeout: o.readIdle, WriteIdleTimeout: o.writeIdle, Pod: o.pod, Namespace: o.namespace,

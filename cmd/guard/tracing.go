@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 )
 
@@ -78,6 +79,62 @@ func tracingHeaders(tr *tracing.Tracer, log *slog.Logger) func(endpoint string, 
 			log.Info("Tracing: no OTLP headers from the control plane")
 		default:
 			log.Info("Tracing: the control plane's OTLP headers go with every export", "headers", len(h))
+		}
+	}
+}
+
+// tracingClientCertificate returns how the guard takes the client certificate the control
+// plane delivers with its snapshot (runtime/controlplane ClientCertificate): into tr's
+// exporter, in memory only, when it is for the endpoint the guard exports to
+// (tracing.Tracer.SetClientTLS); KeepLast keeps the one it has. A change of state is
+// logged once, without the certificate, its key or its CA. A guard without tracing
+// ignores it.
+func tracingClientCertificate(tr *tracing.Tracer, log *slog.Logger) func(endpoint string, c *controlplane.ClientCertificate) {
+	var mu sync.Mutex
+	logged := "none"
+	return func(endpoint string, c *controlplane.ClientCertificate) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tr == nil {
+			return
+		}
+		var ct *tracing.ClientTLS
+		if c != nil {
+			ct = &tracing.ClientTLS{Certificate: []byte(c.Certificate), Key: []byte(c.Key), CA: []byte(c.CA), KeepLast: c.KeepLast}
+		}
+		err := tr.SetClientTLS(endpoint, ct)
+		var state string
+		switch {
+		case err != nil && tr.KeepsClientTLS(endpoint):
+			state = "kept: " + err.Error()
+		case err != nil:
+			state = err.Error()
+		case c == nil:
+			state = "none"
+		case c.KeepLast && tr.KeepsClientTLS(endpoint):
+			state = "kept"
+		case c.KeepLast:
+			state = "unusable"
+		default:
+			state = "set " + strconv.FormatBool(c.CA != "")
+		}
+		if state == logged {
+			return
+		}
+		logged = state
+		switch {
+		case err != nil && tr.KeepsClientTLS(endpoint):
+			log.Warn("Tracing: the control plane's client certificate cannot be used; exports keep the last one", "error", err.Error())
+		case err != nil:
+			log.Warn("Tracing: exports go without the control plane's client certificate", "error", err.Error())
+		case c == nil:
+			log.Info("Tracing: no client certificate from the control plane")
+		case c.KeepLast && tr.KeepsClientTLS(endpoint):
+			log.Warn("Tracing: the platform's client certificate cannot be used now; exports keep the last one")
+		case c.KeepLast:
+			log.Warn("Tracing: the platform's client certificate cannot be used now; exports go without one")
+		default:
+			log.Info("Tracing: exports present the control plane's client certificate", "collectorCA", c.CA != "")
 		}
 	}
 }

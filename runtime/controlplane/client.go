@@ -57,6 +57,12 @@ type Client struct {
 	// sends them from then on (tracing.Tracer.SetHeaders). It is not called for a
 	// persisted snapshot, which holds no headers.
 	TracingHeaders func(endpoint string, headers map[string]string)
+	// TracingClientCertificate, when set, receives the client certificate of each snapshot
+	// the control plane pushed and the guard applied (Snapshot.Tracing.ClientCertificate,
+	// with the collector's endpoint; in memory only), or "" and nil when it holds none: the
+	// guard's tracer presents it from then on (tracing.Tracer.SetClientTLS). It is not
+	// called for a persisted snapshot, which holds none.
+	TracingClientCertificate func(endpoint string, c *ClientCertificate)
 }
 
 // Run implements policysource.Source. apply's error refuses a snapshot: the refusal is
@@ -78,7 +84,7 @@ func (c *Client) Run(ctx context.Context, apply func(*policy.Snapshot) error, re
 			if lacksCredentials(snap) {
 				// Its providers' credentials were never on disk: the operator is asked for
 				// the whole snapshot again (a version it does not see running).
-				log.Info("The persisted snapshot's model providers and tracing headers wait for the control plane",
+				log.Info("The persisted snapshot's model providers and tracing credentials wait for the control plane",
 					"providers", len(snap.Providers), "tracing", snap.Tracing != nil)
 				req.Running = ""
 			}
@@ -139,6 +145,13 @@ func (c *Client) Run(ctx context.Context, apply func(*policy.Snapshot) error, re
 				c.TracingHeaders(snap.Tracing.Endpoint, snap.Tracing.Headers)
 			} else {
 				c.TracingHeaders("", nil)
+			}
+		}
+		if c.TracingClientCertificate != nil {
+			if snap.Tracing != nil {
+				c.TracingClientCertificate(snap.Tracing.Endpoint, snap.Tracing.ClientCertificate)
+			} else {
+				c.TracingClientCertificate("", nil)
 			}
 		}
 		if err := c.persist(raw); err != nil {

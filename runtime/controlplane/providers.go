@@ -57,10 +57,11 @@ func compileProviders(s *Snapshot) ([]*policy.Provider, error) {
 }
 
 // withoutCredentials returns the snapshot raw with every provider's credential and the
-// tracing headers removed and everything else as it was: raw itself when it holds none,
-// otherwise raw with only its providers and tracing re-encoded. A snapshot whose tracing
-// headers were removed keeps its tracing object (the endpoint), which tells the guard
-// that loads it to ask for them again (lacksCredentials).
+// tracing headers and client certificate (all of it: certificate, key and CA) removed and
+// everything else as it was: raw itself when it holds none, otherwise raw with only its
+// providers and tracing re-encoded. A snapshot whose tracing credentials were removed
+// keeps its tracing object (the endpoint), which tells the guard that loads it to ask for
+// them again (lacksCredentials).
 func withoutCredentials(raw []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
@@ -92,8 +93,11 @@ func withoutCredentials(raw []byte) ([]byte, error) {
 		if err := json.Unmarshal(t, &tracing); err != nil {
 			return nil, fmt.Errorf("decoding the snapshot's tracing: %w", err)
 		}
-		if _, ok := tracing["headers"]; ok {
+		_, headers := tracing["headers"]
+		_, cert := tracing["clientCertificate"]
+		if headers || cert {
 			delete(tracing, "headers")
+			delete(tracing, "clientCertificate")
 			b, err := json.Marshal(tracing)
 			if err != nil {
 				return nil, err
@@ -114,7 +118,7 @@ func withoutCredentials(raw []byte) ([]byte, error) {
 }
 
 // lacksCredentials reports whether one of s's providers has no credential, or its tracing
-// no headers: a snapshot loaded from disk. The guard then does not report its version as running, so that the
+// neither headers nor a client certificate: a snapshot loaded from disk. The guard then does not report its version as running, so that the
 // operator pushes the snapshot, credentials included, as soon as it answers (it pushes
 // only a version that differs from the one running).
 func lacksCredentials(s *Snapshot) bool {
@@ -123,5 +127,5 @@ func lacksCredentials(s *Snapshot) bool {
 			return true
 		}
 	}
-	return s.Tracing != nil && len(s.Tracing.Headers) == 0
+	return s.Tracing != nil && len(s.Tracing.Headers) == 0 && s.Tracing.ClientCertificate == nil
 }

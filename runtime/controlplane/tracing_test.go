@@ -192,3 +192,123 @@ func TestARestartedGuardAsksForTheTracingHeadersAgain(t *testing.T) {
 		t.Errorf("first poll claims %q running: the operator would never send the headers", first.Running)
 	}
 }
+
+// certSeen records what the client handed to TracingClientCertificate.
+type certSeen struct {
+	mu       sync.Mutex
+	endpoint string
+	cert     *ClientCertificate
+	n        int
+}
+
+func (c *certSeen) set(endpoint string, cc *ClientCertificate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endpoint, c.cert, c.n = endpoint, cc, c.n+1
+}
+
+func (c *certSeen) last() (string, *ClientCertificate, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.endpoint, c.cert, c.n
+}
+
+// snapshotWithCert is snapshotWithTracing with a client certificate and no headers.
+func snapshotWithCert(t *testing.T, version, endpoint string, cc *ClientCertificate) []byte {
+	t.Helper()
+	var s Snapshot
+	if err := json.Unmarshal(snapshotWithProvider(t, version), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Providers = nil
+	if cc != nil {
+		s.Tracing = &Tracing{Endpoint: endpoint, ClientCertificate: cc}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The client certificate of a pushed snapshot reaches the guard's tracer with its endpoint,
+// a rotation and a KeepLast are handed over as they come, a snapshot without one removes
+// it; the snapshot on disk holds none of it (certificate, key or CA), and a guard
+// restarted from it asks the operator for the whole snapshot again.
+func TestTheGuardTakesTheClientCertificateButPersistsTheSnapshotWithoutIt(t *testing.T) {
+	const endpoint = "https://otel-collector.observability.svc:4318"
+	const keyCanary = "-----BEGIN PRIVATE KEY-----\nY2xpZW50LWtleS1jYW5hcnk=\n-----END PRIVATE KEY-----\n"
+	first := &ClientCertificate{Certificate: "cert-canary-1", Key: keyCanary, CA: "ca-canary-1"}
+	op := &rotatingOperator{}
+	op.set("v1", snapshotWithCert(t, "v1", endpoint, first))
+	dir := t.TempDir()
+	srv := httptest.NewTLSServer(op)
+	t.Cleanup(srv.Close)
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("token-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var seen certSeen
+	run := func() func() {
+		c := &Client{URL: srv.URL, TokenFile: tok, SnapshotDir: dir, HTTPClient: srv.Client(), MinBackoff: time.Millisecond,
+			TracingClientCertificate: seen.set}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); c.Run(ctx, func(*policy.Snapshot) error { return nil }, func(error) {}) }()
+		return func() { cancel(); <-done }
+	}
+	stop := run()
+	t.Cleanup(func() { stop() })
+
+	waitFor(t, "the certificate", func() bool { _, c, _ := seen.last(); return c != nil && c.Key == keyCanary })
+	if e, c, _ := seen.last(); e != endpoint || c.Certificate != "cert-canary-1" || c.CA != "ca-canary-1" {
+		t.Errorf("TracingClientCertificate(%q, %+v), want the snapshot's endpoint and certificate", e, c != nil)
+	}
+	onDisk := func() string {
+		t.Helper()
+		waitFor(t, "the persisted snapshot", func() bool {
+			_, err := os.Stat(filepath.Join(dir, SnapshotFile))
+			return err == nil
+		})
+		b, err := os.ReadFile(filepath.Join(dir, SnapshotFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if b := onDisk(); strings.Contains(b, "canary") || strings.Contains(b, "PRIVATE KEY") || strings.Contains(b, "clientCertificate") {
+		t.Errorf("the snapshot on disk holds the client certificate:\n%s", b)
+	} else if !strings.Contains(b, "otel-collector.observability.svc") || !strings.Contains(b, "flamingo") {
+		t.Errorf("the snapshot on disk lost more than the certificate:\n%s", b)
+	}
+
+	op.set("v2", snapshotWithCert(t, "v2", endpoint, &ClientCertificate{Certificate: "cert-canary-2", Key: keyCanary}))
+	waitFor(t, "the rotated certificate", func() bool { _, c, _ := seen.last(); return c != nil && c.Certificate == "cert-canary-2" })
+	op.set("v3", snapshotWithCert(t, "v3", endpoint, &ClientCertificate{KeepLast: true}))
+	waitFor(t, "keep the last", func() bool { _, c, _ := seen.last(); return c != nil && c.KeepLast })
+	op.set("v4", snapshotWithCert(t, "v4", "", nil))
+	waitFor(t, "the certificate removed", func() bool { e, c, n := seen.last(); return n >= 4 && e == "" && c == nil })
+
+	// A restart from a snapshot that had a certificate: the operator is asked again.
+	op.set("v5", snapshotWithCert(t, "v5", endpoint, first))
+	waitFor(t, "the certificate again", func() bool { _, c, _ := seen.last(); return c != nil && c.Certificate == "cert-canary-1" })
+	stop()
+	if b := onDisk(); strings.Contains(b, "canary") || strings.Contains(b, "PRIVATE KEY") {
+		t.Errorf("the snapshot on disk holds the client certificate:\n%s", b)
+	}
+	loaded, err := (&Client{SnapshotDir: dir}).loadPersisted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Tracing == nil || loaded.Tracing.ClientCertificate != nil || !lacksCredentials(loaded) {
+		t.Fatalf("persisted tracing %+v: want the endpoint without the certificate", loaded.Tracing)
+	}
+	op.mu.Lock()
+	op.polls = nil
+	op.mu.Unlock()
+	stop = run()
+	waitFor(t, "a poll after the restart", func() bool { return op.firstPoll().Running != "none yet" })
+	if first := op.firstPoll(); first.Running != "" {
+		t.Errorf("first poll after the restart claims %q running: the operator would never send the certificate", first.Running)
+	}
+}

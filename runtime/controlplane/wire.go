@@ -66,15 +66,16 @@ type Snapshot struct {
 	// flags) that select the pod's namespace and whose credential resolves, sorted by
 	// name. A provider the guard names that is missing here is not available to the pod.
 	Providers []Provider `json:"providers,omitempty"`
-	// Tracing, when set, holds the headers the guard adds to its OTLP trace exports: the
-	// platform's collector credential (the manager's --guard-otel-headers-secret). Absent
-	// when the platform set none.
+	// Tracing, when set, holds the platform's collector credentials for the guard's OTLP
+	// trace exports: the headers (the manager's --guard-otel-headers-secret) and the client
+	// certificate (--guard-otel-client-cert-secret). Absent when the platform set neither.
 	Tracing *Tracing `json:"tracing,omitempty"`
 }
 
 // Tracing is the part of the guards' tracing that is secret, so never in a pod's spec:
-// the headers of the OTLP exports. The guard keeps Headers in memory only, like a
-// provider's credential: the persisted snapshot never holds them.
+// the headers of the OTLP exports and the client certificate of mTLS to the collector.
+// The guard keeps Headers and ClientCertificate in memory only, like a provider's
+// credential: the persisted snapshot never holds them.
 type Tracing struct {
 	// Endpoint is the collector the headers are for: the manager's current
 	// --guard-otel-endpoint, as the injector renders it in OTEL_EXPORTER_OTLP_ENDPOINT. A
@@ -83,6 +84,27 @@ type Tracing struct {
 	// Headers are the header names (canonical) and values, checked by
 	// runtime/tracing/otlpheaders. Empty in a persisted snapshot.
 	Headers map[string]string `json:"headers,omitempty"`
+	// ClientCertificate, when set, is the client certificate the guard presents to the
+	// collector at Endpoint (mTLS), from the platform's kubernetes.io/tls Secret. Absent
+	// when the platform set none, and in a persisted snapshot.
+	ClientCertificate *ClientCertificate `json:"clientCertificate,omitempty"`
+}
+
+// ClientCertificate is the guard's client certificate for the collector, as PEM: the
+// tls.crt, tls.key and ca.crt of the platform's Secret, checked by the operator (the key
+// is the certificate's). The guard keeps it in memory only.
+type ClientCertificate struct {
+	// Certificate is the certificate chain, leaf first (tls.crt).
+	Certificate string `json:"certificate,omitempty"`
+	// Key is the certificate's private key (tls.key).
+	Key string `json:"key,omitempty"`
+	// CA, when set, is the bundle the collector's serving certificate must chain to
+	// (ca.crt), instead of the system's.
+	CA string `json:"ca,omitempty"`
+	// KeepLast says that the platform set a client certificate but its Secret cannot be
+	// used now (missing, or not a certificate and its key): the guard keeps the one it has,
+	// if it has one for Endpoint. Certificate, Key and CA are then empty.
+	KeepLast bool `json:"keepLast,omitempty"`
 }
 
 // Provider is a ModelProvider as a guard uses it: where to send the

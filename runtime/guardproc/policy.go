@@ -36,6 +36,9 @@ type PolicySource struct {
 	// TracingHeaders, when set, receives the OTLP headers the control plane delivers
 	// (controlplane.Client.TracingHeaders).
 	TracingHeaders func(endpoint string, headers map[string]string)
+	// TracingClientCertificate, when set, receives the client certificate for the
+	// collector that the control plane delivers (controlplane.Client.TracingClientCertificate).
+	TracingClientCertificate func(endpoint string, c *controlplane.ClientCertificate)
 }
 
 // RegisterFlags registers the flags that set s, as the guard spells them.
@@ -91,7 +94,8 @@ func (s PolicySource) Run(ctx context.Context, tel *telemetry.Telemetry, apply f
 	var src policysource.Source = &policysource.File{Path: s.File, Interval: s.Interval}
 	if s.ControlPlane != "" {
 		src = &controlplane.Client{URL: s.ControlPlane, TokenFile: s.TokenFile, CAFile: s.CAFile,
-			SnapshotDir: s.SnapshotDir, Log: log, TracingHeaders: s.TracingHeaders}
+			SnapshotDir: s.SnapshotDir, Log: log, TracingHeaders: s.TracingHeaders,
+			TracingClientCertificate: s.TracingClientCertificate}
 	}
 	go src.Run(ctx, apply, func(err error) {
 		tel.PolicyError()

@@ -14,7 +14,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -32,11 +34,25 @@ import (
 // pod). OTLP's request is one repeated field of the span messages the SDK already builds
 // (otlptrace), so little is left to write: the framing and the status.
 type client struct {
-	cfg  Config
-	http *http.Client
+	cfg Config
+	// http is the current HTTP client: replaced (and the old one's idle connections
+	// closed) when the control plane delivers another CA (SetClientTLS).
+	http atomic.Pointer[http.Client]
 	// delivered are the headers the control plane gave (Tracer.SetHeaders), added to every
 	// export after cfg.Headers; nil when none.
 	delivered atomic.Pointer[http.Header]
+	// roots are the CAs of OTEL_EXPORTER_OTLP_CERTIFICATE (nil: the system's), envCert the
+	// pair of OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY (nil: none).
+	roots   *x509.CertPool
+	envCert *tls.Certificate
+	// pair is the client certificate the control plane delivered (SetClientTLS), which
+	// every TLS handshake presents instead of envCert: read by the transport's
+	// GetClientCertificate, so a new pair needs no new exporter. nil when none.
+	pair atomic.Pointer[tls.Certificate]
+	// mu serializes setTLS; id identifies the delivered pair ("" for none), ca is the PEM
+	// of the delivered CA in use ("" for roots).
+	mu     sync.Mutex
+	id, ca string
 }
 
 // exportPath is the gRPC method of OTLP trace export.
@@ -46,44 +62,97 @@ const exportPath = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 const maxAnswer = 64 << 10
 
 func newClient(cfg Config) (*client, error) {
-	var roots *x509.CertPool
+	c := &client{cfg: cfg}
 	if cfg.CAFile != "" {
 		pem, err := os.ReadFile(cfg.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CERTIFICATE: %w", err)
 		}
-		roots = x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
+		c.roots = x509.NewCertPool()
+		if !c.roots.AppendCertsFromPEM(pem) {
 			return nil, errors.New("OTEL_EXPORTER_OTLP_CERTIFICATE: no PEM certificate in the file")
 		}
 	}
-	// The egress transport: no proxy from the environment, the system's fixed roots.
-	t := egress.Transport(roots)
 	if cfg.CertFile != "" || cfg.KeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE/KEY: %w", err)
 		}
-		t.TLSClientConfig.Certificates = []tls.Certificate{cert}
+		c.envCert = &cert
 	}
+	c.http.Store(c.newHTTPClient(c.roots))
+	return c, nil
+}
+
+// newHTTPClient is an HTTP client of the collector verifying it against roots (nil: the
+// system's), presenting the current client certificate at every handshake.
+func (c *client) newHTTPClient(roots *x509.CertPool) *http.Client {
+	// The egress transport: no proxy from the environment, the system's fixed roots.
+	t := egress.Transport(roots)
+	t.TLSClientConfig.GetClientCertificate = c.clientCertificate
 	t.MaxIdleConnsPerHost = 2
-	if cfg.Protocol == ProtocolGRPC {
+	if c.cfg.Protocol == ProtocolGRPC {
 		// gRPC is HTTP/2 only: with TLS (ALPN h2) or, for http://, with prior knowledge.
 		var p http.Protocols
-		if strings.HasPrefix(cfg.Endpoint, "http://") {
+		if strings.HasPrefix(c.cfg.Endpoint, "http://") {
 			p.SetUnencryptedHTTP2(true)
 		} else {
 			p.SetHTTP2(true)
 		}
 		t.Protocols = &p
 	}
-	return &client{cfg: cfg, http: &http.Client{Transport: t, Timeout: cfg.Timeout}}, nil
+	return &http.Client{Transport: t, Timeout: c.cfg.Timeout}
+}
+
+// clientCertificate is the transport's GetClientCertificate: the delivered pair, else
+// the environment's, else none (an empty certificate sends none).
+func (c *client) clientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	if p := c.pair.Load(); p != nil {
+		return p, nil
+	}
+	if c.envCert != nil {
+		return c.envCert, nil
+	}
+	return &tls.Certificate{}, nil
+}
+
+// ClientTLS is a client certificate and key, and optionally the CA bundle the collector
+// must chain to, as PEM: what the control plane delivers (Tracer.SetClientTLS).
+type ClientTLS struct {
+	Certificate, Key, CA []byte
+	// KeepLast keeps the certificate set before, if any (Certificate, Key and CA unused).
+	KeepLast bool
+}
+
+// setTLS makes exports present pair and verify the collector against ca (PEM; empty:
+// the roots of the environment or the system's); pair nil presents the environment's
+// certificate again. A connection keeps the certificate it shook hands with, so a change
+// swaps in a new transport: the next export shakes hands anew, and reads the latest pair
+// then (GetClientCertificate). The old transport's connections are closed when idle: now,
+// and once more when an export still running on one has had its time.
+//
+// id identifies pair (a digest of its PEM): delivering the same pair and CA again, as
+// every snapshot of the control plane does, changes nothing.
+func (c *client) setTLS(pair *tls.Certificate, id, ca string, roots *x509.CertPool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == c.id && ca == c.ca {
+		return
+	}
+	c.pair.Store(pair)
+	if ca == "" {
+		roots = c.roots
+	}
+	c.id, c.ca = id, ca
+	prev := c.http.Swap(c.newHTTPClient(roots))
+	prev.CloseIdleConnections()
+	time.AfterFunc(c.cfg.Timeout+time.Second, prev.CloseIdleConnections)
 }
 
 func (c *client) Start(context.Context) error { return nil }
 
 func (c *client) Stop(context.Context) error {
-	c.http.CloseIdleConnections()
+	c.http.Load().CloseIdleConnections()
 	return nil
 }
 
@@ -155,7 +224,7 @@ func (c *client) post(ctx context.Context, msg []byte) error {
 	if c.cfg.Gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.http.Load().Do(req)
 	if err != nil {
 		return sendError(err)
 	}
@@ -187,7 +256,7 @@ func (c *client) grpc(ctx context.Context, msg []byte) error {
 		req.Header.Set("Grpc-Encoding", "gzip")
 	}
 	req.Header.Set("Grpc-Timeout", fmt.Sprintf("%dm", c.cfg.Timeout.Milliseconds()))
-	resp, err := c.http.Do(req)
+	resp, err := c.http.Load().Do(req)
 	if err != nil {
 		return sendError(err)
 	}

@@ -17,6 +17,10 @@ package tracing
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -135,6 +139,65 @@ func (t *Tracer) SetHeaders(endpoint string, h map[string]string) error {
 	}
 	t.client.delivered.Store(&hh)
 	return nil
+}
+
+// ErrNoClientCertificate is SetClientTLS's error for a pair that does not parse, a key
+// that is not the certificate's, or a CA that holds no certificate. It names neither.
+var ErrNoClientCertificate = errors.New("the control plane's client certificate for the collector cannot be used")
+
+// SetClientTLS sets the client certificate the control plane delivered for the collector
+// at endpoint (runtime/controlplane Snapshot.Tracing.ClientCertificate): every TLS
+// handshake with the collector from then on presents it, instead of the pair of
+// OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and _CLIENT_KEY, and a CA bundle, when given,
+// replaces OTEL_EXPORTER_OTLP_CERTIFICATE (or the system's roots) to verify the collector.
+// The exporter is not rebuilt: the transport reads the latest pair at each handshake
+// (tls.Config.GetClientCertificate), and idle connections are closed so that the next
+// export shakes hands again; a new CA takes a new transport, swapped in for the next
+// export. nil c removes the delivered certificate and CA. Like SetHeaders, it is taken
+// only for this tracer's endpoint; for another, the delivered certificate is removed and
+// ErrOtherEndpoint returned. A pair that does not parse, or whose key is not the
+// certificate's, or a CA without a certificate, changes nothing (the last good pair stays)
+// and ErrNoClientCertificate is returned; so does c.KeepLast (the platform's Secret cannot
+// be used now), without an error.
+func (t *Tracer) SetClientTLS(endpoint string, c *ClientTLS) error {
+	if t == nil || t.client == nil {
+		return ErrNoExporter
+	}
+	if c == nil {
+		t.client.setTLS(nil, "", "", nil)
+		return nil
+	}
+	if endpoint != t.endpoint {
+		t.client.setTLS(nil, "", "", nil)
+		return ErrOtherEndpoint
+	}
+	if c.KeepLast {
+		return nil
+	}
+	pair, err := tls.X509KeyPair(c.Certificate, c.Key)
+	if err != nil {
+		return ErrNoClientCertificate
+	}
+	var roots *x509.CertPool
+	if len(c.CA) > 0 {
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(c.CA) {
+			return ErrNoClientCertificate
+		}
+	}
+	id := sha256.New()
+	id.Write(c.Certificate)
+	id.Write([]byte{0})
+	id.Write(c.Key)
+	t.client.setTLS(&pair, hex.EncodeToString(id.Sum(nil)), string(c.CA), roots)
+	return nil
+}
+
+// KeepsClientTLS reports whether t presents a certificate the control plane delivered
+// for endpoint (SetClientTLS): what a guard keeps while the platform's Secret cannot be
+// used.
+func (t *Tracer) KeepsClientTLS(endpoint string) bool {
+	return t != nil && t.client != nil && endpoint == t.endpoint && t.client.pair.Load() != nil
 }
 
 // newTracer builds the tracer over a span processor (Setup's batcher, a test's recorder).

@@ -8,8 +8,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +43,10 @@ type Collector struct {
 	requests []*coltracepb.ExportTraceServiceRequest
 	raw      [][]byte
 	headers  []map[string][]string
-	changed  chan struct{}
+	peers    []string
+	// serverLog is what NewMTLS's server logged.
+	serverLog []string
+	changed   chan struct{}
 	// discard: count spans, keep nothing (Discard).
 	discard atomic.Bool
 	count   atomic.Int64
@@ -136,7 +142,74 @@ func NewGRPCTLS(t testing.TB) (c *Collector, caFile string) {
 func NewHTTP(t testing.TB) *Collector {
 	t.Helper()
 	c := newCollector()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(c.httpHandler())
+	t.Cleanup(srv.Close)
+	c.Endpoint = srv.URL
+	return c
+}
+
+// NewMTLS starts an OTLP receiver over TLS on loopback, for protocol "grpc" (gRPC's
+// server through net/http, HTTP/2 by ALPN) or "http/protobuf", that serves cert and
+// requires every client to present a certificate chaining to clientCAs (crypto/tls's
+// RequireAndVerifyClientCert): a client without one fails its handshake. It records the
+// common name of each export's client certificate (Peers). It stops with the test;
+// Endpoint is https://127.0.0.1:port.
+func NewMTLS(t testing.TB, protocol string, cert tls.Certificate, clientCAs *x509.CertPool) *Collector {
+	t.Helper()
+	c := newCollector()
+	h := c.httpHandler()
+	if protocol == tracing.ProtocolGRPC {
+		gs := grpc.NewServer()
+		coltracepb.RegisterTraceServiceServer(gs, service{c: c})
+		h = gs
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			c.mu.Lock()
+			c.peers = append(c.peers, r.TLS.PeerCertificates[0].Subject.CommonName)
+			c.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(handshakeLog{c}, "", 0) // the refused handshakes, which a test makes on purpose
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientCAs: clientCAs,
+		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c.Endpoint = srv.URL
+	return c
+}
+
+// handshakeLog keeps the server's log lines: its refused handshakes.
+type handshakeLog struct{ c *Collector }
+
+func (h handshakeLog) Write(p []byte) (int, error) {
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	h.c.serverLog = append(h.c.serverLog, string(p))
+	return len(p), nil
+}
+
+// ServerLog returns what the server of NewMTLS logged: why it refused handshakes ("tls:
+// client didn't provide a certificate").
+func (c *Collector) ServerLog() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.serverLog...)
+}
+
+// Peers returns the common name of the client certificate of each request received over
+// mutual TLS (NewMTLS), in order.
+func (c *Collector) Peers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.peers...)
+}
+
+// httpHandler is OTLP/HTTP: binary protobuf at /v1/traces.
+func (c *Collector) httpHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/traces" || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "not an OTLP/HTTP protobuf export", http.StatusBadRequest)
 			return
@@ -164,10 +237,7 @@ func NewHTTP(t testing.TB) *Collector {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 		_, _ = w.Write(out)
-	}))
-	t.Cleanup(srv.Close)
-	c.Endpoint = srv.URL
-	return c
+	})
 }
 
 // Span is a received span with its resource.
