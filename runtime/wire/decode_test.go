@@ -58,7 +58,8 @@ var decodeSeeds = []string{
 var decodeFamilies = []Family{FamilyChat, FamilyResponses, FamilyEmbeddings, FamilyMessages}
 
 // FuzzDecodeJSON runs every request parser and response decoder with the decoders they use
-// (jsonx.Decode, DecodeShared, DecodeRequestShared, SharedString, readPlainChat) and with the decoder
+// (jsonx.Decode, DecodeShared, DecodeRequestShared, SharedString, readPlainChat,
+// readPlainChatResponse) and with the decoder
 // they replaced (encoding/json's Unmarshal and the spelling check), and requires
 // the same result: the same error or not, and, without an error, equal requests and
 // responses.
@@ -90,16 +91,20 @@ func FuzzDecodeJSON(f *testing.F) {
 }
 
 // withDecoder runs parse with d as the response decoder (of events and of whole bodies)
-// and dr as the request decoder, and no decoder of the parsers' own (readPlainChat).
+// and dr as the request decoder, and no decoder of the parsers' own (readPlainChat,
+// readPlainChatResponse).
 func withDecoder(d, dr func([]byte, any) error, parse func() (any, error)) (any, error) {
-	saved, savedBody, savedRequest, savedChat := decode, decodeBody, decodeRequest, fastChat
-	decode, decodeBody, decodeRequest, fastChat = d, d, dr, nil
-	defer func() { decode, decodeBody, decodeRequest, fastChat = saved, savedBody, savedRequest, savedChat }()
+	saved, savedBody, savedRequest, savedChat, savedAnswer := decode, decodeBody, decodeRequest, fastChat, fastChatResponse
+	decode, decodeBody, decodeRequest, fastChat, fastChatResponse = d, d, dr, nil, nil
+	defer func() {
+		decode, decodeBody, decodeRequest, fastChat, fastChatResponse = saved, savedBody, savedRequest, savedChat, savedAnswer
+	}()
 	return parse()
 }
 
 // asIs runs parse with the decoders the parsers use (jsonx.Decode, for whole bodies
-// jsonx.DecodeShared and jsonx.DecodeRequestShared, and readPlainChat).
+// jsonx.DecodeShared and jsonx.DecodeRequestShared, readPlainChat and
+// readPlainChatResponse).
 func asIs(parse func() (any, error)) (any, error) { return parse() }
 
 func compareDecoded(t *testing.T, what string, got any, gotErr error, want any, wantErr error) {
@@ -265,6 +270,60 @@ func TestReadPlainChatReadsTheLoadsRequestAndLeavesTheRest(t *testing.T) {
 		`{"messages":[{"role":"user","tool_calls":[]}]}`, `{"messages":[{"Content":"x"}]}`, `null`} {
 		if readPlainChat([]byte(s), &chatRequest{}) {
 			t.Errorf("readPlainChat read %s, which is the decoder's", s)
+		}
+	}
+}
+
+// plainChatResponseSeeds are chat completions readPlainChatResponse reads, and near misses
+// it leaves to the decoder.
+var plainChatResponseSeeds = []string{
+	chatResponseBody,
+	`{"id":"c","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("a long plain answer ", 40) + `","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0}},"service_tier":"default"}`,
+	`{"choices":[null,{},{"index":1,"message":null,"finish_reason":null},{"index":2,"message":{"content":null,"reasoning":"r","reasoning_content":""}}],"usage":null,"model":null}`,
+	`{"choices":[],"usage":{}}`, `{"choices":null}`, `{"model":5,"choices":[{"index":-0}]}`,
+	`{"choices":[{"index":1.0}]}`, `{"choices":[{"index":1e2}]}`, `{"choices":[{"index":"1"}]}`, `{"choices":[{"index":1234567890123456}]}`,
+	`{"choices":[{"message":{"tool_calls":[]}}]}`, `{"choices":[{"message":{"Content":"x"}}]}`, `{"Choices":[]}`, `{"choices":[],"choices":[]}`,
+	`{"choices":[{"message":{"content":"a","content":"b"}}]}`, `{"choices":[{"finish_reason":5}]}`, `{"usage":{"prompt_tokens":"5"}}`,
+	`{"usage":{"prompt_tokens":1,"prompt_tokens":2}}`, `{"usage":[]}`, `{"choices":{}}`, `{"choices":[5]}`, `{"choices":[{"message":[]}]}`,
+	`{"choices":[{"message":{"content":5}}]}`, `{"choices":[{"message":{"cont\u0065nt":"x"}}]}`, `null`, `[]`, `{"choices":[`,
+}
+
+// FuzzPlainChatResponse: what readPlainChatResponse reads, the decoder reads the same (and
+// does not refuse).
+func FuzzPlainChatResponse(f *testing.F) {
+	for _, s := range append(plainChatResponseSeeds, decodeSeeds...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var fast chatResponse
+		if !readPlainChatResponse(body, &fast) {
+			return
+		}
+		var slow, ref chatResponse
+		if err := jsonx.DecodeShared(body, &slow); err != nil {
+			t.Fatalf("readPlainChatResponse read %s, which the decoder refuses: %v", body, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("readPlainChatResponse(%s):\n got  %+v\n want %+v", body, fast, slow)
+		}
+		if err := jsonx.ReferenceDecode(body, &ref); err != nil || !reflect.DeepEqual(fast, ref) {
+			t.Fatalf("readPlainChatResponse(%s) = %+v; the reference decoder reads %+v (%v)", body, fast, ref, err)
+		}
+	})
+}
+
+func TestReadPlainChatResponseReadsAnAnswerAndLeavesTheRest(t *testing.T) {
+	var r chatResponse
+	if !readPlainChatResponse([]byte(plainChatResponseSeeds[1]), &r) || len(r.Choices) != 1 || r.Choices[0].Message.Content == nil ||
+		r.Choices[0].FinishReason != "stop" || r.Usage == nil || r.Usage.CompletionTokens != 12 || string(r.Model) != `"gpt-4o-mini"` {
+		t.Fatalf("readPlainChatResponse did not read a plain answer: %+v", r)
+	}
+	for _, s := range []string{chatResponseBody, `{"Choices":[]}`, `{"choices":[],"choices":[]}`, `{"choices":[{"index":1.0}]}`,
+		`{"choices":[{"message":{"Content":"x"}}]}`, `null`} {
+		if readPlainChatResponse([]byte(s), &chatResponse{}) {
+			t.Errorf("readPlainChatResponse read %s, which is the decoder's", s)
 		}
 	}
 }
