@@ -47,6 +47,9 @@ type Classifier struct {
 	cat [numDetectors]int16
 	// trig marks the bytes at which the single pass stops (see scan.go).
 	trig [256]uint16
+	// quietLower: no small ASCII letter triggers anything (no custom pattern or keyword
+	// begins with one), so the passes skip runs of them a word at a time.
+	quietLower bool
 	// numbers is whether a detector of numbers (phone, card, IBAN, SSN, IP) is on: without
 	// one, a digit matters only to the secrets pack, after a letter (databricksAt).
 	numbers bool

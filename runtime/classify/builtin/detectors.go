@@ -220,4 +220,8 @@ func (c *Classifier) build() {
 		}
 	}
 	c.hint = max(c.hint, c.keywords.hint)
+	c.quietLower = true
+	for b := 'a'; b <= 'z'; b++ {
+		c.quietLower = c.quietLower && c.trig[b] == 0
+	}
 }
