@@ -149,6 +149,10 @@ func main() {
 		setupLog.Error(err, "Unable to deliver the guards' OTLP headers")
 		os.Exit(1)
 	}
+	if controlPlane.TracingClientCert, err = injectionFlags.TracingClientCert(); err != nil {
+		setupLog.Error(err, "Unable to deliver the guards' client certificate for the collector")
+		os.Exit(1)
+	}
 	controlPlane.AllowLocalClassifierURLs = classifier.AllowLocalURLs
 	if _, err := controlplane.Setup(ctx, mgr, controlPlane); err != nil {
 		setupLog.Error(err, "Unable to set up the control plane server")

@@ -83,6 +83,11 @@ type Options struct {
 	// OTLP exports, which every snapshot carries (tracing.go): the manager's
 	// --guard-otel-headers-secret. The zero value is none.
 	TracingHeaders injection.TracingHeaders
+	// TracingClientCert names the kubernetes.io/tls Secret of LeaseNamespace holding the
+	// client certificate of the guards' OTLP exports, which every snapshot carries
+	// (tracing_cert.go): the manager's --guard-otel-client-cert-secret. The zero value is
+	// none.
+	TracingClientCert injection.TracingClientCert
 }
 
 // Server serves the policy subscription (runtime/controlplane's protocol). It runs on
@@ -154,7 +159,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) (*Server, error)
 	}
 	log := mgr.GetLogger().WithName("controlplane")
 	b := &builder{cache: mgr.GetClient(), secrets: mgr.GetAPIReader(), allowLocal: opts.AllowLocalClassifierURLs,
-		operatorNamespace: opts.LeaseNamespace, tracingHeaders: opts.TracingHeaders, log: log}
+		operatorNamespace: opts.LeaseNamespace, tracingHeaders: opts.TracingHeaders, tracingClientCert: opts.TracingClientCert, log: log}
 	timers := &windowTimers{}
 	s := &Server{
 		opts: opts, log: log,

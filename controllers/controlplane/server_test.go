@@ -153,7 +153,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	serverOpts = controlplane.Options{BindAddress: "127.0.0.1:0", CertDir: dir, Wait: 2 * time.Second, DecisionInterval: decisionInterval,
-		LeaseNamespace: leaseNS, LeaseDuration: leaseDuration, Guard: testGuard, TracingHeaders: tracingHeaders}
+		LeaseNamespace: leaseNS, LeaseDuration: leaseDuration, Guard: testGuard, TracingHeaders: tracingHeaders,
+		TracingClientCert: tracingClientCert}
 	opts := serverOpts
 	srv, err := controlplane.Setup(ctx, mgr, opts)
 	if err != nil {

@@ -62,6 +62,10 @@ type builder struct {
 	tracingHeaders injection.TracingHeaders
 	log            logr.Logger
 	tracingState   tracingHeadersState
+	// tracingClientCert names the Secret of the guards' client certificate
+	// (tracing_cert.go), clientCertState what was last logged of it.
+	tracingClientCert injection.TracingClientCert
+	clientCertState   tracingHeadersState
 }
 
 // build resolves what a pod of ns with sel gets: the Guardrails of ns whose selector
@@ -375,11 +379,11 @@ func selects(selector *v1alpha1.LabelSelector, set labels.Set) bool {
 	return sel.Matches(set)
 }
 
-// versionOf hashes the snapshot without its credentials and tracing headers, and the
-// identity and resource version of each credential's Secret (and of the headers'): a
-// rotation changes the version, and the version reveals nothing of a credential. Every
-// replica computes the same version. A snapshot without providers or tracing hashes as it
-// did before they existed.
+// versionOf hashes the snapshot without its credentials, tracing headers and client
+// certificate, and the identity and resource version of each credential's Secret (and of
+// the headers' and the certificate's): a rotation changes the version, and the version
+// reveals nothing of a credential. Every replica computes the same version. A snapshot
+// without providers or tracing hashes as it did before they existed.
 func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 	providers := make([]cp.Provider, len(s.Providers))
 	for i, p := range s.Providers {
@@ -389,6 +393,11 @@ func versionOf(s *cp.Snapshot, secretVersions map[string]string) string {
 	var tracing *cp.Tracing
 	if s.Tracing != nil {
 		tracing = &cp.Tracing{Endpoint: s.Tracing.Endpoint}
+		if cc := s.Tracing.ClientCertificate; cc != nil {
+			// Whether there is one, or the guards keep theirs; its content is covered by
+			// its Secret's version.
+			tracing.ClientCertificate = &cp.ClientCertificate{KeepLast: cc.KeepLast}
+		}
 	}
 	b, err := json.Marshal(struct {
 		N string

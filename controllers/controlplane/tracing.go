@@ -48,10 +48,31 @@ var tracingHeadersValid = prometheus.NewGauge(prometheus.GaugeOpts{
 
 func init() { ctrlmetrics.Registry.MustRegister(tracingHeadersValid) }
 
-// tracing returns the tracing headers of every snapshot, nil when none, and records the
-// Secret's version in secretVersions (key "tracing") so that a rotation changes the
-// snapshot's version.
+// tracing returns the tracing credentials of every snapshot, the collector's headers and
+// the guards' client certificate (tracing_cert.go), nil when there are none, and records
+// their Secrets' versions in secretVersions so that a rotation changes the snapshot's
+// version.
 func (b *builder) tracing(ctx context.Context, secretVersions map[string]string) (*cp.Tracing, error) {
+	h, err := b.tracingHeadersOf(ctx, secretVersions)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := b.tracingClientCertificate(ctx, secretVersions)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cc != nil:
+		return &cp.Tracing{Endpoint: b.tracingClientCert.Endpoint, Headers: h, ClientCertificate: cc}, nil
+	case len(h) > 0:
+		return &cp.Tracing{Endpoint: b.tracingHeaders.Endpoint, Headers: h}, nil
+	}
+	return nil, nil
+}
+
+// tracingHeadersOf returns the collector's headers, nil when none, and records the
+// Secret's version in secretVersions (key "tracing").
+func (b *builder) tracingHeadersOf(ctx context.Context, secretVersions map[string]string) (map[string]string, error) {
 	th := b.tracingHeaders
 	if !th.On() {
 		return nil, nil
@@ -81,7 +102,7 @@ func (b *builder) tracing(ctx context.Context, secretVersions map[string]string)
 		return nil, nil
 	}
 	secretVersions["tracing"] = string(s.UID) + "/" + s.ResourceVersion
-	return &cp.Tracing{Endpoint: th.Endpoint, Headers: h}, nil
+	return h, nil
 }
 
 // tracingProblem logs, once per state, why the guards get no headers. why never holds one.

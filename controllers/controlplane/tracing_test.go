@@ -26,8 +26,12 @@ import (
 )
 
 // tracingHeaders is the servers' --guard-otel-headers-secret (TestMain).
-var tracingHeaders = injection.TracingHeaders{Endpoint: "http://otel-collector.observability.svc:4318",
+var tracingHeaders = injection.TracingHeaders{Endpoint: "https://otel-collector.observability.svc:4318",
 	Secret: "guard-otlp-headers", Key: "headers"}
+
+// tracingClientCert is the servers' --guard-otel-client-cert-secret (TestMain), for the
+// same endpoint, as the manager's flags give it.
+var tracingClientCert = injection.TracingClientCert{Endpoint: tracingHeaders.Endpoint, Secret: "guard-otlp-client-cert"}
 
 // otlpCanary is in the headers' Secret: it must reach the guards' memory and nothing else.
 const otlpCanary = "otlp-canary-token-4b8d"

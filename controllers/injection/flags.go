@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -44,6 +45,7 @@ type Flags struct {
 	tracing               Tracing
 	previousTracing       []Tracing
 	tracingHeaders        TracingHeaders
+	tracingClientCert     TracingClientCert
 }
 
 // The flags' defaults of the guard's resources and upstreams.
@@ -121,6 +123,15 @@ func (f *Flags) Bind(fs *flag.FlagSet) {
 			f.tracingHeaders.Secret, f.tracingHeaders.Key = name, key
 			return err
 		})
+	fs.Func("guard-otel-client-cert-secret", "NAME of a kubernetes.io/tls Secret in the operator's namespace (tls.crt, "+
+		"tls.key, optionally ca.crt) holding the client certificate the guards present to the collector of "+
+		"--guard-otel-endpoint (https://) for mTLS, and the CA its certificate must chain to. The control plane delivers "+
+		"it to verified guards, in memory only; it is never in a pod (docs/tracing.md).",
+		func(raw string) error {
+			name, err := parseTracingClientCertSecret(raw)
+			f.tracingClientCert.Secret = name
+			return err
+		})
 	fs.StringVar(&f.nativeSidecars, "native-sidecars", "auto", "auto: inject the guard as a native sidecar when the "+
 		"apiserver is 1.29 or later, else as a regular container; true or false forces one shape.")
 }
@@ -137,6 +148,25 @@ func (f *Flags) TracingHeaders() (TracingHeaders, error) {
 	h := f.tracingHeaders
 	h.Endpoint = f.tracing.Endpoint
 	return h, nil
+}
+
+// TracingClientCert is the --guard-otel-client-cert-secret setting, for the control plane:
+// an error when it is set without --guard-otel-endpoint, which the certificate is for, or
+// with one that is not https:// (a plaintext export presents no certificate).
+func (f *Flags) TracingClientCert() (TracingClientCert, error) {
+	if !f.tracingClientCert.On() {
+		return TracingClientCert{}, nil
+	}
+	if !f.tracing.On() {
+		return TracingClientCert{}, errors.New("--guard-otel-client-cert-secret needs --guard-otel-endpoint: the certificate is for that collector")
+	}
+	if u, err := url.Parse(f.tracing.Endpoint); err != nil || u.Scheme != "https" {
+		return TracingClientCert{}, errors.New("--guard-otel-client-cert-secret needs an https:// --guard-otel-endpoint: " +
+			"a plaintext export presents no client certificate")
+	}
+	c := f.tracingClientCert
+	c.Endpoint = f.tracing.Endpoint
+	return c, nil
 }
 
 // WebhookServer is the manager's webhook server on --webhook-port with --webhook-cert-dir.

@@ -24,10 +24,11 @@ import (
 // one there until the pods injected with it are re-created), or none at all (a pod injected
 // while tracing was off). A tenant who edits a pod can therefore turn tracing off for it,
 // as the audit-log annotation can, but cannot send its spans elsewhere or label them.
-// No secret is rendered: the collector's headers (a token) are not in the pod. The manager
-// reads them from a Secret of its namespace (--guard-otel-headers-secret, TracingHeaders)
-// and the control plane delivers them to verified guards (controllers/controlplane
-// tracing.go, docs/tracing.md).
+// No secret is rendered: the collector's headers (a token) and the guards' client
+// certificate are not in the pod. The manager reads them from Secrets of its namespace
+// (--guard-otel-headers-secret, TracingHeaders; --guard-otel-client-cert-secret,
+// TracingClientCert) and the control plane delivers them to verified guards
+// (controllers/controlplane tracing.go and tracing_cert.go, docs/tracing.md).
 
 // Tracing is one tracing setting of injected guards. Its zero value is off.
 type Tracing struct {
@@ -62,6 +63,26 @@ func parseTracingHeadersSecret(raw string) (name, key string, err error) {
 		return "", "", errors.New("must be NAME/KEY: a Secret's name in the operator's namespace and a key of it")
 	}
 	return name, key, nil
+}
+
+// TracingClientCert is --guard-otel-client-cert-secret: a kubernetes.io/tls Secret of the
+// operator's namespace (tls.crt, tls.key, and optionally ca.crt) holding the client
+// certificate the guards present to the collector (mTLS), and the endpoint it is for (the
+// current --guard-otel-endpoint, an https:// URL). The zero value is none.
+type TracingClientCert struct {
+	Endpoint string
+	Secret   string
+}
+
+// On reports whether c names a Secret.
+func (c TracingClientCert) On() bool { return c.Secret != "" }
+
+// parseTracingClientCertSecret reads --guard-otel-client-cert-secret, NAME.
+func parseTracingClientCertSecret(raw string) (string, error) {
+	if len(validation.IsDNS1123Subdomain(raw)) > 0 {
+		return "", errors.New("must be NAME: a kubernetes.io/tls Secret's name in the operator's namespace")
+	}
+	return raw, nil
 }
 
 // The variables the injector sets on the guard when tracing is on, in this order.

@@ -289,3 +289,51 @@ func TestTracingHeadersFlag(t *testing.T) {
 		}
 	}
 }
+
+// --guard-otel-client-cert-secret names a Secret for the control plane, with the endpoint
+// the certificate is for, which must be https://; it renders nothing into the guard.
+func TestTracingClientCertFlag(t *testing.T) {
+	parse := func(args ...string) (*Flags, error) {
+		var f Flags
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f.Bind(fs)
+		return &f, fs.Parse(append([]string{"--operator-namespace=ops", "--guard-image=guard:1"}, args...))
+	}
+	f, err := parse("--guard-otel-endpoint=https://otel:4318", "--guard-otel-client-cert-secret=otlp-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.TracingClientCert()
+	if err != nil || c != (TracingClientCert{Endpoint: "https://otel:4318", Secret: "otlp-client"}) {
+		t.Fatalf("TracingClientCert() = %+v, %v", c, err)
+	}
+	o, err := f.options(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tracingEnv(o.Config.Tracing) {
+		if strings.Contains(e.Name, "CERTIFICATE") || strings.Contains(e.Name, "KEY") || strings.Contains(e.Value, "otlp-client") {
+			t.Errorf("the guard's environment names the client certificate: %s=%s", e.Name, e.Value)
+		}
+	}
+	if f, _ := parse(); !func() bool { c, err := f.TracingClientCert(); return err == nil && !c.On() }() {
+		t.Error("a client certificate without the flag")
+	}
+	if f, _ := parse("--guard-otel-client-cert-secret=otlp-client"); func() bool { _, err := f.TracingClientCert(); return err == nil }() {
+		t.Error("a client certificate accepted without an endpoint")
+	}
+	for _, plain := range []string{"http://otel:4318", "HTTP://otel:4318"} {
+		if f, _ := parse("--guard-otel-endpoint="+plain, "--guard-otel-client-cert-secret=otlp-client"); func() bool {
+			_, err := f.TracingClientCert()
+			return err == nil || !strings.Contains(err.Error(), "https://")
+		}() {
+			t.Errorf("a client certificate accepted for the plaintext endpoint %s", plain)
+		}
+	}
+	for _, bad := range []string{"", "Otlp_Client", "otlp-client/tls.crt", "a b"} {
+		if _, err := parse("--guard-otel-endpoint=https://otel:4318", "--guard-otel-client-cert-secret="+bad); err == nil {
+			t.Errorf("--guard-otel-client-cert-secret=%q accepted", bad)
+		}
+	}
+}

@@ -133,3 +133,65 @@ func TestGuardTracingHeadersSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardTracingClientCertSecret: guard.tracing.clientCertSecret renders
+// --guard-otel-client-cert-secret, which the manager reads as the Secret for the https://
+// endpoint; nothing of the Secret (no volume, no environment variable, no projection, not
+// its name) is in any pod the chart renders, nor a Secret of its own (the injector's
+// environment of the guards is tested in controllers/injection). Without an endpoint, or with a plaintext one, the chart
+// refuses it, and the schema refuses a name that is not a Secret's.
+func TestGuardTracingClientCertSecret(t *testing.T) {
+	values := `guard:
+  tracing:
+    endpoint: https://otel-gateway.observability.svc:4318
+    protocol: grpc
+    clientCertSecret: otlp-client-cert
+`
+	got := otelArgs(t, values)
+	if !slices.Contains(got, "--guard-otel-client-cert-secret=otlp-client-cert") {
+		t.Fatalf("args %q lack --guard-otel-client-cert-secret", got)
+	}
+	var f injection.Flags
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f.Bind(fs)
+	if err := fs.Parse(append([]string{"--operator-namespace=ops", "--guard-image=guard:1"}, got...)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.TracingClientCert()
+	if err != nil || c != (injection.TracingClientCert{Endpoint: "https://otel-gateway.observability.svc:4318", Secret: "otlp-client-cert"}) {
+		t.Fatalf("the manager reads %+v, %v", c, err)
+	}
+
+	// No pod of the chart mounts, projects or names the Secret: its name appears in the
+	// manager's argument only.
+	out := renderYAML(t, "guardrail-system", values)
+	if n := strings.Count(out, "otlp-client-cert"); n != 1 {
+		t.Errorf("the render names the Secret %d times, want once (the flag):\n%s", n, out)
+	}
+	for _, o := range objects(t, out) {
+		if md, _ := o["metadata"].(map[string]any); o["kind"] == "Secret" && md["name"] != "guardrail-webhook-cert" {
+			t.Errorf("the chart renders a Secret %v", md["name"])
+		}
+	}
+	if got := otelArgs(t, "guard: {tracing: {endpoint: 'https://o:4318'}}"); slices.ContainsFunc(got, func(a string) bool {
+		return strings.HasPrefix(a, "--guard-otel-client-cert-secret")
+	}) {
+		t.Errorf("a client certificate without a Secret: %q", got)
+	}
+
+	for _, tc := range []struct{ endpoint, set, want string }{
+		{"", "guard.tracing.clientCertSecret=otlp-client-cert", "guard.tracing.endpoint, which is empty"},
+		{"http://o:4318", "guard.tracing.clientCertSecret=otlp-client-cert", "not https://"},
+		{"https://o:4318", "guard.tracing.clientCertSecret=Otlp_Client", "/guard/tracing/clientCertSecret"},
+		{"https://o:4318", "guard.tracing.clientCertSecret.name=x", "clientCertSecret"},
+	} {
+		out, err := helm(t, "template", "guardrail-operator", chartDir, "--set", "guard.tracing.endpoint="+tc.endpoint, "--set", tc.set)
+		if err == nil {
+			t.Errorf("--set %s with endpoint %q rendered; want a refusal", tc.set, tc.endpoint)
+			continue
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("--set %s: the refusal does not name %q:\n%s", tc.set, tc.want, out)
+		}
+	}
+}
