@@ -47,12 +47,14 @@ const (
 	maxClientCABytes   = 512 << 10
 )
 
-var tracingClientCertValid = prometheus.NewGauge(prometheus.GaugeOpts{
+// tracingClientCertValid has the Secret's name as its label, so that it is absent until
+// the manager with the flag has read the Secret once.
+var tracingClientCertValid = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "guardrail_controlplane_tracing_client_certificate_valid",
-	Help: "1 when the Secret of --guard-otel-client-cert-secret holds a client certificate and key the guards can present, " +
-		"0 when it is missing or malformed (the guards then keep the certificate they have; the manager's log says why). " +
-		"Absent without the flag.",
-})
+	Help: "1 when the Secret of --guard-otel-client-cert-secret (label secret) holds a client certificate and key the " +
+		"guards can present, 0 when it is missing or malformed (the guards then keep the certificate they have; the " +
+		"manager's log says why). Absent without the flag.",
+}, []string{"secret"})
 
 func init() { ctrlmetrics.Registry.MustRegister(tracingClientCertValid) }
 
@@ -80,7 +82,7 @@ func (b *builder) tracingClientCertificate(ctx context.Context, secretVersions m
 		b.clientCertProblem("invalid/"+version, perr.Error())
 		return &cp.ClientCertificate{KeepLast: true}, nil
 	}
-	tracingClientCertValid.Set(1)
+	tracingClientCertValid.WithLabelValues(cc.Secret).Set(1)
 	if b.clientCertState.change("ok/" + version) {
 		b.log.Info("Guards get their client certificate for the collector from the Secret of --guard-otel-client-cert-secret",
 			"secret", b.operatorNamespace+"/"+cc.Secret, "notAfter", notAfter.UTC().Format(time.RFC3339),
@@ -93,7 +95,7 @@ func (b *builder) tracingClientCertificate(ctx context.Context, secretVersions m
 // clientCertProblem logs, once per state, why the guards keep the certificate they have.
 // why never holds the Secret's content.
 func (b *builder) clientCertProblem(state, why string) {
-	tracingClientCertValid.Set(0)
+	tracingClientCertValid.WithLabelValues(b.tracingClientCert.Secret).Set(0)
 	if b.clientCertState.change(state) {
 		b.log.Info("Guards keep the client certificate they have: the Secret of --guard-otel-client-cert-secret is not usable",
 			"secret", b.operatorNamespace+"/"+b.tracingClientCert.Secret, "reason", why)

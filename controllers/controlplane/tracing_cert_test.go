@@ -46,14 +46,21 @@ func (s *seenCert) get() (string, *cp.ClientCertificate) {
 	return s.endpoint, s.cert
 }
 
-// gauge reads a gauge of the manager's registry; -1 when it is absent.
-func gauge(t *testing.T, name string) float64 {
+// gauge reads a gauge of the manager's registry with label=value; -1 when it is absent.
+func gauge(t *testing.T, name, label, value string) float64 {
 	t.Helper()
 	mfs, err := ctrlmetrics.Registry.Gather()
 	must(t, err)
 	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetGauge().GetValue()
+				}
+			}
 		}
 	}
 	return -1
@@ -105,7 +112,7 @@ func TestTracingClientCertificateReachesVerifiedGuardsAndNothingElse(t *testing.
 	if e, cc := seen.get(); e != tracingClientCert.Endpoint || cc.Certificate != string(crt1) || cc.CA != string(pki.CAPEM) || cc.KeepLast {
 		t.Errorf("the guard got a certificate for %q: CA %v, KeepLast %v", e, cc.CA != "", cc.KeepLast)
 	}
-	if g := gauge(t, "guardrail_controlplane_tracing_client_certificate_valid"); g != 1 {
+	if g := gauge(t, "guardrail_controlplane_tracing_client_certificate_valid", "secret", tracingClientCert.Secret); g != 1 {
 		t.Errorf("guardrail_controlplane_tracing_client_certificate_valid = %v, want 1", g)
 	}
 	status, body := poll(t, tok, cp.SubscribeRequest{})
@@ -164,7 +171,7 @@ func TestTracingClientCertificateReachesVerifiedGuardsAndNothingElse(t *testing.
 	if !strings.Contains(logs.String(), leaseNS+"/"+tracingClientCert.Secret) {
 		t.Error("the log does not name the Secret")
 	}
-	if g := gauge(t, "guardrail_controlplane_tracing_client_certificate_valid"); g != 0 {
+	if g := gauge(t, "guardrail_controlplane_tracing_client_certificate_valid", "secret", tracingClientCert.Secret); g != 0 {
 		t.Errorf("guardrail_controlplane_tracing_client_certificate_valid = %v, want 0", g)
 	}
 
