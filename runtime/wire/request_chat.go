@@ -2,8 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 	"github.com/guardrail-dev/guardrail-operator/runtime/internal/jsonx"
@@ -231,28 +229,12 @@ func readPlainChat(body []byte, r *chatRequest) bool {
 	if !tab.Validate(body) {
 		return false
 	}
-	it, ok := tab.IterOf(body, '{')
-	if !ok {
-		return false
-	}
 	var scratch []byte
-	var named uint8
-	for {
-		k, v, more := it.Member()
-		if !more {
-			return true
-		}
-		var bit uint8
-		switch string(k) {
-		case "model":
-			bit = 1
-			if v[0] != 'n' {
-				if r.Model, ok = jsonx.StringValue(v, &scratch); !ok {
-					return false
-				}
-			}
-		case "stream":
-			bit = 2
+	return plainObject(tab, body, plainChatRead, chatRequestFields, func(i int, v []byte) bool {
+		switch i {
+		case 0:
+			return plainString(v, &r.Model, &scratch)
+		case 1:
 			switch v[0] {
 			case 't':
 				r.Stream = true
@@ -262,93 +244,23 @@ func readPlainChat(body []byte, r *chatRequest) bool {
 			default:
 				return false
 			}
-		case "messages":
-			bit = 4
-			if !readPlainChatMessages(tab, v, r, &scratch) {
-				return false
-			}
-		default:
-			if !otherMember(k, chatRequestFields) {
-				return false
-			}
-			continue
-		}
-		if named&bit != 0 {
-			return false
-		}
-		named |= bit
-	}
-}
-
-// readPlainChatMessages reads the messages array v (or null) for readPlainChat.
-func readPlainChatMessages(tab *jsonx.SkipTable, v []byte, r *chatRequest, scratch *[]byte) bool {
-	if v[0] == 'n' {
-		r.Messages = nil
-		return true
-	}
-	it, ok := tab.IterOf(v, '[')
-	if !ok {
-		return false
-	}
-	r.Messages = []chatMessage{}
-	for {
-		e, more := it.Elem()
-		if !more {
 			return true
 		}
-		r.Messages = append(r.Messages, chatMessage{})
-		if e[0] == 'n' {
-			continue
-		}
-		m := &r.Messages[len(r.Messages)-1]
-		mt, ok := tab.IterOf(e, '{')
-		if !ok {
-			return false
-		}
-		var named uint8
-		for {
-			k, mv, more := mt.Member()
-			if !more {
-				break
-			}
-			var bit uint8
-			switch string(k) {
-			case "role":
-				bit = 1
-				if mv[0] != 'n' {
-					if m.Role, ok = jsonx.StringValue(mv, scratch); !ok {
-						return false
-					}
+		return plainArray(tab, v, &r.Messages, func(e []byte, m *chatMessage) bool {
+			return plainObject(tab, e, plainMessageRead, chatMessageFields, func(i int, v []byte) bool {
+				if i == 0 {
+					return plainString(v, &m.Role, &scratch)
 				}
-			case "content":
-				bit = 2
-				m.Content = mv
-			default:
-				if !otherMember(k, chatMessageFields) {
-					return false
-				}
-				continue
-			}
-			if named&bit != 0 {
-				return false
-			}
-			named |= bit
-		}
-	}
+				m.Content = v
+				return true
+			})
+		})
+	})
 }
 
-// otherMember reports whether the raw member name k names none of fields in any spelling
-// encoding/json reads: printable ASCII without an escape, equal to no field but for case.
-func otherMember(k []byte, fields []string) bool {
-	for _, c := range k {
-		if c >= utf8.RuneSelf || c == '\\' {
-			return false
-		}
-	}
-	for _, f := range fields {
-		if len(f) == len(k) && strings.EqualFold(f, string(k)) {
-			return false
-		}
-	}
-	return true
-}
+// plainChatRead and plainMessageRead are the members readPlainChat reads, in the order
+// its cases name them.
+var (
+	plainChatRead    = []string{"model", "stream", "messages"}
+	plainMessageRead = []string{"role", "content"}
+)

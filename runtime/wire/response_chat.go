@@ -184,158 +184,62 @@ func readPlainChatResponse(body []byte, r *chatResponse) bool {
 	if !tab.Validate(body) {
 		return false
 	}
-	it, ok := tab.IterOf(body, '{')
-	if !ok {
-		return false
-	}
 	var scratch []byte
-	var named uint8
-	for {
-		k, v, more := it.Member()
-		if !more {
-			return true
+	return plainObject(tab, body, plainResponseRead, chatResponseFields, func(i int, v []byte) bool {
+		switch i {
+		case 0:
+			return plainArray(tab, v, &r.Choices, func(e []byte, c *chatAnswerChoice) bool {
+				return readPlainChatChoice(tab, e, c, &scratch)
+			})
+		case 1:
+			return readPlainChatUsage(tab, v, r)
 		}
-		var bit uint8
-		switch string(k) {
-		case "choices":
-			bit = 1
-			if !readPlainChatChoices(tab, v, r, &scratch) {
-				return false
-			}
-		case "usage":
-			bit = 2
-			if !readPlainChatUsage(tab, v, r) {
-				return false
-			}
-		case "model":
-			bit = 4
-			r.Model = v
-		default:
-			if !otherMember(k, chatResponseFields) {
-				return false
-			}
-			continue
-		}
-		if named&bit != 0 {
-			return false
-		}
-		named |= bit
-	}
+		r.Model = v
+		return true
+	})
 }
 
-// readPlainChatChoices reads the choices array v (or null) for readPlainChatResponse.
-func readPlainChatChoices(tab *jsonx.SkipTable, v []byte, r *chatResponse, scratch *[]byte) bool {
-	if v[0] == 'n' {
-		r.Choices = nil
-		return true
-	}
-	it, ok := tab.IterOf(v, '[')
-	if !ok {
-		return false
-	}
-	r.Choices = []chatAnswerChoice{}
-	for {
-		e, more := it.Elem()
-		if !more {
-			return true
-		}
-		r.Choices = append(r.Choices, chatAnswerChoice{})
-		if e[0] == 'n' {
-			continue
-		}
-		c := &r.Choices[len(r.Choices)-1]
-		ct, ok := tab.IterOf(e, '{')
-		if !ok {
-			return false
-		}
-		var named uint8
-		for {
-			k, cv, more := ct.Member()
-			if !more {
-				break
-			}
-			var bit uint8
-			switch string(k) {
-			case "index":
-				bit = 1
-				if cv[0] != 'n' {
-					n, ok := jsonx.IntOf(cv)
-					if !ok || int64(int(n)) != n {
-						return false
-					}
-					c.Index = int(n)
-				}
-			case "message":
-				bit = 2
-				if !readPlainChatAnswer(tab, cv, c, scratch) {
-					return false
-				}
-			case "finish_reason":
-				bit = 4
-				if cv[0] != 'n' {
-					if c.FinishReason, ok = jsonx.StringValue(cv, scratch); !ok {
-						return false
-					}
-				}
-			default:
-				if !otherMember(k, chatChoiceFields) {
-					return false
-				}
-				continue
-			}
-			if named&bit != 0 {
-				return false
-			}
-			named |= bit
-		}
-	}
-}
+// plainResponseRead, plainChoiceRead, plainAnswerRead and plainUsageRead are the members
+// readPlainChatResponse reads, in the order its cases name them.
+var (
+	plainResponseRead = []string{"choices", "usage", "model"}
+	plainChoiceRead   = []string{"index", "message", "finish_reason"}
+	plainAnswerRead   = []string{"content", "reasoning_content", "reasoning"}
+	plainUsageRead    = []string{"prompt_tokens", "completion_tokens"}
+)
 
-// readPlainChatAnswer reads a choice's message v (or null) for readPlainChatResponse.
-func readPlainChatAnswer(tab *jsonx.SkipTable, v []byte, c *chatAnswerChoice, scratch *[]byte) bool {
-	if v[0] == 'n' {
-		return true
-	}
-	it, ok := tab.IterOf(v, '{')
-	if !ok {
-		return false
-	}
-	m := &c.Message
-	var named uint8
-	for {
-		k, mv, more := it.Member()
-		if !more {
-			return true
-		}
-		var bit uint8
-		var dst **string
-		switch string(k) {
-		case "content":
-			bit, dst = 1, &m.Content
-		case "reasoning_content":
-			bit, dst = 2, &m.ReasoningContent
-		case "reasoning":
-			bit, dst = 4, &m.Reasoning
-		default:
-			if !otherMember(k, chatAnswerFields) {
-				return false // tool_calls among them: the decoder's
+// readPlainChatChoice reads a choice e for readPlainChatResponse.
+func readPlainChatChoice(tab *jsonx.SkipTable, e []byte, c *chatAnswerChoice, scratch *[]byte) bool {
+	return plainObject(tab, e, plainChoiceRead, chatChoiceFields, func(i int, v []byte) bool {
+		switch i {
+		case 0:
+			if v[0] == 'n' {
+				return true
 			}
-			continue
+			n, ok := jsonx.IntOf(v)
+			c.Index = int(n)
+			return ok && int64(int(n)) == n
+		case 1:
+			return v[0] == 'n' || plainObject(tab, v, plainAnswerRead, chatAnswerFields, func(i int, v []byte) bool {
+				// tool_calls, in chatAnswerFields, is the decoder's
+				dst := &c.Message.Content
+				switch i {
+				case 1:
+					dst = &c.Message.ReasoningContent
+				case 2:
+					dst = &c.Message.Reasoning
+				}
+				if v[0] == 'n' {
+					*dst = nil
+					return true
+				}
+				s, ok := jsonx.StringValue(v, scratch)
+				*dst = &s
+				return ok
+			})
 		}
-		if named&bit != 0 {
-			return false
-		}
-		named |= bit
-		if mv[0] == 'n' {
-			*dst = nil
-			continue
-		}
-		s, ok := jsonx.StringValue(mv, scratch)
-		if !ok {
-			return false
-		}
-		*dst = &s
-	}
+		return plainString(v, &c.FinishReason, scratch)
+	})
 }
 
 // readPlainChatUsage reads the usage object v (or null) for readPlainChatResponse.
@@ -344,41 +248,17 @@ func readPlainChatUsage(tab *jsonx.SkipTable, v []byte, r *chatResponse) bool {
 		r.Usage = nil
 		return true
 	}
-	it, ok := tab.IterOf(v, '{')
-	if !ok {
-		return false
-	}
 	r.Usage = &chatAnswerUsage{}
-	var named uint8
-	for {
-		k, uv, more := it.Member()
-		if !more {
+	return plainObject(tab, v, plainUsageRead, chatUsageFields, func(i int, v []byte) bool {
+		if v[0] == 'n' {
 			return true
 		}
-		var bit uint8
-		var dst *int64
-		switch string(k) {
-		case "prompt_tokens":
-			bit, dst = 1, &r.Usage.PromptTokens
-		case "completion_tokens":
-			bit, dst = 2, &r.Usage.CompletionTokens
-		default:
-			if !otherMember(k, chatUsageFields) {
-				return false
-			}
-			continue
+		n, ok := jsonx.IntOf(v)
+		if i == 0 {
+			r.Usage.PromptTokens = n
+		} else {
+			r.Usage.CompletionTokens = n
 		}
-		if named&bit != 0 {
-			return false
-		}
-		named |= bit
-		if uv[0] == 'n' {
-			continue
-		}
-		n, ok := jsonx.IntOf(uv)
-		if !ok {
-			return false
-		}
-		*dst = n
-	}
+		return ok
+	})
 }
