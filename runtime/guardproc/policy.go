@@ -90,17 +90,22 @@ func (s PolicySource) Reporter(ctx context.Context, tel *telemetry.Telemetry, lo
 
 // Run applies the source's policies with apply, in the background until ctx ends. A
 // policy that cannot be applied is counted and logged; the last good one stays in force.
+// A policy file is read and applied once before Run returns (policysource.File.Start),
+// the control plane's snapshots only in the background.
 func (s PolicySource) Run(ctx context.Context, tel *telemetry.Telemetry, apply func(*policy.Snapshot) error, log *slog.Logger) {
-	var src policysource.Source = &policysource.File{Path: s.File, Interval: s.Interval}
-	if s.ControlPlane != "" {
-		src = &controlplane.Client{URL: s.ControlPlane, TokenFile: s.TokenFile, CAFile: s.CAFile,
-			SnapshotDir: s.SnapshotDir, Log: log, TracingHeaders: s.TracingHeaders,
-			TracingClientCertificate: s.TracingClientCertificate}
-	}
-	go src.Run(ctx, apply, func(err error) {
+	report := func(err error) {
 		tel.PolicyError()
 		log.Error("Policy not applied; the last good policy stays in force", "error", err.Error())
-	})
+	}
+	if s.ControlPlane == "" {
+		f := &policysource.File{Path: s.File, Interval: s.Interval}
+		f.Start(ctx, apply, report)
+		return
+	}
+	src := &controlplane.Client{URL: s.ControlPlane, TokenFile: s.TokenFile, CAFile: s.CAFile,
+		SnapshotDir: s.SnapshotDir, Log: log, TracingHeaders: s.TracingHeaders,
+		TracingClientCertificate: s.TracingClientCertificate}
+	go src.Run(ctx, apply, report)
 }
 
 // OpenDecisionLog opens where decision records are written (--decision-log): nowhere

@@ -79,32 +79,61 @@ func (f *File) read() ([]byte, error) {
 // Run implements Source: it loads the file, then polls it and re-applies it whenever its
 // content changes.
 func (f *File) Run(ctx context.Context, apply func(*policy.Snapshot) error, report func(error)) {
-	interval := f.Interval
+	w := &fileWatch{f: f, apply: apply, report: report}
+	w.check()
+	w.poll(ctx)
+}
+
+// Start is Run with the first load in the caller's goroutine: it returns once the file
+// has been read and applied (or reported) the first time, and polls it in a goroutine of
+// its own until ctx ends. The guard loads its policy file so, on the goroutine that has
+// run the packages' initialisers: decoding and compiling the policy needs a deep stack,
+// which that goroutine already has, where a new goroutine would grow one (the runtime
+// reads the function tables of every frame each time a stack grows, pages of the binary
+// the guard would otherwise not touch).
+func (f *File) Start(ctx context.Context, apply func(*policy.Snapshot) error, report func(error)) {
+	w := &fileWatch{f: f, apply: apply, report: report}
+	w.check()
+	go w.poll(ctx)
+}
+
+// fileWatch applies a File whenever its content changes.
+type fileWatch struct {
+	f      *File
+	apply  func(*policy.Snapshot) error
+	report func(error)
+	last   [sha256.Size]byte
+}
+
+// check reads the file and, when its content changed since the last check, compiles and
+// applies it.
+func (w *fileWatch) check() {
+	b, err := w.f.read()
+	if err != nil {
+		w.report(err)
+		return
+	}
+	sum := sha256.Sum256(b)
+	if sum == w.last {
+		return
+	}
+	w.last = sum
+	snap, err := w.f.compile(b)
+	if err != nil {
+		w.report(err)
+		return
+	}
+	if err := w.apply(snap); err != nil {
+		w.report(fmt.Errorf("policy file %s: %w", w.f.Path, err))
+	}
+}
+
+// poll checks the file every Interval until ctx ends.
+func (w *fileWatch) poll(ctx context.Context) {
+	interval := w.f.Interval
 	if interval <= 0 {
 		interval = time.Second
 	}
-	var last [sha256.Size]byte
-	check := func() {
-		b, err := f.read()
-		if err != nil {
-			report(err)
-			return
-		}
-		sum := sha256.Sum256(b)
-		if sum == last {
-			return
-		}
-		last = sum
-		snap, err := f.compile(b)
-		if err != nil {
-			report(err)
-			return
-		}
-		if err := apply(snap); err != nil {
-			report(fmt.Errorf("policy file %s: %w", f.Path, err))
-		}
-	}
-	check()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -112,7 +141,7 @@ func (f *File) Run(ctx context.Context, apply func(*policy.Snapshot) error, repo
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			check()
+			w.check()
 		}
 	}
 }

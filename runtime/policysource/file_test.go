@@ -159,3 +159,49 @@ func TestFileRun(t *testing.T) {
 		t.Fatal("context not cancelled")
 	}
 }
+
+func TestFileStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	write(t, path, strings.Replace(goodPolicy, "  credentialsSecretRef:\n    name: judge\n", "", 1))
+	f := &File{Path: path, Interval: 10 * time.Millisecond, Getenv: func(string) string { return "token" }}
+
+	var mu sync.Mutex
+	var applied []*policy.Snapshot
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.Start(ctx, func(s *policy.Snapshot) error {
+		mu.Lock()
+		applied = append(applied, s)
+		mu.Unlock()
+		return nil
+	}, func(err error) { t.Errorf("reported: %v", err) })
+	// The first load is applied before Start returns.
+	mu.Lock()
+	n := len(applied)
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d snapshots applied when Start returned, want 1", n)
+	}
+	// Then the file is polled: a change is applied, an unchanged file is not applied again.
+	write(t, path, strings.Replace(goodPolicy, "  credentialsSecretRef:\n    name: judge\n", "", 1)+"# changed\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n = len(applied)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the changed file was not applied: %d snapshots", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(applied) != 2 {
+		t.Errorf("an unchanged file was applied again: %d snapshots", len(applied))
+	}
+}
