@@ -11,6 +11,7 @@ import (
 	guardv1 "github.com/guardrail-dev/guardrail-operator/api/guard/v1"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 )
 
@@ -23,7 +24,10 @@ import (
 // below. It takes its policy from the control plane as the guard does (--control-plane,
 // --token-file, --ca-file, --snapshot-dir, the same projected token and CA), and nothing
 // else: no upstream, no ModelProvider (a processor reachable by others must never hold
-// the platform's key), no policy file, no TLS files, no decision log, no tracing.
+// the platform's key), no policy file, no decision log, no tracing. A SharedGuard with
+// spec.tls serves gRPC over TLS: its pod mounts the two keys of the Secret named there
+// (tls.crt, tls.key) read-only at tlsDir, and the processor takes them as
+// --tls-cert-file and --tls-key-file; nothing else of TLS is accepted.
 
 const (
 	// ExtProcPort is the ext_proc server's gRPC port, on its pod's address; the Service of
@@ -33,6 +37,23 @@ const (
 	PortNameGRPC = "grpc"
 	// ExtProcAppProtocol is the Service port's appProtocol: gRPC is HTTP/2 in cleartext.
 	ExtProcAppProtocol = "kubernetes.io/h2c"
+	// ExtProcTLSAppProtocol is the Service port's appProtocol when the processor serves
+	// TLS. Kubernetes' standard application protocols (KEP-3726, Gateway API's GEP-1911)
+	// name only HTTP/2 in cleartext (kubernetes.io/h2c); HTTP/2 over TLS is the IANA
+	// service name https with h2 negotiated by ALPN. Gateways that read appProtocol
+	// (Envoy Gateway, kgateway) then take the TLS settings from a BackendTLSPolicy, and
+	// meshes pass the gateway's TLS through instead of parsing it as cleartext gRPC.
+	ExtProcTLSAppProtocol = "https"
+	// volumeTLS is the volume of the Secret the processor's certificate comes from, mounted
+	// read-only at tlsDir; only its tls.crt and tls.key are projected.
+	volumeTLS = "guardrail-tls"
+	tlsDir    = "/var/run/secrets/guardrail.dev/tls"
+	// tlsFileMode lets the processor's user (not the files' owner, root) read them; the
+	// processor is alone in its pod.
+	tlsFileMode = 0o444
+	// The processor's flags of its certificate and key.
+	flagTLSCertFile = "tls-cert-file"
+	flagTLSKeyFile  = "tls-key-file"
 	// extProcCommandPath is where the processor's image carries it (the Dockerfile's
 	// extproc target, make release's guardrail-extproc image).
 	extProcCommandPath = "/guard-extproc"
@@ -40,6 +61,9 @@ const (
 
 // extProcFlags are the flags rendered for the processor, in order.
 var extProcFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir}
+
+// extProcTLSFlags follow them when the processor serves TLS.
+var extProcTLSFlags = []string{flagTLSCertFile, flagTLSKeyFile}
 
 // ErrNoExtProcImage is SharedExtProcPod's error when the manager has no
 // --guard-extproc-image.
@@ -87,8 +111,9 @@ func IsExtProc(pod *corev1.Pod, g Guard) bool {
 // extProcContainer is the processor's container of an ExtProc SharedGuard's pod: the
 // guard's container (name, resources, GOMAXPROCS and GOMEMLIMIT, probes on the admin
 // port, mounts, security context) with the processor's image, command, arguments and
-// ports, and no tracing (the processor exports no spans).
-func extProcContainer(cfg *Config, s guardSettings) corev1.Container {
+// ports, and no tracing (the processor exports no spans). With tls it takes the
+// certificate and key mounted from volumeTLS.
+func extProcContainer(cfg *Config, s guardSettings, tls bool) corev1.Container {
 	s.tracing, s.mcpUpstreams, s.providers, s.auditLog = Tracing{}, nil, nil, false
 	c := guardContainer(cfg, s)
 	c.Image = cfg.ExtProcImage
@@ -100,6 +125,12 @@ func extProcContainer(cfg *Config, s guardSettings) corev1.Container {
 		"--" + flagTokenFile + "=" + guardv1.TokenPath,
 		"--" + flagCAFile + "=" + guardv1.CAPath,
 		"--" + flagSnapshotDir + "=" + snapshotDir,
+	}
+	if tls {
+		c.Args = append(c.Args,
+			"--"+flagTLSCertFile+"="+tlsDir+"/"+corev1.TLSCertKey,
+			"--"+flagTLSKeyFile+"="+tlsDir+"/"+corev1.TLSPrivateKeyKey)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTLS, MountPath: tlsDir, ReadOnly: true})
 	}
 	c.Ports = []corev1.ContainerPort{
 		{Name: PortNameGRPC, ContainerPort: ExtProcPort, Protocol: corev1.ProtocolTCP},
@@ -113,7 +144,10 @@ func extProcContainer(cfg *Config, s guardSettings) corev1.Container {
 // requests and limits are its own (a SharedGuard's spec.resources); everything else must
 // be the rendering's, value for value: a regular container (never a sidecar of an app),
 // the command, every argument in order, every environment variable (GOMAXPROCS and
-// GOMEMLIMIT as for the guard), the mounts, the ports and the security context.
+// GOMEMLIMIT as for the guard), the mounts, the ports and the security context. A
+// processor that takes --tls-cert-file or --tls-key-file is compared with the TLS
+// rendering (both flags, at tlsDir, and its mount); its volume is checked with the pod
+// (extProcTLSVolume).
 func verifyExtProcContainer(c *corev1.Container, init bool, g Guard) error {
 	const who = "container " + guardv1.ContainerName + " (the Envoy external processor)"
 	switch {
@@ -129,7 +163,7 @@ func verifyExtProcContainer(c *corev1.Container, init bool, g Guard) error {
 		case ok && strings.HasPrefix(a, "--") && name == flagProvider:
 			return fmt.Errorf("%s carries a ModelProvider (--%s): the gateway calls the provider, and a processor others "+
 				"reach must never hold the platform's credential", who, flagProvider)
-		case !ok || !strings.HasPrefix(a, "--") || !slices.Contains(extProcFlags, name):
+		case !ok || !strings.HasPrefix(a, "--") || !slices.Contains(extProcFlags, name) && !slices.Contains(extProcTLSFlags, name):
 			return fmt.Errorf("%s takes an argument the operator does not render for it (%.64q)", who, a)
 		case seen[name]:
 			return fmt.Errorf("%s takes --%s twice", who, name)
@@ -142,8 +176,48 @@ func verifyExtProcContainer(c *corev1.Container, init bool, g Guard) error {
 	s.cpuLimit, s.memoryLimit = r.Limits[corev1.ResourceCPU], r.Limits[corev1.ResourceMemory]
 	cfg := Config{ExtProcImage: g.ExtProcImage, Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort,
 		ControlPlaneURL: g.ControlPlaneURL}
-	if why := containerDiff(c, extProcContainer(&cfg, s)); why != "" {
+	tls := seen[flagTLSCertFile] || seen[flagTLSKeyFile]
+	if why := containerDiff(c, extProcContainer(&cfg, s, tls)); why != "" {
 		return fmt.Errorf("%s %s", who, why)
+	}
+	return nil
+}
+
+// extProcTLSVolumeFor is the volume of a processor serving TLS with the certificate of
+// the Secret secretName: its tls.crt and tls.key only, readable by the processor.
+func extProcTLSVolumeFor(secretName string) corev1.Volume {
+	return corev1.Volume{Name: volumeTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secretName,
+		Items: []corev1.KeyToPath{
+			{Key: corev1.TLSCertKey, Path: corev1.TLSCertKey},
+			{Key: corev1.TLSPrivateKeyKey, Path: corev1.TLSPrivateKeyKey},
+		},
+		DefaultMode: ptr.To[int32](tlsFileMode),
+	}}}
+}
+
+// servesTLS reports whether c, a processor container, mounts the volume of its TLS
+// certificate.
+func servesTLS(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volumeTLS })
+}
+
+// extProcTLSVolume says why the volume a verified guard container mounts as volumeTLS
+// is not the one SharedExtProcPodWithTLS renders, or nil; it is nil for a guard that
+// does not mount it (the proxy, a processor in cleartext). The Secret is the
+// SharedGuard's choice (spec.tls.secretName, in its own namespace); how it is mounted is
+// not: only its tls.crt and tls.key, as files of those names, read-only.
+func extProcTLSVolume(pod *corev1.Pod, guard *corev1.Container) error {
+	if !servesTLS(guard) {
+		return nil
+	}
+	i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volumeTLS })
+	if i < 0 {
+		return fmt.Errorf("the pod has no volume %s, which the processor mounts", volumeTLS)
+	}
+	v := pod.Spec.Volumes[i]
+	if v.Secret == nil || v.Secret.SecretName == "" || !equality.Semantic.DeepEqual(v, extProcTLSVolumeFor(v.Secret.SecretName)) {
+		return fmt.Errorf("its volume %s is not the operator's: a Secret's tls.crt and tls.key only, mode %#o, not optional", volumeTLS, tlsFileMode)
 	}
 	return nil
 }
@@ -154,8 +228,17 @@ func verifyExtProcContainer(c *corev1.Container, init bool, g Guard) error {
 // the like) on the manager's defaults. Annotations that only the proxy reads (upstreams,
 // MCP servers, the audit log) are refused, each with its reason. It returns an error when
 // the manager has no processor image (ErrNoExtProcImage), the CA is not written yet
-// (ErrNoCA), or the pod would not verify.
+// (ErrNoCA), or the pod would not verify. The processor serves gRPC in cleartext (h2c).
 func (r *Renderer) SharedExtProcPod(labels, annotations map[string]string) (corev1.PodTemplateSpec, []string, error) {
+	return r.SharedExtProcPodWithTLS(labels, annotations, "")
+}
+
+// SharedExtProcPodWithTLS is SharedExtProcPod for a processor that serves gRPC over TLS
+// with the certificate and key of the kubernetes.io/tls Secret tlsSecret of the pod's
+// namespace (a SharedGuard's spec.tls.secretName), or in cleartext when tlsSecret is "":
+// the Secret's tls.crt and tls.key are mounted read-only at tlsDir (extProcTLSVolumeFor)
+// and passed as --tls-cert-file and --tls-key-file. The Secret is not read here.
+func (r *Renderer) SharedExtProcPodWithTLS(labels, annotations map[string]string, tlsSecret string) (corev1.PodTemplateSpec, []string, error) {
 	if r.config.ExtProcImage == "" {
 		return corev1.PodTemplateSpec{}, nil, ErrNoExtProcImage
 	}
@@ -186,8 +269,11 @@ func (r *Renderer) SharedExtProcPod(labels, annotations map[string]string) (core
 	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
 	pod.Spec.EnableServiceLinks = ptr.To(false)
 	markInjected(pod, &r.config, caPEM)
-	pod.Spec.Containers = []corev1.Container{extProcContainer(&r.config, s)}
+	pod.Spec.Containers = []corev1.Container{extProcContainer(&r.config, s, tlsSecret != "")}
 	addGuardVolumes(pod)
+	if tlsSecret != "" {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, extProcTLSVolumeFor(tlsSecret))
+	}
 	if err := VerifyGuard(pod, r.config.Guard()); err != nil {
 		return corev1.PodTemplateSpec{}, nil, fmt.Errorf("the shared guard's pod would not verify: %w", err)
 	}

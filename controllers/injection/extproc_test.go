@@ -40,6 +40,69 @@ func extProcPod(t *testing.T, annotations map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
 }
 
+// extProcTLSPod is the pod of an ExtProc SharedGuard with spec.tls.secretName
+// llm-extproc-tls, as the operator renders it.
+func extProcTLSPod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	tmpl, refused, err := extProcRenderer().SharedExtProcPodWithTLS(map[string]string{"app": "gateway"}, nil, "llm-extproc-tls")
+	if err != nil || len(refused) > 0 {
+		t.Fatalf("SharedExtProcPodWithTLS: %v, refused %v", err, refused)
+	}
+	return &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+}
+
+// With spec.tls the processor's pod is the cleartext one plus exactly: the two TLS flags
+// after the others, the Secret's tls.crt and tls.key mounted read-only at one directory,
+// and the Secret's volume projecting those two keys only. It verifies, whatever the
+// Secret's name, and the injector leaves it alone. Without a Secret the rendering is the
+// cleartext one, value for value (no rollout of existing SharedGuards).
+func TestSharedExtProcPodWithTLSIsRenderedAndVerified(t *testing.T) {
+	plain, tlsPod := extProcPod(t, nil), extProcTLSPod(t)
+	again, _, err := extProcRenderer().SharedExtProcPodWithTLS(map[string]string{"app": "gateway"}, nil, "")
+	if err != nil || !equality.Semantic.DeepEqual(again.Spec, plain.Spec) || !equality.Semantic.DeepEqual(again.ObjectMeta, plain.ObjectMeta) {
+		t.Fatalf("without a Secret the rendering differs from the cleartext processor's (%v)", err)
+	}
+	c, p := tlsPod.Spec.Containers[0], plain.Spec.Containers[0]
+	wantArgs := append(slices.Clone(p.Args), "--tls-cert-file=/var/run/secrets/guardrail.dev/tls/tls.crt",
+		"--tls-key-file=/var/run/secrets/guardrail.dev/tls/tls.key")
+	if !slices.Equal(c.Args, wantArgs) {
+		t.Errorf("args %q\nwant %q", c.Args, wantArgs)
+	}
+	wantMounts := append(slices.Clone(p.VolumeMounts), corev1.VolumeMount{Name: "guardrail-tls", MountPath: "/var/run/secrets/guardrail.dev/tls", ReadOnly: true})
+	if !equality.Semantic.DeepEqual(c.VolumeMounts, wantMounts) {
+		t.Errorf("mounts %v", c.VolumeMounts)
+	}
+	wantVolume := corev1.Volume{Name: "guardrail-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  "llm-extproc-tls",
+		Items:       []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}},
+		DefaultMode: ptr.To[int32](0o444),
+	}}}
+	if !equality.Semantic.DeepEqual(tlsPod.Spec.Volumes, append(guardVolumes(), wantVolume)) {
+		t.Errorf("volumes %v", tlsPod.Spec.Volumes)
+	}
+	c.Args, c.VolumeMounts = p.Args, p.VolumeMounts
+	if !equality.Semantic.DeepEqual(c, p) {
+		t.Error("the TLS processor differs from the cleartext one in more than its TLS flags and mount")
+	}
+	if err := VerifyGuard(tlsPod, extProcConfig().Guard()); err != nil {
+		t.Fatalf("the rendered TLS processor does not verify: %v", err)
+	}
+	renamed := tlsPod.DeepCopy()
+	renamed.Spec.Volumes[len(renamed.Spec.Volumes)-1].Secret.SecretName = "cert-manager-renamed"
+	if err := VerifyGuard(renamed, extProcConfig().Guard()); err != nil {
+		t.Errorf("another Secret of the namespace: %v", err)
+	}
+	if !IsExtProc(tlsPod, extProcConfig().Guard()) {
+		t.Error("the TLS processor is not recognized as the processor")
+	}
+	for _, ns := range []map[string]string{requiredNS, enabledNS, {}} {
+		d := decide(tlsPod.DeepCopy(), "apps", ns, extProcConfig(), []byte(testCA), providerChoice{})
+		if d.deny != "" || d.pod != nil {
+			t.Errorf("namespace %v: the TLS processor's pod was denied (%q) or changed", ns, d.deny)
+		}
+	}
+}
+
 // The processor's pod: guard-extproc alone, from the manager's processor image, gRPC on
 // the pod's address (port grpc), the guard's admin port and probes, its policy from the
 // control plane with the guard's token and CA, the guard's security context, volumes and
@@ -142,11 +205,98 @@ func TestSharedExtProcPodRefusals(t *testing.T) {
 func TestAMimicOfTheExtProcServerIsRefused(t *testing.T) {
 	g := extProcConfig().Guard()
 	container := func(p *corev1.Pod) *corev1.Container { return &p.Spec.Containers[0] }
-	for _, tc := range []struct {
+	tlsVolume := func(p *corev1.Pod) *corev1.Volume {
+		for i := range p.Spec.Volumes {
+			if p.Spec.Volumes[i].Name == volumeTLS {
+				return &p.Spec.Volumes[i]
+			}
+		}
+		t.Fatal("no TLS volume")
+		return nil
+	}
+	dropArg := func(c *corev1.Container, prefix string) {
+		c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, prefix) })
+	}
+	const tlsFlagsWithoutMount = "TLS: the flags without the Secret's mount" // from the cleartext pod
+	type mimic struct {
 		name string
 		edit func(p *corev1.Pod)
 		says string
-	}{
+	}
+	// Mimics of the processor serving TLS (spec.tls), from its pod.
+	tlsMimics := []mimic{
+		{"TLS: a tenant-chosen extra mount", func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "extra", VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: "tenant-secret"}}})
+			container(p).VolumeMounts = append(container(p).VolumeMounts, corev1.VolumeMount{Name: "extra", MountPath: "/var/run/secrets/guardrail.dev/extra", ReadOnly: true})
+		}, "mounts volumes"},
+		{"TLS: the Secret mounted at another path", func(p *corev1.Pod) {
+			ms := container(p).VolumeMounts
+			ms[len(ms)-1].MountPath = "/var/run/guardrail/snapshot/tls"
+		}, "mounts volumes"},
+		{"TLS: the Secret mounted writable", func(p *corev1.Pod) {
+			ms := container(p).VolumeMounts
+			ms[len(ms)-1].ReadOnly = false
+		}, "mounts volumes"},
+		{"TLS: the Secret mounted twice", func(p *corev1.Pod) {
+			container(p).VolumeMounts = append(container(p).VolumeMounts, corev1.VolumeMount{Name: volumeTLS, MountPath: "/tls2", ReadOnly: true})
+		}, "mounts volumes"},
+		{"TLS: every key of the Secret", func(p *corev1.Pod) { tlsVolume(p).Secret.Items = nil }, volumeTLS},
+		{"TLS: an extra key (ca.crt)", func(p *corev1.Pod) {
+			tlsVolume(p).Secret.Items = append(tlsVolume(p).Secret.Items, corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"})
+		}, volumeTLS},
+		{"TLS: another key as tls.key", func(p *corev1.Pod) { tlsVolume(p).Secret.Items[1].Key = "apiKey" }, volumeTLS},
+		{"TLS: the key under another file name", func(p *corev1.Pod) { tlsVolume(p).Secret.Items[1].Path = "../snapshot/key" }, volumeTLS},
+		{"TLS: an optional Secret", func(p *corev1.Pod) { tlsVolume(p).Secret.Optional = ptr.To(true) }, volumeTLS},
+		{"TLS: a file mode of the tenant's", func(p *corev1.Pod) { tlsVolume(p).Secret.DefaultMode = ptr.To[int32](0o666) }, volumeTLS},
+		{"TLS: an empty Secret name", func(p *corev1.Pod) { tlsVolume(p).Secret.SecretName = "" }, volumeTLS},
+		{"TLS: a node directory instead of the Secret", func(p *corev1.Pod) {
+			tlsVolume(p).VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/kubernetes/pki"}}
+		}, volumeTLS},
+		{"TLS: a projected volume beside the Secret", func(p *corev1.Pod) {
+			tlsVolume(p).VolumeSource = corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "llm-extproc-tls"}}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tenant"}}}}}}
+		}, volumeTLS},
+		{"TLS: the mount without its volume", func(p *corev1.Pod) {
+			p.Spec.Volumes = slices.DeleteFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volumeTLS })
+		}, "no volume " + volumeTLS},
+		{"TLS: the certificate flag pointing at the guard's token", func(p *corev1.Pod) {
+			dropArg(container(p), "--tls-cert-file=")
+			container(p).Args = append(container(p).Args[:6], "--tls-cert-file="+guardv1.TokenPath, container(p).Args[6])
+		}, "arguments"},
+		{"TLS: the key flag pointing into the snapshot", func(p *corev1.Pod) {
+			dropArg(container(p), "--tls-key-file=")
+			container(p).Args = append(container(p).Args, "--tls-key-file=/var/run/guardrail/snapshot/key")
+		}, "arguments"},
+		{"TLS: the certificate without its key", func(p *corev1.Pod) { dropArg(container(p), "--tls-key-file=") }, "arguments"},
+		{"TLS: the flags in the other order", func(p *corev1.Pod) {
+			a := container(p).Args
+			a[6], a[7] = a[7], a[6]
+		}, "arguments"},
+		{"TLS: a flag twice", func(p *corev1.Pod) {
+			container(p).Args = append(container(p).Args, "--tls-key-file=/var/run/secrets/guardrail.dev/tls/tls.key")
+		}, "twice"},
+		{tlsFlagsWithoutMount, func(p *corev1.Pod) {
+			container(p).Args = append(container(p).Args, "--tls-cert-file=/var/run/secrets/guardrail.dev/tls/tls.crt",
+				"--tls-key-file=/var/run/secrets/guardrail.dev/tls/tls.key")
+		}, "mounts volumes"},
+		{"TLS: the mount without the flags", func(p *corev1.Pod) {
+			dropArg(container(p), "--tls-")
+		}, "mounts volumes"},
+		{"TLS: a client CA flag", func(p *corev1.Pod) {
+			container(p).Args = append(container(p).Args, "--tls-client-ca-file=/var/run/secrets/guardrail.dev/tls/tls.crt")
+		}, "argument"},
+		{"TLS: a second container reading the key", func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "reader", Image: "busybox",
+				VolumeMounts: []corev1.VolumeMount{{Name: volumeTLS, MountPath: "/loot"}}})
+		}, "reader mounts"},
+		{"TLS: the guard's proxy image with the TLS mount", func(p *corev1.Pod) {
+			container(p).Image = "guard:test"
+			container(p).Command = nil
+		}, ""},
+	}
+	mimics := []mimic{
 		{"the tenant's image", func(p *corev1.Pod) { container(p).Image = "registry.test/tenant/extproc:v1" }, "not the guard's"},
 		{"the guard's image told to run the processor's command", func(p *corev1.Pod) {
 			container(p).Image = "guard:test"
@@ -230,9 +380,13 @@ func TestAMimicOfTheExtProcServerIsRefused(t *testing.T) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"},
 				TargetContainerName: guardv1.ContainerName}}
 		}, "debug"},
-	} {
+	}
+	for i, tc := range append(mimics, tlsMimics...) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := extProcPod(t, nil)
+			if i >= len(mimics) && tc.name != tlsFlagsWithoutMount {
+				pod = extProcTLSPod(t)
+			}
 			tc.edit(pod)
 			err := VerifyGuard(pod, g)
 			if err == nil || !strings.Contains(err.Error(), tc.says) {

@@ -92,8 +92,9 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 	guard, _ := findGuard(pod)
 	if cfg.Guard().extProc(guard) {
 		// An ExtProc SharedGuard's processor (extproc.go): VerifyGuard has compared it with
-		// the rendering, whose arguments are the manager's alone.
-		if !slices.Equal(guard.Args, extProcContainer(cfg, s).Args) {
+		// the rendering, whose arguments are the manager's alone (and the TLS files, when
+		// it serves TLS).
+		if !slices.Equal(guard.Args, extProcContainer(cfg, s, servesTLS(guard)).Args) {
 			return "its arguments are not the ones the operator renders for the Envoy external processor"
 		}
 		if pod.Annotations[guardv1.AnnotationCABundle] != string(caPEM) {

@@ -75,7 +75,8 @@ func (c *Config) Guard() Guard {
 // A container named like the guard that runs the manager's Envoy external processor image
 // (Guard.ExtProcImage) is compared instead with the processor an ExtProc SharedGuard's pod
 // carries (extproc.go, verifyExtProcContainer), value for value; the pod around it is held
-// to the same rules.
+// to the same rules. A processor serving TLS mounts the volume of its Secret, which must
+// be the rendered one: the Secret's tls.crt and tls.key only (extProcTLSVolume).
 //
 // The control plane serves only pods that pass, the injector refuses a pod with a
 // container named like the guard that does not, and a namespace labelled required admits
@@ -93,6 +94,9 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 		verify = verifyExtProcContainer // extproc.go
 	}
 	if err := verify(guard, init, g); err != nil {
+		return err
+	}
+	if err := extProcTLSVolume(pod, guard); err != nil { // extproc.go
 		return err
 	}
 	return podKeepsTheGuardsOwn(pod, guard)
@@ -157,8 +161,8 @@ func podKeepsTheGuardsOwn(pod *corev1.Pod, guard *corev1.Container) error {
 			return fmt.Errorf("its volume %s is not the injector's", w.Name)
 		}
 	}
-	if name := otherMount(pod, guard, volumeToken, volumeSnapshot); name != "" {
-		return fmt.Errorf("container %s mounts a volume of the guard's (its token or its snapshot)", name)
+	if name := otherMount(pod, guard, volumeToken, volumeSnapshot, volumeTLS); name != "" {
+		return fmt.Errorf("container %s mounts a volume of the guard's (its token, its snapshot or its TLS key)", name)
 	}
 	return nil
 }
