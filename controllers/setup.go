@@ -160,6 +160,7 @@ func trimPod(g injection.Guard) toolscache.TransformFunc {
 			if verification == nil {
 				guards.SetGuardProviders(trimmed, injection.GuardProviders(p))
 				guards.SetGuardExtProc(trimmed, injection.IsExtProc(p, g))
+				guards.SetGuardTracing(trimmed, injection.GuardTracingEndpoint(p))
 			}
 			return trimmed, nil
 		case *metav1.PartialObjectMetadata:

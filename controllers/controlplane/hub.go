@@ -116,6 +116,10 @@ const compileTimeout = 30 * time.Second
 type selection struct {
 	labels    labels.Set
 	providers []string
+	// tracing is the OTLP endpoint the pod's guard was injected to export to, empty when
+	// it does not trace (guards.GuardTracing): only a guard tracing to the endpoint the
+	// collector's credentials are for gets them.
+	tracing string
 }
 
 // key identifies a selection among a namespace's: a hash, so that what the hub remembers
@@ -125,6 +129,9 @@ func (s selection) key() string {
 	h.Write([]byte(s.labels.String()))
 	if len(s.providers) > 0 {
 		h.Write([]byte("\x00" + strings.Join(s.providers, ",")))
+	}
+	if s.tracing != "" {
+		h.Write([]byte("\x00tracing\x00" + s.tracing))
 	}
 	return string(h.Sum(nil))
 }

@@ -395,7 +395,8 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request) {
 	timer := time.NewTimer(s.opts.Wait)
 	defer timer.Stop()
 	for {
-		snap, changed, err := s.hub.get(ctx, pod.Namespace, selection{labels: labels.Set(pod.Labels), providers: guards.GuardProviders(pod)})
+		snap, changed, err := s.hub.get(ctx, pod.Namespace, selection{labels: labels.Set(pod.Labels), providers: guards.GuardProviders(pod),
+			tracing: guards.GuardTracing(pod)})
 		if err != nil {
 			s.log.Error(err, "Compiling a policy snapshot", "namespace", pod.Namespace)
 			http.Error(w, "the policy of this pod cannot be compiled now; retry", http.StatusServiceUnavailable)
@@ -472,14 +473,16 @@ func (s *Server) pod(ctx context.Context, id identity) (*metav1.PartialObjectMet
 	}
 	pod := podMeta()
 	pod.Namespace, pod.Name, pod.UID, pod.Labels = cached.Namespace, cached.Name, cached.UID, cached.Labels
-	// The returned pod is verified: it says so, with the providers its guard uses, in the
-	// cache-only annotations (read with guards.GuardProviders), whichever way it was read.
+	// The returned pod is verified: it says so, with the providers its guard uses and the
+	// endpoint it traces to, in the cache-only annotations (read with guards.GuardProviders
+	// and guards.GuardTracing), whichever way it was read.
 	guards.SetGuardVerification(pod, nil)
-	providers := guards.GuardProviders(cached)
+	providers, tracing := guards.GuardProviders(cached), guards.GuardTracing(cached)
 	if _, fromCache := cached.Annotations[guards.AnnotationGuardVerification]; !fromCache {
-		providers = injection.GuardProviders(cached)
+		providers, tracing = injection.GuardProviders(cached), injection.GuardTracingEndpoint(cached)
 	}
 	guards.SetGuardProviders(pod, providers)
+	guards.SetGuardTracing(pod, tracing)
 	return pod, nil
 }
 

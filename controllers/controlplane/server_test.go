@@ -70,7 +70,7 @@ const (
 var (
 	guardCommand = []string{"/guard"}
 	testGuard    = injection.Guard{Image: guardImage, Command: guardCommand, ExtProcImage: extProcImage, ProxyPort: 15080, AdminPort: 15090,
-		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444"}
+		ControlPlaneURL: "https://guardrail-control-plane.guardrail-system.svc:9444", Tracing: []injection.Tracing{currentTracing, previousTracing}}
 	install    = controllers.Options{OperatorNamespace: leaseNS, Guard: testGuard}
 	serverOpts controlplane.Options
 )
@@ -240,6 +240,15 @@ func guardrail(ns, name, app, classifier, category string) *v1alpha1.Guardrail {
 func pod(t *testing.T, ns, name, app string) *corev1.Pod {
 	t.Helper()
 	return createPod(t, guardedPod(ns, name, map[string]string{"app": app}, nil))
+}
+
+// tracedPod is pod for a guard injected with tracing setting tr.
+func tracedPod(t *testing.T, ns, name, app string, tr injection.Tracing) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{ServiceAccountName: "app", Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	injection.RenderTracedGuard(p, testGuard, tr, false, []byte("ca"))
+	return createPod(t, p)
 }
 
 // guardedPod is a pod with labels and annotations whose spec carries the guard as the

@@ -78,8 +78,9 @@ func (b *builder) build(ctx context.Context, ns string, sel selection) (string, 
 		return "", nil, err
 	}
 	providers := slices.Clone(sel.providers)
-	return policySet(guardrails, providers), func(ctx context.Context, prev *built) (*built, error) {
-		return b.compile(ctx, ns, guardrails, providers, prev)
+	traced := b.tracedTo(sel.tracing)
+	return policySet(guardrails, providers, traced), func(ctx context.Context, prev *built) (*built, error) {
+		return b.compile(ctx, ns, guardrails, providers, traced, prev)
 	}, nil
 }
 
@@ -108,14 +109,18 @@ func (b *builder) selected(ctx context.Context, ns string, podLabels labels.Set)
 }
 
 // policySet names what a snapshot is compiled from, beside its namespace: which
-// Guardrails and ClusterGuardrails select the pod, and the ModelProviders its guard was
-// injected for. Label sets with the same policy set get the same snapshot.
-func policySet(guardrails []policy.GuardrailObject, providers []string) string {
+// Guardrails and ClusterGuardrails select the pod, the ModelProviders its guard was
+// injected for, and whether it gets the collector's credentials (traced). Label sets with
+// the same policy set get the same snapshot.
+func policySet(guardrails []policy.GuardrailObject, providers []string, traced bool) string {
 	h := sha256.New()
 	for i := range guardrails {
 		h.Write([]byte(guardrails[i].Kind + " " + guardrails[i].Key() + "\n"))
 	}
 	h.Write([]byte("\x00" + strings.Join(providers, ",")))
+	if traced {
+		h.Write([]byte("\x00traced"))
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
@@ -130,7 +135,7 @@ func policySet(guardrails []policy.GuardrailObject, providers []string) string {
 // does — an edit that does not fit its Classifier, a Classifier whose Secret went away —
 // is kept in its last good form, with its last good Classifier: breaking a policy never
 // switches it off in the guards. Its status says Stalled or waiting meanwhile.
-func (b *builder) compile(ctx context.Context, ns string, guardrails []policy.GuardrailObject, providerNames []string, prev *built) (*built, error) {
+func (b *builder) compile(ctx context.Context, ns string, guardrails []policy.GuardrailObject, providerNames []string, traced bool, prev *built) (*built, error) {
 	classifiers := map[string]policy.ClassifierObject{}
 	tokens := map[string]string{}
 	secretVersions := map[string]string{}
@@ -193,9 +198,11 @@ func (b *builder) compile(ctx context.Context, ns string, guardrails []policy.Gu
 	if err != nil {
 		return nil, err
 	}
-	tracing, err := b.tracing(ctx, secretVersions)
-	if err != nil {
-		return nil, err
+	var tracing *cp.Tracing
+	if traced {
+		if tracing, err = b.tracing(ctx, secretVersions); err != nil {
+			return nil, err
+		}
 	}
 	snap := cp.Snapshot{Namespace: ns, Classifiers: src.Classifiers, Guardrails: src.Guardrails, Credentials: tokens, Providers: providers,
 		Tracing: tracing}

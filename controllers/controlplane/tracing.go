@@ -20,9 +20,10 @@ import (
 // namespace (the manager's --guard-otel-headers-secret, Options.TracingHeaders), in the
 // format of OTEL_EXPORTER_OTLP_HEADERS. Nothing of it is in a pod: the control plane reads
 // the Secret when it compiles a snapshot and sends the headers, with the endpoint they are
-// for, in Snapshot.Tracing to every verified guard; the guard keeps them in memory and adds
-// them to its exports only when that endpoint is its own (a guard injected with an earlier
-// setting exports without them). The Secret's identity and resource version are part of
+// for, in Snapshot.Tracing to every verified guard injected to export to that endpoint
+// (tracedTo; a guard injected while tracing was off, or with an earlier setting, gets none
+// and exports without them); the guard keeps them in memory and adds them to its exports
+// only when that endpoint is its own. The Secret's identity and resource version are part of
 // the snapshot's version, so a rotation reaches running guards like a Classifier's
 // credential does (a change to a Secret of the operator's namespace touches every
 // snapshot).
@@ -48,7 +49,7 @@ var tracingHeadersValid = prometheus.NewGauge(prometheus.GaugeOpts{
 
 func init() { ctrlmetrics.Registry.MustRegister(tracingHeadersValid) }
 
-// tracing returns the tracing credentials of every snapshot, the collector's headers and
+// tracing returns the tracing credentials of the snapshots of traced guards (tracedTo), the collector's headers and
 // the guards' client certificate (tracing_cert.go), nil when there are none, and records
 // their Secrets' versions in secretVersions so that a rotation changes the snapshot's
 // version.
@@ -68,6 +69,18 @@ func (b *builder) tracing(ctx context.Context, secretVersions map[string]string)
 		return &cp.Tracing{Endpoint: b.tracingHeaders.Endpoint, Headers: h}, nil
 	}
 	return nil, nil
+}
+
+// tracedTo reports whether a guard injected to export to endpoint gets the collector's
+// credentials: the headers' or client certificate's Secret is set, for that endpoint. A
+// guard injected while tracing was off, or with an earlier endpoint, would never send them
+// (runtime/tracing takes them only for its own endpoint), so it is not given them.
+func (b *builder) tracedTo(endpoint string) bool {
+	if endpoint == "" {
+		return false
+	}
+	return (b.tracingHeaders.On() && b.tracingHeaders.Endpoint == endpoint) ||
+		(b.tracingClientCert.On() && b.tracingClientCert.Endpoint == endpoint)
 }
 
 // tracingHeadersOf returns the collector's headers, nil when none, and records the

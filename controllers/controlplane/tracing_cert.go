@@ -26,8 +26,8 @@ import (
 // Options.TracingClientCert): tls.crt, tls.key and, optionally, ca.crt, the CA the
 // collector's certificate must chain to. It travels as the headers do (tracing.go): the
 // control plane reads the Secret when it compiles a snapshot and sends it, with the
-// endpoint it is for, in Snapshot.Tracing.ClientCertificate to every verified guard; the
-// guard keeps it in memory and presents it only to that endpoint. The Secret's identity
+// endpoint it is for, in Snapshot.Tracing.ClientCertificate to every verified guard
+// injected to export to that endpoint (tracedTo); the guard keeps it in memory and presents it only to that endpoint. The Secret's identity
 // and resource version are part of the snapshot's version (key "tracing-client-cert"),
 // never its content, so a rotation (cert-manager's renewal) reaches running guards.
 //

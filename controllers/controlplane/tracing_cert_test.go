@@ -80,7 +80,7 @@ func keyBody(key []byte) string { return string(key[40:80]) }
 func TestTracingClientCertificateReachesVerifiedGuardsAndNothingElse(t *testing.T) {
 	ctx := context.Background()
 	ns := fixture(t)
-	p := pod(t, ns, "traced-cert-1", "web")
+	p := tracedPod(t, ns, "traced-cert-1", "web", currentTracing)
 	tok := token(t, p, guardv1.Audience)
 
 	pki := otlptest.NewPKI(t)
@@ -121,6 +121,14 @@ func TestTracingClientCertificateReachesVerifiedGuardsAndNothingElse(t *testing.
 	}
 	var first cp.Snapshot
 	must(t, json.Unmarshal(body, &first))
+
+	// A guard of the same namespace and labels injected while tracing was off gets the
+	// policy, not the certificate.
+	status, body = poll(t, token(t, pod(t, ns, "untraced-cert", "web"), guardv1.Audience), cp.SubscribeRequest{})
+	if status != http.StatusOK || strings.Contains(string(body), keyBody(key1)) || strings.Contains(string(body), "PRIVATE KEY") {
+		t.Errorf("a guard injected without tracing: %d, and its snapshot carries the client certificate's key: %t", status,
+			strings.Contains(string(body), "PRIVATE KEY"))
+	}
 
 	// A mimic: the guard as the injector renders it, with a flag more, in the same
 	// namespace and with the same labels, is refused: no snapshot, no certificate.

@@ -33,6 +33,14 @@ var tracingHeaders = injection.TracingHeaders{Endpoint: "https://otel-collector.
 // same endpoint, as the manager's flags give it.
 var tracingClientCert = injection.TracingClientCert{Endpoint: tracingHeaders.Endpoint, Secret: "guard-otlp-client-cert"}
 
+// currentTracing is the manager's tracing setting, whose guards get the credentials of
+// tracingHeaders and tracingClientCert; previousTracing an earlier one (--guard-otel-previous)
+// whose guards still verify.
+var (
+	currentTracing  = injection.Tracing{Endpoint: tracingHeaders.Endpoint}
+	previousTracing = injection.Tracing{Endpoint: "https://old-collector.observability.svc:4318", Protocol: "grpc"}
+)
+
 // otlpCanary is in the headers' Secret: it must reach the guards' memory and nothing else.
 const otlpCanary = "otlp-canary-token-4b8d"
 
@@ -74,7 +82,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestTracingHeadersReachVerifiedGuardsAndNothingElse(t *testing.T) {
 	ctx := context.Background()
 	ns := fixture(t)
-	p := pod(t, ns, "traced-1", "web")
+	p := tracedPod(t, ns, "traced-1", "web", currentTracing)
 	tok := token(t, p, guardv1.Audience)
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: tracingHeaders.Secret},
@@ -187,6 +195,54 @@ func TestTracingHeadersReachVerifiedGuardsAndNothingElse(t *testing.T) {
 	for _, o := range []any{grs, pods} {
 		if raw, _ := json.Marshal(o); strings.Contains(string(raw), otlpCanary) {
 			t.Errorf("%T holds the collector's headers", o)
+		}
+	}
+}
+
+// The collector's credentials reach only guards injected to export to the endpoint they are
+// for: in one namespace, under the same Guardrails, a guard injected while tracing was off
+// and one injected with an earlier setting get the policy without them, and so does a pod
+// whose tenant wrote the manager's cache-only tracing annotation onto it. The guard that
+// traces to the endpoint gets them.
+func TestCollectorCredentialsReachOnlyGuardsThatTraceThere(t *testing.T) {
+	ctx := context.Background()
+	ns := fixture(t)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: leaseNS, Name: tracingHeaders.Secret},
+		Data: map[string][]byte{tracingHeaders.Key: []byte("authorization=Bearer%20" + otlpCanary + "-only")}}
+	must(t, k8s.Create(ctx, secret))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), secret) })
+
+	traced := tracedPod(t, ns, "traced", "web", currentTracing)
+	untraced := pod(t, ns, "untraced", "web")
+	earlier := tracedPod(t, ns, "earlier", "web", previousTracing)
+	claimed := guardedPod(ns, "claimed", map[string]string{"app": "web"},
+		map[string]string{"guardrail.dev/guard-tracing": tracingHeaders.Endpoint, "guardrail.dev/guard-verification": "verified"})
+	createPod(t, claimed)
+
+	snapshotOf := func(p *corev1.Pod) (cp.Snapshot, string) {
+		t.Helper()
+		status, body := poll(t, token(t, p, guardv1.Audience), cp.SubscribeRequest{})
+		if status != http.StatusOK {
+			t.Fatalf("pod %s: subscription answered %d", p.Name, status)
+		}
+		var s cp.Snapshot
+		must(t, json.Unmarshal(body, &s))
+		return s, string(body)
+	}
+	got, body := snapshotOf(traced)
+	if got.Tracing == nil || got.Tracing.Endpoint != tracingHeaders.Endpoint || got.Tracing.Headers["Authorization"] != "Bearer "+otlpCanary+"-only" {
+		t.Fatalf("the guard tracing to %s got no headers for it (tracing %t)", tracingHeaders.Endpoint, got.Tracing != nil)
+	}
+	if !strings.Contains(body, otlpCanary) {
+		t.Fatal("the traced guard's snapshot does not carry the headers")
+	}
+	for _, p := range []*corev1.Pod{untraced, earlier, claimed} {
+		s, body := snapshotOf(p)
+		if s.Tracing != nil || strings.Contains(body, otlpCanary) {
+			t.Errorf("pod %s, whose guard does not trace to %s, got the collector's headers", p.Name, tracingHeaders.Endpoint)
+		}
+		if len(s.Guardrails) != len(got.Guardrails) || len(s.Guardrails) == 0 {
+			t.Errorf("pod %s got %d Guardrails, the traced guard %d: the policy must not depend on tracing", p.Name, len(s.Guardrails), len(got.Guardrails))
 		}
 	}
 }

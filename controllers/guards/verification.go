@@ -76,6 +76,41 @@ func SetGuardProviders(o client.Object, names []string) {
 	o.SetAnnotations(a)
 }
 
+// AnnotationGuardTracing exists only in the manager's cache, like
+// AnnotationGuardVerification: the transform sets it, on a pod whose guard is verified, to
+// the OTLP endpoint its guard was injected to export to (OTEL_EXPORTER_OTLP_ENDPOINT, one
+// of the tracing settings VerifyGuard accepts) and drops it otherwise, whoever wrote it.
+// The control plane sends the collector's credentials (headers, client certificate) only
+// to a guard injected with the endpoint they are for: a guard injected while tracing was
+// off never holds them.
+const AnnotationGuardTracing = "guardrail.dev/guard-tracing"
+
+// SetGuardTracing records on a cached pod the OTLP endpoint of its verified guard; empty
+// is none.
+func SetGuardTracing(o client.Object, endpoint string) {
+	a := o.GetAnnotations()
+	if endpoint == "" {
+		delete(a, AnnotationGuardTracing)
+		o.SetAnnotations(a)
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationGuardTracing] = endpoint
+	o.SetAnnotations(a)
+}
+
+// GuardTracing returns the OTLP endpoint a cached pod's verified guard exports to (empty
+// for a pod whose guard is not verified or does not trace).
+func GuardTracing(p client.Object) string {
+	a := p.GetAnnotations()
+	if a[AnnotationGuardVerification] != guardVerified {
+		return ""
+	}
+	return a[AnnotationGuardTracing]
+}
+
 // AnnotationGuardKind exists only in the manager's cache, like AnnotationGuardVerification:
 // the transform sets it to GuardKindExtProc on a pod whose verified guard container is the
 // Envoy external processor of an ExtProc SharedGuard (injection.IsExtProc), and drops it

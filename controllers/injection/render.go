@@ -259,7 +259,13 @@ var (
 // it (make dev-lite's local guard, load harnesses, tests): VerifyGuard accepts the result.
 // It knows the providers by name only, so the app containers get no placeholder keys.
 func RenderGuard(pod *corev1.Pod, g Guard, native bool, caPEM []byte, providers ...string) {
-	cfg := Config{Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort,
+	RenderTracedGuard(pod, g, Tracing{}, native, caPEM, providers...)
+}
+
+// RenderTracedGuard is RenderGuard for a guard injected with tracing setting t (off when
+// zero): VerifyGuard accepts the result when g.Tracing holds t.
+func RenderTracedGuard(pod *corev1.Pod, g Guard, t Tracing, native bool, caPEM []byte, providers ...string) {
+	cfg := Config{Tracing: t, Image: g.Image, Command: g.Command, ProxyPort: g.ProxyPort, AdminPort: g.AdminPort,
 		ControlPlaneURL: g.ControlPlaneURL, NativeSidecars: native, Version: moduleVersion(),
 		CPURequest: resource.MustParse(defaultCPURequest), MemoryRequest: resource.MustParse(defaultMemoryRequest),
 		MemoryLimit: resource.MustParse(defaultMemoryLimit), OpenAIUpstream: defaultOpenAIUpstream, AnthropicUpstream: defaultAnthropicUpstream,

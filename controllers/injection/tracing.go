@@ -217,6 +217,17 @@ func tracingEnv(t Tracing) []corev1.EnvVar {
 	return env
 }
 
+// GuardTracingEndpoint returns the OTLP endpoint a pod's guard was injected to export to
+// (its OTEL_EXPORTER_OTLP_ENDPOINT), empty when it does not trace. The caller verifies the
+// pod first (VerifyGuard): only then is the setting one the manager rendered.
+func GuardTracingEndpoint(pod *corev1.Pod) string {
+	guard, _ := findGuard(pod)
+	if guard == nil {
+		return ""
+	}
+	return tracingOf(guard.Env).Endpoint
+}
+
 // tracingOf reads the setting a guard's environment was rendered with (the inverse of
 // tracingEnv on what it renders). OTEL_SERVICE_NAME is not a setting: envDiff compares it
 // with the rendered one.
