@@ -15,8 +15,9 @@
 // (controllers/injection/extproc.go). How to configure Envoy's filter, and what is and is
 // not supported: docs/extproc.md.
 //
-// It serves gRPC on --listen (plaintext, or TLS with --tls-cert-file and --tls-key-file)
-// with the standard gRPC health service (SERVING once a policy is loaded), and /healthz,
+// It serves gRPC on --listen (plaintext, or TLS with --tls-cert-file and --tls-key-file,
+// which are read again when they change: a certificate renewed in place is served to new
+// connections without a restart, tlsreload.go) with the standard gRPC health service (SERVING once a policy is loaded), and /healthz,
 // /readyz and /metrics on --admin-listen. Like the guard it takes no proxy, CA or debug
 // setting from its environment (GRPC_* included) and makes its memory unreadable to other
 // processes of its user (runtime/guardproc). It links no Kubernetes package
@@ -53,6 +54,7 @@ import (
 type options struct {
 	listen, admin             string
 	tlsCert, tlsKey           string
+	tlsReloadEvery            time.Duration
 	policy                    guardproc.PolicySource
 	decisionLog               string
 	passThrough               string
@@ -83,7 +85,7 @@ func main() {
 }
 
 func parseFlags(args []string) (options, error) {
-	var o options
+	o := options{tlsReloadEvery: tlsReloadEvery}
 	fs := flag.NewFlagSet("guard-extproc", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", ":15081", "Address the ext_proc gRPC server listens on (Envoy's ext_proc cluster points here).")
 	fs.StringVar(&o.admin, "admin-listen", ":9090", "Address of /healthz, /readyz and /metrics.")
@@ -134,7 +136,7 @@ func run(o options, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	g, err := grpcServer(o)
+	g, err := grpcServer(o, log)
 	if err != nil {
 		return err
 	}
@@ -190,9 +192,16 @@ func run(o options, log *slog.Logger) error {
 	return err
 }
 
+// tlsReloadEvery is how often, at most, a TLS handshake reads the certificate and key
+// files again (tlsreload.go): the kubelet takes up to a minute or so to project a renewed
+// Secret, so a renewal reaches new connections within seconds of that.
+const tlsReloadEvery = 10 * time.Second
+
 // grpcServer returns the gRPC server: messages as large as the largest body judged (a
-// BUFFERED request body is one message), keepalive pings from Envoy accepted every 10s.
-func grpcServer(o options) (*grpc.Server, error) {
+// BUFFERED request body is one message), keepalive pings from Envoy accepted every 10s;
+// over TLS with --tls-cert-file, whose pair is reloaded when the files change. Clients
+// must offer h2 by ALPN (gRPC's own enforcement; Envoy does for an HTTP/2 cluster).
+func grpcServer(o options, log *slog.Logger) (*grpc.Server, error) {
 	maxMsg := int(max(o.maxBody, o.maxResponse)) + 1<<20
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMsg),
@@ -200,11 +209,11 @@ func grpcServer(o options) (*grpc.Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	if o.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		certs, err := newCertReloader(o.tlsCert, o.tlsKey, o.tlsReloadEvery, log)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert-file: %w", err)
+			return nil, err
 		}
-		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})))
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12})))
 	}
 	return grpc.NewServer(opts...), nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -37,5 +39,27 @@ func TestTheOperatorsRenderingIsThisCommandsFlags(t *testing.T) {
 		o.policy.TokenFile != guardv1.TokenPath || o.policy.CAFile != guardv1.CAPath || o.policy.SnapshotDir == "" ||
 		o.tlsCert != "" || o.decisionLog != "" || o.podLabels != "" {
 		t.Errorf("options %+v", o)
+	}
+
+	// With spec.tls: the same, plus the certificate and key files where the pod mounts the
+	// Secret's tls.crt and tls.key.
+	tmpl, refused, err = r.SharedExtProcPodWithTLS(map[string]string{"app": "gateway"}, nil, "llm-extproc-tls")
+	if err != nil || len(refused) > 0 {
+		t.Fatalf("SharedExtProcPodWithTLS: %v, %v", err, refused)
+	}
+	c = tmpl.Spec.Containers[0]
+	withTLS, err := parseFlags(c.Args)
+	if err != nil {
+		t.Fatalf("the rendered arguments %q: %v", c.Args, err)
+	}
+	mount := c.VolumeMounts[len(c.VolumeMounts)-1]
+	vol := tmpl.Spec.Volumes[len(tmpl.Spec.Volumes)-1]
+	if withTLS.tlsCert != path.Join(mount.MountPath, vol.Secret.Items[0].Path) || withTLS.tlsKey != path.Join(mount.MountPath, vol.Secret.Items[1].Path) ||
+		vol.Secret.Items[0].Key != "tls.crt" || vol.Secret.Items[1].Key != "tls.key" || mount.Name != vol.Name || !mount.ReadOnly {
+		t.Errorf("the TLS files %q, %q are not the mounted Secret's tls.crt and tls.key (%v, %v)", withTLS.tlsCert, withTLS.tlsKey, mount, vol)
+	}
+	withTLS.tlsCert, withTLS.tlsKey = "", ""
+	if !reflect.DeepEqual(withTLS, o) {
+		t.Errorf("TLS changes more than the certificate files: %+v", withTLS)
 	}
 }

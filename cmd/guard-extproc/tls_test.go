@@ -1,0 +1,287 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
+)
+
+// testCA issues the processor's certificates, as cert-manager's CA issuer would.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}
+}
+
+// issue returns a serving certificate for the Service's DNS names, and its key, in PEM.
+func (ca *testCA) issue(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "llm-extproc.team-a.svc"},
+		DNSNames:  []string{"llm-extproc.team-a.svc", "llm-extproc.team-a.svc.cluster.local"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+}
+
+// secretVolume lays files out as the kubelet projects a Secret: each key a link through
+// ..data to a timestamped directory, and an update an atomic rename of ..data.
+type secretVolume struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func (v *secretVolume) write(files map[string][]byte) {
+	v.t.Helper()
+	v.n++
+	ts := filepath.Join(v.dir, "..2026_01_01_00_00_0"+string(rune('0'+v.n)))
+	if err := os.Mkdir(ts, 0o755); err != nil {
+		v.t.Fatal(err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(ts, name), b, 0o444); err != nil {
+			v.t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(v.dir, name)); os.IsNotExist(err) {
+			if err := os.Symlink(filepath.Join("..data", name), filepath.Join(v.dir, name)); err != nil {
+				v.t.Fatal(err)
+			}
+		}
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+		v.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+// syncBuffer is a log sink the server's goroutines write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The processor serves gRPC over TLS from a Secret's files: a client trusting the CA
+// completes the handshake and is served, a cleartext client, a client trusting another
+// CA and a client that does not offer h2 are not. When the files are replaced in place as
+// the kubelet replaces a renewed Secret, new connections get the new certificate without
+// a restart; a replacement that is not a valid pair is refused and the last good pair
+// served. The log names certificates and files, never a key.
+func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	vol := &secretVolume{t: t, dir: t.TempDir()}
+	cert1, key1 := ca.issue(t, 101)
+	vol.write(map[string][]byte{"tls.crt": cert1, "tls.key": key1})
+
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	o, err := parseFlags([]string{"--tls-cert-file=" + filepath.Join(vol.dir, "tls.crt"), "--tls-key-file=" + filepath.Join(vol.dir, "tls.key")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.tlsReloadEvery = 0 // every handshake reads the files
+	g, err := grpcServer(o, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Serve(ln) }()
+	t.Cleanup(g.Stop)
+	addr := ln.Addr().String()
+
+	// served calls the health service on a new connection and returns the serial number
+	// of the certificate the server presented.
+	served := func(creds credentials.TransportCredentials) (*big.Int, error) {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = conn.Close() }()
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		var p peer.Peer
+		if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Peer(&p)); err != nil {
+			return nil, err
+		}
+		info, ok := p.AuthInfo.(credentials.TLSInfo)
+		if !ok {
+			t.Fatalf("the call was not over TLS: %T", p.AuthInfo)
+		}
+		return info.State.PeerCertificates[0].SerialNumber, nil
+	}
+	trusting := func(pool *x509.CertPool) credentials.TransportCredentials {
+		return credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "llm-extproc.team-a.svc", MinVersion: tls.VersionTLS12})
+	}
+	wantSerial := func(step string, want int64) {
+		t.Helper()
+		got, err := served(trusting(ca.pool))
+		if err != nil {
+			t.Fatalf("%s: a client trusting the CA: %v", step, err)
+		}
+		if got.Int64() != want {
+			t.Fatalf("%s: the server presented certificate %d, want %d", step, got, want)
+		}
+	}
+
+	wantSerial("start", 101)
+	if _, err := served(insecure.NewCredentials()); err == nil {
+		t.Error("a cleartext client was served")
+	}
+	if _, err := served(trusting(newTestCA(t).pool)); err == nil {
+		t.Error("a client trusting another CA completed the handshake")
+	}
+	// gRPC over TLS negotiates h2: a client that offers it gets the server's HTTP/2
+	// preface, one that does not gets none.
+	for _, alpn := range [][]string{{"h2"}, nil} {
+		raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", NextProtos: alpn, MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatalf("ALPN %q: the handshake failed: %v", alpn, err)
+		}
+		_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _ := io.ReadFull(raw, make([]byte, 9))
+		_ = raw.Close()
+		if (n > 0) != (alpn != nil) {
+			t.Errorf("ALPN %q: %d bytes of an HTTP/2 server preface", alpn, n)
+		}
+	}
+
+	// cert-manager renews: the Secret's two keys change at once.
+	cert2, key2 := ca.issue(t, 102)
+	vol.write(map[string][]byte{"tls.crt": cert2, "tls.key": key2})
+	wantSerial("renewed", 102)
+
+	// A pair that does not match (the new certificate with the old key), then garbage:
+	// refused, the renewed pair still served, each logged once.
+	cert3, _ := ca.issue(t, 103)
+	vol.write(map[string][]byte{"tls.crt": cert3, "tls.key": key1})
+	wantSerial("mismatched pair", 102)
+	wantSerial("mismatched pair, again", 102)
+	vol.write(map[string][]byte{"tls.crt": []byte("not a certificate"), "tls.key": key2})
+	wantSerial("garbage", 102)
+
+	// The next valid pair is taken.
+	cert4, key4 := ca.issue(t, 104)
+	vol.write(map[string][]byte{"tls.crt": cert4, "tls.key": key4})
+	wantSerial("renewed again", 104)
+
+	out := logs.String()
+	if n := strings.Count(out, "is not a valid pair"); n != 2 {
+		t.Errorf("%d refusals logged, want 2 (one per bad pair):\n%s", n, out)
+	}
+	if n := strings.Count(out, "Reloaded the TLS certificate"); n != 2 {
+		t.Errorf("%d reloads logged, want 2:\n%s", n, out)
+	}
+	for _, key := range [][]byte{key1, key2, key4} {
+		body := strings.Join(strings.Split(string(key), "\n")[1:3], "")
+		if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, body[:32]) {
+			t.Fatalf("the log carries key material:\n%s", out)
+		}
+	}
+	if !strings.Contains(out, `"serial":"68"`) || !strings.Contains(out, `"dnsNames":["llm-extproc.team-a.svc"`) {
+		t.Errorf("the log does not name the certificates served:\n%s", out)
+	}
+}
+
+// The processor does not start on a pair that is not valid, or on missing files.
+func TestTheProcessorRefusesToStartWithoutAValidPair(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	cert1, _ := ca.issue(t, 1)
+	_, key2 := ca.issue(t, 2)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	certFile, keyFile := write("tls.crt", cert1), write("tls.key", key2)
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	for name, o := range map[string]options{
+		"mismatched": {tlsCert: certFile, tlsKey: keyFile},
+		"missing":    {tlsCert: filepath.Join(dir, "absent.crt"), tlsKey: keyFile},
+	} {
+		if _, err := grpcServer(o, log); err == nil {
+			t.Errorf("%s: the server started", name)
+		} else if strings.Contains(err.Error(), "PRIVATE KEY") {
+			t.Errorf("%s: the error quotes the key: %v", name, err)
+		}
+	}
+}
