@@ -33,6 +33,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.anthropicUpstream)",message="spec.anthropicUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.anthropicUpstream
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.geminiUpstream)",message="spec.geminiUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.geminiUpstream
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.auditLog) || !self.auditLog",message="spec.auditLog is the proxy's: the ext_proc server writes no audit log; unset it in ExtProc mode",fieldPath=.auditLog
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.mode) && self.mode == 'ExtProc')",message="spec.tls is the Envoy external processor's: the guard's HTTP proxy (Proxy mode) serves no TLS yet; unset spec.tls, or use spec.mode ExtProc",fieldPath=.tls
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed: a gateway calls the processor either over TLS or in cleartext, and a rollout would serve both behind one Service; create another SharedGuard instead (spec.tls.secretName may change)",fieldPath=.tls
 type SharedGuardSpec struct {
 	// mode is what the pods run: Proxy (the default), the guard's HTTP proxy, which apps
 	// call through their SDK's base URL; or ExtProc, the Envoy external processor
@@ -95,6 +97,30 @@ type SharedGuardSpec struct {
 	// and names only, to stdout.
 	// +optional
 	AuditLog bool `json:"auditLog,omitempty"`
+
+	// tls has the Envoy external processor (ExtProc mode only) serve gRPC over TLS with
+	// the certificate of a kubernetes.io/tls Secret of the SharedGuard's namespace, such as
+	// cert-manager writes for a Certificate: the Service then advertises appProtocol https
+	// and status.url is https://NAME.NAMESPACE.svc:15081. Without it the processor serves
+	// gRPC in cleartext (h2c). It cannot be added or removed (a gateway calls the processor
+	// one way or the other): create another SharedGuard instead. docs/shared-guard.md says
+	// how to get a certificate and point a gateway at it.
+	// +optional
+	TLS *SharedGuardTLS `json:"tls,omitempty"`
+}
+
+// SharedGuardTLS is the certificate a SharedGuard's processor presents.
+type SharedGuardTLS struct {
+	// secretName names a Secret of type kubernetes.io/tls in the SharedGuard's namespace:
+	// its tls.crt (the certificate chain, leaf first) and tls.key (the private key), which
+	// alone are mounted read-only into the processor. A renewal written into the same
+	// Secret (cert-manager renews in place) is picked up without a restart; another name
+	// rolls the pods out. The operator reads the Secret to report it missing or invalid
+	// in the conditions and never copies it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="spec.tls.secretName must be a Secret's name: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	SecretName string `json:"secretName"`
 }
 
 // SharedGuardResources are a shared guard pod's requests and limits.
@@ -129,8 +155,9 @@ type SharedGuardStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// url is the Service's address. In Proxy mode it is the base URL for Anthropic SDKs,
-	// and with /v1 appended for OpenAI SDKs; in ExtProc mode the gRPC (h2c) endpoint a
-	// gateway's ext_proc cluster points at, http://NAME.NAMESPACE.svc:15081.
+	// and with /v1 appended for OpenAI SDKs; in ExtProc mode the gRPC endpoint a gateway's
+	// ext_proc cluster points at: http://NAME.NAMESPACE.svc:15081 in cleartext (h2c), or
+	// https://NAME.NAMESPACE.svc:15081 over TLS (spec.tls).
 	// +optional
 	URL string `json:"url,omitempty"`
 

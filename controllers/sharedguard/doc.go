@@ -7,8 +7,10 @@
 // ModelProvider is attached, so the control plane verifies them like any guard and serves
 // them the Guardrails that select their labels (spec.podLabels). In ExtProc mode
 // (spec.mode) the pods run the Envoy external processor instead (injection.Renderer's
-// SharedExtProcPod), verified as strictly, and the Service's port is grpc (15081, h2c) for
-// a gateway's ext_proc filter. The Service has no selector: this reconciler writes its
+// SharedExtProcPodWithTLS), verified as strictly, and the Service's port is grpc (15081)
+// for a gateway's ext_proc filter: h2c, or TLS with the certificate of the Secret
+// spec.tls.secretName names (appProtocol https; tls.go reports that Secret missing or
+// invalid). The Service has no selector: this reconciler writes its
 // EndpointSlices itself, from the pods the manager's cache verified as the SharedGuard's
 // kind of guard (proxy or processor) and whose labels are exactly the template's. A tenant who labels a pod of
 // its own guardrail.dev/shared-guard receives none of the Service's traffic, and a pod whose

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -48,6 +49,15 @@ const (
 	// ReasonExtProcUnavailable: the SharedGuard is in ExtProc mode and the manager has no
 	// image of the Envoy external processor (--guard-extproc-image).
 	ReasonExtProcUnavailable = "ExtProcUnavailable"
+	// ReasonTLSSecretNotFound: spec.tls.secretName names a Secret that does not exist (yet:
+	// cert-manager writes it once the Certificate is issued). The guard's pods cannot
+	// start without it; creating it resolves the condition. Reconciling.
+	ReasonTLSSecretNotFound = "TLSSecretNotFound" //nolint:gosec // a condition reason, not a credential
+	// ReasonTLSSecretInvalid: the Secret spec.tls.secretName names lacks tls.crt or
+	// tls.key, or they are not a certificate and its key, or the certificate expired.
+	// Pods that start now cannot serve; running ones keep the pair they loaded. Stalled
+	// until the Secret (or the spec) changes.
+	ReasonTLSSecretInvalid = "TLSSecretInvalid"
 )
 
 const (
@@ -101,10 +111,15 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Secrets (spec.tls.secretName, checked in tls.go) are read with the rights of
+// config/rbac/secret_reader_role.yaml, which the manager holds for Classifiers' credentials
+// (bound cluster-wide or in the watched namespaces, outside the generated role); their
+// metadata are watched, as the Classifier reconciler watches them.
 
 // SetupWithManager registers the reconciler. The manager's cache holds only the
 // Deployments, Services and EndpointSlices labelled guardrail.dev/shared-guard, and the
-// injected pods (controllers.Options.Cache).
+// injected pods (controllers.Options.Cache); Secrets by their metadata, for spec.tls.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharedguard").
@@ -120,6 +135,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 		})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.forSecret), builder.OnlyMetadata).
 		Complete(r)
 }
 
@@ -138,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		InEffect(func() string {
 			return fmt.Sprintf("Generation %d is in effect: %d guard pods serve %s", sg.Generation, sg.Status.ReadyReplicas, sg.Status.URL)
 		}).
-		WaitingReasons(ReasonWaitingForCA, ReasonRollingOut, v1alpha1.ReasonProgressing)
+		WaitingReasons(ReasonWaitingForCA, ReasonRollingOut, ReasonTLSSecretNotFound, v1alpha1.ReasonProgressing)
 	defer policystatus.Settle(ctx, patcher, sg, &result, &retErr, func() time.Duration { return recheck })
 
 	if why := r.refusedNamespace(sg.Namespace); why != "" {
@@ -148,7 +164,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	extProc := sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc
 	render := r.Renderer.SharedGuardPod
 	if extProc {
-		render = r.Renderer.SharedExtProcPod
+		render = func(labels, annotations map[string]string) (corev1.PodTemplateSpec, []string, error) {
+			return r.Renderer.SharedExtProcPodWithTLS(labels, annotations, tlsSecretName(sg))
+		}
 	}
 	tmpl, refused, err := render(podLabels(sg), settings(sg))
 	switch {
@@ -187,13 +205,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return r.failed(sg, err)
 	}
 
+	// The Secret is checked after the objects are written: pods that hold an earlier pair
+	// keep serving behind the Service, and its EndpointSlices must follow them.
+	tlsReason, tlsProblem, err := r.checkTLSSecret(ctx, sg)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
 	sg.Status.URL = fmt.Sprintf("http://%s.%s.svc", sg.Name, sg.Namespace)
-	if extProc {
+	switch {
+	case extProc && sg.Spec.TLS != nil:
+		sg.Status.URL = fmt.Sprintf("https://%s.%s.svc:%d", sg.Name, sg.Namespace, ExtProcServicePort)
+	case extProc:
 		sg.Status.URL = fmt.Sprintf("http://%s.%s.svc:%d", sg.Name, sg.Namespace, ExtProcServicePort)
 	}
 	sg.Status.Replicas = dep.Status.Replicas
 	sg.Status.ReadyReplicas = ready
 	sg.Status.Selector = labels.SelectorFromSet(selector).String()
+	switch tlsReason {
+	case ReasonTLSSecretNotFound:
+		status.MarkReconciling(sg, tlsReason, tlsProblem)
+		return ctrl.Result{RequeueAfter: waitRollout}, nil
+	case ReasonTLSSecretInvalid:
+		status.MarkStalled(sg, tlsReason, tlsProblem)
+		return ctrl.Result{}, reconcile.TerminalError(errors.New(tlsProblem))
+	}
 	rolledOut := dep.Status.ObservedGeneration >= dep.Generation && dep.Status.UpdatedReplicas == replicas &&
 		dep.Status.Replicas == replicas && ready >= replicas
 	if !rolledOut {
@@ -245,15 +281,20 @@ func podLabels(sg *v1alpha1.SharedGuard) map[string]string {
 }
 
 // servicePorts are the ports of the SharedGuard's Service and its EndpointSlices: in
-// Proxy mode http (80, to the guard's proxy port), in ExtProc mode grpc (15081, h2c).
+// Proxy mode http (80, to the guard's proxy port), in ExtProc mode grpc (15081), whose
+// appProtocol is kubernetes.io/h2c in cleartext and https over TLS (spec.tls).
 func (r *Reconciler) servicePorts(sg *v1alpha1.SharedGuard) ([]corev1.ServicePort, []discoveryv1.EndpointPort) {
 	if sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc {
+		appProtocol := injection.ExtProcAppProtocol
+		if sg.Spec.TLS != nil {
+			appProtocol = injection.ExtProcTLSAppProtocol
+		}
 		return []corev1.ServicePort{{
 				Name: injection.PortNameGRPC, Port: ExtProcServicePort, Protocol: corev1.ProtocolTCP,
-				TargetPort: intstr.FromInt32(injection.ExtProcPort), AppProtocol: ptr.To(injection.ExtProcAppProtocol),
+				TargetPort: intstr.FromInt32(injection.ExtProcPort), AppProtocol: ptr.To(appProtocol),
 			}}, []discoveryv1.EndpointPort{{
 				Name: ptr.To(injection.PortNameGRPC), Port: ptr.To[int32](injection.ExtProcPort), Protocol: ptr.To(corev1.ProtocolTCP),
-				AppProtocol: ptr.To(injection.ExtProcAppProtocol),
+				AppProtocol: ptr.To(appProtocol),
 			}}
 	}
 	port := r.Renderer.Guard().ProxyPort
