@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"go.yaml.in/yaml/v2"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -68,6 +70,44 @@ func TestTheDocumentedEnvoyConfigIsValid(t *testing.T) {
 	}
 	if cluster := ep.GetGrpcService().GetEnvoyGrpc().GetClusterName(); cluster != boot.GetStaticResources().GetClusters()[0].GetName() {
 		t.Errorf("the filter calls cluster %q", cluster)
+	}
+
+	// The same cluster over TLS (a SharedGuard with spec.tls): valid, HTTP/2, offering h2 by
+	// ALPN (the processor's gRPC server requires it), checking the Service's name against
+	// the issuer's CA.
+	_, rest, ok = strings.Cut(string(doc), "```yaml\n# The guard-extproc cluster of the sample above, for a SharedGuard with spec.tls.")
+	if !ok {
+		t.Fatal("docs/extproc.md has no TLS cluster block")
+	}
+	block, _, _ = strings.Cut(rest, "```")
+	v = nil
+	if err := yaml.Unmarshal([]byte(block), &v); err != nil {
+		t.Fatal(err)
+	}
+	if js, err = json.Marshal(jsonable(v)); err != nil {
+		t.Fatal(err)
+	}
+	var cluster clusterv3.Cluster
+	if err := protojson.Unmarshal(js, &cluster); err != nil {
+		t.Fatalf("not a v3 cluster: %v", err)
+	}
+	if err := cluster.ValidateAll(); err != nil {
+		t.Fatalf("invalid cluster: %v", err)
+	}
+	var upstream tlsv3.UpstreamTlsContext
+	if err := cluster.GetTransportSocket().GetTypedConfig().UnmarshalTo(&upstream); err != nil {
+		t.Fatal(err)
+	}
+	if err := upstream.ValidateAll(); err != nil {
+		t.Fatalf("invalid TLS context: %v", err)
+	}
+	vc := upstream.GetCommonTlsContext().GetValidationContext()
+	sans := vc.GetMatchTypedSubjectAltNames()
+	if cluster.GetName() != "guard-extproc" || upstream.GetSni() != "llm-extproc.team-a.svc" ||
+		strings.Join(upstream.GetCommonTlsContext().GetAlpnProtocols(), ",") != "h2" || vc.GetTrustedCa().GetFilename() == "" ||
+		len(sans) != 1 || sans[0].GetSanType() != tlsv3.SubjectAltNameMatcher_DNS || sans[0].GetMatcher().GetExact() != upstream.GetSni() ||
+		cluster.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress().GetPortValue() != 15081 {
+		t.Errorf("the documented TLS cluster is not the one the processor needs: %v", &cluster)
 	}
 }
 
