@@ -17,7 +17,7 @@
 //
 // It serves gRPC on --listen (plaintext, or TLS with --tls-cert-file and --tls-key-file,
 // which are read again when they change: a certificate renewed in place is served to new
-// connections without a restart, tlsreload.go) with the standard gRPC health service (SERVING once a policy is loaded), and /healthz,
+// connections without a restart, runtime/tlsreload) with the standard gRPC health service (SERVING once a policy is loaded), and /healthz,
 // /readyz and /metrics on --admin-listen. Like the guard it takes no proxy, CA or debug
 // setting from its environment (GRPC_* included) and makes its memory unreadable to other
 // processes of its user (runtime/guardproc). It links no Kubernetes package
@@ -26,7 +26,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -49,6 +48,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tlsreload"
 )
 
 type options struct {
@@ -85,7 +85,7 @@ func main() {
 }
 
 func parseFlags(args []string) (options, error) {
-	o := options{tlsReloadEvery: tlsReloadEvery}
+	o := options{tlsReloadEvery: tlsreload.DefaultEvery}
 	fs := flag.NewFlagSet("guard-extproc", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", ":15081", "Address the ext_proc gRPC server listens on (Envoy's ext_proc cluster points here).")
 	fs.StringVar(&o.admin, "admin-listen", ":9090", "Address of /healthz, /readyz and /metrics.")
@@ -192,11 +192,6 @@ func run(o options, log *slog.Logger) error {
 	return err
 }
 
-// tlsReloadEvery is how often, at most, a TLS handshake reads the certificate and key
-// files again (tlsreload.go): the kubelet takes up to a minute or so to project a renewed
-// Secret, so a renewal reaches new connections within seconds of that.
-const tlsReloadEvery = 10 * time.Second
-
 // grpcServer returns the gRPC server: messages as large as the largest body judged (a
 // BUFFERED request body is one message), keepalive pings from Envoy accepted every 10s;
 // over TLS with --tls-cert-file, whose pair is reloaded when the files change. Clients
@@ -209,11 +204,11 @@ func grpcServer(o options, log *slog.Logger) (*grpc.Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	}
 	if o.tlsCert != "" {
-		certs, err := newCertReloader(o.tlsCert, o.tlsKey, o.tlsReloadEvery, log)
+		certs, err := tlsreload.New(o.tlsCert, o.tlsKey, o.tlsReloadEvery, log, "gRPC")
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12})))
+		opts = append(opts, grpc.Creds(credentials.NewTLS(certs.Config())))
 	}
 	return grpc.NewServer(opts...), nil
 }

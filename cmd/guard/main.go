@@ -16,7 +16,12 @@
 // also fronts MCP servers at /mcp/NAME on the same listener (runtime/mcp). With
 // --provider=NAME (keyless apps, README.md) it sends a family's calls to that ModelProvider
 // with the credential the control plane delivered. An admin listener serves /healthz, /readyz
-// (ready once a policy is loaded) and Prometheus /metrics. It takes no proxy, CA or debug
+// (ready once a policy is loaded) and Prometheus /metrics. With --tls-cert-file and
+// --tls-key-file the proxy serves HTTPS (HTTP/1.1, and HTTP/2 by ALPN) instead of
+// cleartext HTTP: a SharedGuard with spec.tls renders them (docs/shared-guard.md), and
+// the pair is read again when its files change (runtime/tlsreload), so a renewed
+// certificate reaches new connections without a restart; a sidecar, on loopback, never
+// takes them. The admin listener serves cleartext HTTP either way. It takes no proxy, CA or debug
 // setting from its environment (runtime/guardproc; README.md says which variables it drops).
 //
 // Both servers bound what a client can hold. The proxy: request headers within
@@ -51,11 +56,14 @@ import (
 	mcpupstream "github.com/guardrail-dev/guardrail-operator/runtime/mcp/upstream"
 	"github.com/guardrail-dev/guardrail-operator/runtime/proxy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/telemetry"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tlsreload"
 	"github.com/guardrail-dev/guardrail-operator/runtime/tracing"
 )
 
 type options struct {
 	listen, admin                string
+	tlsCert, tlsKey              string
+	tlsReloadEvery               time.Duration
 	openaiUpstream, anthropicURL string
 	geminiURL                    string
 	policyFile                   string
@@ -79,10 +87,13 @@ func main() {
 	// First of all: a guard started with variables it must not honour (runtime/guardproc)
 	// starts again without them, before it reads anything or holds any credential.
 	guardproc.ExitOnIgnoredEnv("Guard")
-	var o options
+	o := options{tlsReloadEvery: tlsreload.DefaultEvery}
 	fs := flag.NewFlagSet("guard", flag.ExitOnError)
 	fs.StringVar(&o.listen, guardv1.FlagListen, "127.0.0.1:8000", "Address the proxy listens on (the app's base URL points here).")
 	fs.StringVar(&o.admin, guardv1.FlagAdminListen, ":9090", "Address of /healthz, /readyz and /metrics.")
+	fs.StringVar(&o.tlsCert, flagTLSCertFile, "", "PEM certificate chain (leaf first) the proxy presents: it serves HTTPS on --listen "+
+		"(with --"+flagTLSKeyFile+"; read again when the files change). Cleartext HTTP without.")
+	fs.StringVar(&o.tlsKey, flagTLSKeyFile, "", "PEM private key of --"+flagTLSCertFile+".")
 	fs.StringVar(&o.openaiUpstream, guardv1.FlagOpenAIUpstream, "https://api.openai.com", "Base URL of the OpenAI-compatible provider.")
 	fs.StringVar(&o.anthropicURL, guardv1.FlagAnthropicUpstream, "https://api.anthropic.com", "Base URL of the Anthropic provider.")
 	fs.StringVar(&o.geminiURL, guardv1.FlagGeminiUpstream, proxy.DefaultGeminiUpstream, "Base URL of the Gemini API.")
@@ -143,6 +154,17 @@ func main() {
 }
 
 func run(o options, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runContext(ctx, o, log)
+}
+
+// runContext runs the guard until ctx is done (a signal) or a listener fails.
+func runContext(ctx context.Context, o options, log *slog.Logger) error {
+	certs, err := serverCertificate(o, log) // tls.go: nil without --tls-cert-file
+	if err != nil {
+		return err
+	}
 	policySrc := guardproc.PolicySource{File: o.policyFile, Interval: o.policyInterval, ControlPlane: o.controlPlane,
 		TokenFile: o.tokenFile, CAFile: o.caFile, SnapshotDir: o.snapshotDir, DecisionInterval: o.decisionInterval}
 	if err := policySrc.Validate(); err != nil {
@@ -188,9 +210,6 @@ func run(o options, log *slog.Logger) error {
 		PodLabels: podLabels, Providers: o.providers, Telemetry: tel, Log: log, Tracer: tracer,
 	})
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	// With the control plane, decisions go back over the same channel.
 	reporter := policySrc.Reporter(ctx, tel, log)
 	if err := startAudit(o, tel, reporter, log); err != nil {
@@ -225,10 +244,10 @@ func run(o options, log *slog.Logger) error {
 		return err
 	}
 	adminLn = guardproc.CapConns(adminLn, guardproc.DefaultAdminLimits.MaxConns, &adminRefused)
-	log.Info("Guard listening", "proxy", ln.Addr().String(), "admin", adminLn.Addr().String(),
+	log.Info("Guard listening", "proxy", ln.Addr().String(), "tls", certs != nil, "admin", adminLn.Addr().String(),
 		"openaiUpstream", openaiURL.Redacted(), "anthropicUpstream", anthropicURL.Redacted(), "geminiUpstream", geminiURL.Redacted())
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serveProxy(srv, ln, certs) }()
 	go func() { errc <- adminSrv.Serve(adminLn) }()
 
 	select {

@@ -1,4 +1,9 @@
-package main
+// Package tlsreload is a server's TLS certificate read from a certificate and a key file
+// that are replaced in place while it runs, as the kubelet replaces a Secret's keys when
+// cert-manager renews a certificate. The guard (cmd/guard, HTTPS) and the Envoy external
+// processor (cmd/guard-extproc, gRPC over TLS) serve with it. It links only the standard
+// library: the guard runs in every injected pod (runtime/linkcheck_test.go).
+package tlsreload
 
 import (
 	"bytes"
@@ -13,7 +18,12 @@ import (
 	"time"
 )
 
-// certReloader is the gRPC server's certificate: the pair in --tls-cert-file and
+// DefaultEvery is how often, at most, a TLS handshake reads the files again: the kubelet
+// takes up to a minute or so to project a renewed Secret, so a renewal reaches new
+// connections within seconds of that.
+const DefaultEvery = 10 * time.Second
+
+// Certificate is a server's certificate: the pair in --tls-cert-file and
 // --tls-key-file, read again at a TLS handshake once the last read is older than every
 // (tlsReloadEvery), and replaced when their content changed and still makes a valid pair. In a pod
 // the files are a Secret's keys, which the kubelet replaces in place (an atomic swap of
@@ -21,7 +31,7 @@ import (
 // the new certificate without a restart, open ones keep theirs. A pair that does not
 // parse, or whose key is not the certificate's, is refused and the last good one kept;
 // it is logged once, with the files' names and the parser's error, never their content.
-type certReloader struct {
+type Certificate struct {
 	certFile, keyFile string
 	every             time.Duration
 	log               *slog.Logger
@@ -35,10 +45,12 @@ type certReloader struct {
 	checked time.Time
 }
 
-// newCertReloader reads the pair once; it fails when the pair is not valid, so that the
-// processor does not start without its certificate.
-func newCertReloader(certFile, keyFile string, every time.Duration, log *slog.Logger) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile, every: every, log: log, now: time.Now}
+// New reads the pair once; it fails when the pair is not valid, so that the server does
+// not start without its certificate. every is the least time between two reads
+// (DefaultEvery; 0 reads the files at every handshake). what names the server in the
+// log ("gRPC", "HTTPS").
+func New(certFile, keyFile string, every time.Duration, log *slog.Logger, what string) (*Certificate, error) {
+	r := &Certificate{certFile: certFile, keyFile: keyFile, every: every, log: log, now: time.Now}
 	sum, certPEM, keyPEM, err := r.read()
 	if err != nil {
 		return nil, err
@@ -49,12 +61,12 @@ func newCertReloader(certFile, keyFile string, every time.Duration, log *slog.Lo
 		return nil, fmt.Errorf("--tls-cert-file and --tls-key-file: %w", err)
 	}
 	r.cert, r.loaded, r.checked = &cert, sum, r.now()
-	log.Info("Serving gRPC over TLS", describe(&cert, certFile)...)
+	log.Info("Serving "+what+" over TLS", describe(&cert, certFile)...)
 	return r, nil
 }
 
 // GetCertificate is tls.Config.GetCertificate.
-func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (r *Certificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if now := r.now(); now.Sub(r.checked) >= r.every {
@@ -67,7 +79,7 @@ func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 // reload reads the files and takes their pair when it changed and is valid. Read between
 // two writes (the kubelet swaps both files at once, but a copy by hand may not), a pair
 // may not match: it is read once more before it is refused.
-func (r *certReloader) reload() {
+func (r *Certificate) reload() {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		sum, certPEM, keyPEM, rerr := r.read()
@@ -100,7 +112,7 @@ func (r *certReloader) reload() {
 }
 
 // read returns the files' contents and a digest of both.
-func (r *certReloader) read() (sum [sha256.Size]byte, certPEM, keyPEM []byte, err error) {
+func (r *Certificate) read() (sum [sha256.Size]byte, certPEM, keyPEM []byte, err error) {
 	if certPEM, err = os.ReadFile(r.certFile); err != nil {
 		return sum, nil, nil, fmt.Errorf("--tls-cert-file: %w", unwrapPath(err))
 	}
@@ -137,4 +149,10 @@ func describe(cert *tls.Certificate, file string) []any {
 	return []any{"certFile", file, "subject", leaf.Subject.CommonName, "dnsNames", leaf.DNSNames,
 		"serial", fmt.Sprintf("%x", leaf.SerialNumber), "notAfter", leaf.NotAfter.UTC().Format(time.RFC3339),
 		"chain", len(cert.Certificate), "selfSigned", bytes.Equal(leaf.RawIssuer, leaf.RawSubject)}
+}
+
+// Config is a server's TLS configuration serving r's certificate, TLS 1.2 at least. The
+// caller sets NextProtos: an http.Server adds h2 and http/1.1 itself, gRPC h2.
+func (r *Certificate) Config() *tls.Config {
+	return &tls.Config{GetCertificate: r.GetCertificate, MinVersion: tls.VersionTLS12}
 }
