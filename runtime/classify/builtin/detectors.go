@@ -143,14 +143,15 @@ func (c *Classifier) build() {
 	}
 	// Vendor tokens count their longest bounded match; a longer one is a streaming prefix
 	// that matches once its prefix and longPrefixBody characters are there (vendor_match.go).
-	for k := range vendorRules {
-		if r := &vendorRules[k]; c.on(r.det) {
+	eachVendorRule(func(r *vendorRule) bool {
+		if c.on(r.det) {
 			c.hint = max(c.hint, min(r.maxLen(), len(r.prefix)+longPrefixBody, maxGenericSecret))
 			if r.maxLen() <= maxGenericSecret {
 				c.hint = max(c.hint, r.maxLen())
 			}
 		}
-	}
+		return true
+	})
 	// A base64-encoded PEM block matches once its BEGIN line is decoded (encoded.go).
 	if c.on(detPrivateKey) {
 		c.hint = max(c.hint, encodedPEMHeader)

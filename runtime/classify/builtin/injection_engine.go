@@ -369,20 +369,6 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		}
 		return m
 	}
-	// starts pairs a word of lex with a rule it can begin, in the order of the rules; last
-	// is the last rule paired with each word.
-	type wordRule struct{ w, r int32 }
-	starts := make([]wordRule, 0, nalts)
-	var last []int32
-	addStart := func(w, r int, dedup bool) {
-		for len(last) < len(t.lex.keys) {
-			last = append(last, -1)
-		}
-		if !dedup || last[w] != int32(r) {
-			starts = append(starts, wordRule{int32(w), int32(r)})
-			last[w] = int32(r)
-		}
-	}
 	var groups []string // the first rule's name of each group
 	var groupAt []int
 	allSlots := make([]injSigSlot, 0, nslots)
@@ -506,14 +492,7 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 			panic(fmt.Sprintf("builtin: injection rule %q must begin with a mandatory slot", d.name))
 		}
 		for _, w := range s0.words {
-			addStart(t.lex.add(w), ri, false)
-		}
-		if s0.class != 0 {
-			for i := range t.lex.vals {
-				if t.lex.vals[i].class&s0.class != 0 {
-					addStart(i, ri, true)
-				}
-			}
+			t.lex.add(w)
 		}
 		for k := 0; k < len(s0.puncts); k++ {
 			t.byPunct[s0.puncts[k]] = append(t.byPunct[s0.puncts[k]], ri)
@@ -523,20 +502,47 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 	if len(t.rules) > 128 {
 		panic("builtin: too many injection rules for a rule set")
 	}
-	// The rules each word can begin, in the order of the rules: one slice, cut per word.
-	slices.SortStableFunc(starts, func(a, b wordRule) int { return int(a.w - b.w) })
-	byWord := make([]int, len(starts))
-	nfirsts := 0
-	for k := 0; k < len(starts); {
-		j := k
-		for j < len(starts) && starts[j].w == starts[k].w {
-			byWord[j] = int(starts[j].r)
-			j++
+	// The rules each word can begin, in the order of the rules: one slice, cut per word. A
+	// rule begins with the words of its first slot (each time one is listed) and with the
+	// words of its first slot's sets (once; the words added after the sets belong to none).
+	// The first pass counts them per word, the second puts them in place; last is the last
+	// rule paired with each word.
+	last := make([]int32, len(t.lex.keys), max(len(t.lex.keys), cap(t.lex.keys)))
+	count := make([]int32, len(t.lex.keys)+1)
+	eachStart := func(f func(w, r int)) {
+		for i := range last {
+			last[i] = -1
 		}
-		t.lex.vals[starts[k].w].rules = byWord[k:j:j]
-		nfirsts++
-		k = j
+		for ri := range t.rules {
+			s0 := &t.rules[ri].slots[0]
+			for _, w := range s0.words {
+				k := t.lex.index([]byte(w))
+				f(k, ri)
+				last[k] = int32(ri)
+			}
+			if s0.class != 0 {
+				for i := range t.lex.vals {
+					if t.lex.vals[i].class&s0.class != 0 && last[i] != int32(ri) {
+						f(i, ri)
+						last[i] = int32(ri)
+					}
+				}
+			}
+		}
 	}
+	eachStart(func(w, _ int) { count[w+1]++ })
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1]
+	}
+	byWord := make([]int, count[len(count)-1])
+	nfirsts := 0
+	for i := range t.lex.vals {
+		if a, e := count[i], count[i+1]; e > a {
+			t.lex.vals[i].rules = byWord[a:a:e]
+			nfirsts++
+		}
+	}
+	eachStart(func(w, r int) { t.lex.vals[w].rules = append(t.lex.vals[w].rules, r) })
 	t.firsts = make([]string, 0, nfirsts)
 	for i, w := range t.lex.keys {
 		if len(t.lex.vals[i].rules) > 0 {
@@ -570,7 +576,7 @@ func compileInjSig(sets map[string]string, defs []injRuleDef) *injSigTable {
 		ar injAnchorRule
 	}
 	t.anchorIdx = newWordTable[[]injAnchorRule](len(t.rules) * 4)
-	anchored := make([]anchorRule, 0, len(t.rules)*4)
+	anchored := make([]anchorRule, 0, len(t.rules)*8)
 	last = last[:0]
 	var spell0, spell1 [16]byte
 	for ri := range t.rules {

@@ -127,7 +127,7 @@ func foldLetter(r rune) byte {
 	case r >= 0x1F1E6 && r <= 0x1F1FF: // regional indicators
 		return byte('a' + r - 0x1F1E6)
 	}
-	if b, ok := confusables[r]; ok {
+	if b, ok := confusables.letter(r); ok {
 		return b
 	}
 	return 0
@@ -135,41 +135,88 @@ func foldLetter(r rune) byte {
 
 // confusables are the letters of other scripts, and the accented Latin letters, that look
 // like an ASCII letter (Unicode's confusables for the Latin alphabet, the common ones).
-var confusables = func() map[rune]byte {
-	m := map[rune]byte{}
-	add := func(letter byte, runes string) {
-		for _, r := range runes {
-			m[r] = letter
+var confusables = func() (t confusableTable) {
+	for _, set := range confusableSets {
+		for _, r := range set.runes {
+			// Insert after the entries of smaller or equal runes; a rune listed again takes
+			// the later letter (below).
+			k := t.n
+			for k > 0 && rune(t.e[k-1]>>8) > r {
+				k--
+			}
+			copy(t.e[k+1:t.n+1], t.e[k:t.n])
+			t.e[k] = uint32(r)<<8 | uint32(set.letter)
+			t.n++
 		}
 	}
-	add('a', "аАαΑаàáâãäåāăąǎȁȃȧаɑᴀ")
-	add('b', "ВвβΒЬƅḃ")
-	add('c', "сСϲϹçćĉċčᴄ")
-	add('d', "ԁďđḋɗ")
-	add('e', "еЕεΕèéêëēĕėęěȅȇɛҽᴇ")
-	add('f', "ғϝḟ")
-	add('g', "ɡġğĝģǧ")
-	add('h', "һНΗհḣĥħ")
-	add('i', "іІιΙìíîïĩīĭįıǐȉȋɪӏ")
-	add('j', "јЈϳĵ")
-	add('k', "кКκΚķḳᴋ")
-	add('l', "ⅼĺļľŀłӀ")
-	add('m', "мМΜṁᴍ")
-	add('n', "ոΝñńņňŉṅηп")
-	add('o', "оОοΟοòóôõöøōŏőǒȍȏσ০٥ᴏ")
-	add('p', "рРρΡṗᴘ")
-	add('q', "ԛզ")
-	add('r', "гŕŗřȑȓṙᴦ")
-	add('s', "ѕЅśŝşšșṡ")
-	add('t', "тТτΤţťŧțṫᴛ")
-	add('u', "υùúûüũūŭůűųǔȕȗսᴜ")
-	add('v', "νѵᴠ")
-	add('w', "ѡԝẁẃẅŵᴡ")
-	add('x', "хХχΧ×")
-	add('y', "уУγΥýÿŷẏү")
-	add('z', "ΖźżžẓᴢΖ")
-	return m
+	// Keep the last entry of each rune (the later set's letter, as a map's assignment would).
+	n := 0
+	for k := range t.n {
+		if n > 0 && t.e[n-1]>>8 == t.e[k]>>8 {
+			n--
+		}
+		t.e[n] = t.e[k]
+		n++
+	}
+	t.n = n
+	return t
 }()
+
+// confusableTable is a sorted array of rune<<8 | letter, built at init in static storage.
+type confusableTable struct {
+	n int
+	e [240]uint32
+}
+
+// letter returns the ASCII letter r is listed under, and whether it is.
+func (t *confusableTable) letter(r rune) (byte, bool) {
+	lo, hi := 0, t.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if rune(t.e[m]>>8) < r {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < t.n && rune(t.e[lo]>>8) == r {
+		return byte(t.e[lo]), true
+	}
+	return 0, false
+}
+
+// confusableSets are the runes of confusables, by the letter they look like.
+var confusableSets = [...]struct {
+	letter byte
+	runes  string
+}{
+	{'a', "аАαΑаàáâãäåāăąǎȁȃȧаɑᴀ"},
+	{'b', "ВвβΒЬƅḃ"},
+	{'c', "сСϲϹçćĉċčᴄ"},
+	{'d', "ԁďđḋɗ"},
+	{'e', "еЕεΕèéêëēĕėęěȅȇɛҽᴇ"},
+	{'f', "ғϝḟ"},
+	{'g', "ɡġğĝģǧ"},
+	{'h', "һНΗհḣĥħ"},
+	{'i', "іІιΙìíîïĩīĭįıǐȉȋɪӏ"},
+	{'j', "јЈϳĵ"},
+	{'k', "кКκΚķḳᴋ"},
+	{'l', "ⅼĺļľŀłӀ"},
+	{'m', "мМΜṁᴍ"},
+	{'n', "ոΝñńņňŉṅηп"},
+	{'o', "оОοΟοòóôõöøōŏőǒȍȏσ০٥ᴏ"},
+	{'p', "рРρΡṗᴘ"},
+	{'q', "ԛզ"},
+	{'r', "гŕŗřȑȓṙᴦ"},
+	{'s', "ѕЅśŝşšșṡ"},
+	{'t', "тТτΤţťŧțṫᴛ"},
+	{'u', "υùúûüũūŭůűųǔȕȗսᴜ"},
+	{'v', "νѵᴠ"},
+	{'w', "ѡԝẁẃẅŵᴡ"},
+	{'x', "хХχΧ×"},
+	{'y', "уУγΥýÿŷẏү"},
+	{'z', "ΖźżžẓᴢΖ"},
+}
 
 // next reads the next token; ok is false at the end of the text.
 func (lx *lexer) next(t *itok) bool {

@@ -232,7 +232,7 @@ func ibanPendingAt(s string, a int) bool {
 	if len(t) < 2 {
 		return len(t) == 1 && isUpper(t[0])
 	}
-	n, ok := ibanLengths[[2]byte{t[0], t[1]}]
+	n, ok := ibanLength(t[0], t[1])
 	if !ok || !isUpper(t[0]) || !isUpper(t[1]) {
 		return false
 	}

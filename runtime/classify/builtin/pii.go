@@ -161,24 +161,44 @@ func validTLD(l string) bool {
 	return true
 }
 
-// ibanLengths are the IBAN lengths of the countries in the SWIFT IBAN registry. A country
+// ibanRegistry are the IBAN lengths of the countries in the SWIFT IBAN registry. A country
 // that is not listed is not matched.
-var ibanLengths = map[[2]byte]int{
-	{'A', 'D'}: 24, {'A', 'E'}: 23, {'A', 'L'}: 28, {'A', 'T'}: 20, {'A', 'Z'}: 28, {'B', 'A'}: 20,
-	{'B', 'E'}: 16, {'B', 'G'}: 22, {'B', 'H'}: 22, {'B', 'I'}: 27, {'B', 'R'}: 29, {'B', 'Y'}: 28,
-	{'C', 'H'}: 21, {'C', 'R'}: 22, {'C', 'Y'}: 28, {'C', 'Z'}: 24, {'D', 'E'}: 22, {'D', 'J'}: 27,
-	{'D', 'K'}: 18, {'D', 'O'}: 28, {'E', 'E'}: 20, {'E', 'G'}: 29, {'E', 'S'}: 24, {'F', 'I'}: 18,
-	{'F', 'K'}: 18, {'F', 'O'}: 18, {'F', 'R'}: 27, {'G', 'B'}: 22, {'G', 'E'}: 22, {'G', 'I'}: 23,
-	{'G', 'L'}: 18, {'G', 'R'}: 27, {'G', 'T'}: 28, {'H', 'N'}: 28, {'H', 'R'}: 21, {'H', 'U'}: 28,
-	{'I', 'E'}: 22, {'I', 'L'}: 23, {'I', 'Q'}: 23, {'I', 'S'}: 26, {'I', 'T'}: 27, {'J', 'O'}: 30,
-	{'K', 'W'}: 30, {'K', 'Z'}: 20, {'L', 'B'}: 28, {'L', 'C'}: 32, {'L', 'I'}: 21, {'L', 'T'}: 20,
-	{'L', 'U'}: 20, {'L', 'V'}: 21, {'L', 'Y'}: 25, {'M', 'C'}: 27, {'M', 'D'}: 24, {'M', 'E'}: 22,
-	{'M', 'K'}: 19, {'M', 'N'}: 20, {'M', 'R'}: 27, {'M', 'T'}: 31, {'M', 'U'}: 30, {'N', 'I'}: 28,
-	{'N', 'L'}: 18, {'N', 'O'}: 15, {'O', 'M'}: 23, {'P', 'K'}: 24, {'P', 'L'}: 28, {'P', 'S'}: 29,
-	{'P', 'T'}: 25, {'Q', 'A'}: 29, {'R', 'O'}: 24, {'R', 'S'}: 22, {'R', 'U'}: 33, {'S', 'A'}: 24,
-	{'S', 'C'}: 31, {'S', 'D'}: 18, {'S', 'E'}: 24, {'S', 'I'}: 19, {'S', 'K'}: 24, {'S', 'M'}: 27,
-	{'S', 'O'}: 23, {'S', 'T'}: 25, {'S', 'V'}: 28, {'T', 'L'}: 23, {'T', 'N'}: 24, {'T', 'R'}: 26,
-	{'U', 'A'}: 29, {'V', 'A'}: 22, {'V', 'G'}: 24, {'X', 'K'}: 20, {'Y', 'E'}: 30,
+var ibanRegistry = [...]struct {
+	cc string
+	n  uint8
+}{
+	{"AD", 24}, {"AE", 23}, {"AL", 28}, {"AT", 20}, {"AZ", 28}, {"BA", 20},
+	{"BE", 16}, {"BG", 22}, {"BH", 22}, {"BI", 27}, {"BR", 29}, {"BY", 28},
+	{"CH", 21}, {"CR", 22}, {"CY", 28}, {"CZ", 24}, {"DE", 22}, {"DJ", 27},
+	{"DK", 18}, {"DO", 28}, {"EE", 20}, {"EG", 29}, {"ES", 24}, {"FI", 18},
+	{"FK", 18}, {"FO", 18}, {"FR", 27}, {"GB", 22}, {"GE", 22}, {"GI", 23},
+	{"GL", 18}, {"GR", 27}, {"GT", 28}, {"HN", 28}, {"HR", 21}, {"HU", 28},
+	{"IE", 22}, {"IL", 23}, {"IQ", 23}, {"IS", 26}, {"IT", 27}, {"JO", 30},
+	{"KW", 30}, {"KZ", 20}, {"LB", 28}, {"LC", 32}, {"LI", 21}, {"LT", 20},
+	{"LU", 20}, {"LV", 21}, {"LY", 25}, {"MC", 27}, {"MD", 24}, {"ME", 22},
+	{"MK", 19}, {"MN", 20}, {"MR", 27}, {"MT", 31}, {"MU", 30}, {"NI", 28},
+	{"NL", 18}, {"NO", 15}, {"OM", 23}, {"PK", 24}, {"PL", 28}, {"PS", 29},
+	{"PT", 25}, {"QA", 29}, {"RO", 24}, {"RS", 22}, {"RU", 33}, {"SA", 24},
+	{"SC", 31}, {"SD", 18}, {"SE", 24}, {"SI", 19}, {"SK", 24}, {"SM", 27},
+	{"SO", 23}, {"ST", 25}, {"SV", 28}, {"TL", 23}, {"TN", 24}, {"TR", 26},
+	{"UA", 29}, {"VA", 22}, {"VG", 24}, {"XK", 20}, {"YE", 30},
+}
+
+// ibanLengths is ibanRegistry by country: the length, or 0 for a country not listed.
+var ibanLengths = func() (t [26][26]uint8) {
+	for _, e := range ibanRegistry {
+		t[e.cc[0]-'A'][e.cc[1]-'A'] = e.n
+	}
+	return t
+}()
+
+// ibanLength returns the IBAN length of the country b0 b1, and whether it is registered.
+func ibanLength(b0, b1 byte) (int, bool) {
+	if !isUpper(b0) || !isUpper(b1) {
+		return 0, false
+	}
+	n := int(ibanLengths[b0-'A'][b1-'A'])
+	return n, n > 0
 }
 
 // ibanAt tries an IBAN whose country code begins at a: two capitals, two check digits, and the
@@ -191,7 +211,7 @@ func (c *Classifier) ibanAt(sc *scanState, a int) bool {
 		a > 0 && isWordByte(s[a-1]) {
 		return false
 	}
-	n, ok := ibanLengths[[2]byte{s[a], s[a+1]}]
+	n, ok := ibanLength(s[a], s[a+1])
 	if !ok {
 		return false
 	}

@@ -18,7 +18,7 @@ import (
 // vendorIndex maps a pair of bytes to the rules keyed by it.
 type vendorIndex struct {
 	sepPairs, headPairs, lowPairs byteSet64k
-	sep, head, low                map[[2]byte][]indexedRule
+	sep, head, low                pairRules
 	// rulePairs are the pairs of head that key rules; headPairs adds the markers found
 	// inside tokens (AZDO, azureKeys).
 	rulePairs byteSet64k
@@ -40,7 +40,10 @@ type indexedRule struct {
 const headBytes = "ABDEFGIKLMQRSV"
 
 // vendors is the index of vendorRules and databricksRules, built once.
-var vendors = buildVendorIndex(append(vendorRules[:len(vendorRules):len(vendorRules)], databricksRules...))
+var vendors = buildVendorIndex(&vendorsTable, coreVendorRules, tailVendorRules, moreVendorRules, round6VendorRules, databricksRules)
+
+// vendorsTable holds vendors (its pair sets are 32 KiB, mostly zero: static storage, not heap).
+var vendorsTable vendorIndex
 
 func isSeparator(b byte) bool { return b == '_' || b == '-' || b == '.' }
 
@@ -55,38 +58,111 @@ func headKey(p string) int {
 	return -1
 }
 
-func buildVendorIndex(rules []vendorRule) *vendorIndex {
-	x := &vendorIndex{sep: map[[2]byte][]indexedRule{}, head: map[[2]byte][]indexedRule{}, low: map[[2]byte][]indexedRule{}}
-	for k := range rules {
-		r := &rules[k]
-		at := strings.IndexFunc(r.prefix, func(c rune) bool { return c < 0x80 && isSeparator(byte(c)) })
+func buildVendorIndex(x *vendorIndex, sets ...[]vendorRule) *vendorIndex {
+	// key is the family (0 sep, 1 head, 2 low) and pair that key rule r, and its offset.
+	key := func(r *vendorRule) (fam int, pair uint16, at int) {
+		at = strings.IndexFunc(r.prefix, func(c rune) bool { return c < 0x80 && isSeparator(byte(c)) })
 		h := headKey(r.prefix)
 		switch {
 		case at > 0:
-			key := [2]byte{r.prefix[at-1], r.prefix[at]}
-			x.sep[key] = append(x.sep[key], indexedRule{r, at})
-			x.sepPairs.add(key[0], key[1])
+			return 0, uint16(r.prefix[at-1])<<8 | uint16(r.prefix[at]), at
 		case h >= 0:
-			key := [2]byte{r.prefix[h], r.prefix[h+1]}
-			x.head[key] = append(x.head[key], indexedRule{r, h})
-			x.headPairs.add(key[0], key[1])
-			x.rulePairs.add(key[0], key[1])
-			if h > 0 {
-				x.inner = append(x.inner, indexedRule{r, h})
-			}
+			return 1, uint16(r.prefix[h])<<8 | uint16(r.prefix[h+1]), h
 		case len(r.prefix) >= 3 && isLower(r.prefix[0]) && isLower(r.prefix[1]) && allIn(r.prefix, cLowNum):
-			key := [2]byte{r.prefix[0], r.prefix[1]}
-			x.low[key] = append(x.low[key], indexedRule{r, 0})
-			x.lowPairs.add(key[0], key[1])
-		default:
-			panic("vendor rule " + r.kind + ": its prefix has no separator, no capital of " + headBytes + " and is not small letters and digits")
+			return 2, uint16(r.prefix[0])<<8 | uint16(r.prefix[1]), 0
+		}
+		panic("vendor rule " + r.kind + ": its prefix has no separator, no capital of " + headBytes + " and is not small letters and digits")
+	}
+	var n [3]int
+	inner := 0
+	each := func(f func(r *vendorRule)) {
+		for _, set := range sets {
+			for k := range set {
+				f(&set[k])
+			}
 		}
 	}
+	each(func(r *vendorRule) {
+		fam, _, at := key(r)
+		n[fam]++
+		if fam == 1 && at > 0 {
+			inner++
+		}
+	})
+	fams := [3]*pairRules{&x.sep, &x.head, &x.low}
+	// One array for the three families' rules and the inner ones, one for their pairs.
+	all := make([]indexedRule, 0, n[0]+n[1]+n[2]+inner)
+	pairs := make([]uint16, 0, n[0]+n[1]+n[2])
+	for f, p := range fams {
+		p.rules = all[len(all) : len(all) : len(all)+n[f]]
+		p.pairs = pairs[len(pairs) : len(pairs) : len(pairs)+n[f]]
+		all = all[:len(all)+n[f]]
+		pairs = pairs[:len(pairs)+n[f]]
+	}
+	each(func(r *vendorRule) {
+		fam, pair, at := key(r)
+		fams[fam].add(pair, indexedRule{r, at})
+		b0, b1 := byte(pair>>8), byte(pair)
+		switch fam {
+		case 0:
+			x.sepPairs.add(b0, b1)
+		case 1:
+			x.headPairs.add(b0, b1)
+			x.rulePairs.add(b0, b1)
+		case 2:
+			x.lowPairs.add(b0, b1)
+		}
+	})
+	x.inner = all[len(all):len(all):cap(all)]
+	each(func(r *vendorRule) {
+		if fam, _, at := key(r); fam == 1 && at > 0 {
+			x.inner = append(x.inner, indexedRule{r, at})
+		}
+	})
 	x.headPairs.add('A', 'Z') // the AZDO marker inside an Azure DevOps personal access token (azdoPATAt)
 	for _, k := range azureKeys {
 		x.headPairs.add(k.marker[k.h], k.marker[k.h+1])
 	}
 	return x
+}
+
+// pairRules are the rules of one family keyed by pairs of bytes, sorted by pair and, for
+// one pair, in the order of the rules: a dense table in place of a map of slices.
+type pairRules struct {
+	pairs []uint16 // pairs[k] is the pair (first byte << 8 | second) that keys rules[k]
+	rules []indexedRule
+}
+
+// add inserts x keyed by pair after the rules already keyed by it (the slices have room).
+func (p *pairRules) add(pair uint16, x indexedRule) {
+	k := len(p.pairs)
+	for k > 0 && p.pairs[k-1] > pair {
+		k--
+	}
+	p.pairs = append(p.pairs, 0)
+	p.rules = append(p.rules, indexedRule{})
+	copy(p.pairs[k+1:], p.pairs[k:])
+	copy(p.rules[k+1:], p.rules[k:])
+	p.pairs[k], p.rules[k] = pair, x
+}
+
+// get returns the rules keyed by the pair b0 b1, in the order of the rules.
+func (p *pairRules) get(b0, b1 byte) []indexedRule {
+	pair := uint16(b0)<<8 | uint16(b1)
+	lo, hi := 0, len(p.pairs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.pairs[m] < pair {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	e := lo
+	for e < len(p.pairs) && p.pairs[e] == pair {
+		e++
+	}
+	return p.rules[lo:e]
 }
 
 // vendorSepAt tries the rules keyed by the separator at i; it reports whether one matched.
@@ -95,7 +171,7 @@ func (c *Classifier) vendorSepAt(sc *scanState, i int) bool {
 	if i == 0 || !vendors.sepPairs.has(s[i-1], s[i]) {
 		return false
 	}
-	for _, x := range vendors.sep[[2]byte{s[i-1], s[i]}] {
+	for _, x := range vendors.sep.get(s[i-1], s[i]) {
 		if start := i - x.at; start >= 0 && c.vendorToken(sc, x.r, start) {
 			return true
 		}
@@ -113,7 +189,7 @@ func (c *Classifier) vendorHeadAt(sc *scanState, i int) bool {
 		return c.azdoPATAt(sc, i)
 	}
 	if vendors.rulePairs.has(s[i], s[i+1]) {
-		for _, x := range vendors.head[[2]byte{s[i], s[i+1]}] {
+		for _, x := range vendors.head.get(s[i], s[i+1]) {
 			if start := i - x.at; start >= 0 && c.vendorToken(sc, x.r, start) {
 				return true
 			}
@@ -467,15 +543,17 @@ func tokenDelimiter(b byte) bool {
 // key, is held to more. Without shared, the rules whose prefix is a shared word ("live_",
 // "key-") are left out: inside a longer prefix ("zq_live_…") they are a word of it.
 func nearVendorRule(v string, shared bool) bool {
-	for k := range vendorRules {
-		r := &vendorRules[k]
+	near := false
+	eachVendorRule(func(r *vendorRule) bool {
 		p := r.prefix
 		if len(v) <= len(p) || len(p) < 3 && v[:len(p)] != p || !shared && !identifying(p) && !namesVendor(p) {
-			continue
-		}
-		if (v[:len(p)] == p || oneOff(v[:len(p)], p)) && r.nearShape(v[len(p):]) && r.nearParts(v[len(p):]) {
 			return true
 		}
+		near = (v[:len(p)] == p || oneOff(v[:len(p)], p)) && r.nearShape(v[len(p):]) && r.nearParts(v[len(p):])
+		return !near
+	})
+	if near {
+		return true
 	}
 	for _, p := range builtinPrefixes {
 		if len(v) > len(p) && (strings.HasPrefix(v, p) || len(p) >= 3 && oneOff(v[:len(p)], p)) && len(v)-len(p) >= 35 && len(v)-len(p) <= 37 {

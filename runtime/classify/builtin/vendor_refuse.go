@@ -1,6 +1,9 @@
 package builtin
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // A value that looks like a vendor's token is judged by the vendor's rule alone: when the
 // rule refuses it (a body one character short or long, a character outside its alphabet, a
@@ -43,22 +46,35 @@ const minNearPrefix = 5
 // nearPrefixes are the prefixes whose one-character-off spellings are refused, builtin and
 // vendor.
 var nearPrefixes = func() []string {
-	var out []string
-	seen := map[string]bool{}
+	keep := func(p string) bool { return len(p) >= minNearPrefix }
+	n := 0
+	for _, p := range builtinPrefixes {
+		if keep(p) {
+			n++
+		}
+	}
+	eachVendorRule(func(r *vendorRule) bool {
+		if keep(r.prefix) && identifying(r.prefix) {
+			n++
+		}
+		return true
+	})
+	// One slice of at most n; a prefix already in it (a few vendors share one) is left out.
+	out := make([]string, 0, n)
 	add := func(p string) {
-		if len(p) >= minNearPrefix && !seen[p] {
-			seen[p] = true
+		if keep(p) && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	for _, p := range builtinPrefixes {
 		add(p)
 	}
-	for _, r := range vendorRules {
+	eachVendorRule(func(r *vendorRule) bool {
 		if identifying(r.prefix) {
 			add(r.prefix) // not a shared word: "masterk3y…" is not a typo of Gemini's "master-"
 		}
-	}
+		return true
+	})
 	return out
 }()
 
@@ -72,7 +88,7 @@ func vendorShaped(v string) bool {
 		}
 	}
 	if len(v) >= 2 && vendors.headPairs.has(v[0], v[1]) {
-		for _, x := range vendors.head[[2]byte{v[0], v[1]}] {
+		for _, x := range vendors.head.get(v[0], v[1]) {
 			if identifying(x.r.prefix) && strings.HasPrefix(v, x.r.prefix) && x.r.refusesNear(v[len(x.r.prefix):]) {
 				return true
 			}
@@ -82,7 +98,7 @@ func vendorShaped(v string) bool {
 	// capital inside them ("cmVmdGtu"): judged by their rules when they are identifying
 	// (four characters or more). A body one of a prefix's rules takes is no near miss of
 	// another.
-	if len(v) >= 2 && vendors.lowPairs.has(v[0], v[1]) && nearLow(v, vendors.low[[2]byte{v[0], v[1]}]) {
+	if len(v) >= 2 && vendors.lowPairs.has(v[0], v[1]) && nearLow(v, vendors.low.get(v[0], v[1])) {
 		return true
 	}
 	if nearLow(v, vendors.inner) {
@@ -93,7 +109,7 @@ func vendorShaped(v string) bool {
 			continue
 		}
 		if vendors.sepPairs.has(v[p-1], v[p]) {
-			for _, x := range vendors.sep[[2]byte{v[p-1], v[p]}] {
+			for _, x := range vendors.sep.get(v[p-1], v[p]) {
 				if x.at == p && strings.HasPrefix(v, x.r.prefix) && x.r.refusesNear(v[len(x.r.prefix):]) &&
 					(identifying(x.r.prefix) || namesVendor(x.r.prefix) && x.r.nearParts(v[len(x.r.prefix):])) {
 					return true

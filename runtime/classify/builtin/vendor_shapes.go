@@ -56,7 +56,7 @@ func (c *Classifier) vaultLegacyTokenAt(sc *scanState, i int) bool {
 	if i == 0 || s[i-1] != 's' || !tokenStart(s, i-1) {
 		return false
 	}
-	e, ok := matchSegs(s, i+1, b62n(24, 24))
+	e, ok := matchSegs(s, i+1, []seg{{"", cB62, 24, 24}})
 	if !ok || !tokenEnd(s, e) || e+1 < len(s) && s[e] == '.' && isAlnum(s[e+1]) {
 		return false
 	}
@@ -147,7 +147,7 @@ func (c *Classifier) openshiftTokenAt(sc *scanState, i int) bool {
 	if !c.on(detGenericSecret) || a < 0 || s[a:i] != "sha256" || !tokenStart(s, a) {
 		return false
 	}
-	e, ok := matchSegs(s, i+1, b64urn(43, 43))
+	e, ok := matchSegs(s, i+1, []seg{{"", cB64URL, 43, 43}})
 	if !ok || !tokenEnd(s, e) || classMix(s[i+1:e]) < 2 || repeats(s[i+1:e], 6) {
 		return false
 	}
@@ -274,7 +274,7 @@ func (c *Classifier) colonAt(sc *scanState, i int) {
 		// The Bot API writes the token in the URL's path: https://api.telegram.org/bot<token>/.
 		inPath := a >= 4 && s[a-4:a] == "/bot"
 		if n := i - a; n >= 8 && n <= 10 && (tokenStart(s, a) || inPath) {
-			if e, ok := matchSegs(s, i+3, b64urn(33, 33)); ok && tokenEnd(s, e) && !repeats(s[i+3:e], 6) {
+			if e, ok := matchSegs(s, i+3, []seg{{"", cB64URL, 33, 33}}); ok && tokenEnd(s, e) && !repeats(s[i+3:e], 6) {
 				c.emit(sc, detGenericSecret, a, e)
 				return
 			}
@@ -411,7 +411,7 @@ func (c *Classifier) lowPrefixAt(sc *scanState, i int) {
 	if i-a < 2 || !vendors.lowPairs.has(s[a], s[a+1]) || !tokenStart(s, a) {
 		return
 	}
-	for _, x := range vendors.low[[2]byte{s[a], s[a+1]}] {
+	for _, x := range vendors.low.get(s[a], s[a+1]) {
 		if c.vendorToken(sc, x.r, a) {
 			return
 		}

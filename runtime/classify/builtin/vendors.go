@@ -96,14 +96,24 @@ var (
 	hex32  = []seg{{"", cHex, 32, 32}}
 	hex40  = []seg{{"", cHex, 40, 40}}
 	hex64  = []seg{{"", cHex, 64, 64}}
-	b62n   = func(min, max int) []seg { return []seg{{"", cB62, min, max}} }
-	b64urn = func(min, max int) []seg { return []seg{{"", cB64URL, min, max}} }
 	gitlab = []seg{{"", cGitLab, 20, 255}}
 )
 
-// vendorRules are the vendor token formats: the rules below, the long tail of
-// vendors_tail.go and the formats of vendors_more.go and vendors_round6.go.
-var vendorRules = append(append(append(append([]vendorRule{}, coreVendorRules...), tailVendorRules...), moreVendorRules...), round6VendorRules...)
+// vendorRuleSets are the vendor token formats: the rules below, the long tail of
+// vendors_tail.go and the formats of vendors_more.go and vendors_round6.go, each set where
+// its literal put it (nothing is copied at start).
+var vendorRuleSets = [...][]vendorRule{coreVendorRules, tailVendorRules, moreVendorRules, round6VendorRules}
+
+// eachVendorRule calls f with every rule of vendorRuleSets, in order, until f returns false.
+func eachVendorRule(f func(r *vendorRule) bool) {
+	for _, set := range vendorRuleSets {
+		for k := range set {
+			if !f(&set[k]) {
+				return
+			}
+		}
+	}
+}
 
 // coreVendorRules are the vendor token formats of issue 31, by family. Every rule's prefix is matched
 // case-sensitively and must begin a token (the byte before it is not part of a word or of a
@@ -122,12 +132,12 @@ var coreVendorRules = []vendorRule{
 	{kind: "gitlab-agent-token", prefix: "glagent-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-feature-flag-token", prefix: "glffct-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-workspace-token", prefix: "glwt-", segs: gitlab, det: detGitLab},
-	{kind: "npm-token", prefix: "npm_", segs: b62n(36, 36), det: detGenericSecret, check: base62CRCOK},
-	{kind: "pypi-token", prefix: "pypi-AgEIcHlwaS5vcmc", segs: b64urn(40, 1024), det: detGenericSecret},
-	{kind: "pypi-test-token", prefix: "pypi-AgENdGVzdC5weXBpLm9yZw", segs: b64urn(40, 1024), det: detGenericSecret},
+	{kind: "npm-token", prefix: "npm_", segs: []seg{{"", cB62, 36, 36}}, det: detGenericSecret, check: base62CRCOK},
+	{kind: "pypi-token", prefix: "pypi-AgEIcHlwaS5vcmc", segs: []seg{{"", cB64URL, 40, 1024}}, det: detGenericSecret},
+	{kind: "pypi-test-token", prefix: "pypi-AgENdGVzdC5weXBpLm9yZw", segs: []seg{{"", cB64URL, 40, 1024}}, det: detGenericSecret},
 	{kind: "rubygems-key", prefix: "rubygems_", segs: []seg{{"", cHex, 48, 48}}, det: detGenericSecret},
-	{kind: "docker-pat", prefix: "dckr_pat_", segs: b64urn(24, 64), det: detGenericSecret},
-	{kind: "docker-org-token", prefix: "dckr_oat_", segs: b64urn(24, 64), det: detGenericSecret},
+	{kind: "docker-pat", prefix: "dckr_pat_", segs: []seg{{"", cB64URL, 24, 64}}, det: detGenericSecret},
+	{kind: "docker-org-token", prefix: "dckr_oat_", segs: []seg{{"", cB64URL, 24, 64}}, det: detGenericSecret},
 	{kind: "huggingface-token", prefix: "hf_", segs: []seg{{"", cB62, 30, 40}}, det: detGenericSecret},
 	{kind: "huggingface-org-token", prefix: "api_org_", segs: []seg{{"", cB62, 30, 40}}, det: detGenericSecret},
 	{kind: "pulumi-token", prefix: "pul-", segs: hex40, det: detGenericSecret},
@@ -135,32 +145,32 @@ var coreVendorRules = []vendorRule{
 	{kind: "digitalocean-oauth-token", prefix: "doo_v1_", segs: hex64, det: detGenericSecret},
 	{kind: "digitalocean-refresh-token", prefix: "dor_v1_", segs: hex64, det: detGenericSecret},
 	{kind: "postman-key", prefix: "PMAK-", segs: []seg{{"", cHexAny, 24, 24}, {"-", cHexAny, 34, 34}}, det: detGenericSecret},
-	{kind: "linear-api-key", prefix: "lin_api_", segs: b62n(40, 40), det: detGenericSecret},
+	{kind: "linear-api-key", prefix: "lin_api_", segs: []seg{{"", cB62, 40, 40}}, det: detGenericSecret},
 	{kind: "circleci-personal-token", prefix: "CCIPAT_", segs: []seg{{"", cB62, 20, 24}, {"_", cHex, 40, 40}}, det: detGenericSecret},
 	{kind: "circleci-project-token", prefix: "CCIPRJ_", segs: []seg{{"", cB62, 20, 24}, {"_", cHex, 40, 40}}, det: detGenericSecret},
 	{kind: "buildkite-token", prefix: "bkua_", segs: hex40, det: detGenericSecret},
-	{kind: "netlify-token", prefix: "nfp_", segs: b62n(36, 40), det: detGenericSecret},
-	{kind: "render-key", prefix: "rnd_", segs: b62n(32, 32), det: detGenericSecret},
+	{kind: "netlify-token", prefix: "nfp_", segs: []seg{{"", cB62, 36, 40}}, det: detGenericSecret},
+	{kind: "render-key", prefix: "rnd_", segs: []seg{{"", cB62, 32, 32}}, det: detGenericSecret},
 	{kind: "supabase-pat", prefix: "sbp_", segs: hex40, det: detGenericSecret},
-	{kind: "supabase-secret-key", prefix: "sb_secret_", segs: b64urn(31, 64), det: detGenericSecret},
-	{kind: "planetscale-token", prefix: "pscale_tkn_", segs: b64urn(32, 64), det: detGenericSecret},
-	{kind: "planetscale-password", prefix: "pscale_pw_", segs: b64urn(32, 64), det: detGenericSecret},
-	{kind: "planetscale-oauth-token", prefix: "pscale_oauth_", segs: b64urn(32, 64), det: detGenericSecret},
+	{kind: "supabase-secret-key", prefix: "sb_secret_", segs: []seg{{"", cB64URL, 31, 64}}, det: detGenericSecret},
+	{kind: "planetscale-token", prefix: "pscale_tkn_", segs: []seg{{"", cB64URL, 32, 64}}, det: detGenericSecret},
+	{kind: "planetscale-password", prefix: "pscale_pw_", segs: []seg{{"", cB64URL, 32, 64}}, det: detGenericSecret},
+	{kind: "planetscale-oauth-token", prefix: "pscale_oauth_", segs: []seg{{"", cB64URL, 32, 64}}, det: detGenericSecret},
 	{kind: "neon-api-key", prefix: "napi_", segs: []seg{{"", cLowNum, 64, 64}}, det: detGenericSecret},
-	{kind: "prefect-key", prefix: "pnu_", segs: b62n(36, 36), det: detGenericSecret},
+	{kind: "prefect-key", prefix: "pnu_", segs: []seg{{"", cB62, 36, 36}}, det: detGenericSecret},
 	{kind: "readme-key", prefix: "rdme_", segs: []seg{{"", cLowNum, 64, 80}}, det: detGenericSecret},
 	{kind: "tailscale-key", prefix: "tskey-", segs: []seg{{"", cLowNum, 3, 7}, {"-", cB62, 8, 24}, {"-", cB62, 20, 64}}, det: detGenericSecret},
-	{kind: "heroku-key", prefix: "HRKU-", segs: b64urn(40, 80), det: detGenericSecret},
+	{kind: "heroku-key", prefix: "HRKU-", segs: []seg{{"", cB64URL, 40, 80}}, det: detGenericSecret},
 	{kind: "fly-token", prefix: "fm2_", segs: []seg{{"", cB64, 64, 4096}}, pad: true, det: detGenericSecret},
 	{kind: "fly-token", prefix: "fm1r_", segs: []seg{{"", cB64, 64, 4096}}, pad: true, det: detGenericSecret},
-	{kind: "infracost-key", prefix: "ico-", segs: b62n(32, 32), det: detGenericSecret},
-	{kind: "scalingo-token", prefix: "tk-us-", segs: b64urn(40, 64), det: detGenericSecret},
+	{kind: "infracost-key", prefix: "ico-", segs: []seg{{"", cB62, 32, 32}}, det: detGenericSecret},
+	{kind: "scalingo-token", prefix: "tk-us-", segs: []seg{{"", cB64URL, 40, 64}}, det: detGenericSecret},
 	{kind: "octopus-api-key", prefix: "API-", segs: []seg{{"", cUpNum, 25, 32}}, det: detGenericSecret},
 	{kind: "harness-token", prefix: "pat.", segs: []seg{{"", cB64URL, 22, 22}, {".", cHex, 24, 24}, {".", cB62, 20, 20}}, det: detGenericSecret},
 	{kind: "harness-token", prefix: "sat.", segs: []seg{{"", cB64URL, 22, 22}, {".", cHex, 24, 24}, {".", cB62, 20, 20}}, det: detGenericSecret},
 	{kind: "launchdarkly-sdk-key", prefix: "sdk-", segs: uuidSegs, det: detGenericSecret},
 	{kind: "launchdarkly-api-token", prefix: "api-", segs: uuidSegs, det: detGenericSecret},
-	{kind: "artifactory-api-key", prefix: "AKCp", segs: b62n(60, 80), det: detGenericSecret},
+	{kind: "artifactory-api-key", prefix: "AKCp", segs: []seg{{"", cB62, 60, 80}}, det: detGenericSecret},
 
 	// Code search and code quality.
 	{kind: "sourcegraph-token", prefix: "sgp_", segs: hex40, det: detGenericSecret},
@@ -175,20 +185,20 @@ var coreVendorRules = []vendorRule{
 	{kind: "shopify-custom-app-token", prefix: "shpca_", segs: hex32, det: detGenericSecret},
 	{kind: "shopify-private-app-token", prefix: "shppa_", segs: hex32, det: detGenericSecret},
 	{kind: "shopify-shared-secret", prefix: "shpss_", segs: hex32, det: detGenericSecret},
-	{kind: "stripe-secret-key", prefix: "sk_live_", segs: b64urn(24, 247), det: detGenericSecret},
-	{kind: "stripe-test-key", prefix: "sk_test_", segs: b64urn(24, 247), det: detGenericSecret},
-	{kind: "stripe-restricted-key", prefix: "rk_live_", segs: b64urn(24, 247), det: detGenericSecret},
-	{kind: "stripe-restricted-test-key", prefix: "rk_test_", segs: b64urn(24, 247), det: detGenericSecret},
+	{kind: "stripe-secret-key", prefix: "sk_live_", segs: []seg{{"", cB64URL, 24, 247}}, det: detGenericSecret},
+	{kind: "stripe-test-key", prefix: "sk_test_", segs: []seg{{"", cB64URL, 24, 247}}, det: detGenericSecret},
+	{kind: "stripe-restricted-key", prefix: "rk_live_", segs: []seg{{"", cB64URL, 24, 247}}, det: detGenericSecret},
+	{kind: "stripe-restricted-test-key", prefix: "rk_test_", segs: []seg{{"", cB64URL, 24, 247}}, det: detGenericSecret},
 	{kind: "stripe-webhook-secret", prefix: "whsec_", segs: []seg{{"", cB64, 32, 88}}, pad: true, det: detGenericSecret},
-	{kind: "square-access-token", prefix: "EAAA", segs: b64urn(22, 60), det: detGenericSecret},
-	{kind: "square-oauth-secret", prefix: "sq0csp-", segs: b64urn(43, 43), det: detGenericSecret},
-	{kind: "square-legacy-token", prefix: "sq0atp-", segs: b64urn(22, 22), det: detGenericSecret},
+	{kind: "square-access-token", prefix: "EAAA", segs: []seg{{"", cB64URL, 22, 60}}, det: detGenericSecret},
+	{kind: "square-oauth-secret", prefix: "sq0csp-", segs: []seg{{"", cB64URL, 43, 43}}, det: detGenericSecret},
+	{kind: "square-legacy-token", prefix: "sq0atp-", segs: []seg{{"", cB64URL, 22, 22}}, det: detGenericSecret},
 	{kind: "woocommerce-consumer-key", prefix: "ck_", segs: hex40, det: detGenericSecret},
 	{kind: "woocommerce-consumer-secret", prefix: "cs_", segs: hex40, det: detGenericSecret},
 	{kind: "shippo-token", prefix: "shippo_live_", segs: hex40, det: detGenericSecret},
 	{kind: "shippo-test-token", prefix: "shippo_test_", segs: hex40, det: detGenericSecret},
-	{kind: "easypost-api-key", prefix: "EZAK", segs: b62n(54, 54), det: detGenericSecret},
-	{kind: "easypost-test-key", prefix: "EZTK", segs: b62n(54, 54), det: detGenericSecret},
+	{kind: "easypost-api-key", prefix: "EZAK", segs: []seg{{"", cB62, 54, 54}}, det: detGenericSecret},
+	{kind: "easypost-test-key", prefix: "EZTK", segs: []seg{{"", cB62, 54, 54}}, det: detGenericSecret},
 	{kind: "flutterwave-secret-key", prefix: "FLWSECK-", segs: []seg{{"", cHex, 32, 32}, {"-", cUpNum, 1, 1}}, det: detGenericSecret},
 	{kind: "flutterwave-test-key", prefix: "FLWSECK_TEST-", segs: []seg{{"", cHex, 32, 32}, {"-", cUpNum, 1, 1}}, det: detGenericSecret},
 	{kind: "plaid-access-token", prefix: "access-production-", segs: uuidSegs, det: detGenericSecret},
@@ -196,11 +206,11 @@ var coreVendorRules = []vendorRule{
 	{kind: "plaid-access-token", prefix: "access-sandbox-", segs: uuidSegs, det: detGenericSecret},
 
 	// CMS, notes, forms and productivity.
-	{kind: "contentful-pat", prefix: "CFPAT-", segs: b64urn(43, 43), det: detGenericSecret},
-	{kind: "notion-token", prefix: "secret_", segs: b62n(43, 43), det: detGenericSecret},
-	{kind: "notion-token", prefix: "ntn_", segs: b62n(40, 50), det: detGenericSecret},
+	{kind: "contentful-pat", prefix: "CFPAT-", segs: []seg{{"", cB64URL, 43, 43}}, det: detGenericSecret},
+	{kind: "notion-token", prefix: "secret_", segs: []seg{{"", cB62, 43, 43}}, det: detGenericSecret},
+	{kind: "notion-token", prefix: "ntn_", segs: []seg{{"", cB62, 40, 50}}, det: detGenericSecret},
 	{kind: "typeform-token", prefix: "tfp_", segs: []seg{{"", cB62, 40, 48}, {"_", cB62, 10, 16}}, det: detGenericSecret},
-	{kind: "figma-token", prefix: "figd_", segs: b64urn(36, 48), det: detGenericSecret},
+	{kind: "figma-token", prefix: "figd_", segs: []seg{{"", cB64URL, 36, 48}}, det: detGenericSecret},
 	{kind: "clickup-token", prefix: "pk_", segs: []seg{{"", cDigit, 4, 12}, {"_", cUpNum, 32, 32}}, det: detGenericSecret},
 	{kind: "hubspot-private-app-token", prefix: "pat-", segs: append([]seg{{"", cLowNum, 3, 4}, {"-", cHexAny, 8, 8}}, uuidSegs[1:]...), det: detGenericSecret},
 	{kind: "atlassian-api-token", prefix: "ATATT3", segs: []seg{{"", cB64URL, 150, 300}, {"=", cHexAny, 8, 8}}, det: detGenericSecret},
@@ -209,19 +219,19 @@ var coreVendorRules = []vendorRule{
 	{kind: "trello-token", prefix: "ATTA", segs: []seg{{"", cHexAny, 64, 72}}, det: detGenericSecret},
 
 	// Password managers and secret stores.
-	{kind: "1password-service-account-token", prefix: "ops_eyJ", segs: b64urn(100, 4096), det: detGenericSecret},
+	{kind: "1password-service-account-token", prefix: "ops_eyJ", segs: []seg{{"", cB64URL, 100, 4096}}, det: detGenericSecret},
 	{kind: "1password-secret-key", prefix: "A3-", segs: []seg{{"", cUpNum, 6, 6}, {"-", cUpNum, 6, 6}, {"-", cUpNum, 5, 5}, {"-", cUpNum, 5, 5}, {"-", cUpNum, 5, 5}, {"-", cUpNum, 5, 5}}, det: detGenericSecret},
 	{kind: "bitwarden-access-token", prefix: "0.", segs: append(append([]seg{}, uuidSegs...), seg{".", cB62, 30, 30}, seg{":", cB64, 22, 24}), pad: true, det: detGenericSecret},
 	{kind: "doppler-token", prefix: "dp.st.", segs: []seg{{"", cB64URL, 2, 40}, {".", cB62, 40, 44}}, det: detGenericSecret},
-	{kind: "doppler-token", prefix: "dp.st.", segs: b62n(40, 44), det: detGenericSecret},
-	{kind: "doppler-token", prefix: "dp.pt.", segs: b62n(40, 44), det: detGenericSecret},
-	{kind: "doppler-token", prefix: "dp.ct.", segs: b62n(40, 44), det: detGenericSecret},
-	{kind: "doppler-token", prefix: "dp.sa.", segs: b62n(40, 44), det: detGenericSecret},
-	{kind: "doppler-token", prefix: "dp.scim.", segs: b62n(40, 44), det: detGenericSecret},
-	{kind: "doppler-token", prefix: "dp.audit.", segs: b62n(40, 44), det: detGenericSecret},
-	{kind: "vault-service-token", prefix: "hvs.", segs: b64urn(24, 512), det: detGenericSecret},
-	{kind: "vault-batch-token", prefix: "hvb.", segs: b64urn(24, 512), det: detGenericSecret},
-	{kind: "vault-recovery-token", prefix: "hvr.", segs: b64urn(24, 512), det: detGenericSecret},
+	{kind: "doppler-token", prefix: "dp.st.", segs: []seg{{"", cB62, 40, 44}}, det: detGenericSecret},
+	{kind: "doppler-token", prefix: "dp.pt.", segs: []seg{{"", cB62, 40, 44}}, det: detGenericSecret},
+	{kind: "doppler-token", prefix: "dp.ct.", segs: []seg{{"", cB62, 40, 44}}, det: detGenericSecret},
+	{kind: "doppler-token", prefix: "dp.sa.", segs: []seg{{"", cB62, 40, 44}}, det: detGenericSecret},
+	{kind: "doppler-token", prefix: "dp.scim.", segs: []seg{{"", cB62, 40, 44}}, det: detGenericSecret},
+	{kind: "doppler-token", prefix: "dp.audit.", segs: []seg{{"", cB62, 40, 44}}, det: detGenericSecret},
+	{kind: "vault-service-token", prefix: "hvs.", segs: []seg{{"", cB64URL, 24, 512}}, det: detGenericSecret},
+	{kind: "vault-batch-token", prefix: "hvb.", segs: []seg{{"", cB64URL, 24, 512}}, det: detGenericSecret},
+	{kind: "vault-recovery-token", prefix: "hvr.", segs: []seg{{"", cB64URL, 24, 512}}, det: detGenericSecret},
 	{kind: "infisical-service-token", prefix: "st.", segs: []seg{{"", cHex, 24, 24}, {".", cHex, 32, 32}, {".", cHex, 32, 32}}, det: detGenericSecret},
 
 	// File encryption and signing keys.
@@ -232,8 +242,8 @@ var coreVendorRules = []vendorRule{
 
 	// Monitoring, APM and logging.
 	{kind: "newrelic-user-key", prefix: "NRAK-", segs: []seg{{"", cUpNum, 27, 27}}, det: detGenericSecret},
-	{kind: "newrelic-insert-key", prefix: "NRII-", segs: b64urn(32, 32), det: detGenericSecret},
-	{kind: "newrelic-query-key", prefix: "NRIQ-", segs: b64urn(32, 32), det: detGenericSecret},
+	{kind: "newrelic-insert-key", prefix: "NRII-", segs: []seg{{"", cB64URL, 32, 32}}, det: detGenericSecret},
+	{kind: "newrelic-query-key", prefix: "NRIQ-", segs: []seg{{"", cB64URL, 32, 32}}, det: detGenericSecret},
 	{kind: "newrelic-browser-key", prefix: "NRJS-", segs: []seg{{"", cHex, 19, 19}}, det: detGenericSecret},
 	{kind: "sentry-org-token", prefix: "sntrys_eyJ", segs: []seg{{"", cB64, 40, 512}, {"_", cB64, 43, 43}}, pad: true, det: detGenericSecret},
 	{kind: "sentry-user-token", prefix: "sntryu_", segs: hex64, det: detGenericSecret},
@@ -256,21 +266,21 @@ var coreVendorRules = []vendorRule{
 	{kind: "firebase-server-key", prefix: "AAAA", segs: []seg{{"", cB64URL, 7, 7}, {":APA91b", cB64URL, 120, 160}}, det: detGenericSecret},
 
 	// Cloud and identity providers.
-	{kind: "google-api-key", prefix: "AIza", segs: b64urn(35, 35), det: detGenericSecret},
-	{kind: "google-oauth-client-secret", prefix: "GOCSPX-", segs: b64urn(28, 28), det: detGenericSecret},
-	{kind: "google-oauth-access-token", prefix: "ya29.", segs: b64urn(30, 2048), det: detGenericSecret},
-	{kind: "alibaba-access-key-id", prefix: "LTAI", segs: b62n(12, 20), det: detGenericSecret},
-	{kind: "tencent-secret-id", prefix: "AKID", segs: b62n(32, 32), det: detGenericSecret},
+	{kind: "google-api-key", prefix: "AIza", segs: []seg{{"", cB64URL, 35, 35}}, det: detGenericSecret},
+	{kind: "google-oauth-client-secret", prefix: "GOCSPX-", segs: []seg{{"", cB64URL, 28, 28}}, det: detGenericSecret},
+	{kind: "google-oauth-access-token", prefix: "ya29.", segs: []seg{{"", cB64URL, 30, 2048}}, det: detGenericSecret},
+	{kind: "alibaba-access-key-id", prefix: "LTAI", segs: []seg{{"", cB62, 12, 20}}, det: detGenericSecret},
+	{kind: "tencent-secret-id", prefix: "AKID", segs: []seg{{"", cB62, 32, 32}}, det: detGenericSecret},
 	{kind: "cloudflare-origin-ca-key", prefix: "v1.0-", segs: []seg{{"", cHex, 24, 24}, {"-", cHex, 146, 146}}, det: detGenericSecret},
 	{kind: "mapbox-secret-token", prefix: "sk.eyJ", segs: []seg{{"", cB64URL, 20, 256}, {".", cB64URL, 20, 32}}, det: detGenericSecret},
-	{kind: "meta-access-token", prefix: "EAA", segs: b62n(90, 512), det: detGenericSecret},
+	{kind: "meta-access-token", prefix: "EAA", segs: []seg{{"", cB62, 90, 512}}, det: detGenericSecret},
 	{kind: "x-bearer-token", prefix: "AAAAAAAAAAAAAAAAAAAAA", segs: []seg{{"", cB62Pct, 60, 160}}, det: detGenericSecret},
 
 	// AI APIs.
-	{kind: "groq-key", prefix: "gsk_", segs: b62n(52, 52), det: detGenericSecret},
-	{kind: "replicate-token", prefix: "r8_", segs: b62n(37, 37), det: detGenericSecret},
-	{kind: "perplexity-key", prefix: "pplx-", segs: b62n(48, 48), det: detGenericSecret},
-	{kind: "xai-key", prefix: "xai-", segs: b62n(64, 96), det: detGenericSecret},
+	{kind: "groq-key", prefix: "gsk_", segs: []seg{{"", cB62, 52, 52}}, det: detGenericSecret},
+	{kind: "replicate-token", prefix: "r8_", segs: []seg{{"", cB62, 37, 37}}, det: detGenericSecret},
+	{kind: "perplexity-key", prefix: "pplx-", segs: []seg{{"", cB62, 48, 48}}, det: detGenericSecret},
+	{kind: "xai-key", prefix: "xai-", segs: []seg{{"", cB62, 64, 96}}, det: detGenericSecret},
 	{kind: "langsmith-key", prefix: "lsv2_pt_", segs: []seg{{"", cHex, 32, 32}, {"_", cHex, 10, 10}}, det: detGenericSecret},
 	{kind: "langsmith-key", prefix: "lsv2_sk_", segs: []seg{{"", cHex, 32, 32}, {"_", cHex, 10, 10}}, det: detGenericSecret},
 	{kind: "pinecone-key", prefix: "pcsk_", segs: []seg{{"", cB62, 4, 8}, {"_", cB62, 50, 80}}, det: detGenericSecret},
@@ -314,8 +324,23 @@ func base62CRC32(s string) string {
 	return string(d[:])
 }
 
-// crc32Table is the IEEE polynomial's table, for crc32IEEE.
-var crc32Table = crc32.MakeTable(crc32.IEEE)
+// crc32Table is the IEEE polynomial's table, for crc32IEEE: crc32.MakeTable(crc32.IEEE)'s
+// values, computed here into a fixed array (MakeTable(IEEE) also builds the package's 8 KiB
+// slicing table, which nothing here uses).
+var crc32Table = func() (t [256]uint32) {
+	for i := range t {
+		c := uint32(i)
+		for range 8 {
+			if c&1 == 1 {
+				c = c>>1 ^ crc32.IEEE
+			} else {
+				c >>= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
 
 // crc32IEEE is crc32.ChecksumIEEE of s without converting s to a slice (which would
 // allocate on the hot path).
