@@ -37,21 +37,22 @@ const (
 	PortNameGRPC = "grpc"
 	// ExtProcAppProtocol is the Service port's appProtocol: gRPC is HTTP/2 in cleartext.
 	ExtProcAppProtocol = "kubernetes.io/h2c"
-	// ExtProcTLSAppProtocol is the Service port's appProtocol when the processor serves
-	// TLS. Kubernetes' standard application protocols (KEP-3726, Gateway API's GEP-1911)
+	// ExtProcTLSAppProtocol is the Service port's appProtocol when the processor (or a
+	// shared guard's proxy, shared.go) serves TLS. Kubernetes' standard application protocols (KEP-3726, Gateway API's GEP-1911)
 	// name only HTTP/2 in cleartext (kubernetes.io/h2c); HTTP/2 over TLS is the IANA
 	// service name https with h2 negotiated by ALPN. Gateways that read appProtocol
 	// (Envoy Gateway, kgateway) then take the TLS settings from a BackendTLSPolicy, and
 	// meshes pass the gateway's TLS through instead of parsing it as cleartext gRPC.
 	ExtProcTLSAppProtocol = "https"
-	// volumeTLS is the volume of the Secret the processor's certificate comes from, mounted
-	// read-only at tlsDir; only its tls.crt and tls.key are projected.
+	// volumeTLS is the volume of the Secret the certificate of a shared guard's processor or
+	// proxy comes from, mounted read-only at tlsDir; only its tls.crt and tls.key are
+	// projected. A sidecar never mounts it.
 	volumeTLS = "guardrail-tls"
 	tlsDir    = "/var/run/secrets/guardrail.dev/tls"
-	// tlsFileMode lets the processor's user (not the files' owner, root) read them; the
-	// processor is alone in its pod.
+	// tlsFileMode lets the guard's user (not the files' owner, root) read them; the
+	// processor or proxy is alone in its pod.
 	tlsFileMode = 0o444
-	// The processor's flags of its certificate and key.
+	// The flags of the certificate and key, the processor's and the proxy's.
 	flagTLSCertFile = "tls-cert-file"
 	flagTLSKeyFile  = "tls-key-file"
 	// extProcCommandPath is where the processor's image carries it (the Dockerfile's
@@ -127,10 +128,7 @@ func extProcContainer(cfg *Config, s guardSettings, tls bool) corev1.Container {
 		"--" + flagSnapshotDir + "=" + snapshotDir,
 	}
 	if tls {
-		c.Args = append(c.Args,
-			"--"+flagTLSCertFile+"="+tlsDir+"/"+corev1.TLSCertKey,
-			"--"+flagTLSKeyFile+"="+tlsDir+"/"+corev1.TLSPrivateKeyKey)
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTLS, MountPath: tlsDir, ReadOnly: true})
+		withTLS(&c)
 	}
 	c.Ports = []corev1.ContainerPort{
 		{Name: PortNameGRPC, ContainerPort: ExtProcPort, Protocol: corev1.ProtocolTCP},
@@ -183,9 +181,19 @@ func verifyExtProcContainer(c *corev1.Container, init bool, g Guard) error {
 	return nil
 }
 
-// extProcTLSVolumeFor is the volume of a processor serving TLS with the certificate of
-// the Secret secretName: its tls.crt and tls.key only, readable by the processor.
-func extProcTLSVolumeFor(secretName string) corev1.Volume {
+// withTLS makes c, a shared guard's processor or proxy as rendered in cleartext, the one
+// that serves TLS: --tls-cert-file and --tls-key-file after every other flag, naming the
+// files of its Secret's volume (tlsVolumeFor), mounted read-only at tlsDir after the
+// guard's other mounts.
+func withTLS(c *corev1.Container) {
+	c.Args = append(c.Args, "--"+flagTLSCertFile+"="+tlsDir+"/"+corev1.TLSCertKey, "--"+flagTLSKeyFile+"="+tlsDir+"/"+corev1.TLSPrivateKeyKey)
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volumeTLS, MountPath: tlsDir, ReadOnly: true})
+}
+
+// tlsVolumeFor is the volume of a shared guard's processor or proxy serving TLS with the
+// certificate of the Secret secretName: its tls.crt and tls.key only, readable by the
+// guard.
+func tlsVolumeFor(secretName string) corev1.Volume {
 	return corev1.Volume{Name: volumeTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: secretName,
 		Items: []corev1.KeyToPath{
@@ -196,27 +204,27 @@ func extProcTLSVolumeFor(secretName string) corev1.Volume {
 	}}}
 }
 
-// servesTLS reports whether c, a processor container, mounts the volume of its TLS
-// certificate.
+// servesTLS reports whether c, a guard or processor container, mounts the volume of a
+// TLS certificate.
 func servesTLS(c *corev1.Container) bool {
 	return slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volumeTLS })
 }
 
-// extProcTLSVolume says why the volume a verified guard container mounts as volumeTLS
-// is not the one SharedExtProcPodWithTLS renders, or nil; it is nil for a guard that
-// does not mount it (the proxy, a processor in cleartext). The Secret is the
-// SharedGuard's choice (spec.tls.secretName, in its own namespace); how it is mounted is
-// not: only its tls.crt and tls.key, as files of those names, read-only.
-func extProcTLSVolume(pod *corev1.Pod, guard *corev1.Container) error {
+// verifyTLSVolume says why the volume a verified guard container mounts as volumeTLS is
+// not the one SharedExtProcPodWithTLS and SharedGuardPodWithTLS render, or nil; it is nil
+// for a guard that does not mount it (a sidecar, a shared guard in cleartext). The Secret
+// is the SharedGuard's choice (spec.tls.secretName, in its own namespace); how it is
+// mounted is not: only its tls.crt and tls.key, as files of those names, read-only.
+func verifyTLSVolume(pod *corev1.Pod, guard *corev1.Container) error {
 	if !servesTLS(guard) {
 		return nil
 	}
 	i := slices.IndexFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == volumeTLS })
 	if i < 0 {
-		return fmt.Errorf("the pod has no volume %s, which the processor mounts", volumeTLS)
+		return fmt.Errorf("the pod has no volume %s, which its guard mounts", volumeTLS)
 	}
 	v := pod.Spec.Volumes[i]
-	if v.Secret == nil || v.Secret.SecretName == "" || !equality.Semantic.DeepEqual(v, extProcTLSVolumeFor(v.Secret.SecretName)) {
+	if v.Secret == nil || v.Secret.SecretName == "" || !equality.Semantic.DeepEqual(v, tlsVolumeFor(v.Secret.SecretName)) {
 		return fmt.Errorf("its volume %s is not the operator's: a Secret's tls.crt and tls.key only, mode %#o, not optional", volumeTLS, tlsFileMode)
 	}
 	return nil
@@ -236,7 +244,7 @@ func (r *Renderer) SharedExtProcPod(labels, annotations map[string]string) (core
 // SharedExtProcPodWithTLS is SharedExtProcPod for a processor that serves gRPC over TLS
 // with the certificate and key of the kubernetes.io/tls Secret tlsSecret of the pod's
 // namespace (a SharedGuard's spec.tls.secretName), or in cleartext when tlsSecret is "":
-// the Secret's tls.crt and tls.key are mounted read-only at tlsDir (extProcTLSVolumeFor)
+// the Secret's tls.crt and tls.key are mounted read-only at tlsDir (tlsVolumeFor)
 // and passed as --tls-cert-file and --tls-key-file. The Secret is not read here.
 func (r *Renderer) SharedExtProcPodWithTLS(labels, annotations map[string]string, tlsSecret string) (corev1.PodTemplateSpec, []string, error) {
 	if r.config.ExtProcImage == "" {
@@ -272,7 +280,7 @@ func (r *Renderer) SharedExtProcPodWithTLS(labels, annotations map[string]string
 	pod.Spec.Containers = []corev1.Container{extProcContainer(&r.config, s, tlsSecret != "")}
 	addGuardVolumes(pod)
 	if tlsSecret != "" {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, extProcTLSVolumeFor(tlsSecret))
+		pod.Spec.Volumes = append(pod.Spec.Volumes, tlsVolumeFor(tlsSecret))
 	}
 	if err := VerifyGuard(pod, r.config.Guard()); err != nil {
 		return corev1.PodTemplateSpec{}, nil, fmt.Errorf("the shared guard's pod would not verify: %w", err)

@@ -105,7 +105,11 @@ func notTheInjectors(pod *corev1.Pod, cfg *Config, s guardSettings, caPEM []byte
 	// A shared guard's pod (shared.go) is rendered with its proxy on the pod's address;
 	// VerifyGuard has checked that such a guard carries no ModelProvider.
 	s.shared = listensBeyondLoopback(guard)
-	if !slices.Equal(guard.Args, guardContainer(cfg, s).Args) {
+	want := guardContainer(cfg, s)
+	if s.shared && servesTLS(guard) {
+		withTLS(&want) // a shared proxy serving TLS (SharedGuardPodWithTLS)
+	}
+	if !slices.Equal(guard.Args, want.Args) {
 		return "its arguments are not the ones the injector renders for this pod"
 	}
 	// VerifyGuard accepts earlier tracing settings and none, for pods injected before the

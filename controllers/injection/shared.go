@@ -23,6 +23,10 @@ import (
 // VerifyGuard accepts that listener only for a guard without ModelProviders: a guard that
 // others can reach must not attach the platform's credential to their calls. A SharedGuard
 // in ExtProc mode runs the Envoy external processor in that pod instead (extproc.go).
+// With spec.tls the proxy serves HTTPS (SharedGuardPodWithTLS): the pod mounts the two
+// keys of the Secret named there, as for the processor, and the proxy takes them as
+// --tls-cert-file and --tls-key-file. A sidecar, which apps reach on loopback, never
+// takes either.
 
 // Renderer renders the pods of shared guards as the injector renders guards, with the
 // manager's settings and CA.
@@ -59,8 +63,18 @@ var ErrNoCA = errors.New("the operator's CA certificate is not available yet")
 // guardrail.dev/cpu, guardrail.dev/openai-upstream, guardrail.dev/audit-log, …) on the
 // manager's defaults, and no ModelProvider whatever its namespace says. It returns the
 // annotations refused, each with its reason, and an error when the pod cannot be
-// rendered (no CA yet) or would not verify.
+// rendered (no CA yet) or would not verify. The proxy serves cleartext HTTP.
 func (r *Renderer) SharedGuardPod(labels, annotations map[string]string) (corev1.PodTemplateSpec, []string, error) {
+	return r.SharedGuardPodWithTLS(labels, annotations, "")
+}
+
+// SharedGuardPodWithTLS is SharedGuardPod for a proxy that serves HTTPS (HTTP/1.1 and
+// HTTP/2 by ALPN) with the certificate and key of the kubernetes.io/tls Secret tlsSecret
+// of the pod's namespace (a SharedGuard's spec.tls.secretName), or cleartext HTTP when
+// tlsSecret is "": the Secret's tls.crt and tls.key are mounted read-only at tlsDir
+// (tlsVolumeFor) and passed as --tls-cert-file and --tls-key-file (withTLS), as for the
+// Envoy external processor. The Secret is not read here.
+func (r *Renderer) SharedGuardPodWithTLS(labels, annotations map[string]string, tlsSecret string) (corev1.PodTemplateSpec, []string, error) {
 	caPEM, err := r.ca()
 	if err != nil || len(caPEM) == 0 {
 		return corev1.PodTemplateSpec{}, nil, ErrNoCA
@@ -83,6 +97,11 @@ func (r *Renderer) SharedGuardPod(labels, annotations map[string]string) (corev1
 	pod.Spec.AutomountServiceAccountToken = ptr.To(false)
 	pod.Spec.EnableServiceLinks = ptr.To(false)
 	render(pod, &r.config, s, caPEM)
+	if tlsSecret != "" {
+		guard, _ := findGuard(pod)
+		withTLS(guard)
+		pod.Spec.Volumes = append(pod.Spec.Volumes, tlsVolumeFor(tlsSecret))
+	}
 	if err := VerifyGuard(pod, r.config.Guard()); err != nil {
 		return corev1.PodTemplateSpec{}, nil, fmt.Errorf("the shared guard's pod would not verify: %w", err)
 	}

@@ -76,7 +76,10 @@ func (c *Config) Guard() Guard {
 // (Guard.ExtProcImage) is compared instead with the processor an ExtProc SharedGuard's pod
 // carries (extproc.go, verifyExtProcContainer), value for value; the pod around it is held
 // to the same rules. A processor serving TLS mounts the volume of its Secret, which must
-// be the rendered one: the Secret's tls.crt and tls.key only (extProcTLSVolume).
+// be the rendered one: the Secret's tls.crt and tls.key only (verifyTLSVolume). So must a
+// shared guard's proxy serving TLS (SharedGuardPodWithTLS): its --tls-cert-file and
+// --tls-key-file, after every other flag, and its mount, exactly as rendered; a guard on
+// loopback (a sidecar) takes neither the flags nor the mount.
 //
 // The control plane serves only pods that pass, the injector refuses a pod with a
 // container named like the guard that does not, and a namespace labelled required admits
@@ -96,7 +99,7 @@ func VerifyGuard(pod *corev1.Pod, g Guard) error {
 	if err := verify(guard, init, g); err != nil {
 		return err
 	}
-	if err := extProcTLSVolume(pod, guard); err != nil { // extproc.go
+	if err := verifyTLSVolume(pod, guard); err != nil { // extproc.go
 		return err
 	}
 	return podKeepsTheGuardsOwn(pod, guard)
@@ -118,6 +121,11 @@ func verifyGuardContainer(guard *corev1.Container, init bool, g Guard) error {
 	if why != "" {
 		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
 	}
+	tls := takesTLSFlags(guard)
+	if tls && !s.shared {
+		return fmt.Errorf("container %s serves TLS on loopback (--%s, --%s): only a shared guard's proxy, alone in its pod, "+
+			"is rendered with them", guardv1.ContainerName, flagTLSCertFile, flagTLSKeyFile)
+	}
 	if s.shared && len(s.providers) > 0 {
 		return fmt.Errorf("container %s listens beyond loopback and carries a ModelProvider: whoever reaches it would call "+
 			"the model with the platform's credential", guardv1.ContainerName)
@@ -126,10 +134,22 @@ func verifyGuardContainer(guard *corev1.Container, init bool, g Guard) error {
 		return fmt.Errorf("container %s has OTEL_* tracing settings the manager does not render (its endpoint, protocol, "+
 			"sampler or resource attributes differ from the manager's --guard-otel-* and --guard-otel-previous)", guardv1.ContainerName)
 	}
-	if why := containerDiff(guard, renderedGuard(g, s, init)); why != "" {
+	want := renderedGuard(g, s, init)
+	if tls {
+		withTLS(&want) // a shared proxy serving TLS: both flags, at tlsDir, last, and the mount
+	}
+	if why := containerDiff(guard, want); why != "" {
 		return fmt.Errorf("container %s %s", guardv1.ContainerName, why)
 	}
 	return nil
+}
+
+// takesTLSFlags reports whether a guard container takes --tls-cert-file or
+// --tls-key-file.
+func takesTLSFlags(c *corev1.Container) bool {
+	return slices.ContainsFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--"+flagTLSCertFile+"=") || strings.HasPrefix(a, "--"+flagTLSKeyFile+"=")
+	})
 }
 
 // podKeepsTheGuardsOwn says how a pod whose guard container (guard) is the rendered one
@@ -393,7 +413,8 @@ func samePorts(got, want []corev1.ContainerPort) bool {
 // ones included) and the ModelProviders come from the pod's annotations, the rest from
 // the manager.
 var injectedFlags = []string{flagListen, flagAdminListen, flagControlPlane, flagTokenFile, flagCAFile, flagSnapshotDir,
-	flagOpenAIUpstream, flagAnthropicUpstream, flagGeminiUpstream, flagMCPUpstream, flagProvider, flagAuditLog}
+	flagOpenAIUpstream, flagAnthropicUpstream, flagGeminiUpstream, flagMCPUpstream, flagProvider, flagAuditLog,
+	flagTLSCertFile, flagTLSKeyFile}
 
 // GuardProviders returns the ModelProviders a pod's guard was injected for: the values of
 // its --provider flags, sorted and without duplicates. The caller verifies the pod first
