@@ -38,7 +38,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -194,8 +193,9 @@ func run(o options, log *slog.Logger) error {
 
 // grpcServer returns the gRPC server: messages as large as the largest body judged (a
 // BUFFERED request body is one message), keepalive pings from Envoy accepted every 10s;
-// over TLS with --tls-cert-file, whose pair is reloaded when the files change. Clients
-// must offer h2 by ALPN (gRPC's own enforcement; Envoy does for an HTTP/2 cluster).
+// over TLS with --tls-cert-file, whose pair is reloaded when the files change. A client
+// that negotiates h2 by ALPN, or no protocol at all (a gateway whose upstream TLS offers
+// none), is served gRPC over HTTP/2 (alpn.go).
 func grpcServer(o options, log *slog.Logger) (*grpc.Server, error) {
 	maxMsg := int(max(o.maxBody, o.maxResponse)) + 1<<20
 	opts := []grpc.ServerOption{
@@ -208,7 +208,7 @@ func grpcServer(o options, log *slog.Logger) (*grpc.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, grpc.Creds(credentials.NewTLS(certs.Config())))
+		opts = append(opts, grpc.Creds(newGatewayTLS(certs.Config())))
 	}
 	return grpc.NewServer(opts...), nil
 }

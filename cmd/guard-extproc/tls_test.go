@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -207,9 +208,11 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 	if _, err := served(trusting(newTestCA(t).pool)); err == nil {
 		t.Error("a client trusting another CA completed the handshake")
 	}
-	// gRPC over TLS negotiates h2: a client that offers it gets the server's HTTP/2
-	// preface, one that does not gets none.
-	for _, alpn := range [][]string{{"h2"}, nil} {
+	// gRPC over TLS speaks HTTP/2: a client that offers h2 by ALPN gets the server's
+	// HTTP/2 preface, and so does one that offers nothing (Envoy Gateway's upstream TLS by
+	// default; crypto/tls also lets a client offering only http/1.1 in as one offering
+	// nothing); one that offers only another protocol fails the handshake.
+	for _, alpn := range [][]string{{"h2"}, nil, {"h2", "http/1.1"}} {
 		raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", NextProtos: alpn, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			t.Fatalf("ALPN %q: the handshake failed: %v", alpn, err)
@@ -217,9 +220,18 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 		_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 		n, _ := io.ReadFull(raw, make([]byte, 9))
 		_ = raw.Close()
-		if (n > 0) != (alpn != nil) {
-			t.Errorf("ALPN %q: %d bytes of an HTTP/2 server preface", alpn, n)
+		if n != 9 {
+			t.Errorf("ALPN %q: %d bytes of an HTTP/2 server preface, want a SETTINGS frame header", alpn, n)
 		}
+	}
+	if raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", NextProtos: []string{"acme-tls/1"}, MinVersion: tls.VersionTLS12}); err == nil {
+		_ = raw.Close()
+		t.Error("a client offering only another protocol than HTTP completed the handshake")
+	}
+	// A real gRPC client without ALPN (as a gateway without alpn_protocols) is served.
+	noALPN := &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", MinVersion: tls.VersionTLS12}
+	if _, err := served(noALPNCreds{credentials.NewTLS(noALPN), noALPN}); err != nil {
+		t.Errorf("a gRPC client negotiating no ALPN protocol: %v", err)
 	}
 
 	// cert-manager renews: the Secret's two keys change at once.
@@ -284,4 +296,26 @@ func TestTheProcessorRefusesToStartWithoutAValidPair(t *testing.T) {
 			t.Errorf("%s: the error quotes the key: %v", name, err)
 		}
 	}
+}
+
+// noALPNCreds is a gRPC client's TLS that offers no protocol by ALPN, as a gateway's
+// upstream TLS without alpn_protocols does (gRPC's own client always offers h2, and
+// refuses a server that negotiates none).
+type noALPNCreds struct {
+	credentials.TransportCredentials
+	cfg *tls.Config
+}
+
+func (c noALPNCreds) ClientHandshake(ctx context.Context, _ string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn := tls.Client(raw, c.cfg.Clone())
+	if err := conn.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	st := conn.ConnectionState()
+	if st.NegotiatedProtocol != "" {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("negotiated %q without offering it", st.NegotiatedProtocol)
+	}
+	return conn, credentials.TLSInfo{State: st, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}, nil
 }
