@@ -186,6 +186,7 @@ func loadInjection() {
 		injectionHint = max(injection.hint, injHint)
 		injSig = compileInjSig(injSets, injRuleDefs)
 		injTriples = phraseTriples(injSig.triples, injection)
+		injTriMask = triMask(&injTriples)
 		injNEG, injREQ, injCUE = injSig.setBit("NEG"), injSig.setBit("REQ"), injSig.setBit("CUE")
 	})
 }

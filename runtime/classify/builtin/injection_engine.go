@@ -127,6 +127,37 @@ var (
 	injNEG, injREQ, injCUE uint64
 )
 
+// injTriMask is injTriples by the classes of a word's first two bytes: entry c0*28+c1 has bit
+// c2 set when the triple (c0, c1, c2) of two letters and a class is in injTriples, and
+// injTriPairs when the word is decided by wordPairs instead (a letter then a byte of class
+// injTriOther, or a first byte of that class and a second that is not injTriEnd). One load
+// and a shift decide a boundary where three branches did.
+var injTriMask [1024]uint32
+
+// injTriPairs is the bit of injTriMask that sends a word to wordPairs.
+const injTriPairs = 1 << 31
+
+// triMask returns injTriMask for the triples t.
+func triMask(t *[512]uint64) (m [1024]uint32) {
+	for c0 := range 28 {
+		for c1 := range 28 {
+			var e uint32
+			switch {
+			case c0 < injTriOther && c1 < injTriOther:
+				for c2 := range 28 {
+					if k := (c0*26+c1)*28 + c2; t[k>>6]&(1<<(k&63)) != 0 {
+						e |= 1 << c2
+					}
+				}
+			case c0 < injTriOther && c1 == injTriOther, c0 == injTriOther && c1 != injTriEnd:
+				e = injTriPairs
+			}
+			m[c0*28+c1] = e
+		}
+	}
+	return m
+}
+
 // phraseTriples returns t with the first three letters of the phrase list's anchors added.
 func phraseTriples(t [512]uint64, phrases *injTable) [512]uint64 {
 	for w := range phrases.byAnchor {
@@ -1978,9 +2009,11 @@ func nonLetters8(x uint64) uint64 {
 
 // load8 reads s[j:j+8] as a little-endian word.
 func load8(s string, j int) uint64 {
-	_ = s[j+7]
-	return uint64(s[j]) | uint64(s[j+1])<<8 | uint64(s[j+2])<<16 | uint64(s[j+3])<<24 |
-		uint64(s[j+4])<<32 | uint64(s[j+5])<<40 | uint64(s[j+6])<<48 | uint64(s[j+7])<<56
+	// One slice, one bounds check: the compiler then reads the eight bytes with one load
+	// (with the check on s[j+7] alone, each byte kept its own check, j could be negative).
+	s = s[j : j+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // b64Byte marks the bytes of base64 (both alphabets) and its padding.

@@ -267,15 +267,10 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 			// boundaries are decided by two loads and a bit.
 			may := false
 			if i+3 < n {
-				if c0 := injTriClass[s[i+1]]; c0 < injTriOther {
-					if c1 := injTriClass[s[i+2]]; c1 < injTriOther {
-						k := int(c0)*(26*28) + int(c1)*28 + int(injTriClass[s[i+3]])
-						may = injTriples[k>>6&511]&(1<<(k&63)) != 0
-					} else {
-						may = c1 == injTriOther && injSig.wordPairs.has(s[i+1], s[i+2])
-					}
-				} else {
-					may = c0 == injTriOther && injTriClass[s[i+2]] != injTriEnd && injSig.wordPairs.has(s[i+1], s[i+2])
+				m := injTriMask[(int(injTriClass[s[i+1]])*28+int(injTriClass[s[i+2]]))&1023]
+				may = m>>injTriClass[s[i+3]]&1 != 0
+				if m&injTriPairs != 0 {
+					may = injSig.wordPairs.has(s[i+1], s[i+2])
 				}
 			} else {
 				may = i+2 < n

@@ -61,3 +61,34 @@ func TestStaticTablesAsMaps(t *testing.T) {
 		}
 	}
 }
+
+// TestTriMaskAsBranches: the pass's one-load test of a word's first three bytes (injTriMask)
+// decides every triple of bytes as the branches on their classes that it replaced did.
+func TestTriMaskAsBranches(t *testing.T) {
+	loadInjection()
+	for b1 := range 256 {
+		for b2 := range 256 {
+			for b3 := range 256 {
+				var want bool
+				if c0 := injTriClass[b1]; c0 < injTriOther {
+					if c1 := injTriClass[b2]; c1 < injTriOther {
+						k := int(c0)*(26*28) + int(c1)*28 + int(injTriClass[b3])
+						want = injTriples[k>>6&511]&(1<<(k&63)) != 0
+					} else {
+						want = c1 == injTriOther && injSig.wordPairs.has(byte(b1), byte(b2))
+					}
+				} else {
+					want = c0 == injTriOther && injTriClass[b2] != injTriEnd && injSig.wordPairs.has(byte(b1), byte(b2))
+				}
+				m := injTriMask[(int(injTriClass[b1])*28+int(injTriClass[b2]))&1023]
+				got := m>>injTriClass[b3]&1 != 0
+				if m&injTriPairs != 0 {
+					got = injSig.wordPairs.has(byte(b1), byte(b2))
+				}
+				if got != want {
+					t.Fatalf("bytes %q %q %q: %v, want %v", byte(b1), byte(b2), byte(b3), got, want)
+				}
+			}
+		}
+	}
+}
