@@ -33,8 +33,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.anthropicUpstream)",message="spec.anthropicUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.anthropicUpstream
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.geminiUpstream)",message="spec.geminiUpstream is the proxy's: in ExtProc mode the gateway routes the calls; unset it",fieldPath=.geminiUpstream
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'ExtProc' || !has(self.auditLog) || !self.auditLog",message="spec.auditLog is the proxy's: the ext_proc server writes no audit log; unset it in ExtProc mode",fieldPath=.auditLog
-// +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.mode) && self.mode == 'ExtProc')",message="spec.tls is the Envoy external processor's: the guard's HTTP proxy (Proxy mode) serves no TLS yet; unset spec.tls, or use spec.mode ExtProc",fieldPath=.tls
-// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed: a gateway calls the processor either over TLS or in cleartext, and a rollout would serve both behind one Service; create another SharedGuard instead (spec.tls.secretName may change)",fieldPath=.tls
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="spec.tls cannot be added or removed: clients (apps, or a gateway) call the guard either over TLS or in cleartext, and a rollout would serve both behind one Service; create another SharedGuard instead (spec.tls.secretName may change)",fieldPath=.tls
 type SharedGuardSpec struct {
 	// mode is what the pods run: Proxy (the default), the guard's HTTP proxy, which apps
 	// call through their SDK's base URL; or ExtProc, the Envoy external processor
@@ -98,23 +97,28 @@ type SharedGuardSpec struct {
 	// +optional
 	AuditLog bool `json:"auditLog,omitempty"`
 
-	// tls has the Envoy external processor (ExtProc mode only) serve gRPC over TLS with
-	// the certificate of a kubernetes.io/tls Secret of the SharedGuard's namespace, such as
-	// cert-manager writes for a Certificate: the Service then advertises appProtocol https
-	// and status.url is https://NAME.NAMESPACE.svc:15081. Without it the processor serves
-	// gRPC in cleartext (h2c). It cannot be added or removed (a gateway calls the processor
-	// one way or the other): create another SharedGuard instead. docs/shared-guard.md says
-	// how to get a certificate and point a gateway at it.
+	// tls has the guard serve TLS with the certificate of a kubernetes.io/tls Secret of the
+	// SharedGuard's namespace, such as cert-manager writes for a Certificate, and the
+	// Service advertise appProtocol https. In Proxy mode the guard's proxy serves HTTPS
+	// (HTTP/1.1 and HTTP/2) on the Service's port 15080 and status.url is
+	// https://NAME.NAMESPACE.svc:15080 (apps append /v1 for OpenAI SDKs and trust the
+	// certificate's CA); in ExtProc mode the processor serves gRPC over TLS and status.url
+	// is https://NAME.NAMESPACE.svc:15081. Without it the proxy serves cleartext HTTP on
+	// port 80 and the processor gRPC in cleartext (h2c). It cannot be added or removed
+	// (clients call the guard one way or the other): create another SharedGuard instead.
+	// docs/shared-guard.md says how to get a certificate and have apps or a gateway trust
+	// it.
 	// +optional
 	TLS *SharedGuardTLS `json:"tls,omitempty"`
 }
 
-// SharedGuardTLS is the certificate a SharedGuard's processor presents.
+// SharedGuardTLS is the certificate a SharedGuard's proxy or processor presents.
 type SharedGuardTLS struct {
 	// secretName names a Secret of type kubernetes.io/tls in the SharedGuard's namespace:
 	// its tls.crt (the certificate chain, leaf first) and tls.key (the private key), which
-	// alone are mounted read-only into the processor. A renewal written into the same
-	// Secret (cert-manager renews in place) is picked up without a restart; another name
+	// alone are mounted read-only into the guard's proxy or processor. A renewal written
+	// into the same Secret (cert-manager renews in place) is picked up without a restart;
+	// another name
 	// rolls the pods out. The operator reads the Secret to report it missing or invalid
 	// in the conditions and never copies it.
 	// +kubebuilder:validation:MinLength=1
@@ -155,7 +159,8 @@ type SharedGuardStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// url is the Service's address. In Proxy mode it is the base URL for Anthropic SDKs,
-	// and with /v1 appended for OpenAI SDKs; in ExtProc mode the gRPC endpoint a gateway's
+	// and with /v1 appended for OpenAI SDKs: http://NAME.NAMESPACE.svc in cleartext, or
+	// https://NAME.NAMESPACE.svc:15080 over TLS (spec.tls); in ExtProc mode the gRPC endpoint a gateway's
 	// ext_proc cluster points at: http://NAME.NAMESPACE.svc:15081 in cleartext (h2c), or
 	// https://NAME.NAMESPACE.svc:15081 over TLS (spec.tls).
 	// +optional

@@ -61,8 +61,14 @@ const (
 )
 
 const (
-	// ServicePort is the port of a shared guard's Service in Proxy mode.
+	// ServicePort is the port of a shared guard's Service in Proxy mode, cleartext HTTP.
 	ServicePort = 80
+	// TLSServicePort is the port of a shared guard's Service in Proxy mode with spec.tls,
+	// HTTPS (status.url https://NAME.NAMESPACE.svc:15080): the guard's default proxy port,
+	// as the ExtProc port is the processor's, and not 80, where clients expect cleartext.
+	TLSServicePort = 15080
+	// tlsServicePortName names that port, in the Service and its EndpointSlices.
+	tlsServicePortName = "https"
 	// ExtProcServicePort is the port of a shared guard's Service in ExtProc mode: the
 	// processor's gRPC port (h2c).
 	ExtProcServicePort = injection.ExtProcPort
@@ -162,7 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, reconcile.TerminalError(errors.New(why))
 	}
 	extProc := sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc
-	render := r.Renderer.SharedGuardPod
+	render := func(labels, annotations map[string]string) (corev1.PodTemplateSpec, []string, error) {
+		return r.Renderer.SharedGuardPodWithTLS(labels, annotations, tlsSecretName(sg))
+	}
 	if extProc {
 		render = func(labels, annotations map[string]string) (corev1.PodTemplateSpec, []string, error) {
 			return r.Renderer.SharedExtProcPodWithTLS(labels, annotations, tlsSecretName(sg))
@@ -218,6 +226,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		sg.Status.URL = fmt.Sprintf("https://%s.%s.svc:%d", sg.Name, sg.Namespace, ExtProcServicePort)
 	case extProc:
 		sg.Status.URL = fmt.Sprintf("http://%s.%s.svc:%d", sg.Name, sg.Namespace, ExtProcServicePort)
+	case sg.Spec.TLS != nil:
+		sg.Status.URL = fmt.Sprintf("https://%s.%s.svc:%d", sg.Name, sg.Namespace, TLSServicePort)
 	}
 	sg.Status.Replicas = dep.Status.Replicas
 	sg.Status.ReadyReplicas = ready
@@ -281,7 +291,8 @@ func podLabels(sg *v1alpha1.SharedGuard) map[string]string {
 }
 
 // servicePorts are the ports of the SharedGuard's Service and its EndpointSlices: in
-// Proxy mode http (80, to the guard's proxy port), in ExtProc mode grpc (15081), whose
+// Proxy mode http (80, to the guard's proxy port), or with spec.tls https (15080, to the
+// guard's proxy port, appProtocol https); in ExtProc mode grpc (15081), whose
 // appProtocol is kubernetes.io/h2c in cleartext and https over TLS (spec.tls).
 func (r *Reconciler) servicePorts(sg *v1alpha1.SharedGuard) ([]corev1.ServicePort, []discoveryv1.EndpointPort) {
 	if sg.Spec.Mode == v1alpha1.SharedGuardModeExtProc {
@@ -298,6 +309,15 @@ func (r *Reconciler) servicePorts(sg *v1alpha1.SharedGuard) ([]corev1.ServicePor
 			}}
 	}
 	port := r.Renderer.Guard().ProxyPort
+	if sg.Spec.TLS != nil {
+		return []corev1.ServicePort{{
+				Name: tlsServicePortName, Port: TLSServicePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(port),
+				AppProtocol: ptr.To(injection.ExtProcTLSAppProtocol),
+			}}, []discoveryv1.EndpointPort{{
+				Name: ptr.To(tlsServicePortName), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP),
+				AppProtocol: ptr.To(injection.ExtProcTLSAppProtocol),
+			}}
+	}
 	return []corev1.ServicePort{{
 			Name: servicePortName, Port: ServicePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(port),
 		}}, []discoveryv1.EndpointPort{{

@@ -16,8 +16,8 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 )
 
-// tlsSecretName is the Secret whose certificate an ExtProc SharedGuard's processor
-// presents, or "" for a processor in cleartext.
+// tlsSecretName is the Secret whose certificate a SharedGuard's proxy or processor
+// presents, or "" for a guard in cleartext.
 func tlsSecretName(sg *v1alpha1.SharedGuard) string {
 	if sg.Spec.TLS == nil {
 		return ""
@@ -26,16 +26,16 @@ func tlsSecretName(sg *v1alpha1.SharedGuard) string {
 }
 
 // checkTLSSecret says, with a reason, why the Secret spec.tls.secretName names cannot be
-// the processor's certificate, or "" when it can (or the SharedGuard serves no TLS). The
-// guard's pods mount the Secret; the kubelet reports a missing Secret or key only in the
-// pod's events, and a processor refusing its pair only by crashing, so the Secret is read
+// the certificate of the guard's proxy or processor (either mode), or "" when it can (or
+// the SharedGuard serves no TLS). The guard's pods mount the Secret; the kubelet reports a missing Secret or key only in the
+// pod's events, and a guard refusing its pair only by crashing, so the Secret is read
 // here instead (through the API reader: the manager caches Secrets' metadata only) and
-// its pair parsed as the processor parses it. Nothing of it is kept, and the messages name
+// its pair parsed as the guard parses it. Nothing of it is kept, and the messages name
 // the Secret and its keys, never their content. A manager not allowed to read the
 // namespace's Secrets skips the check (the pods' status then tells).
 func (r *Reconciler) checkTLSSecret(ctx context.Context, sg *v1alpha1.SharedGuard) (reason, message string, err error) {
 	name := tlsSecretName(sg)
-	if name == "" || sg.Spec.Mode != v1alpha1.SharedGuardModeExtProc {
+	if name == "" {
 		return "", "", nil
 	}
 	secret := &corev1.Secret{}
@@ -43,7 +43,7 @@ func (r *Reconciler) checkTLSSecret(ctx context.Context, sg *v1alpha1.SharedGuar
 	switch {
 	case apierrors.IsNotFound(err):
 		return ReasonTLSSecretNotFound, fmt.Sprintf("Waiting for Secret %s (spec.tls.secretName) to be created in namespace %s: "+
-			"the processor's pods cannot start without their certificate", name, sg.Namespace), nil
+			"the guard's pods cannot start without their certificate", name, sg.Namespace), nil
 	case apierrors.IsForbidden(err):
 		ctrl.LoggerFrom(ctx).V(1).Info("Not allowed to read the Secret of spec.tls.secretName; not checked", "secret", name)
 		return "", "", nil

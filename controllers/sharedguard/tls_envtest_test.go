@@ -204,29 +204,26 @@ func TestExtProcSharedGuardServesTLSFromASecret(t *testing.T) {
 	}
 }
 
-// spec.tls is checked at apply time: ExtProc mode only, a Secret's name, and not added to
-// a SharedGuard that serves in cleartext.
+// spec.tls is checked at apply time, in either mode: a Secret's name, and not added to or
+// removed from a SharedGuard that serves in cleartext or over TLS.
 func TestInvalidTLSIsRefusedAtApplyTime(t *testing.T) {
 	ns := namespace(t, "sg-tls-invalid")
 	for name, tc := range map[string]struct {
 		edit func(*v1alpha1.SharedGuard)
 		says string
 	}{
-		"proxy": {func(sg *v1alpha1.SharedGuard) {
-			sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "llm-tls"}
-		}, "spec.tls is the Envoy external processor's"},
-		"default-mode": {func(sg *v1alpha1.SharedGuard) {
-			sg.Spec.Mode = ""
-			sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "llm-tls"}
-		}, "spec.tls is the Envoy external processor's"},
 		"name": {func(sg *v1alpha1.SharedGuard) {
 			sg.Spec.Mode = v1alpha1.SharedGuardModeExtProc
+			sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "Not_A/Name"}
+		}, "spec.tls.secretName must be a Secret's name"},
+		"proxy-name": {func(sg *v1alpha1.SharedGuard) {
 			sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "Not_A/Name"}
 		}, "spec.tls.secretName must be a Secret's name"},
 		"empty": {func(sg *v1alpha1.SharedGuard) {
 			sg.Spec.Mode = v1alpha1.SharedGuardModeExtProc
 			sg.Spec.TLS = &v1alpha1.SharedGuardTLS{}
 		}, "spec.tls.secretName"},
+		"proxy-empty": {func(sg *v1alpha1.SharedGuard) { sg.Spec.TLS = &v1alpha1.SharedGuardTLS{} }, "spec.tls.secretName"},
 	} {
 		sg := newSharedGuard(ns, "sg-"+name, 1)
 		tc.edit(sg)
@@ -234,11 +231,118 @@ func TestInvalidTLSIsRefusedAtApplyTime(t *testing.T) {
 			t.Errorf("%s: %v, want Invalid saying %q", name, err, tc.says)
 		}
 	}
-	sg := newSharedGuard(ns, "cleartext", 1)
-	sg.Spec.Mode = v1alpha1.SharedGuardModeExtProc
+	for _, mode := range []v1alpha1.SharedGuardMode{v1alpha1.SharedGuardModeExtProc, "", v1alpha1.SharedGuardModeProxy} {
+		name := "cleartext-" + strings.ToLower(string(mode))
+		sg := newSharedGuard(ns, strings.TrimSuffix(name, "-"), 1)
+		sg.Spec.Mode = mode
+		must(t, k8s.Create(t.Context(), sg))
+		sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "cleartext-tls"}
+		if err := k8s.Update(t.Context(), sg); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tls cannot be added or removed") {
+			t.Errorf("mode %q: adding spec.tls: %v, want Invalid naming spec.tls", mode, err)
+		}
+	}
+}
+
+// TestProxySharedGuardServesHTTPSFromASecret: in Proxy mode (the default) spec.tls has the
+// guard's proxy serve HTTPS: the pods mount the Secret's tls.crt and tls.key and the proxy
+// takes them as --tls-cert-file and --tls-key-file after its other flags, the Service's port
+// is https 15080 with appProtocol https, and status.url is https://NAME.NAMESPACE.svc:15080
+// (apps append /v1 for OpenAI SDKs). The Secret is checked as in ExtProc mode: missing
+// (Reconciling, TLSSecretNotFound), not a pair (Stalled, TLSSecretInvalid, naming the
+// Secret and quoting none of it), then valid and Ready. TLS cannot be removed.
+func TestProxySharedGuardServesHTTPSFromASecret(t *testing.T) {
+	ns := namespace(t, "sg-proxy-tls")
+	sg := newSharedGuard(ns, "llm", 1) // mode unset: Proxy
+	sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "llm-tls"}
 	must(t, k8s.Create(t.Context(), sg))
-	sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: "cleartext-tls"}
-	if err := k8s.Update(t.Context(), sg); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tls cannot be added or removed") {
-		t.Errorf("adding spec.tls: %v, want Invalid naming spec.tls", err)
+
+	dep := deployment(t, ns, "llm")
+	tmpl := dep.Spec.Template
+	want, _, err := renderer.SharedGuardPodWithTLS(map[string]string{"app": "chat", v1alpha1.LabelSharedGuard: "llm"}, nil, "llm-tls")
+	must(t, err)
+	plain, _, err := renderer.SharedGuardPod(map[string]string{"app": "chat", v1alpha1.LabelSharedGuard: "llm"}, nil)
+	must(t, err)
+	c := tmpl.Spec.Containers[0]
+	wantArgs := append(slices.Clone(plain.Spec.Containers[0].Args), "--tls-cert-file=/var/run/secrets/guardrail.dev/tls/tls.crt",
+		"--tls-key-file=/var/run/secrets/guardrail.dev/tls/tls.key")
+	if !slices.Equal(c.Args, want.Spec.Containers[0].Args) || !slices.Equal(c.Args, wantArgs) {
+		t.Errorf("the proxy's arguments %q\nwant %q", c.Args, wantArgs)
+	}
+	if !slices.Contains(c.Args, "--listen=:15080") {
+		t.Errorf("the proxy does not listen on its pod's address: %q", c.Args)
+	}
+	vol := tmpl.Spec.Volumes[len(tmpl.Spec.Volumes)-1]
+	if vol.Secret == nil || vol.Secret.SecretName != "llm-tls" || len(vol.Secret.Items) != 2 {
+		t.Errorf("the Secret's volume is %+v", vol)
+	}
+	pod := &corev1.Pod{ObjectMeta: tmpl.ObjectMeta, Spec: tmpl.Spec}
+	if err := injection.VerifyGuard(pod, renderer.Guard()); err != nil {
+		t.Errorf("the TLS proxy's pod does not verify: %v", err)
+	}
+	if injection.IsExtProc(pod, renderer.Guard()) {
+		t.Error("the TLS proxy is taken for the processor")
+	}
+	svc := &corev1.Service{}
+	must(t, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "llm"}, svc))
+	if p := svc.Spec.Ports; len(p) != 1 || p[0].Name != "https" || p[0].Port != sharedguard.TLSServicePort ||
+		p[0].TargetPort.IntValue() != 15080 || ptr.Deref(p[0].AppProtocol, "") != "https" || svc.Spec.Selector != nil {
+		t.Errorf("Service %+v, want port https 15080 -> 15080 with appProtocol https and no selector", svc.Spec)
+	}
+
+	eventually(t, "Reconciling, TLSSecretNotFound", func() error {
+		cond, got := condition(t, ns, "llm", v1alpha1.ConditionReconciling)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != sharedguard.ReasonTLSSecretNotFound ||
+			!strings.Contains(cond.Message, "llm-tls") || got.Status.URL != "https://llm."+ns+".svc:15080" {
+			return fmt.Errorf("Reconciling %v, url %q", cond, got.Status.URL)
+		}
+		return nil
+	})
+
+	cert1, key1 := servingPair(t, ns, "llm", time.Now().Add(24*time.Hour))
+	_, key2 := servingPair(t, ns, "llm", time.Now().Add(24*time.Hour))
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm-tls"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: cert1, corev1.TLSPrivateKeyKey: key2}}
+	must(t, k8s.Create(t.Context(), secret))
+	eventually(t, "Stalled, TLSSecretInvalid", func() error {
+		cond, _ := condition(t, ns, "llm", v1alpha1.ConditionStalled)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != sharedguard.ReasonTLSSecretInvalid ||
+			!strings.Contains(cond.Message, "llm-tls") || strings.Contains(cond.Message, "PRIVATE KEY") {
+			return fmt.Errorf("Stalled %v", cond)
+		}
+		return nil
+	})
+	secret.Data = map[string][]byte{corev1.TLSCertKey: cert1, corev1.TLSPrivateKeyKey: key1}
+	must(t, k8s.Update(t.Context(), secret))
+	tmpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = "tls1"
+	guardPod(t, ns, "llm-tls1-x1", "10.4.1.5", tmpl)
+	eventually(t, "the proxy in the EndpointSlice, port https, appProtocol https", func() error {
+		got, err := endpoints(t, ns, "llm")
+		if err != nil || !slices.Equal(got, []string{"10.4.1.5"}) {
+			return fmt.Errorf("endpoints %v, %v", got, err)
+		}
+		slice := &discoveryv1.EndpointSlice{}
+		must(t, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "llm-ipv4"}, slice))
+		if len(slice.Ports) != 1 || ptr.Deref(slice.Ports[0].Name, "") != "https" || ptr.Deref(slice.Ports[0].AppProtocol, "") != "https" ||
+			ptr.Deref(slice.Ports[0].Port, 0) != 15080 {
+			return fmt.Errorf("EndpointSlice ports %+v", slice.Ports)
+		}
+		return nil
+	})
+	dep = deployment(t, ns, "llm")
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+	must(t, k8s.Status().Update(t.Context(), dep))
+	eventually(t, "Ready", func() error {
+		cond, got := ready(t, ns, "llm")
+		if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "https://llm."+ns+".svc:15080") {
+			return fmt.Errorf("Ready %v, status %+v", cond, got.Status)
+		}
+		return nil
+	})
+
+	cur := &v1alpha1.SharedGuard{}
+	must(t, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "llm"}, cur))
+	cur.Spec.TLS = nil
+	if err := k8s.Update(t.Context(), cur); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.tls cannot be added or removed") {
+		t.Errorf("removing spec.tls: %v, want Invalid naming spec.tls", err)
 	}
 }
