@@ -187,6 +187,7 @@ func loadInjection() {
 		injSig = compileInjSig(injSets, injRuleDefs)
 		injTriples = phraseTriples(injSig.triples, injection)
 		injTriMask = triMask(&injTriples)
+		injWordFilter = wordFilter(injSig, injection)
 		injNEG, injREQ, injCUE = injSig.setBit("NEG"), injSig.setBit("REQ"), injSig.setBit("CUE")
 	})
 }

@@ -134,6 +134,27 @@ var (
 // and a shift decide a boundary where three branches did.
 var injTriMask [1024]uint32
 
+// injWordFilter[n][f] has bit l set when an anchor of n ASCII letters (n < 8), of the signal
+// engine or of the phrase list, may begin with letter f and end with letter l (letters as
+// 0-25): the union of the engine's anchorFilter and the phrase list's lenFirst and lenLast,
+// which injWordAt tests after its call.
+var injWordFilter [8][26]uint32
+
+// wordFilter returns injWordFilter for the engine's anchors and the phrase list's.
+func wordFilter(t *injSigTable, phrases *injTable) (w [8][26]uint32) {
+	for n := range 8 {
+		for f := range 26 {
+			if n >= 2 {
+				w[n][f] = uint32(t.anchorFilter[n][f]) & (1<<26 - 1)
+			}
+			if phrases.lenFirst[n]&(1<<f) != 0 {
+				w[n][f] |= phrases.lenLast[n]
+			}
+		}
+	}
+	return w
+}
+
 // injTriPairs is the bit of injTriMask that sends a word to wordPairs.
 const injTriPairs = 1 << 31
 

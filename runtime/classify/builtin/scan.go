@@ -276,7 +276,21 @@ func (c *Classifier) passInj(sc *scanState, rs *injRegions, lo, hi int) {
 				may = i+2 < n
 			}
 			if may && (s[i] < utf8.RuneSelf || !lastRuneIsWord(s[:i+1])) {
-				c.injWordAt(sc, rs, i+1)
+				// Most such words are none of the anchors: a word of fewer than eight ASCII
+				// letters that the lexer ends there is passed over here when no anchor of
+				// either layer has its length and its first and last letters (injWordFilter),
+				// as injWordAt would pass it over.
+				if p := i + 1; p+8 <= n {
+					if bad := nonLetters8(load8(s, p)); bad&0xff == 0 && bad != 0 {
+						j := p + bits.TrailingZeros64(bad)>>3
+						if injWordFilter[j-p][(s[p]|0x20)-'a']&(1<<((s[j-1]|0x20)-'a')) == 0 && !injWordGoesOn(s, j) {
+							may = false
+						}
+					}
+				}
+				if may {
+					c.injWordAt(sc, rs, i+1)
+				}
 			}
 		}
 		// A comma matters to assignments only right after a string literal; elsewhere

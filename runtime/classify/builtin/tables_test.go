@@ -92,3 +92,20 @@ func TestTriMaskAsBranches(t *testing.T) {
 		}
 	}
 }
+
+// TestWordFilterCoversBothLayers: a word the pass passes over by injWordFilter is one that
+// both the engine's filter (wordAt) and the phrase list's (injWordAt) pass over.
+func TestWordFilterCoversBothLayers(t *testing.T) {
+	loadInjection()
+	for n := 1; n < 8; n++ {
+		for f := range 26 {
+			for l := range 26 {
+				sig := n >= 2 && injSig.anchorFilter[n][f]&(1<<l) != 0
+				phrase := injection.lenFirst[n]&(1<<f) != 0 && injection.lenLast[n]&(1<<l) != 0
+				if got := injWordFilter[n][f]&(1<<l) != 0; got != (sig || phrase) {
+					t.Fatalf("length %d, %c…%c: %v, want %v", n, 'a'+f, 'a'+l, got, sig || phrase)
+				}
+			}
+		}
+	}
+}
