@@ -124,7 +124,7 @@ func (c *Classifier) on(d detector) bool { return c.cat[d] >= 0 }
 // build fills the trigger tables and the hint once the configuration is known.
 func (c *Classifier) build() {
 	if c.on(detInjection) {
-		loadInjection() // the pack's tables, built on its first use
+		loadInjectionHint() // the phrase list; the engine's tables wait for a classification
 	}
 	var bits uint16
 	for d := range numDetectors {

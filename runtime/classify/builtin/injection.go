@@ -173,17 +173,30 @@ var (
 	// injectionHint covers the phrase list's longest phrase and the signal engine's longest
 	// match and look-back (injection_engine.go).
 	injectionHint int
-	injectionOnce sync.Once
+	// injectionOnce builds the phrase list and the hint, injEngineOnce the signal engine's
+	// tables.
+	injectionOnce, injEngineOnce sync.Once
 )
 
-// loadInjection builds the prompt-injection pack's tables, the phrase list's and the signal
-// engine's, once: a Classifier with the pack calls it when it is built (build), so that a
-// program that never uses the pack (a policy without it, the manager) never builds them.
-// Whatever reads the tables runs after that call, on a Classifier it returned.
-func loadInjection() {
+// loadInjectionHint builds what New needs of the prompt-injection pack, once: the phrase
+// list, whose longest phrase is part of the hint (a Classifier's HoldBackHint). The signal
+// engine's tables, about three quarters of the pack's memory and of its building time, wait
+// for the first classification with the pack (loadInjection), so that a guard that has
+// applied its policy and serves nothing yet does not hold them.
+func loadInjectionHint() {
 	injectionOnce.Do(func() {
 		injection = compileInjection(injectionPhrases, injectionSets)
 		injectionHint = max(injection.hint, injHint)
+	})
+}
+
+// loadInjection builds the prompt-injection pack's tables, the phrase list's and the signal
+// engine's, once: a Classifier with the pack calls it when it classifies (scan), so that a
+// program that never uses the pack (a policy without it, the manager) never builds them.
+// Whatever reads the tables runs after that call, on the goroutine that made it.
+func loadInjection() {
+	loadInjectionHint()
+	injEngineOnce.Do(func() {
 		injSig = compileInjSig(injSets, injRuleDefs)
 		injTriples = phraseTriples(injSig.triples, injection)
 		injTriMask = triMask(&injTriples)
