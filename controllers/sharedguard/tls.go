@@ -27,9 +27,9 @@ func tlsSecretName(sg *v1alpha1.SharedGuard) string {
 
 // checkTLSSecret says, with a reason, why the Secret spec.tls.secretName names cannot be
 // the certificate of the guard's proxy or processor (either mode), or "" when it can (or
-// the SharedGuard serves no TLS). The guard's pods mount the Secret; the kubelet reports a missing Secret or key only in the
-// pod's events, and a guard refusing its pair only by crashing, so the Secret is read
-// here instead (through the API reader: the manager caches Secrets' metadata only) and
+// the SharedGuard serves no TLS). The guard's pods mount the Secret; the kubelet reports
+// a missing Secret or key only in the pod's events, and a guard refusing its pair only by
+// crashing, so the Secret is read here instead (through the API reader: the manager caches Secrets' metadata only) and
 // its pair parsed as the guard parses it. Nothing of it is kept, and the messages name
 // the Secret and its keys, never their content. A manager not allowed to read the
 // namespace's Secrets skips the check (the pods' status then tells).
