@@ -123,9 +123,6 @@ func (c *Classifier) on(d detector) bool { return c.cat[d] >= 0 }
 
 // build fills the trigger tables and the hint once the configuration is known.
 func (c *Classifier) build() {
-	if c.on(detInjection) {
-		loadInjectionHint() // the phrase list; the engine's tables wait for a classification
-	}
 	var bits uint16
 	for d := range numDetectors {
 		if !c.on(d) {
@@ -190,16 +187,6 @@ func (c *Classifier) build() {
 			t |= trigBoundary
 		}
 		c.trig[b] = t
-	}
-	if c.on(detInjection) {
-		for b := range 256 {
-			if injection.first[b] {
-				c.wordFirst[b] |= firstInjection
-			}
-		}
-		for k := range c.wordPairs {
-			c.wordPairs[k] |= injection.pairs[k]
-		}
 	}
 	for _, p := range c.windowed {
 		for b := range 256 {

@@ -135,14 +135,12 @@ type injPhrase struct {
 type injTable struct {
 	phrases  []injPhrase
 	byAnchor map[string][]int // first word of an anchor alternative → phrases
-	// first and pairs stay empty: they are the Classifier's (detectors.go) way to stop the
-	// pass at the phrases' anchors, and the pass reaches them through the signal engine's
-	// test of a word's first three bytes instead (injTriples), which holds them too.
-	first [256]bool
+	// The pass reaches the phrases' anchors through the signal engine's test of a word's
+	// first three bytes (injTriples), which holds them too: a Classifier's wordFirst and
+	// wordPairs (detectors.go) stand for keywords alone.
 	// lenFirst[n] (lenLast[n]) has bit b-'a' set when an anchor word of n bytes begins (ends)
 	// with b.
 	lenFirst, lenLast [32]uint32
-	pairs             byteSet64k
 	hint              int
 	// byLetter lists, per first letter (b-'a'), the words a phrase's first slot begins
 	// with, each with the phrases that can begin with it. reach is how far before the end of
@@ -169,34 +167,24 @@ type firstWord struct {
 }
 
 var (
-	injection *injTable
-	// injectionHint covers the phrase list's longest phrase and the signal engine's longest
-	// match and look-back (injection_engine.go).
-	injectionHint int
-	// injectionOnce builds the phrase list and the hint, injEngineOnce the signal engine's
-	// tables.
-	injectionOnce, injEngineOnce sync.Once
+	injection     *injTable
+	injectionOnce sync.Once
 )
 
-// loadInjectionHint builds what New needs of the prompt-injection pack, once: the phrase
-// list, whose longest phrase is part of the hint (a Classifier's HoldBackHint). The signal
-// engine's tables, about three quarters of the pack's memory and of its building time, wait
-// for the first classification with the pack (loadInjection), so that a guard that has
-// applied its policy and serves nothing yet does not hold them.
-func loadInjectionHint() {
-	injectionOnce.Do(func() {
-		injection = compileInjection(injectionPhrases, injectionSets)
-		injectionHint = max(injection.hint, injHint)
-	})
-}
+// injectionHint is the pack's hint: it covers the signal engine's longest match and look-back
+// (injHint, injection_engine.go) and the phrase list's longest phrase, which is shorter
+// (TestInjectionHintCoversThePhraseList). It is a constant so that New builds none of the
+// pack's tables.
+const injectionHint = injHint
 
 // loadInjection builds the prompt-injection pack's tables, the phrase list's and the signal
-// engine's, once: a Classifier with the pack calls it when it classifies (scan), so that a
-// program that never uses the pack (a policy without it, the manager) never builds them.
-// Whatever reads the tables runs after that call, on the goroutine that made it.
+// engine's, once: a Classifier with the pack calls it when it first classifies a text (scan),
+// so that a program that never uses the pack (a policy without it, the manager) never builds
+// them, and a guard that has applied its policy holds them only once it serves. Whatever reads
+// the tables runs after that call, on the goroutine that made it.
 func loadInjection() {
-	loadInjectionHint()
-	injEngineOnce.Do(func() {
+	injectionOnce.Do(func() {
+		injection = compileInjection(injectionPhrases, injectionSets)
 		injSig = compileInjSig(injSets, injRuleDefs)
 		injTriples = phraseTriples(injSig.triples, injection)
 		injTriMask = triMask(&injTriples)

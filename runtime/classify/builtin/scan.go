@@ -109,7 +109,7 @@ func (c *Classifier) emit(sc *scanState, d detector, start, end int) {
 // that offset; otherwise the offset is 0.
 func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.Span, int, error) {
 	if c.on(detInjection) {
-		loadInjection() // the engine's tables, built on the pack's first classification
+		loadInjection() // the pack's tables, built on its first classification
 		var rs injRegions
 		rs.init(s, more)
 		return c.scanWith(ctx, s, more, &rs)
