@@ -100,8 +100,8 @@ type SharedGuardSpec struct {
 	// tls has the guard serve TLS with the certificate of a kubernetes.io/tls Secret of the
 	// SharedGuard's namespace, such as cert-manager writes for a Certificate, and the
 	// Service advertise appProtocol https. In Proxy mode the guard's proxy serves HTTPS
-	// (HTTP/1.1 and HTTP/2) on the Service's port 15080 and status.url is
-	// https://NAME.NAMESPACE.svc:15080 (apps append /v1 for OpenAI SDKs and trust the
+	// (HTTP/1.1 and HTTP/2) on the Service's port 443 and status.url is
+	// https://NAME.NAMESPACE.svc (apps append /v1 for OpenAI SDKs and trust the
 	// certificate's CA); in ExtProc mode the processor serves gRPC over TLS and status.url
 	// is https://NAME.NAMESPACE.svc:15081. Without it the proxy serves cleartext HTTP on
 	// port 80 and the processor gRPC in cleartext (h2c). It cannot be added or removed
@@ -160,7 +160,7 @@ type SharedGuardStatus struct {
 
 	// url is the Service's address. In Proxy mode it is the base URL for Anthropic SDKs,
 	// and with /v1 appended for OpenAI SDKs: http://NAME.NAMESPACE.svc in cleartext, or
-	// https://NAME.NAMESPACE.svc:15080 over TLS (spec.tls); in ExtProc mode the gRPC endpoint a gateway's
+	// https://NAME.NAMESPACE.svc over TLS (spec.tls); in ExtProc mode the gRPC endpoint a gateway's
 	// ext_proc cluster points at: http://NAME.NAMESPACE.svc:15081 in cleartext (h2c), or
 	// https://NAME.NAMESPACE.svc:15081 over TLS (spec.tls).
 	// +optional

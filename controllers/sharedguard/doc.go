@@ -7,7 +7,7 @@
 // ModelProvider is attached, so the control plane verifies them like any guard and serves
 // them the Guardrails that select their labels (spec.podLabels). With spec.tls the proxy
 // serves HTTPS (injection.Renderer's SharedGuardPodWithTLS) on the Service's port https
-// (15080, appProtocol https). In ExtProc mode
+// (443 to the guard's proxy port, appProtocol https). In ExtProc mode
 // (spec.mode) the pods run the Envoy external processor instead (injection.Renderer's
 // SharedExtProcPodWithTLS), verified as strictly, and the Service's port is grpc (15081)
 // for a gateway's ext_proc filter: h2c, or TLS with the certificate of the Secret

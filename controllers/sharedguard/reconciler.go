@@ -64,9 +64,9 @@ const (
 	// ServicePort is the port of a shared guard's Service in Proxy mode, cleartext HTTP.
 	ServicePort = 80
 	// TLSServicePort is the port of a shared guard's Service in Proxy mode with spec.tls,
-	// HTTPS (status.url https://NAME.NAMESPACE.svc:15080): the guard's default proxy port,
-	// as the ExtProc port is the processor's, and not 80, where clients expect cleartext.
-	TLSServicePort = 15080
+	// HTTPS's own (status.url https://NAME.NAMESPACE.svc), as cleartext is on 80: apps'
+	// base URLs carry no port either way.
+	TLSServicePort = 443
 	// tlsServicePortName names that port, in the Service and its EndpointSlices.
 	tlsServicePortName = "https"
 	// ExtProcServicePort is the port of a shared guard's Service in ExtProc mode: the
@@ -227,7 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	case extProc:
 		sg.Status.URL = fmt.Sprintf("http://%s.%s.svc:%d", sg.Name, sg.Namespace, ExtProcServicePort)
 	case sg.Spec.TLS != nil:
-		sg.Status.URL = fmt.Sprintf("https://%s.%s.svc:%d", sg.Name, sg.Namespace, TLSServicePort)
+		sg.Status.URL = fmt.Sprintf("https://%s.%s.svc", sg.Name, sg.Namespace)
 	}
 	sg.Status.Replicas = dep.Status.Replicas
 	sg.Status.ReadyReplicas = ready
@@ -291,7 +291,7 @@ func podLabels(sg *v1alpha1.SharedGuard) map[string]string {
 }
 
 // servicePorts are the ports of the SharedGuard's Service and its EndpointSlices: in
-// Proxy mode http (80, to the guard's proxy port), or with spec.tls https (15080, to the
+// Proxy mode http (80, to the guard's proxy port), or with spec.tls https (443, to the
 // guard's proxy port, appProtocol https); in ExtProc mode grpc (15081), whose
 // appProtocol is kubernetes.io/h2c in cleartext and https over TLS (spec.tls).
 func (r *Reconciler) servicePorts(sg *v1alpha1.SharedGuard) ([]corev1.ServicePort, []discoveryv1.EndpointPort) {

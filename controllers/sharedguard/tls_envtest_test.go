@@ -246,7 +246,8 @@ func TestInvalidTLSIsRefusedAtApplyTime(t *testing.T) {
 // TestProxySharedGuardServesHTTPSFromASecret: in Proxy mode (the default) spec.tls has the
 // guard's proxy serve HTTPS: the pods mount the Secret's tls.crt and tls.key and the proxy
 // takes them as --tls-cert-file and --tls-key-file after its other flags, the Service's port
-// is https 15080 with appProtocol https, and status.url is https://NAME.NAMESPACE.svc:15080
+// is https 443 (to the proxy's 15080) with appProtocol https, and status.url is
+// https://NAME.NAMESPACE.svc
 // (apps append /v1 for OpenAI SDKs). The Secret is checked as in ExtProc mode: missing
 // (Reconciling, TLSSecretNotFound), not a pair (Stalled, TLSSecretInvalid, naming the
 // Secret and quoting none of it), then valid and Ready. TLS cannot be removed.
@@ -286,13 +287,13 @@ func TestProxySharedGuardServesHTTPSFromASecret(t *testing.T) {
 	must(t, k8s.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "llm"}, svc))
 	if p := svc.Spec.Ports; len(p) != 1 || p[0].Name != "https" || p[0].Port != sharedguard.TLSServicePort ||
 		p[0].TargetPort.IntValue() != 15080 || ptr.Deref(p[0].AppProtocol, "") != "https" || svc.Spec.Selector != nil {
-		t.Errorf("Service %+v, want port https 15080 -> 15080 with appProtocol https and no selector", svc.Spec)
+		t.Errorf("Service %+v, want port https 443 -> 15080 with appProtocol https and no selector", svc.Spec)
 	}
 
 	eventually(t, "Reconciling, TLSSecretNotFound", func() error {
 		cond, got := condition(t, ns, "llm", v1alpha1.ConditionReconciling)
 		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != sharedguard.ReasonTLSSecretNotFound ||
-			!strings.Contains(cond.Message, "llm-tls") || got.Status.URL != "https://llm."+ns+".svc:15080" {
+			!strings.Contains(cond.Message, "llm-tls") || got.Status.URL != "https://llm."+ns+".svc" {
 			return fmt.Errorf("Reconciling %v, url %q", cond, got.Status.URL)
 		}
 		return nil
@@ -333,7 +334,7 @@ func TestProxySharedGuardServesHTTPSFromASecret(t *testing.T) {
 	must(t, k8s.Status().Update(t.Context(), dep))
 	eventually(t, "Ready", func() error {
 		cond, got := ready(t, ns, "llm")
-		if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "https://llm."+ns+".svc:15080") {
+		if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "https://llm."+ns+".svc") || strings.Contains(cond.Message, "https://llm."+ns+".svc:") {
 			return fmt.Errorf("Ready %v, status %+v", cond, got.Status)
 		}
 		return nil

@@ -20,8 +20,8 @@ import (
 // TestAnAppCallsASharedGuardOverHTTPS is TestAnAppWithoutASidecarCallsThroughASharedGuard
 // with spec.tls (docs/shared-guard.md, HTTPS between apps and the guard): the Proxy
 // sample applied before its Secret waits for it (TLSSecretNotFound); once the Secret exists
-// its pods become Ready, status.url is https://llm-guard.NS.svc:15080 and the Service and
-// its EndpointSlice advertise port https 15080 with appProtocol https. Over a port-forward
+// its pods become Ready, status.url is https://llm-guard.NS.svc, the Service's port is https
+// 443 to the guard's 15080 and both it and the EndpointSlice advertise appProtocol https. Over a port-forward
 // to a guard pod, an OpenAI SDK trusting the CA (base URL status.url + /v1, the
 // certificate checked against the Service's name) gets its prompts back redacted, streamed
 // and not, over HTTP/2; a cleartext client gets 400 and no completion, and so does an app
@@ -62,11 +62,11 @@ func TestAnAppCallsASharedGuardOverHTTPS(t *testing.T) {
 	start := time.Now()
 	u.kubectl("-n", ns, "wait", "--for=condition=Ready", "sharedguard/llm-guard", "--timeout=3m")
 	t.Logf("SharedGuard Ready in %s after its Secret", time.Since(start).Round(time.Millisecond))
-	if got := u.kubectl("-n", ns, "get", "sharedguard", "llm-guard", "-o", "jsonpath={.status.readyReplicas} {.status.url}"); got != "2 https://"+host+":15080" {
+	if got := u.kubectl("-n", ns, "get", "sharedguard", "llm-guard", "-o", "jsonpath={.status.readyReplicas} {.status.url}"); got != "2 https://"+host {
 		t.Fatalf("status: %q", got)
 	}
 	if got := u.kubectl("-n", ns, "get", "service", "llm-guard", "-o",
-		"jsonpath={.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.ports[0].appProtocol}"); got != "https 15080 15080 https" {
+		"jsonpath={.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.ports[0].appProtocol}"); got != "https 443 15080 https" {
 		t.Fatalf("Service: %q", got)
 	}
 	if got := u.kubectl("-n", ns, "get", "endpointslice", "llm-guard-ipv4", "-o",
@@ -89,7 +89,7 @@ func TestAnAppCallsASharedGuardOverHTTPS(t *testing.T) {
 			},
 		}}
 	}
-	oc := openai.NewClient(oaoption.WithBaseURL("https://"+host+":15080/v1/"), oaoption.WithAPIKey("sk-team-tls"),
+	oc := openai.NewClient(oaoption.WithBaseURL("https://"+host+"/v1/"), oaoption.WithAPIKey("sk-team-tls"),
 		oaoption.WithMaxRetries(0), oaoption.WithHTTPClient(client()))
 	const prompt = "write to jane.doe@example.com today"
 	params := openai.ChatCompletionNewParams{Model: "demo", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}}
@@ -115,7 +115,7 @@ func TestAnAppCallsASharedGuardOverHTTPS(t *testing.T) {
 		if s := text.String(); strings.Contains(s, "jane.doe@") || !strings.Contains(s, "[REDACTED:email]") {
 			t.Fatalf("streamed answer %q", s)
 		}
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+host+":15080/v1/models", nil)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+host+"/v1/models", nil)
 		resp, err := client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ spec:
       imagePullPolicy: Never
       command: [sleep, infinity]
       env:
-        - {name: OPENAI_BASE_URL, value: "http://`+host+`:15080/v1"}
+        - {name: OPENAI_BASE_URL, value: "http://`+host+`:443/v1"}
       securityContext:
         runAsUser: 65532
         runAsNonRoot: true
