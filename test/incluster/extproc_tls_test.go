@@ -113,7 +113,7 @@ func TestAGatewayCallsAnExtProcSharedGuardOverTLS(t *testing.T) {
 	}
 	sg := strings.Replace(string(sample), "namespace: team-a", "namespace: "+ns, 1)
 	sg = strings.Replace(sg, "  mode: ExtProc\n", "  mode: ExtProc\n  tls: {secretName: llm-extproc-tls}\n", 1)
-	if !strings.Contains(sg, "secretName: llm-extproc-tls") {
+	if !strings.Contains(sg, "tls: {secretName: llm-extproc-tls}") {
 		t.Fatalf("the sample has no line '  mode: ExtProc' to add spec.tls after:\n%s", sample)
 	}
 	mustApply(t, u, sg)

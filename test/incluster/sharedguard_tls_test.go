@@ -50,7 +50,7 @@ func TestAnAppCallsASharedGuardOverHTTPS(t *testing.T) {
 	}
 	sg := strings.Replace(string(sample), "namespace: team-a", "namespace: "+ns, 1)
 	sg = strings.Replace(sg, "spec:\n", "spec:\n  openAIUpstream: http://provider.provider.svc.cluster.local:8080\n  tls: {secretName: llm-guard-tls}\n", 1)
-	if !strings.Contains(sg, "secretName: llm-guard-tls") || !strings.Contains(sg, "namespace: "+ns) {
+	if !strings.Contains(sg, "tls: {secretName: llm-guard-tls}") || !strings.Contains(sg, "namespace: "+ns) {
 		t.Fatalf("the sample has no 'namespace: team-a' or 'spec:' line to edit:\n%s", sample)
 	}
 	mustApply(t, u, sg)
