@@ -3,13 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,92 +23,12 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/tlsreload/tlstest"
 )
 
-// testCA issues the processor's certificates, as cert-manager's CA issuer would.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// issue returns a serving certificate for the Service's DNS names, and its key, in PEM.
-func (ca *testCA) issue(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "llm-extproc.team-a.svc"},
-		DNSNames:  []string{"llm-extproc.team-a.svc", "llm-extproc.team-a.svc.cluster.local"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-}
-
-// secretVolume lays files out as the kubelet projects a Secret: each key a link through
-// ..data to a timestamped directory, and an update an atomic rename of ..data.
-type secretVolume struct {
-	t   *testing.T
-	dir string
-	n   int
-}
-
-func (v *secretVolume) write(files map[string][]byte) {
-	v.t.Helper()
-	v.n++
-	ts := filepath.Join(v.dir, "..2026_01_01_00_00_0"+string(rune('0'+v.n)))
-	if err := os.Mkdir(ts, 0o755); err != nil {
-		v.t.Fatal(err)
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(ts, name), b, 0o444); err != nil {
-			v.t.Fatal(err)
-		}
-		if _, err := os.Lstat(filepath.Join(v.dir, name)); os.IsNotExist(err) {
-			if err := os.Symlink(filepath.Join("..data", name), filepath.Join(v.dir, name)); err != nil {
-				v.t.Fatal(err)
-			}
-		}
-	}
-	tmp := filepath.Join(v.dir, "..data_tmp")
-	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
-		v.t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
-		v.t.Fatal(err)
-	}
-}
+// serviceNames are the names the processor's certificate carries: its Service's.
+var serviceNames = []string{"llm-extproc.team-a.svc", "llm-extproc.team-a.svc.cluster.local"}
 
 // syncBuffer is a log sink the server's goroutines write while the test reads.
 type syncBuffer struct {
@@ -140,14 +55,14 @@ func (s *syncBuffer) String() string {
 // a restart; a replacement that is not a valid pair is refused and the last good pair
 // served. The log names certificates and files, never a key.
 func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
-	ca := newTestCA(t)
-	vol := &secretVolume{t: t, dir: t.TempDir()}
-	cert1, key1 := ca.issue(t, 101)
-	vol.write(map[string][]byte{"tls.crt": cert1, "tls.key": key1})
+	ca := tlstest.NewCA(t, "test CA")
+	vol := &tlstest.SecretVolume{T: t, Dir: t.TempDir()}
+	cert1, key1 := ca.Issue(t, 101, serviceNames...)
+	vol.Write(map[string][]byte{"tls.crt": cert1, "tls.key": key1})
 
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	o, err := parseFlags([]string{"--tls-cert-file=" + filepath.Join(vol.dir, "tls.crt"), "--tls-key-file=" + filepath.Join(vol.dir, "tls.key")})
+	o, err := parseFlags([]string{"--tls-cert-file=" + filepath.Join(vol.Dir, "tls.crt"), "--tls-key-file=" + filepath.Join(vol.Dir, "tls.key")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +107,7 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 	}
 	wantSerial := func(step string, want int64) {
 		t.Helper()
-		got, err := served(trusting(ca.pool))
+		got, err := served(trusting(ca.Pool))
 		if err != nil {
 			t.Fatalf("%s: a client trusting the CA: %v", step, err)
 		}
@@ -205,7 +120,7 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 	if _, err := served(insecure.NewCredentials()); err == nil {
 		t.Error("a cleartext client was served")
 	}
-	if _, err := served(trusting(newTestCA(t).pool)); err == nil {
+	if _, err := served(trusting(tlstest.NewCA(t, "another CA").Pool)); err == nil {
 		t.Error("a client trusting another CA completed the handshake")
 	}
 	// gRPC over TLS speaks HTTP/2: a client that offers h2 by ALPN gets the server's
@@ -213,7 +128,7 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 	// default; crypto/tls also lets a client offering only http/1.1 in as one offering
 	// nothing); one that offers only another protocol fails the handshake.
 	for _, alpn := range [][]string{{"h2"}, nil, {"h2", "http/1.1"}} {
-		raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", NextProtos: alpn, MinVersion: tls.VersionTLS12})
+		raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "llm-extproc.team-a.svc", NextProtos: alpn, MinVersion: tls.VersionTLS12})
 		if err != nil {
 			t.Fatalf("ALPN %q: the handshake failed: %v", alpn, err)
 		}
@@ -224,33 +139,33 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 			t.Errorf("ALPN %q: %d bytes of an HTTP/2 server preface, want a SETTINGS frame header", alpn, n)
 		}
 	}
-	if raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", NextProtos: []string{"acme-tls/1"}, MinVersion: tls.VersionTLS12}); err == nil {
+	if raw, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool, ServerName: "llm-extproc.team-a.svc", NextProtos: []string{"acme-tls/1"}, MinVersion: tls.VersionTLS12}); err == nil {
 		_ = raw.Close()
 		t.Error("a client offering only another protocol than HTTP completed the handshake")
 	}
 	// A real gRPC client without ALPN (as a gateway without alpn_protocols) is served.
-	noALPN := &tls.Config{RootCAs: ca.pool, ServerName: "llm-extproc.team-a.svc", MinVersion: tls.VersionTLS12}
+	noALPN := &tls.Config{RootCAs: ca.Pool, ServerName: "llm-extproc.team-a.svc", MinVersion: tls.VersionTLS12}
 	if _, err := served(noALPNCreds{credentials.NewTLS(noALPN), noALPN}); err != nil {
 		t.Errorf("a gRPC client negotiating no ALPN protocol: %v", err)
 	}
 
 	// cert-manager renews: the Secret's two keys change at once.
-	cert2, key2 := ca.issue(t, 102)
-	vol.write(map[string][]byte{"tls.crt": cert2, "tls.key": key2})
+	cert2, key2 := ca.Issue(t, 102, serviceNames...)
+	vol.Write(map[string][]byte{"tls.crt": cert2, "tls.key": key2})
 	wantSerial("renewed", 102)
 
 	// A pair that does not match (the new certificate with the old key), then garbage:
 	// refused, the renewed pair still served, each logged once.
-	cert3, _ := ca.issue(t, 103)
-	vol.write(map[string][]byte{"tls.crt": cert3, "tls.key": key1})
+	cert3, _ := ca.Issue(t, 103, serviceNames...)
+	vol.Write(map[string][]byte{"tls.crt": cert3, "tls.key": key1})
 	wantSerial("mismatched pair", 102)
 	wantSerial("mismatched pair, again", 102)
-	vol.write(map[string][]byte{"tls.crt": []byte("not a certificate"), "tls.key": key2})
+	vol.Write(map[string][]byte{"tls.crt": []byte("not a certificate"), "tls.key": key2})
 	wantSerial("garbage", 102)
 
 	// The next valid pair is taken.
-	cert4, key4 := ca.issue(t, 104)
-	vol.write(map[string][]byte{"tls.crt": cert4, "tls.key": key4})
+	cert4, key4 := ca.Issue(t, 104, serviceNames...)
+	vol.Write(map[string][]byte{"tls.crt": cert4, "tls.key": key4})
 	wantSerial("renewed again", 104)
 
 	out := logs.String()
@@ -273,10 +188,10 @@ func TestTheProcessorServesTLSAndReloadsARenewedCertificate(t *testing.T) {
 
 // The processor does not start on a pair that is not valid, or on missing files.
 func TestTheProcessorRefusesToStartWithoutAValidPair(t *testing.T) {
-	ca := newTestCA(t)
+	ca := tlstest.NewCA(t, "test CA")
 	dir := t.TempDir()
-	cert1, _ := ca.issue(t, 1)
-	_, key2 := ca.issue(t, 2)
+	cert1, _ := ca.Issue(t, 1, serviceNames...)
+	_, key2 := ca.Issue(t, 2, serviceNames...)
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
