@@ -2,15 +2,9 @@ package incluster
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,61 +18,28 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/guardrail-dev/guardrail-operator/internal/singlenode"
+	"github.com/guardrail-dev/guardrail-operator/runtime/tlsreload/tlstest"
 )
 
 // tlsIssuer is a self-signed CA standing in for a cert-manager issuer.
 type tlsIssuer struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	*tlstest.CA
 	pool *x509.CertPool
 }
 
 func newTLSIssuer(t *testing.T) *tlsIssuer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "incluster test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tlsIssuer{cert: cert, key: key, pool: pool}
+	ca := tlstest.NewCA(t, "incluster test CA")
+	return &tlsIssuer{CA: ca, pool: ca.Pool}
 }
 
 // secret is a kubernetes.io/tls Secret named name holding a certificate for host with
 // serial number serial, as cert-manager writes one.
 func (ca *tlsIssuer) secret(t *testing.T, ns, name, host string, serial int64) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: host},
-		DNSNames: []string{host, host + ".cluster.local"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b64 := func(typ string, b []byte) string {
-		return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}))
-	}
+	crt, key := ca.Issue(t, serial, host, host+".cluster.local")
 	return "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata: {namespace: " + ns + ", name: " + name + "}\ndata:\n" +
-		"  tls.crt: " + b64("CERTIFICATE", der) + "\n  tls.key: " + b64("PRIVATE KEY", keyDER) + "\n"
+		"  tls.crt: " + base64.StdEncoding.EncodeToString(crt) + "\n  tls.key: " + base64.StdEncoding.EncodeToString(key) + "\n"
 }
 
 // TestAGatewayCallsAnExtProcSharedGuardOverTLS is TestAGatewayCallsAnExtProcSharedGuard
