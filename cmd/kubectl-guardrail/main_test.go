@@ -13,6 +13,15 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/test/envtestutil"
 )
 
+// TestMain removes the plugin binary the tests built (pluginBinary).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
+
 var (
 	buildOnce sync.Once
 	binary    string

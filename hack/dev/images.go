@@ -24,6 +24,7 @@ func loadImages(ctx context.Context, c *singlenode.Cluster) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defer op.Cleanup()
 	id, err := op.LayerDigest()
 	if err != nil {
 		return "", err

@@ -104,6 +104,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer img.Cleanup()
 	imageFile := fmt.Sprintf("guardrail-operator-%s.oci.tar", meta.AppVersion)
 	if err := writeImage(filepath.Join(out, imageFile), img); err != nil {
 		return nil, err
@@ -125,6 +126,7 @@ func release(ctx context.Context, root string, o options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer extproc.Cleanup()
 	extprocFile := fmt.Sprintf("guardrail-extproc-%s.oci.tar", meta.AppVersion)
 	if err := writeImage(filepath.Join(out, extprocFile), extproc); err != nil {
 		return nil, err

@@ -31,6 +31,18 @@ type Image struct {
 	// User as in a Dockerfile's USER: numeric, so runAsNonRoot can be verified.
 	User string
 	Env  []string
+	// tmp is the directory GoImage built the Files' sources in (Cleanup removes it).
+	tmp string
+}
+
+// Cleanup removes what GoImage built for img (its binaries, in a directory of their own),
+// once img has been imported or written: a cluster suite builds images in every test, and
+// the binaries would otherwise stay in the temporary directory for good. Files then no
+// longer have their sources; an image without a build directory is left as it is.
+func (img Image) Cleanup() {
+	if img.tmp != "" {
+		_ = os.RemoveAll(img.tmp)
+	}
 }
 
 // File is one entry of the image's layer: a regular file (from Source on the host, or
@@ -197,7 +209,7 @@ func GoImage(ctx context.Context, root, ref string, pkgs map[string]string, firs
 	if err != nil {
 		return Image{}, err
 	}
-	img := Image{Ref: ref, User: "65532:65532", Entrypoint: []string{"/" + first}, Files: nonRoot()}
+	img := Image{Ref: ref, User: "65532:65532", Entrypoint: []string{"/" + first}, Files: nonRoot(), tmp: dir}
 	names := make([]string, 0, len(pkgs))
 	for name := range pkgs {
 		names = append(names, name)
@@ -209,6 +221,7 @@ func GoImage(ctx context.Context, root, ref string, pkgs map[string]string, firs
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
+			img.Cleanup()
 			return Image{}, fmt.Errorf("go build %s: %v\n%s", pkgs[name], err, b)
 		}
 		img.Files = append(img.Files, File{Path: "/" + name, Source: out, Mode: 0o755})
@@ -257,7 +270,9 @@ func (c *Cluster) LoadImages(ctx context.Context, builders ...func(ctx context.C
 		if err != nil {
 			return err
 		}
-		if err := c.Import(ctx, img); err != nil {
+		err = c.Import(ctx, img)
+		img.Cleanup()
+		if err != nil {
 			return err
 		}
 	}
