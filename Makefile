@@ -90,7 +90,7 @@ test: test-unit test-chart test-e2e cluster-build ## Run every test: make test-u
 	@# The single-node cluster suites (root): they build images from the working tree, which
 	@# go test's cache cannot see either; one at a time, each with its own private cluster
 	@# unless make cluster-up's is running. Never skipped here.
-	GUARDRAIL_CLUSTER_REQUIRED=1 HELM=$(HELM) go test -count=1 -p 1 -timeout 20m $(GO_TEST_FLAGS) ./test/cluster/... ./test/incluster/...
+	GUARDRAIL_CLUSTER_REQUIRED=1 HELM=$(HELM) go test -count=1 -p 1 -timeout 30m $(GO_TEST_FLAGS) ./test/cluster/... ./test/incluster/...
 
 # Suites that make test-unit leaves to their own targets.
 SLOW_SUITES := -e /test/e2e -e /test/cluster -e /test/incluster -e /test/chart -e /test/gitops
