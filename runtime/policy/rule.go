@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
@@ -130,10 +128,9 @@ var (
 func celEnv() (*cel.Env, error) {
 	envOnce.Do(func() {
 		env, envErr = cel.NewEnv(
-			ext.NativeTypes(reflect.TypeFor[Answer](), ext.ParseStructTags(true)),
-			cel.Variable("answers", cel.MapType(cel.StringType, cel.ObjectType("policy.Answer"))),
+			answerTypes(),
+			cel.Variable("answers", cel.MapType(cel.StringType, cel.ObjectType(answerTypeName))),
 			cel.Variable("scores", cel.MapType(cel.StringType, cel.DoubleType)),
-			ext.Strings(),
 		)
 	})
 	return env, envErr
