@@ -108,14 +108,15 @@ func startAdmission(t *testing.T) *admissionEnv {
 			policies = append(policies, u.GetName())
 		}
 	}
-	if len(policies) != 3 {
-		t.Fatalf("%s holds policies %v; want the three this test covers", policiesFile, policies)
+	if len(policies) != 4 {
+		t.Fatalf("%s holds policies %v; want the four this test covers", policiesFile, policies)
 	}
-	// The tenant: Classifiers, Guardrails and tokens of its namespace; no Secrets.
+	// The tenant: Classifiers, Guardrails, SharedGuards and tokens of its namespace; no
+	// Secrets.
 	must(t, admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "tenant"}}))
 	must(t, admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "app"}}))
 	must(t, admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "tenant"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"classifiers", "guardrails"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"classifiers", "guardrails", "sharedguards"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}},
 	}}))
 	must(t, admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "tenant"},
@@ -124,6 +125,11 @@ func startAdmission(t *testing.T) *admissionEnv {
 	for _, name := range []string{"db-password", "judge-token"} {
 		must(t, admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
 			StringData: map[string]string{"apiKey": "s3cret"}}))
+	}
+	// Another service's TLS identity, and the one the tenant's guard is meant to serve.
+	for _, name := range []string{"payments-tls", "guard-tls"} {
+		must(t, admin.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Type: corev1.SecretTypeTLS,
+			StringData: map[string]string{corev1.TLSCertKey: "not read here", corev1.TLSPrivateKeyKey: "not read here"}}))
 	}
 	return e
 }
@@ -218,6 +224,75 @@ func TestAdmissionPolicies(t *testing.T) {
 		dropped.Spec.CredentialsSecretRef = nil
 		dropped.Spec.Webhook.URL = "https://listener.tenant.example/"
 		must(t, tenant.Update(ctx, dropped))
+	})
+
+	sharedGuard := func(name, secret string) *v1alpha1.SharedGuard {
+		sg := &v1alpha1.SharedGuard{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}
+		if secret != "" {
+			sg.Spec.TLS = &v1alpha1.SharedGuardTLS{SecretName: secret}
+		}
+		return sg
+	}
+
+	t.Run("a tenant that may not get a TLS Secret cannot have a SharedGuard serve its key", func(t *testing.T) {
+		// The guard's pods would mount payments-tls and present the payments service's
+		// identity from a Service of the tenant's.
+		sg := sharedGuard("impersonate", "payments-tls")
+		var err error
+		eventually(t, "the policy refuses", func() error {
+			err = tenant.Create(ctx, sg.DeepCopy())
+			if err == nil {
+				_ = e.admin.Delete(ctx, sg) // the policy was not in effect yet
+				return errors.New("created")
+			}
+			return nil
+		})
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("err = %v, want Forbidden", err)
+		}
+		t.Log(err)
+		for _, want := range []string{"spec.tls.secretName", "system:serviceaccount:team-a:tenant may not get Secret payments-tls in namespace team-a", "serve TLS with its key"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the refusal %q does not say %q", err, want)
+			}
+		}
+		// A cleartext SharedGuard names no Secret.
+		must(t, tenant.Create(ctx, sharedGuard("cleartext", "")))
+	})
+
+	t.Run("a tenant that may get a TLS Secret may have its SharedGuard serve it, and only that one", func(t *testing.T) {
+		must(t, e.admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "guard-tls-reader"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"guard-tls"}, Verbs: []string{"get"}}}}))
+		must(t, e.admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "guard-tls-reader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "guard-tls-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: e.ns, Name: "tenant"}}}))
+		eventually(t, "the tenant may name guard-tls", func() error {
+			return tenant.Create(ctx, sharedGuard("llm", "guard-tls"))
+		})
+		mine := &v1alpha1.SharedGuard{}
+		must(t, tenant.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "llm"}, mine))
+		moved := mine.DeepCopy()
+		moved.Spec.TLS.SecretName = "payments-tls"
+		if err := tenant.Update(ctx, moved); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may not get Secret payments-tls") {
+			t.Errorf("moving its SharedGuard to payments-tls: err = %v, want Forbidden naming the Secret", err)
+		}
+	})
+
+	t.Run("a tenant may change an admin's TLS SharedGuard but not the Secret it serves", func(t *testing.T) {
+		sg := sharedGuard("gateway", "payments-tls")
+		must(t, e.admin.Create(ctx, sg))
+		mine := &v1alpha1.SharedGuard{}
+		must(t, tenant.Get(ctx, client.ObjectKeyFromObject(sg), mine))
+		scaled := mine.DeepCopy()
+		three := int32(3)
+		scaled.Spec.Replicas = &three
+		must(t, tenant.Update(ctx, scaled)) // the same key is served as before
+		must(t, tenant.Get(ctx, client.ObjectKeyFromObject(sg), mine))
+		renamed := mine.DeepCopy()
+		renamed.Spec.TLS.SecretName = "db-password"
+		if err := tenant.Update(ctx, renamed); !apierrors.IsForbidden(err) {
+			t.Errorf("pointing it at db-password: err = %v, want Forbidden", err)
+		}
 	})
 
 	tokenFor := func(cs *kubernetes.Clientset, audience string) error {

@@ -336,8 +336,8 @@ func TestAdmissionPoliciesAreConfigAdmissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := objects(t, string(b))
-	if len(want) != 6 {
-		t.Fatalf("config/admission/policies.yaml holds %d objects; want three policies and their bindings", len(want))
+	if len(want) != 8 {
+		t.Fatalf("config/admission/policies.yaml holds %d objects; want four policies and their bindings", len(want))
 	}
 	chart := objects(t, render(t))
 	for _, w := range want {
