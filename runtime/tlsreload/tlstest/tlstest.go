@@ -49,8 +49,8 @@ func NewCA(t testing.TB, name string) *CA {
 	return &CA{Cert: cert, Key: key, Pool: pool}
 }
 
-// Issue returns a serving certificate for dnsNames (the first is its subject) and
-// 127.0.0.1, and its key, in PEM.
+// Issue returns a serving certificate for dnsNames (the first is its subject; no IP
+// address), and its key, in PEM.
 func (ca *CA) Issue(t testing.TB, serial int64, dnsNames ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
