@@ -25,6 +25,9 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/internal/policykube"
 	cp "github.com/guardrail-dev/guardrail-operator/runtime/controlplane"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+
+	// Rules are type-checked with cel-go here; the guard cannot.
+	_ "github.com/guardrail-dev/guardrail-operator/internal/rulecheck"
 )
 
 // built is one compiled snapshot, ready to send.

@@ -10,6 +10,9 @@ import (
 	api "github.com/guardrail-dev/guardrail-operator/api/v1alpha1"
 	"github.com/guardrail-dev/guardrail-operator/api/v1alpha1/spec"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+
+	// Rules are type-checked with cel-go here; the guard cannot.
+	_ "github.com/guardrail-dev/guardrail-operator/internal/rulecheck"
 )
 
 // Classifier returns c as the compiler reads it and the snapshot sends it: apiVersion,

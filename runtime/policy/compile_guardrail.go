@@ -229,18 +229,18 @@ func compileRules(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, p *field
 			invalid = append(invalid, field.NotSupported(rp.Child("action"), r.Action, []string{"Block", "Warn", "Strip"}))
 			continue
 		}
-		ast, err := compileExpression(r.Expression)
+		prg, err := compileExpression(r.Expression)
 		if err != nil {
 			invalid = append(invalid, field.Invalid(rp.Child("expression"), r.Expression, err.Error()))
 			continue
 		}
-		for _, q := range mapKeyRefs(ast, "answers") {
+		for _, q := range prg.KeyRefs("answers") {
 			if c.QuestionIndex(q) < 0 {
 				mismatch = append(mismatch, field.Invalid(rp.Child("expression"), r.Expression,
 					fmt.Sprintf("answers.%s: classifier %s has no question %q", q, c.Name, q)))
 			}
 		}
-		for _, id := range mapKeyRefs(ast, "scores") {
+		for _, id := range prg.KeyRefs("scores") {
 			if c.CategoryIndex(id) < 0 {
 				mismatch = append(mismatch, field.Invalid(rp.Child("expression"), r.Expression,
 					fmt.Sprintf("scores[%q]: classifier %s has no category %q", id, c.Name, id)))
@@ -250,12 +250,7 @@ func compileRules(out *Guardrail, s *spec.GuardrailSpec, c *Classifier, p *field
 		if reason == "" {
 			reason = s.Reason
 		}
-		rule := &Rule{Name: r.Name, Expression: r.Expression, Action: action, Reason: reason}
-		if err := rule.setProgram(ast); err != nil {
-			invalid = append(invalid, field.Invalid(rp.Child("expression"), r.Expression, err.Error()))
-			continue
-		}
-		out.Rules = append(out.Rules, rule)
+		out.Rules = append(out.Rules, &Rule{Name: r.Name, Expression: r.Expression, Action: action, Reason: reason, program: prg})
 	}
 	return invalid, mismatch
 }

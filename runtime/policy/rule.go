@@ -2,26 +2,16 @@ package policy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
-
-	"github.com/google/cel-go/cel"
-	celast "github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/operators"
-	"github.com/google/cel-go/common/types"
+	"sync/atomic"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/rulelang"
 )
 
 // Answer is a judge's answer as CEL rules see it: answers.<question>.type is "answer" or
 // "refusal"; the numeric fields of a refusal read as 0.
-type Answer struct {
-	Type        string  `cel:"type"`
-	Probability float64 `cel:"probability"`
-	Choice      string  `cel:"choice"`
-	Score       float64 `cel:"score"`
-}
+type Answer = rulelang.Answer
 
 // Answer types as CEL rules see them.
 const (
@@ -37,7 +27,7 @@ type Rule struct {
 	// Reason a blocked caller receives (the guardrail's reason when the rule has none).
 	Reason string `json:"reason"`
 
-	program cel.Program
+	program *rulelang.Program
 }
 
 // UnmarshalJSON decodes a rule and compiles its expression again, so that a snapshot read
@@ -47,19 +37,7 @@ func (r *Rule) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(r)); err != nil {
 		return err
 	}
-	ast, err := compileExpression(r.Expression)
-	if err != nil {
-		return fmt.Errorf("rule %s: %w", r.Name, err)
-	}
-	return r.setProgram(ast)
-}
-
-func (r *Rule) setProgram(ast *cel.Ast) error {
-	env, err := celEnv()
-	if err != nil {
-		return err
-	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(celCostLimit))
+	prg, err := compileExpression(r.Expression)
 	if err != nil {
 		return fmt.Errorf("rule %s: %w", r.Name, err)
 	}
@@ -67,14 +45,11 @@ func (r *Rule) setProgram(ast *cel.Ast) error {
 	return nil
 }
 
-// celCostLimit bounds the work of one rule evaluation; authored rules over a handful of
-// answers stay far below it.
-const celCostLimit = 100000
-
 // Activation holds the variables a result exposes to CEL rules. Build it once per result
 // and evaluate every rule of the guardrail against it.
 type Activation struct {
-	vars map[string]any
+	answers map[string]Answer
+	scores  map[string]float64
 }
 
 // NewActivation exposes res, a result of classifier c, as answers and scores.
@@ -97,7 +72,7 @@ func NewActivation(c *Classifier, res classify.Result) *Activation {
 			scores[cat.ID] = res.Scores[i]
 		}
 	}
-	return &Activation{vars: map[string]any{"answers": answers, "scores": scores}}
+	return &Activation{answers: answers, scores: scores}
 }
 
 // Match evaluates the rule. An error (a missing answer, a cost overrun) is an evaluation
@@ -106,91 +81,45 @@ func (r *Rule) Match(act *Activation) (bool, error) {
 	if r.program == nil {
 		return false, fmt.Errorf("rule %s is not compiled", r.Name)
 	}
-	out, _, err := r.program.Eval(act.vars)
+	b, err := r.program.Eval(act.answers, act.scores)
 	if err != nil {
 		return false, fmt.Errorf("rule %s: %w", r.Name, err)
-	}
-	b, ok := out.Value().(bool)
-	if !ok {
-		return false, fmt.Errorf("rule %s: result is %s, not bool", r.Name, out.Type())
 	}
 	return b, nil
 }
 
-var (
-	envOnce sync.Once
-	env     *cel.Env
-	envErr  error
-)
+// ruleChecker type-checks an expression with cel-go (runtime/policy/celcheck) in the
+// binaries that link it: the manager and the kubectl plugin (internal/rulecheck sets it).
+// The guard does not link cel-go; it parses rules with rulelang alone.
+var ruleChecker atomic.Pointer[func(string) error]
 
-// celEnv is the environment every rule is compiled in: answers is a map from question id
-// to Answer, scores a map from category id to double.
-func celEnv() (*cel.Env, error) {
-	envOnce.Do(func() {
-		env, envErr = cel.NewEnv(
-			answerTypes(),
-			cel.Variable("answers", cel.MapType(cel.StringType, cel.ObjectType(answerTypeName))),
-			cel.Variable("scores", cel.MapType(cel.StringType, cel.DoubleType)),
-		)
-	})
-	return env, envErr
+// SetRuleChecker has every rule compiled from now on type-checked by check first, whose
+// error is the rule's; nil removes the check.
+func SetRuleChecker(check func(expr string) error) {
+	if check == nil {
+		ruleChecker.Store(nil)
+		return
+	}
+	ruleChecker.Store(&check)
 }
 
-// compileExpression parses and type-checks expr; the result must be a bool.
-func compileExpression(expr string) (*cel.Ast, error) {
-	e, err := celEnv()
-	if err != nil {
-		return nil, err
-	}
-	ast, iss := e.Compile(expr)
-	if iss != nil && iss.Err() != nil {
-		return nil, errors.New(iss.Err().Error())
-	}
-	if !ast.OutputType().IsExactType(types.BoolType) {
-		return nil, fmt.Errorf("must evaluate to a bool, not %s", ast.OutputType())
-	}
-	return ast, nil
-}
-
-// mapKeyRefs returns the constant keys an expression reads from the map variable name,
-// as in name.key, name['key'] and has(name.key).
-func mapKeyRefs(ast *cel.Ast, name string) []string {
-	var keys []string
-	isVar := func(e celast.Expr) bool {
-		return e.Kind() == celast.IdentKind && e.AsIdent() == name
-	}
-	visit := celast.NewExprVisitor(func(e celast.Expr) {
-		switch e.Kind() {
-		case celast.SelectKind:
-			if s := e.AsSelect(); isVar(s.Operand()) {
-				keys = append(keys, s.FieldName())
-			}
-		case celast.CallKind:
-			c := e.AsCall()
-			if c.FunctionName() != operators.Index || len(c.Args()) != 2 || !isVar(c.Args()[0]) {
-				return
-			}
-			if k := c.Args()[1]; k.Kind() == celast.LiteralKind {
-				if s, ok := k.AsLiteral().Value().(string); ok {
-					keys = append(keys, s)
-				}
-			}
+// compileExpression checks expr with the rule checker, when one is set, and parses it
+// with rulelang, which refuses what it does not implement.
+func compileExpression(expr string) (*rulelang.Program, error) {
+	if check := ruleChecker.Load(); check != nil {
+		if err := (*check)(expr); err != nil {
+			return nil, err
 		}
-	})
-	celast.PreOrderVisit(celast.NavigateAST(ast.NativeRep()), visit)
-	return keys
+	}
+	return rulelang.Parse(expr)
 }
 
 // NewRule compiles a rule against the generic environment (without checking the keys it
 // reads against a classifier; Compile does that). Tests and tools use it to build rules.
 func NewRule(name, expression string, action Action, reason string) (*Rule, error) {
-	ast, err := compileExpression(expression)
+	prg, err := compileExpression(expression)
 	if err != nil {
 		return nil, fmt.Errorf("rule %s: %w", name, err)
 	}
-	r := &Rule{Name: name, Expression: expression, Action: action, Reason: reason}
-	if err := r.setProgram(ast); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return &Rule{Name: name, Expression: expression, Action: action, Reason: reason, program: prg}, nil
 }

@@ -296,7 +296,8 @@ type Rule struct {
 	// expression is a CEL expression that evaluates to a bool; true means the rule matches.
 	// It sees answers (a map from question id to {type, probability, choice, score}; the
 	// numeric fields of a refusal read as 0) and scores (a map from category id to double),
-	// with CEL's standard library and no extension library.
+	// with CEL's standard library but for type(), dyn(), bytes, timestamps, durations and
+	// building an answer, and no extension library.
 	// Example: answers.topic.type == 'refusal' || answers.topic.choice == 'other'.
 	// +required
 	// +kubebuilder:validation:MinLength=1

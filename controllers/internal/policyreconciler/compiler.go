@@ -6,6 +6,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
+
+	// Rules are type-checked with cel-go here; the guard cannot.
+	_ "github.com/guardrail-dev/guardrail-operator/internal/rulecheck"
 )
 
 // Compiler compiles classifiers and guardrails with the compiler the guard runs, once per

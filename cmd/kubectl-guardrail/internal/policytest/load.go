@@ -12,6 +12,9 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
+
+	// Rules are type-checked with cel-go here; the guard cannot.
+	_ "github.com/guardrail-dev/guardrail-operator/internal/rulecheck"
 )
 
 // stubCredential stands in for the Secrets of remote classifiers: the compiler requires

@@ -1,4 +1,4 @@
-package policy
+package celcheck
 
 import (
 	"fmt"
@@ -8,7 +8,12 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/policy/rulelang"
 )
+
+// Answer is an answer as the rules see it.
+type Answer = rulelang.Answer
 
 // The answer's CEL type, policy.Answer, is declared here by hand rather than with
 // cel-go's ext.NativeTypes. That package (ext) also holds cel-go's string, math and
