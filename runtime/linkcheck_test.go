@@ -26,6 +26,11 @@ var forbidden = []string{
 	module + "internal/policykube",
 	module + "cmd/kubectl-guardrail", // the kubectl plugin links client-go and cobra
 	"github.com/spf13/cobra",
+	// OTLP's generated messages, whose descriptors every guard would register at start,
+	// and the SDK's exporters (otlptrace converts spans to them, otlptracegrpc links
+	// gRPC): the guard encodes its spans itself (runtime/tracing/otlpwire.go).
+	"go.opentelemetry.io/proto/otlp/",
+	"go.opentelemetry.io/otel/exporters/",
 }
 
 // allowed are exceptions to forbidden: the API's specs, which import nothing from
@@ -70,6 +75,28 @@ func TestTheGuardLinksNoKubernetesPackage(t *testing.T) {
 			"keep Kubernetes types on the operator's side (api/v1alpha1, internal/policykube) "+
 			"and give the guard what it needs from api/v1alpha1/spec",
 			len(bad), strings.Join(bad, " "))
+	}
+}
+
+// The guard's own packages use protobuf's wire encoding (protowire) and nothing else of
+// the protobuf runtime: no generated message, no reflection-based marshaller. The runtime
+// itself is linked by cel-go (runtime/policy), not by the guard's code.
+func TestTheGuardsPackagesUseOnlyProtowire(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "-f", //nolint:gosec // constant arguments
+		`{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"cmd/guard").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, "google.golang.org/protobuf/") && imp != "google.golang.org/protobuf/encoding/protowire" {
+				t.Errorf("%s imports %s: the guard's packages encode protobuf with protowire only", f[0], imp)
+			}
+		}
 	}
 }
 

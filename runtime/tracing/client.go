@@ -18,10 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/guardrail-dev/guardrail-operator/runtime/egress"
 )
 
@@ -31,8 +27,9 @@ import (
 // It is the guard's own and not the OpenTelemetry exporters': those link gRPC's library
 // (otlptracegrpc, and otlptracehttp through the generated service package), which the
 // guard does not link (runtime/linkcheck_test.go: every library costs memory in every
-// pod). OTLP's request is one repeated field of the span messages the SDK already builds
-// (otlptrace), so little is left to write: the framing and the status.
+// pod). Nor does it take the SDK's otlptrace exporter, which converts spans to OTLP's
+// generated messages: the guard encodes the request itself (exporter, otlpwire.go), and
+// this client sends the bytes: the framing and the status.
 type client struct {
 	cfg Config
 	// http is the current HTTP client: replaced (and the old one's idle connections
@@ -149,41 +146,15 @@ func (c *client) setTLS(pair *tls.Certificate, id, ca string, roots *x509.CertPo
 	time.AfterFunc(c.cfg.Timeout+time.Second, prev.CloseIdleConnections)
 }
 
-func (c *client) Start(context.Context) error { return nil }
+// stop closes the idle connections to the collector.
+func (c *client) stop() { c.http.Load().CloseIdleConnections() }
 
-func (c *client) Stop(context.Context) error {
-	c.http.Load().CloseIdleConnections()
-	return nil
-}
-
-// UploadTraces sends one ExportTraceServiceRequest.
-func (c *client) UploadTraces(ctx context.Context, spans []*tracepb.ResourceSpans) error {
-	if len(spans) == 0 {
-		return nil
-	}
-	msg, err := marshalRequest(spans)
-	if err != nil {
-		return err
-	}
+// send sends one ExportTraceServiceRequest, encoded (appendRequest).
+func (c *client) send(ctx context.Context, msg []byte) error {
 	if c.cfg.Protocol == ProtocolGRPC {
 		return c.grpc(ctx, msg)
 	}
 	return c.post(ctx, msg)
-}
-
-// marshalRequest encodes ExportTraceServiceRequest{resource_spans = 1 (repeated)}.
-func marshalRequest(spans []*tracepb.ResourceSpans) ([]byte, error) {
-	var b []byte
-	opts := proto.MarshalOptions{}
-	for _, rs := range spans {
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(opts.Size(rs)))
-		var err error
-		if b, err = opts.MarshalAppend(b, rs); err != nil {
-			return nil, fmt.Errorf("OTLP export: encoding spans: %w", err)
-		}
-	}
-	return b, nil
 }
 
 func gzipped(b []byte) []byte {

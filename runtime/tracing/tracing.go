@@ -13,6 +13,13 @@
 // The guardrail attributes are under guardrail.*: the GenAI conventions have no
 // guardrail attributes yet (a draft of the GenAI SIG proposes gen_ai.security.*); they
 // will be mapped when the names are settled (docs/tracing.md).
+//
+// The spans are made by the OpenTelemetry SDK, but exported by the guard's own code: the
+// exporter encodes OTLP's request by hand with protowire (otlpwire.go) and the client sends
+// it over HTTP or gRPC's framing (client.go). The SDK's exporters would link gRPC's
+// library, or OTLP's generated messages and protobuf's reflection-based marshaller; the
+// guard runs in every injected pod, where each linked package costs memory
+// (runtime/linkcheck_test.go keeps them out).
 package tracing
 
 import (
@@ -35,7 +42,6 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -89,11 +95,7 @@ func Setup(ctx context.Context, cfg Config, o Options) (*Tracer, error) {
 	if o.OnError != nil {
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(o.OnError))
 	}
-	exp, err := otlptrace.New(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	t, err := newTracer(ctx, cfg, o, sdktrace.WithBatcher(exp))
+	t, err := newTracer(ctx, cfg, o, sdktrace.WithBatcher(&exporter{client: c}))
 	if err != nil {
 		return nil, err
 	}
