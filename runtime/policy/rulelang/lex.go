@@ -3,6 +3,7 @@ package rulelang
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -366,126 +367,73 @@ func escapeLen(s string, j int) (int, error) {
 	return 0, bad
 }
 
-// unescape decodes a string token's text (prefix r/R allowed, no b prefix); a port of
-// cel-go's parser/unescape.go for strings (not bytes).
-func unescape(value string) (string, error) {
-	value = newlineNormalizer.Replace(value)
-	n := len(value)
-	if n < 2 {
+// unescape returns the value of a string literal token, as CEL's language definition says
+// ("String and Bytes Literals"): line ends normalized to \n, the quotes (one or three)
+// removed and, unless the literal is raw (r or R before the quote), its escapes decoded.
+// The lexer has already checked each escape's form (escapeLen); \x, \u, \U and octal
+// escapes stand for code points, written in UTF-8.
+func unescape(tok string) (string, error) {
+	tok = newlineNormalizer.Replace(tok)
+	raw := tok != "" && (tok[0] == 'r' || tok[0] == 'R')
+	if raw {
+		tok = tok[1:]
+	}
+	quotes := 1
+	if len(tok) >= 6 && (strings.HasPrefix(tok, `"""`) || strings.HasPrefix(tok, "'''")) {
+		quotes = 3
+	}
+	if len(tok) < 2*quotes || (tok[0] != '"' && tok[0] != '\'') || tok[:quotes] != tok[len(tok)-quotes:] {
 		return "", errors.New("unable to unescape string")
 	}
-	raw := false
-	if value[0] == 'r' || value[0] == 'R' {
-		value = value[1:]
-		n = len(value)
-		raw = true
+	body := tok[quotes : len(tok)-quotes]
+	if raw || strings.IndexByte(body, '\\') < 0 {
+		return body, nil
 	}
-	if value[0] != value[n-1] || (value[0] != '"' && value[0] != '\'') {
-		return "", errors.New("unable to unescape string")
-	}
-	if n >= 6 {
-		if strings.HasPrefix(value, "'''") || strings.HasPrefix(value, `"""`) {
-			if !strings.HasSuffix(value, value[:3]) {
-				return "", errors.New("unable to unescape string")
-			}
-			value = "\"" + value[3:n-3] + "\""
+	var b strings.Builder
+	b.Grow(len(body))
+	for len(body) > 0 {
+		i := strings.IndexByte(body, '\\')
+		if i < 0 {
+			b.WriteString(body)
+			break
 		}
-		n = len(value)
-	}
-	value = value[1 : n-1]
-	if raw || !strings.ContainsRune(value, '\\') {
-		return value, nil
-	}
-	buf := make([]byte, 0, 3*len(value)/2)
-	for len(value) > 0 {
-		c, encode, rest, err := unescapeChar(value)
+		b.WriteString(body[:i])
+		n, err := escapeLen(body, i)
+		if err != nil {
+			return "", errors.New("unable to unescape string")
+		}
+		r, err := escapeValue(body[i+1 : i+n])
 		if err != nil {
 			return "", err
 		}
-		value = rest
-		if c < utf8.RuneSelf || !encode {
-			buf = append(buf, byte(c))
-		} else {
-			buf = utf8.AppendRune(buf, c)
-		}
+		b.WriteRune(r)
+		body = body[i+n:]
 	}
-	return string(buf), nil
+	return b.String(), nil
 }
 
 var newlineNormalizer = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
-func unescapeChar(s string) (value rune, encode bool, tail string, err error) {
-	switch c := s[0]; {
-	case c >= utf8.RuneSelf:
-		r, size := utf8.DecodeRuneInString(s)
-		return r, true, s[size:], nil
-	case c != '\\':
-		return rune(s[0]), false, s[1:], nil
-	}
-	if len(s) <= 1 {
-		return 0, false, "", errors.New("unable to unescape string, found '\\' as last character")
-	}
-	c := s[1]
-	s = s[2:]
-	switch c {
-	case 'a':
-		value = '\a'
-	case 'b':
-		value = '\b'
-	case 'f':
-		value = '\f'
-	case 'n':
-		value = '\n'
-	case 'r':
-		value = '\r'
-	case 't':
-		value = '\t'
-	case 'v':
-		value = '\v'
-	case '\\', '\'', '"', '`', '?':
-		value = rune(c)
-	case 'x', 'X', 'u', 'U':
-		n := 2
-		switch c {
-		case 'u':
-			n = 4
-		case 'U':
-			n = 8
-		}
-		if len(s) < n {
-			return 0, false, "", errors.New("unable to unescape string")
-		}
-		var v rune
-		for j := 0; j < n; j++ {
-			if !isHex(s[j]) {
-				return 0, false, "", errors.New("unable to unescape string")
-			}
-			v = v<<4 | unhex(s[j])
-		}
-		s = s[n:]
-		if !utf8.ValidRune(v) {
-			return 0, false, "", errors.New("invalid unicode code point")
-		}
-		value, encode = v, true
-	case '0', '1', '2', '3':
-		if len(s) < 2 || s[0] < '0' || s[0] > '7' || s[1] < '0' || s[1] > '7' {
-			return 0, false, "", errors.New("unable to unescape octal sequence in string")
-		}
-		value = rune(c-'0')*64 + rune(s[0]-'0')*8 + rune(s[1]-'0')
-		s = s[2:]
-		encode = true
-	default:
-		return 0, false, "", errors.New("unable to unescape string")
-	}
-	return value, encode, s, nil
+// simpleEscapes are the escapes of one character after the backslash.
+var simpleEscapes = map[byte]rune{
+	'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v',
+	'\\': '\\', '\'': '\'', '"': '"', '`': '`', '?': '?',
 }
 
-func unhex(b byte) rune {
-	switch {
-	case b >= '0' && b <= '9':
-		return rune(b - '0')
-	case b >= 'a' && b <= 'f':
-		return rune(b-'a') + 10
+// escapeValue is the code point of an escape, given what follows its backslash (a form
+// escapeLen accepted).
+func escapeValue(seq string) (rune, error) {
+	if r, ok := simpleEscapes[seq[0]]; ok {
+		return r, nil
 	}
-	return rune(b-'A') + 10
+	base, digits := 8, seq // octal: three digits, the first 0-3
+	switch seq[0] {
+	case 'x', 'X', 'u', 'U':
+		base, digits = 16, seq[1:]
+	}
+	v, err := strconv.ParseUint(digits, base, 32)
+	if err != nil || v > utf8.MaxRune || !utf8.ValidRune(rune(v)) {
+		return 0, errors.New("invalid unicode code point")
+	}
+	return rune(v), nil
 }
