@@ -335,19 +335,28 @@ func logicalRest(l, r value, fn string) value {
 	return l // both the same bool
 }
 
+// operands evaluates a strict binary operator's two sides, both of them, as cel-go does;
+// failed is the left one's error, else the right one's, else the zero value.
+func operands(c *ctx, ln, rn node) (l, r, failed value) {
+	l, r = ln.eval(c), rn.eval(c)
+	switch {
+	case l.k == kErr:
+		failed = l
+	case r.k == kErr:
+		failed = r
+	}
+	return l, r, failed
+}
+
 type eqNode struct {
 	l, r node
 	ne   bool
 }
 
 func (n *eqNode) eval(c *ctx) value {
-	l := n.l.eval(c)
-	r := n.r.eval(c)
-	if l.k == kErr {
-		return l
-	}
-	if r.k == kErr {
-		return r
+	l, r, failed := operands(c, n.l, n.r)
+	if failed.k == kErr {
+		return failed
 	}
 	return boolVal(c.equal(l, r) != n.ne)
 }
@@ -367,13 +376,9 @@ type relNode struct {
 }
 
 func (n *relNode) eval(c *ctx) value {
-	l := n.l.eval(c)
-	r := n.r.eval(c)
-	if l.k == kErr {
-		return l
-	}
-	if r.k == kErr {
-		return r
+	l, r, failed := operands(c, n.l, n.r)
+	if failed.k == kErr {
+		return failed
 	}
 	cmp, err := compare(l, r)
 	if err != nil {
@@ -406,13 +411,9 @@ type arithNode struct {
 }
 
 func (n *arithNode) eval(c *ctx) value {
-	l := n.l.eval(c)
-	r := n.r.eval(c)
-	if l.k == kErr {
-		return l
-	}
-	if r.k == kErr {
-		return r
+	l, r, failed := operands(c, n.l, n.r)
+	if failed.k == kErr {
+		return failed
 	}
 	return c.arith(n.op, l, r)
 }
@@ -530,13 +531,9 @@ func (c *ctx) arith(op arithOp, l, r value) value {
 type inNode struct{ l, r node }
 
 func (n *inNode) eval(c *ctx) value {
-	l := n.l.eval(c)
-	r := n.r.eval(c)
-	if l.k == kErr {
-		return l
-	}
-	if r.k == kErr {
-		return r
+	l, r, failed := operands(c, n.l, n.r)
+	if failed.k == kErr {
+		return failed
 	}
 	switch {
 	case r.k == kList:
