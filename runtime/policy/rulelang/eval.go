@@ -2,6 +2,7 @@ package rulelang
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/bits"
 	"regexp"
@@ -35,13 +36,17 @@ func (c *ctx) charge(n int64) bool {
 	return c.exceeded
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// eachKey calls f with each key of m, in Go's map order or sorted, until f returns false.
+func eachKey[V any](m map[string]V, ordered bool, f func(value) bool) {
+	keys := maps.Keys(m)
+	if ordered {
+		keys = slices.Values(slices.Sorted(keys))
 	}
-	slices.Sort(keys)
-	return keys
+	for k := range keys {
+		if !f(stringVal(k)) {
+			return
+		}
+	}
 }
 
 type constNode struct{ v value }
@@ -909,32 +914,8 @@ func (c *ctx) iterate(r value, ordered bool, f func(value) bool) {
 			}
 		}
 	case kAnswers:
-		if ordered {
-			for _, k := range sortedKeys(c.answers) {
-				if !f(stringVal(k)) {
-					return
-				}
-			}
-			return
-		}
-		for k := range c.answers {
-			if !f(stringVal(k)) {
-				return
-			}
-		}
+		eachKey(c.answers, ordered, f)
 	case kScores:
-		if ordered {
-			for _, k := range sortedKeys(c.scores) {
-				if !f(stringVal(k)) {
-					return
-				}
-			}
-			return
-		}
-		for k := range c.scores {
-			if !f(stringVal(k)) {
-				return
-			}
-		}
+		eachKey(c.scores, ordered, f)
 	}
 }
