@@ -2,8 +2,6 @@ package policy
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,25 +28,8 @@ func TestTheSamplesRulesRunInTheGuardAsCELRunsThem(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		for {
-			var doc struct {
-				Kind string `yaml:"kind"`
-				Spec struct {
-					Rules []struct {
-						Expression string `yaml:"expression"`
-					} `yaml:"rules"`
-				} `yaml:"spec"`
-			}
-			if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
-				return nil
-			} else if err != nil {
-				return nil // a sample that is not a manifest of this shape
-			}
-			for _, r := range doc.Spec.Rules {
-				exprs = append(exprs, r.Expression)
-			}
-		}
+		exprs = append(exprs, manifestRules(b)...)
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +76,28 @@ func TestTheSamplesRulesRunInTheGuardAsCELRunsThem(t *testing.T) {
 			if got != want || (gotErr == nil) != (wantErr == nil) {
 				t.Errorf("%s with %+v: the guard says %v, %v; cel-go %v, %v", expr, a, got, gotErr, want, wantErr)
 			}
+		}
+	}
+}
+
+// manifestRules returns the rule expressions of the YAML documents in b, up to the end or
+// the first document that is not a manifest.
+func manifestRules(b []byte) []string {
+	var exprs []string
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc struct {
+			Spec struct {
+				Rules []struct {
+					Expression string `yaml:"expression"`
+				} `yaml:"rules"`
+			} `yaml:"spec"`
+		}
+		if dec.Decode(&doc) != nil {
+			return exprs
+		}
+		for _, r := range doc.Spec.Rules {
+			exprs = append(exprs, r.Expression)
 		}
 	}
 }
