@@ -35,6 +35,9 @@ func TestTokensAtTheStartOfTheTextMatch(t *testing.T) {
 	runSpanCases(t, c, cases)
 }
 
+// The texts around the tokens below name no credential ("see … here"): a random value that
+// words name a key or a token is a generic-secret whatever its vendor's rule says (named.go),
+// and what these cases pin is the token detectors' own limits.
 func TestTokenBodyLengthLimits(t *testing.T) {
 	c := allDetectors(t)
 	openai := func(n int) string { return "s" + "k-" + fakeFrom(alphaB62, n, 41) }
@@ -43,23 +46,23 @@ func TestTokenBodyLengthLimits(t *testing.T) {
 	gitlab := func(n int) string { return "gl" + "pat-" + fakeFrom(alphaB62, n, 45) }
 	slack := func(n int) string { return "xo" + "xb-" + fakeDigits(12, 43) + "-" + fakeFrom(alphaB62, n-13, 44) }
 	runSpanCases(t, c, []spanCase{
-		{"an OpenAI key with the shortest body matches", "key " + openai(32) + " here", one("openai-key", openai(32))},
-		{"an OpenAI key one byte shorter is no key", "key " + openai(31) + " here", none},
-		{"an OpenAI key of the longest length matches", "key " + openai(maxOpenAI-3) + " here", one("openai-key", openai(maxOpenAI-3))},
-		{"an OpenAI key one byte longer is no key", "key " + openai(maxOpenAI-2) + " here", none},
-		{"an OpenAI key of the longest length that runs on with a dash is no key", "key " + openai(maxOpenAI-3) + "- here", none},
-		{"a GitLab token with the shortest body matches", "token " + gitlab(20) + " here", one("gitlab-token", gitlab(20))},
-		{"a GitLab token one byte shorter is no token", "token " + gitlab(19) + " here", none},
-		{"a fine-grained GitHub token with the shortest body matches", "token " + pat(70), one("github-token", pat(70))},
-		{"a fine-grained GitHub token one byte shorter is no token", "token " + pat(69), none},
+		{"an OpenAI key with the shortest body matches", "see " + openai(32) + " here", one("openai-key", openai(32))},
+		{"an OpenAI key one byte shorter is no key", "see " + openai(31) + " here", none},
+		{"an OpenAI key of the longest length matches", "see " + openai(maxOpenAI-3) + " here", one("openai-key", openai(maxOpenAI-3))},
+		{"an OpenAI key one byte longer is no key", "see " + openai(maxOpenAI-2) + " here", none},
+		{"an OpenAI key of the longest length that runs on with a dash is no key", "see " + openai(maxOpenAI-3) + "- here", none},
+		{"a GitLab token with the shortest body matches", "see " + gitlab(20) + " here", one("gitlab-token", gitlab(20))},
+		{"a GitLab token one byte shorter is no token", "see " + gitlab(19) + " here", none},
+		{"a fine-grained GitHub token with the shortest body matches", "see " + pat(70), one("github-token", pat(70))},
+		{"a fine-grained GitHub token one byte shorter is no token", "see " + pat(69), none},
 		{"a token glued to a word by a dash is part of something longer", "id my-" + github(36) + " here", none},
-		{"a GitHub token with the shortest body matches", "token " + github(36), one("github-token", github(36))},
-		{"a GitHub token one byte shorter is no token", "token " + github(35), none},
-		{"a GitHub token one byte longer is no token", "token " + github(37), none},
+		{"a GitHub token with the shortest body matches", "see " + github(36), one("github-token", github(36))},
+		{"a GitHub token one byte shorter is no token", "see " + github(35), none},
+		{"a GitHub token one byte longer is no token", "see " + github(37), none},
 		{"a GitHub token whose checksum is wrong is no token, nor any other secret", "GITHUB_TOKEN=" + github(36)[:39] + "x", none},
-		{"a Slack token of the longest length matches", "token " + slack(maxSlack-5) + " here", one("slack-token", slack(maxSlack-5))},
-		{"a Slack token one byte longer is no token", "token " + slack(maxSlack-4) + " here", none},
-		{"a Slack token of the longest length that runs on with a dash is no token", "token " + slack(maxSlack-5) + "- here", none},
+		{"a Slack token of the longest length matches", "see " + slack(maxSlack-5) + " here", one("slack-token", slack(maxSlack-5))},
+		{"a Slack token one byte longer is no token", "see " + slack(maxSlack-4) + " here", none},
+		{"a Slack token of the longest length that runs on with a dash is no token", "see " + slack(maxSlack-5) + "- here", none},
 	})
 }
 

@@ -82,6 +82,7 @@ type scanState struct {
 	numNext    int
 	ip6Next    int
 	assignNext int
+	namedNext  int
 	customNext [maxWindowed]int
 }
 
@@ -365,6 +366,9 @@ func (c *Classifier) trigger(sc *scanState, i int, t uint16) {
 		}
 		if i >= 4 && isAlpha(s[i-1]) && c.on(detGenericSecret) {
 			c.databricksAt(sc, i)
+		}
+		if i > 0 && i >= sc.namedNext && isAlpha(s[i-1]) && (c.on(detGenericSecret) || c.on(detAWSSecretKey)) {
+			c.namedSecretAt(sc, i)
 		}
 	}
 	if t&trigAt != 0 {

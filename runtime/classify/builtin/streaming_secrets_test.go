@@ -39,6 +39,10 @@ func newSecretForms(seed int) []string {
 		"https://api.telegram.org/bot" + fakeDigits(10, seed) + ":AA" + fakeFrom(alphaB62+"-_", 33, seed) + "/getMe",
 		"-----" + "BEGIN OpenVPN Static key V1-----\n" + fakeHex(64, seed) + "\n-----END OpenVPN Static key V1-----",
 		"PGPASSWORD=" + fakeFrom(alphaB62, 24, seed) + " psql",
+		// Named in words (named.go): the words decide, from up to 64 bytes before the value.
+		"Here is the mailgun key you asked for: " + fakeFrom(alphaB62, 32, seed),
+		"connecting to billing with credential " + fakeUUID(seed),
+		"client := acme.NewClient(\"" + fakeFrom(alphaB62, 40, seed) + "\")",
 	}
 	shaped := fakeShapedTokens(seed)
 	for _, kind := range slices.Sorted(maps.Keys(shaped)) {

@@ -150,7 +150,7 @@ func TestRound5Formats(t *testing.T) {
 	// A DeepL key's UUID alone, or with another suffix, is not a DeepL Free key; an
 	// Azure DevOps PAT's marker elsewhere, or after a body written by hand, is not one.
 	for _, text := range []string{
-		"token " + b62(70, 81) + "AZDO" + b62(10, 82) + " here",
+		"see " + b62(70, 81) + "AZDO" + b62(10, 82) + " here", // named "token", it is a generic-secret (named.go)
 		"token " + strings.Repeat("X", 76) + "AZDO" + "XXXX" + " here",
 		"AZDO is the marker of an Azure DevOps PAT",
 		// Object ids of LLM and payment APIs are not credentials.
