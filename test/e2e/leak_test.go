@@ -151,6 +151,56 @@ func TestOneCaseCredentialsAreRedacted(t *testing.T) {
 	}
 }
 
+// From a user's seat: the shipped redaction sample, and an answer that names credentials in
+// words rather than assigning them — a key the user asked for, a credential in a log line the
+// model quotes, a key handed to an SDK client's constructor — streamed in deltas of 1 to 7
+// bytes and not streamed. openai-go receives no 8 bytes of any of them; the words around them
+// arrive as written.
+func TestCredentialsNamedInWordsAreRedacted(t *testing.T) {
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
+	rng := rand.New(rand.NewPCG(1, 16))
+	key := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 32)
+	credential := entities.Token(rng, entities.Lower+entities.Digits, 40)
+	clientKey := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 36)
+	reply := "Sure. Your Mailgun API key is " + key + ", as you asked.\n\nThe log says: " +
+		"2024-05-02T10:11:12Z INFO connecting to billing with credential " + credential + "\n\n" +
+		"In Go:\n\n    client := billing.NewClient(\"" + clientKey + "\")\n\nRotate all three afterwards."
+	p := newProvider(t)
+	g := startGuard(t, sample, upstream(p.URL))
+	oc := openaiClient(g)
+	ctx := context.Background()
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
+	whole, err := oc.Chat.Completions.New(ctx, chatParams("what were those keys again?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deltas []string
+	for rest := reply; len(rest) > 0; {
+		n := min(len(rest), 1+rng.IntN(7))
+		deltas, rest = append(deltas, rest[:n]), rest[n:]
+	}
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
+	acc, _, err := chatStream(ctx, oc, chatParams("what were those keys again?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for form, got := range map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content} {
+		for _, secret := range []string{key, credential, clientKey} {
+			for i := 0; i+8 <= len(secret); i++ {
+				if strings.Contains(got, secret[i:i+8]) {
+					t.Fatalf("%s: %q reached the client in %q", form, secret[i:i+8], got)
+				}
+			}
+		}
+		if !strings.Contains(got, "Your Mailgun API key is [REDACTED:generic-secret], as you asked.") ||
+			!strings.Contains(got, "with credential [REDACTED:generic-secret]\n") ||
+			!strings.Contains(got, `billing.NewClient("[REDACTED:generic-secret]")`) ||
+			!strings.HasSuffix(got, "Rotate all three afterwards.") {
+			t.Errorf("%s: client received %q", form, got)
+		}
+	}
+}
+
 // From a user's seat: the shipped redaction sample beside a guardrail that blocks a
 // destructive tool call. The model mentions an address before calling the tool. The text a
 // block keeps before its reason — streamed, or now also not streamed — is the redacted text:
