@@ -108,7 +108,8 @@ func TestHoldBackHintIsTheLongestPossibleMatch(t *testing.T) {
 		// is a minisign secret key (8 + 240 characters).
 		{"a private key counts its longest bounded key, not a PEM block", Config{Detectors: []string{"private-key"}}, 248},
 		{"an AWS access key id is 20 characters", Config{Detectors: []string{"aws-access-key"}}, 20},
-		{"the default packs are bounded by the longest secret value", Config{Detectors: defaultPacks()}, 256},
+		{"the default packs are bounded by the longest window of injection signals", Config{Detectors: defaultPacks()}, max(maxGenericSecret, injectionHint)},
+		{"the secrets pack is bounded by the longest secret value", Config{Detectors: Packs()["secrets"]}, maxGenericSecret},
 		{"a bounded pattern counts its longest match", Config{Patterns: []Pattern{{Category: "t", Regex: `TCK-\d{5}(-[A-Z]{2})?`}}}, 12},
 		{"an unbounded pattern is capped at 256", Config{Patterns: []Pattern{{Category: "t", Regex: `ACME-\d+`}}}, 256},
 		{"a keyword counts characters, not bytes", Config{Keywords: []KeywordSet{{Category: "k", Words: []string{"crème brûlée", "tart"}}}}, 12},
@@ -125,7 +126,9 @@ func TestHoldBackHintIsTheLongestPossibleMatch(t *testing.T) {
 			}
 		})
 	}
-	if injectionHint <= 0 || injectionHint > 256 {
+	// The pack's window of signals (320 bytes) and its look-back, not its phrases, set its
+	// hint; a stream that judges it re-sends that much before its pending text.
+	if injectionHint <= 0 || injectionHint > 512 {
 		t.Errorf("injection hint %d is out of range", injectionHint)
 	}
 }

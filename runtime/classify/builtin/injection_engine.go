@@ -21,7 +21,7 @@ import (
 //     what comes just before it (a negation, "asks you to", a quote that a defensive prompt
 //     reports).
 //   - A rule of weight 1 is a match. A lighter rule is a signal; when the distinct rules of
-//     the signals within injMaxSpan bytes weigh 1 or more together, the stretch from the first
+//     the signals within injSigWindow bytes weigh 1 or more together, the stretch from the first
 //     signal to the last is a match.
 //   - Rules run only from the tokens that can begin a match around an anchor (regions, below).
 //   - A base64 run that decodes to text is read again, decoded; a match inside makes the run
@@ -36,7 +36,8 @@ import (
 
 const (
 	injLookahead  = 40  // most tokens a rule reads from its first
-	injMaxSpan    = 240 // longest match in bytes, and longest window of signals
+	injMaxSpan    = 240 // longest match of one rule in bytes
+	injSigWindow  = 320 // longest window of signals that add up to a match
 	injRing       = 128 // tokens kept: the lookahead and the look-back of the context checks
 	injNegBack    = 8   // words looked back for a negation
 	injQuoteBack  = 40  // tokens looked back for an open quote
@@ -48,7 +49,7 @@ const (
 	injCueBytes   = 64  // bytes looked back before the quote for a reporting word
 	// injHint is the engine's hold-back hint: its longest match, and its longest look-back
 	// (a quote and the words before it), whichever is longer.
-	injHint = max(injMaxSpan, injQuoteBytes+injCueBytes) + 16
+	injHint = max(injSigWindow, injQuoteBytes+injCueBytes) + 16
 	// Between two tokens of a match: at most maxInjectionGap bytes of white space, and at
 	// most injSoftRun soft marks skipped in a row (each a rune and its white space).
 	injSoftRun  = 2
@@ -1116,7 +1117,7 @@ func (x *injScan) combine() {
 		start, end := sigs[k].start, sigs[k].end
 		for j := k; j >= 0; j-- {
 			o := sigs[j]
-			if sigs[k].end-o.start > injMaxSpan {
+			if sigs[k].end-o.start > injSigWindow {
 				break
 			}
 			dup := false
@@ -1131,7 +1132,7 @@ func (x *injScan) combine() {
 			}
 			start, end = min(start, o.start), max(end, o.end)
 		}
-		if sum >= 0.999 && end-start <= injMaxSpan {
+		if sum >= 0.999 && end-start <= injSigWindow {
 			x.emit(start, end)
 		}
 	}
@@ -1266,7 +1267,7 @@ func (c *Classifier) injectionRun(sc *scanState, rs *injRegions, more bool) int 
 	if more {
 		// A signal may still be completed by one to come.
 		for _, sg := range x.sigs {
-			if len(s)-sg.start <= injMaxSpan {
+			if len(s)-sg.start <= injSigWindow {
 				open = min(open, sg.start)
 			}
 		}
