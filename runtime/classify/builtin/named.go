@@ -21,7 +21,8 @@ import "strings"
 // argument of a call whose name ends in "client" (NewClient, createClient). Last, the token
 // must pass the value tests of generic-secret (isGenericSecret): length, entropy for its
 // alphabet, no version, path, placeholder, words or vendor near miss; a UUID only when a
-// word other than "key" names it, as for assigned values. The span is the token.
+// word other than "key" names it, as for assigned values; and, named a key or a token, only
+// the bytes of a token's alphabets (a password may hold any symbol). The span is the token.
 //
 // Left context: the words are read at most namedContext bytes before the token, which the
 // hint of generic-secret (maxGenericSecret) covers; the token itself is a run without white
@@ -100,6 +101,12 @@ func (c *Classifier) namedSecretAt(sc *scanState, i int) {
 		c.emit(sc, detAWSSecretKey, a, e)
 		return
 	}
+	// A key or a token is issued from an alphabet, never typed: named so in prose, a value
+	// with a symbol of no token's alphabet in it ("the key k7Qe#…") is not one. A password
+	// or a secret may hold any symbol.
+	if (kind == keyBare || kind == keyToken) && !allTokenBytes(v) {
+		return
+	}
 	// As after an assigned key: a UUID is a credential when a word other than "key" alone
 	// names it ("secret 3c2c…", "with credential 7117…"); after "key" it may be an id.
 	if c.on(detGenericSecret) && (isGenericSecret(v) || kind != keyBare && isSecretUUID(v)) {
@@ -153,6 +160,8 @@ func credentialWord(w string) keyKind {
 		switch {
 		case equalFoldASCII(w, "key") || equalFoldASCII(w, "keys"):
 			return keyBare
+		case wordIn(w, tokenKeyWords):
+			return keyToken
 		default:
 			return keySecret
 		}
@@ -223,4 +232,15 @@ func clientCall(s string, p int) keyKind {
 		}
 	}
 	return keyToken
+}
+
+// allTokenBytes reports whether v holds only bytes of the alphabets tokens are written in:
+// letters, digits, and the '+' '/' '=' of base64, the '-' '_' of base64url, '.' and '~'.
+func allTokenBytes(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; !isB64URL(b) && b != '+' && b != '/' && b != '=' && b != '.' && b != '~' {
+			return false
+		}
+	}
+	return true
 }

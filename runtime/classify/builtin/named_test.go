@@ -27,6 +27,8 @@ func TestCredentialsNamedInWords(t *testing.T) {
 		{"an AWS secret key named in words", "aws secret key " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + fakeFrom(alphaB62, 10, 305),
 			one("aws-secret-key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCY"+fakeFrom(alphaB62, 10, 305))},
 
+		{"a password with symbols", "the password is " + tok[:12] + "#!" + tok[12:20], generic(tok[:12] + "#!" + tok[12:20])},
+		{"a key with a symbol of no token's alphabet is no key", "the key is " + tok[:12] + "#" + tok[12:], none},
 		{"a UUID after key alone is an id", "the key " + uuid + " was not found", none},
 		{"a key id", "created api key id " + hex, none},
 		{"a key's fingerprint", "token fingerprint " + hex + " matches", none},
