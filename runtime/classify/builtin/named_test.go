@@ -1,6 +1,21 @@
 package builtin
 
-import "testing"
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"testing"
+)
+
+// sshPublicKey returns the base64 blob of an SSH public key of type kind, as authorized_keys
+// writes it: the key type and a key of n bytes, each after its 4-byte length.
+func sshPublicKey(kind string, n, seed int) string {
+	var b []byte
+	b = binary.BigEndian.AppendUint32(b, uint32(len(kind)))
+	b = append(b, kind...)
+	b = binary.BigEndian.AppendUint32(b, uint32(n))
+	b = append(b, fakeFrom(alphaB62, n, seed)...)
+	return base64.StdEncoding.EncodeToString(b)
+}
 
 // Credentials named in words (named.go): what a user pastes into a prompt, what a log line
 // says, and what code hands an SDK, with no operator between the name and the value; and

@@ -1,6 +1,9 @@
 package builtin
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"math"
 	"strings"
 )
@@ -82,6 +85,9 @@ func isGenericSecret(v string) bool {
 	}
 	if vendorShaped(v) || strayCharacters(v) {
 		return false // a vendor's format decides it, or a token with a character typed wrong
+	}
+	if isSSHPublicKeyBlob(v) {
+		return false // the public half of a key pair, as authorized_keys and deploy keys hold it
 	}
 	hex := true
 	var letters, digits int
@@ -314,4 +320,24 @@ func isWordlike(v string) bool {
 		return false
 	}
 	return short <= 1 || 3*short <= humps
+}
+
+// isSSHPublicKeyBlob reports the base64 of an SSH public key as authorized_keys, known_hosts
+// and deploy keys write it (RFC 4253 § 6.6, RFC 5656, PROTOCOL.u2f): a 4-byte length, then a
+// key type beginning "ssh-", "ecdsa-" or "sk-" ("AAAAB3NzaC1yc2E…" of ssh-rsa, "AAAAC3NzaC1l…"
+// of ssh-ed25519). It is public, not a credential.
+func isSSHPublicKeyBlob(v string) bool {
+	if len(v) < 32 || !strings.HasPrefix(v, "AAAA") {
+		return false
+	}
+	b, err := base64.StdEncoding.DecodeString(v[:32])
+	if err != nil {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(b))
+	if n < 7 || n > 64 {
+		return false
+	}
+	t := b[4:]
+	return bytes.HasPrefix(t, []byte("ssh-")) || bytes.HasPrefix(t, []byte("ecdsa-")) || bytes.HasPrefix(t, []byte("sk-"))
 }
