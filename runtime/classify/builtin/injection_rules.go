@@ -27,6 +27,7 @@ var injSets = map[string]string{
 	"IGN":   "ignore disregard forget override overrule bypass neglect circumvent overwrite",
 	"IGNW":  "skip drop discard abandon dismiss erase delete clear reset cancel remove void nullify scrap ditch suspend disable lift",
 	"IGNG":  "ignoring disregarding bypassing overriding circumventing violating breaking forgetting",
+	"IGN3":  "ignores disregards bypasses overrides circumvents dismisses",
 	"ALL":   "all any every each everything anything whatever",
 	"Q":     "previous previously prior above earlier following preceding foregoing former initial original old existing current given default first aforementioned system safety core base preset programmed builtin developer developers openai openais ethical moral content hidden internal secret underlying standard usual normal predefined preprogrammed pre",
 	"YOUR":  "your yours ur",
@@ -108,6 +109,8 @@ var injRuleDefs = []injRuleDef{
 	{"no-restrictions", 0.5, "no|zero|without|free ?of|from ?any ?of ?the {QN}*3 {NONE}", "", "noRep"},
 	{"has-no-ethics", 0.5, "has|have|with no {QN}*3 @ethics|morals|morality|ethical|moral|boundaries|limits|limitations|restrictions|filters|censorship|guidelines|principles|policies|rules", "", "noRep"},
 	{"free-word", 0.4, "{FREE}", "", "noRep"},
+	// A persona piled with such words: "amoral … unfiltered ai", "immoral, unethical".
+	{"free-words", 0.4, "{FREE} *6 {FREE}", "", "noRep"},
 	{"not-bound", 0.6, "not|never|longer|nor bound|restricted|limited|constrained|governed|confined|tied|held|burdened", "", "noRep"},
 	{"broke-free", 0.6, "broken|break|broke|breaks|freed|free|escaped|released|liberated ?free ?of|from ?the|any|all|and|its|their|typical confines|restrictions|limitations|rules|shackles|chains|constraints|boundaries|prison|cage", "", "noRep"},
 	{"content-policy", 0.5, "openai|openais|chatgpt|anthropic|content|safety|usage policy|policies|guidelines|filter|filters|moderation", "", "noRep"},
@@ -119,10 +122,15 @@ var injRuleDefs = []injRuleDef{
 	// Told to leave out warnings and disclaimers: "never include moral policing, warnings or
 	// dangers", "without any disclaimers".
 	{"no-warnings", 0.4, "{NEG}|without {DET|ALL|QN|ADDV}*4 warnings|disclaimers|caveats|moralizing|moralising|lectures|lecturing", "", "noRep"},
+	// A persona described as setting rules and ethics aside: "DeltaGPT disregards all ethical
+	// or legal concerns", "it ignores any guidelines".
+	{"persona-ignores", 0.6, "{IGN3} {ALL|DET|QN}*4 {OBJ|OBJW|NONE}|concerns|considerations|implications", "", "noNeg noTo noRep"},
+	// "no matter how immoral, unethical or illegal it is".
+	{"no-matter-how", 0.5, "no matter how|what {FREE}|illegal|harmful|dangerous|offensive|inappropriate|explicit|unsafe", "", "noRep"},
 	{"regardless-ethics2", 0.5, "regardless|irrespective ?of ?any {QN}*2 ethical|moral|legal considerations|concerns|implications|guidelines|standards", "", "noRep"},
 	{"dont-care-ethics", 0.5, "dont|doesnt|not|never|no care|cares|caring|concern|fuck|shit|damn ?about|for {QN}*3 {ETH|NONE}", "", "noRep"},
 	{"no-limits-ai", 0.6, "no limits|restrictions|rules|filter|filters|boundaries|morals|ethics ai|mode|gpt|bot|model", "", "noRep"},
-	{"two-responses", 0.4, "two|2 ?different|separate|distinct responses|answers|replies|paragraphs|outputs|manners|personas|personalities|entities|characters", "", "noRep"},
+	{"two-responses", 0.4, "two|2 *2 responses|answers|replies|paragraphs|outputs|manners|personas|personalities|entities|characters|models|ais|chatbots", "", "noRep"},
 	{"one-normal-one", 0.4, "one @normal|censored|classic and one", "", "noRep"},
 	{"not-an-ai", 0.4, "not|no|longer ?a|an|just ai|assistant|chatbot|bot|gpt|chatgpt|model|llm", "", "noRep"},
 	{"not-a-language-model", 0.5, "not ?a|an language model", "", "noRep"},
@@ -179,6 +187,8 @@ var injRuleDefs = []injRuleDef{
 	// Fake role turns, delimiters and document ends.
 	{"chatml", 1, ":< :pipe im_start|im_end|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|system|assistant|user", "", ""},
 	{"llama-sys", 1, ":< :< sys|inst :>", "", ""},
+	// The labels a jailbreak makes the model put before its answers: "[🔓JAILBREAK]", "[DAN]:".
+	{"bracket-jailbreak", 0.6, ":[ jailbreak|jailbroken|dan|antigpt|unfiltered|uncensored :]", "", "noRep"},
 	{"bracket-role", 0.6, ":[ ?:/ system|inst|sys|admin|instructions|instruction|restofdocument|rest_of_document|endofdocument :]", "", ""},
 	{"tag-role", 0.6, ":< ?:/ system|sys|instructions|instruction|admin|systemprompt|system_prompt :>", "", ""},
 	{"hash-header", 0.5, "^:# :#*3 @system|instruction|instructions|response|admin|override", "", ""},
