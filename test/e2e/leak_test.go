@@ -22,6 +22,19 @@ import (
 // config/samples/pii-secrets-redaction.yaml (hold-back unset). What the official SDKs
 // accumulate never holds 8 bytes of an entity, and equals what a non-streamed call gets.
 
+// eightBytesOf returns the first 8 consecutive bytes of one of entities that got holds: what
+// the zero-leak property says a client never receives.
+func eightBytesOf(got string, entities ...string) (string, bool) {
+	for _, e := range entities {
+		for i := 0; i+8 <= len(e); i++ {
+			if strings.Contains(got, e[i:i+8]) {
+				return e[i : i+8], true
+			}
+		}
+	}
+	return "", false
+}
+
 // detectorsClassifier is the built-in pii and secrets packs.
 func detectorsClassifier(name string) *v1alpha1.Classifier {
 	return &v1alpha1.Classifier{TypeMeta: typeMeta("Classifier"), ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -98,12 +111,8 @@ func TestShippedRedactionSampleStreamsNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := acc.Choices[0].Message.Content
-	for _, s := range secrets {
-		for i := 0; i+8 <= len(s); i++ {
-			if strings.Contains(got, s[i:i+8]) {
-				t.Fatalf("%q reached the client in %q", s[i:i+8], got)
-			}
-		}
+	if piece, ok := eightBytesOf(got, secrets...); ok {
+		t.Fatalf("%q reached the client in %q", piece, got)
 	}
 	if !strings.HasPrefix(got, "Put this in your .env:") || !strings.HasSuffix(got, "Done.") || strings.Count(got, "[REDACTED:") != 3 {
 		t.Fatalf("client received %q", got)
@@ -139,12 +148,8 @@ func TestOneCaseCredentialsAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for form, got := range map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content} {
-		for _, secret := range []string{token, password, seed} {
-			for i := 0; i+8 <= len(secret); i++ {
-				if strings.Contains(got, secret[i:i+8]) {
-					t.Fatalf("%s: %q reached the client in %q", form, secret[i:i+8], got)
-				}
-			}
+		if piece, ok := eightBytesOf(got, token, password, seed); ok {
+			t.Fatalf("%s: %q reached the client in %q", form, piece, got)
 		}
 		if strings.Count(got, "[REDACTED:generic-secret]") != 3 || !strings.Contains(got, "QUEUE=reports") ||
 			!strings.HasSuffix(got, "Restart the worker after saving.") {
@@ -187,12 +192,8 @@ func TestCredentialsNamedInWordsAreRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for form, got := range map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content} {
-		for _, secret := range []string{key, credential, clientKey} {
-			for i := 0; i+8 <= len(secret); i++ {
-				if strings.Contains(got, secret[i:i+8]) {
-					t.Fatalf("%s: %q reached the client in %q", form, secret[i:i+8], got)
-				}
-			}
+		if piece, ok := eightBytesOf(got, key, credential, clientKey); ok {
+			t.Fatalf("%s: %q reached the client in %q", form, piece, got)
 		}
 		if !strings.Contains(got, "Your Mailgun API key is [REDACTED:generic-secret], as you asked.") ||
 			!strings.Contains(got, "with credential [REDACTED:generic-secret]\n") ||
@@ -231,10 +232,8 @@ func TestTextKeptBeforeABlockedToolCallStaysRedacted(t *testing.T) {
 				t.Fatal(err)
 			}
 			for form, a := range map[string]answer{"streamed": streamed, "not streamed": whole} {
-				for i := 0; i+8 <= len(address); i++ {
-					if strings.Contains(a.text, address[i:i+8]) {
-						t.Fatalf("%s: %q of the address reached the client in %q", form, address[i:i+8], a.text)
-					}
+				if piece, ok := eightBytesOf(a.text, address); ok {
+					t.Fatalf("%s: %q of the address reached the client in %q", form, piece, a.text)
 				}
 				if a.text != want || a.calls != 0 {
 					t.Errorf("%s: text %q with %d tool calls, want %q and none", form, a.text, a.calls, want)
@@ -342,12 +341,8 @@ func TestLongStreamedAnswerIsRedactedExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := acc.Choices[0].Message.Content
-	for _, secret := range secrets {
-		for i := 0; i+8 <= len(secret); i++ {
-			if strings.Contains(got, secret[i:i+8]) {
-				t.Fatalf("%q of a credential reached the client", secret[i:i+8])
-			}
-		}
+	if piece, ok := eightBytesOf(got, secrets...); ok {
+		t.Fatalf("%q of a credential reached the client", piece)
 	}
 	if got != want.String() {
 		i := 0
