@@ -77,7 +77,10 @@ var injRuleDefs = []injRuleDef{
 	{"override-gerund", 0.6, "@{IGNG} {ALL|YOUR|Q|DET}*5 {OBJ|OBJW}", "Q|YOUR", "noNeg noTo noRep"},
 	{"do-not-follow", 1, "{NEG} {DET|NEED|FOL}*3 {FOL} {ALL|YOUR|Q|DET|OBJW}*5 {OBJ|OBJW}", "YOUR|Q", "noRep"},
 	{"do-not-follow-weak", 0.5, "{NEG} {DET|NEED|FOL}*3 {FOL} {ALL|YOUR|Q|DET|OBJW}*5 {OBJ|OBJW}", "", "noRep"},
-	{"new-instructions", 1, "new|updated|revised|real|actual|true|secret|hidden|override|overriding instructions|instruction|directive|directives|task|prompt|orders|rules|objective|goal :colon", "", "noRep"},
+	{"new-instructions", 1, "new|updated|revised|real|actual|true|secret|hidden|override|overriding instructions|instruction|directive|directives|task|prompt|orders|objective|goal :colon", "", "noRep"},
+	// "New rules:" also heads a linter's changelog entry ("new rules: `use-errors-new`"): a
+	// signal, a match with any other cue.
+	{"new-rules", 0.6, "new|updated|revised|real|actual|true|secret|hidden|override|overriding rules :colon", "", "noRep"},
 	{"new-instructions-weak", 0.5, "important|additional|system|admin|urgent|priority @instructions|instruction|directive|directives|prompt :colon", "", "noRep"},
 	{"your-new-task", 0.8, "your new|real|actual|true|only|next|sole|primary task|goal|objective|job|purpose|mission|instructions|role", "", "noRep"},
 	{"stop-everything", 0.6, "stop|halt|cease everything", "", "noNeg noRep"},
