@@ -44,6 +44,9 @@ func TestCredentialsNamedInWords(t *testing.T) {
 
 		{"a password with symbols", "the password is " + tok[:12] + "#!" + tok[12:20], generic(tok[:12] + "#!" + tok[12:20])},
 		{"a key with a symbol of no token's alphabet is no key", "the key is " + tok[:12] + "#" + tok[12:], none},
+		{"an SSH public key named a deploy key", "deploy key ssh-ed25519 " + sshPublicKey("ssh-ed25519", 32, 306) + " ci@example", none},
+		{"an SSH public key assigned to a key", "DEPLOY_KEY=" + sshPublicKey("ssh-rsa", 64, 307), none},
+		{"an ECDSA public key after key", "the key " + sshPublicKey("ecdsa-sha2-nistp256", 65, 308), none},
 		{"a UUID after key alone is an id", "the key " + uuid + " was not found", none},
 		{"a key id", "created api key id " + hex, none},
 		{"a key's fingerprint", "token fingerprint " + hex + " matches", none},
