@@ -16,6 +16,7 @@ import (
 	"github.com/guardrail-dev/guardrail-operator/runtime/classify/builtin"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policy"
 	"github.com/guardrail-dev/guardrail-operator/runtime/policysource"
+	"github.com/guardrail-dev/guardrail-operator/test/load/workload"
 )
 
 func TestWorkloadIsCleanForTheDefaultPacks(t *testing.T) {
@@ -31,7 +32,7 @@ func TestWorkloadIsCleanForTheDefaultPacks(t *testing.T) {
 	for _, d := range answerDeltas(200) {
 		answer.WriteString(d.Text)
 	}
-	for name, text := range map[string]string{"the prompt": prose(2048), "the answer": answer.String()} {
+	for name, text := range map[string]string{"the prompt": workload.Prose(2048), "the answer": answer.String()} {
 		t.Run(name+" matches no detector", func(t *testing.T) {
 			res, err := c.Classify(context.Background(), classify.Input{Text: text})
 			if err != nil {
@@ -46,8 +47,8 @@ func TestWorkloadIsCleanForTheDefaultPacks(t *testing.T) {
 
 func TestPromptHasTheRequestedSize(t *testing.T) {
 	for _, n := range []int{64, 2048, 5000} {
-		if got := len(prose(n)); got > n || got < n-20 {
-			t.Errorf("prose(%d) has %d bytes", n, got)
+		if got := len(workload.Prose(n)); got > n || got < n-20 {
+			t.Errorf("workload.Prose(%d) has %d bytes", n, got)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/guardrail-dev/guardrail-operator/test/load/workload"
 )
 
 // guardload linear (issue 15, "linear streams"): the guard's CPU per streamed character
@@ -290,7 +292,7 @@ func (p *longProvider) text(n int) string {
 	if len(p.prose) < n {
 		var b strings.Builder
 		for b.Len() < n {
-			b.WriteString(answerProse)
+			b.WriteString(workload.AnswerProse)
 			b.WriteString(" ")
 		}
 		p.prose = b.String()

@@ -26,6 +26,7 @@ import (
 
 	"github.com/guardrail-dev/guardrail-operator/test/fakemcp"
 	"github.com/guardrail-dev/guardrail-operator/test/fakeprovider"
+	"github.com/guardrail-dev/guardrail-operator/test/load/workload"
 )
 
 // guardload soak (issue 41): the real guard binary under a steady mix of traffic for
@@ -305,9 +306,9 @@ func startSoak(ctx context.Context, cfg soakConfig, dir string) (*soak, func(), 
 			stops[i]()
 		}
 	}
-	s := &soak{cfg: cfg, prose: prose(1024),
+	s := &soak{cfg: cfg, prose: workload.Prose(1024),
 		client: &http.Client{Transport: newTransport(), Timeout: time.Minute}}
-	s.oversized = s.chatBody(prose(cfg.maxBody+4096), false)
+	s.oversized = s.chatBody(workload.Prose(cfg.maxBody+4096), false)
 	stops = append(stops, s.client.CloseIdleConnections)
 
 	provider := fakeprovider.NewHandler(fakeprovider.WithHandler(func(r *fakeprovider.Request) fakeprovider.Script {
