@@ -27,6 +27,8 @@ func TestCredentialsNamedInWords(t *testing.T) {
 	uuid := fakeUUID(303)
 	b64 := fakeFrom(alphaB62+"+/", 86, 304) + "=="
 	generic := func(v string) func(string) []span { return one("generic-secret", v) }
+	openaiKey := "s" + "k-proj-" + fakeFrom(alphaB62, 40, 309)
+	ghToken := withChecksum("gh" + "p_" + fakeFrom(alphaB62, 36, 310))
 	runSpanCases(t, c, []spanCase{
 		{"a key pasted into a prompt", "hey, my mailjet api key is " + tok + " can you check why it fails?", generic(tok)},
 		{"a key after a colon at the end of a sentence", "Here is the key you asked for: " + tok + ".", generic(tok)},
@@ -47,6 +49,8 @@ func TestCredentialsNamedInWords(t *testing.T) {
 		{"an SSH public key named a deploy key", "deploy key ssh-ed25519 " + sshPublicKey("ssh-ed25519", 32, 306) + " ci@example", none},
 		{"an SSH public key assigned to a key", "DEPLOY_KEY=" + sshPublicKey("ssh-rsa", 64, 307), none},
 		{"an ECDSA public key after key", "the key " + sshPublicKey("ecdsa-sha2-nistp256", 65, 308), none},
+		{"a vendor's token after words that refuse a named value is still redacted (an attacker can write them)", "an example key " + openaiKey, one("openai-key", openaiKey)},
+		{"a GitHub token after the words of an example is still redacted", "tokens look like " + ghToken, one("github-token", ghToken)},
 		{"a UUID after key alone is an id", "the key " + uuid + " was not found", none},
 		{"a key id", "created api key id " + hex, none},
 		{"a key's fingerprint", "token fingerprint " + hex + " matches", none},
