@@ -35,6 +35,27 @@ func eightBytesOf(got string, entities ...string) (string, bool) {
 	return "", false
 }
 
+// answeredBoth starts the guard with policy in front of a provider that answers reply, and
+// returns what openai-go receives for prompt by form: "not streamed", and "streamed" with the
+// provider sending reply in deltas.
+func answeredBoth(t *testing.T, policy, reply string, deltas []string, prompt string) map[string]string {
+	t.Helper()
+	p := newProvider(t)
+	oc := openaiClient(startGuard(t, policy, upstream(p.URL)))
+	ctx := context.Background()
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
+	whole, err := oc.Chat.Completions.New(ctx, chatParams(prompt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
+	acc, _, err := chatStream(ctx, oc, chatParams(prompt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content}
+}
+
 // detectorsClassifier is the built-in pii and secrets packs.
 func detectorsClassifier(name string) *v1alpha1.Classifier {
 	return &v1alpha1.Classifier{TypeMeta: typeMeta("Classifier"), ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -133,21 +154,7 @@ func TestOneCaseCredentialsAreRedacted(t *testing.T) {
 	reply := "Here is the .env for the worker:\n\nDEPLOY_TOKEN=" + token + "\nQUEUE=reports\n\n" +
 		"and in config.yaml:\n\ndatabase:\n  host: db.internal\n  password: " + password +
 		"\ntwo_factor:\n  totp_secret: " + seed + "\n\nRestart the worker after saving."
-	p := newProvider(t)
-	g := startGuard(t, sample, upstream(p.URL))
-	oc := openaiClient(g)
-	ctx := context.Background()
-	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
-	whole, err := oc.Chat.Completions.New(ctx, chatParams("how do I configure the worker?"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(entities.Split(reply, 5)...)}}})
-	acc, _, err := chatStream(ctx, oc, chatParams("how do I configure the worker?"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for form, got := range map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content} {
+	for form, got := range answeredBoth(t, sample, reply, entities.Split(reply, 5), "how do I configure the worker?") {
 		if piece, ok := eightBytesOf(got, token, password, seed); ok {
 			t.Fatalf("%s: %q reached the client in %q", form, piece, got)
 		}
@@ -172,26 +179,12 @@ func TestCredentialsNamedInWordsAreRedacted(t *testing.T) {
 	reply := "Sure. Your Mailgun API key is " + key + ", as you asked.\n\nThe log says: " +
 		"2024-05-02T10:11:12Z INFO connecting to billing with credential " + credential + "\n\n" +
 		"In Go:\n\n    client := billing.NewClient(\"" + clientKey + "\")\n\nRotate all three afterwards."
-	p := newProvider(t)
-	g := startGuard(t, sample, upstream(p.URL))
-	oc := openaiClient(g)
-	ctx := context.Background()
-	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
-	whole, err := oc.Chat.Completions.New(ctx, chatParams("what were those keys again?"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var deltas []string
 	for rest := reply; len(rest) > 0; {
 		n := min(len(rest), 1+rng.IntN(7))
 		deltas, rest = append(deltas, rest[:n]), rest[n:]
 	}
-	p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
-	acc, _, err := chatStream(ctx, oc, chatParams("what were those keys again?"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for form, got := range map[string]string{"not streamed": whole.Choices[0].Message.Content, "streamed": acc.Choices[0].Message.Content} {
+	for form, got := range answeredBoth(t, sample, reply, deltas, "what were those keys again?") {
 		if piece, ok := eightBytesOf(got, key, credential, clientKey); ok {
 			t.Fatalf("%s: %q reached the client in %q", form, piece, got)
 		}
