@@ -215,3 +215,23 @@ func BenchmarkInjectionOpen(b *testing.B) {
 		injectionOpen(s)
 	}
 }
+
+// benchRepeat repeats paragraph to about n bytes.
+func benchRepeat(paragraph string, n int) string {
+	return strings.Repeat(paragraph, n/len(paragraph)+1)[:n-n%len(paragraph)]
+}
+
+// BenchmarkClassifyCyrillicProse64KiB: all default packs on Russian prose, which the pass
+// reads as it is (fold.go: no look-alike touches an ASCII letter).
+func BenchmarkClassifyCyrillicProse64KiB(b *testing.B) {
+	benchClassify(b, benchRepeat("Сегодня в Москве облачно, вечером возможен дождь. Встреча переносится на четверг, "+
+		"потому что половина команды в отпуске. Отчёт о продажах за квартал готов, его можно посмотреть в общей папке.\n", 64<<10))
+}
+
+// BenchmarkClassifyFoldedProse64KiB: the same packs on Japanese prose with fullwidth digits
+// and punctuation and English with emoji sequences, which the pass reads through a folded
+// view (fold.go).
+func BenchmarkClassifyFoldedProse64KiB(b *testing.B) {
+	benchClassify(b, benchRepeat("会議は（火）１５時から、会議室Ｂで行います。資料は前日までに共有してください。"+
+		"Thanks for the update 👍🏽 — the family 👨‍👩‍👧 trip is on ❤️, see you Friday.\n", 64<<10))
+}

@@ -109,6 +109,84 @@ func (c *Classifier) emit(sc *scanState, d detector, start, end int) {
 // pending text begins (see pending.go) and returns only the spans that end before it, with
 // that offset; otherwise the offset is 0.
 func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.Span, int, error) {
+	at := -1
+	if len(s) <= maxFolded {
+		at = foldAt(s, more)
+	}
+	if at < 0 {
+		return c.scanText(ctx, s, more)
+	}
+	// Invisible characters, other forms of ASCII letters or look-alikes (fold.go): the pass
+	// reads the text as a reader sees it, and the offsets are mapped back.
+	v := foldView(s, at, more)
+	spans, open, err := c.scanText(ctx, v.s, more)
+	if err != nil {
+		return nil, 0, err
+	}
+	for k := range spans {
+		spans[k].Start, spans[k].End = v.orig(spans[k].Start), v.orig(spans[k].End)
+	}
+	if more {
+		open = v.orig(open)
+	}
+	if len(v.tags) > 0 {
+		return c.smuggled(ctx, s, v.tags, v.orig(len(v.s)), spans, open, more)
+	}
+	return spans, open, nil
+}
+
+// smuggled scans each run of tag characters of s as the ASCII text it spells (fold.go) and
+// adds what it finds to spans, over the tag characters. With more, a run that reaches the
+// end of the view (viewEnd, the offset in s where it ends: an incomplete character after it
+// may be one more tag) is pending, and spans are settled against open as the pass settles
+// its own.
+func (c *Classifier) smuggled(ctx context.Context, s string, runs []tagRun, viewEnd int, spans []classify.Span, open int, more bool) ([]classify.Span, int, error) {
+	const tagSize = 4 // U+E0020–E007E are four bytes in UTF-8
+	var b strings.Builder
+	for _, r := range runs {
+		if more && r.end >= viewEnd {
+			open = min(open, r.start)
+			continue
+		}
+		b.Reset()
+		for i := r.start; i < r.end; i += tagSize {
+			t, _ := utf8.DecodeRuneInString(s[i:])
+			b.WriteByte(byte(t - 0xE0000))
+		}
+		found, _, err := c.scanText(ctx, b.String(), false)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, sp := range found {
+			spans = append(spans, classify.Span{Start: r.start + tagSize*sp.Start, End: r.start + tagSize*sp.End, Category: sp.Category})
+		}
+	}
+	slices.SortFunc(spans, func(a, b classify.Span) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), cmp.Compare(a.Category, b.Category))
+	})
+	spans = slices.Compact(spans)
+	if !more {
+		return spans, 0, nil
+	}
+	for cut := true; cut; { // as settle does
+		cut = false
+		for _, sp := range spans {
+			if sp.Start < open && sp.End > open {
+				open, cut = sp.Start, true
+			}
+		}
+	}
+	kept := spans[:0]
+	for _, sp := range spans {
+		if sp.End <= open {
+			kept = append(kept, sp)
+		}
+	}
+	return kept, open, nil
+}
+
+// scanText is scan of a text that needs no folding.
+func (c *Classifier) scanText(ctx context.Context, s string, more bool) ([]classify.Span, int, error) {
 	if c.on(detInjection) {
 		loadInjection() // the pack's tables, built on its first classification
 		var rs injRegions
