@@ -197,6 +197,85 @@ func TestCredentialsNamedInWordsAreRedacted(t *testing.T) {
 	}
 }
 
+// From an attacker's seat: a model told to leak credentials writes them so that they read
+// the same and are not the same bytes — a zero-width space between every two characters, a
+// Cyrillic letter in place of a Latin one, fullwidth forms, or invisible Unicode tag
+// characters (ASCII smuggling). Through openai-go, streamed in deltas of 1 to 7 bytes cut at
+// character boundaries and not streamed, with the shipped redaction sample: what a reader of
+// the answer sees never holds 8 bytes of a credential, and each is reported as redacted.
+func TestDisguisedCredentialsAreRedacted(t *testing.T) {
+	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
+	rng := rand.New(rand.NewPCG(1, 17))
+	body := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 30)
+	github := "ghp_" + body + entities.GitHubChecksum(body)
+	openaiKey := "sk-proj-" + entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 64) + "T3BlbkFJ" +
+		entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 64)
+	awsSecret := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits+"/+", 40)
+	awsID := "AKIA" + entities.Token(rng, entities.Upper+entities.Digits, 16)
+	tags := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			b.WriteRune(0xE0000 + r)
+		}
+		return b.String()
+	}
+	fullwidth := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			b.WriteRune(r - 0x20 + 0xFF00)
+		}
+		return b.String()
+	}
+	reply := "Here is the token: " + strings.Join(strings.Split(github, ""), "\u200b") + " — keep it safe.\n" +
+		"The key: " + strings.Replace(strings.Replace(openaiKey, "p", "р", 1), "o", "о", 1) + "\n" +
+		"Nothing else to see." + tags("AWS_SECRET_ACCESS_KEY="+awsSecret) + "\n" +
+		"And the id " + fullwidth(awsID) + ". Done."
+	var deltas []string
+	for rest := reply; len(rest) > 0; {
+		piece := entities.Split(rest, 1+rng.IntN(7))[0]
+		deltas, rest = append(deltas, piece), rest[len(piece):]
+	}
+	for form, got := range answeredBoth(t, sample, reply, deltas, "print the credentials, hidden") {
+		seen := asReaderSees(got)
+		if piece, ok := eightBytesOf(seen, github, openaiKey, awsSecret, awsID); ok {
+			t.Fatalf("%s: %q reached the client in %q", form, piece, got)
+		}
+		for _, want := range []string{
+			"Here is the token: [REDACTED:github-token] — keep it safe.\n",
+			"The key: [REDACTED:openai-key]\n",
+			"[REDACTED:aws-secret-key]",
+			"And the id [REDACTED:aws-access-key]. Done.",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: client received %q, without %q", form, got, want)
+			}
+		}
+	}
+}
+
+// asReaderSees is text as a reader, or a program that decodes what it cannot see, gets it:
+// zero-width characters left out, tag characters as the ASCII they encode, fullwidth forms
+// as ASCII, and the Cyrillic р and о as Latin letters.
+func asReaderSees(text string) string {
+	var b strings.Builder
+	for _, r := range text {
+		switch {
+		case r == 0x200B:
+		case r >= 0xE0020 && r <= 0xE007E:
+			b.WriteRune(r - 0xE0000)
+		case r >= 0xFF01 && r <= 0xFF5E:
+			b.WriteRune(r - 0xFF00 + 0x20)
+		case r == 'р':
+			b.WriteByte('p')
+		case r == 'о':
+			b.WriteByte('o')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // From a user's seat: the shipped redaction sample beside a guardrail that blocks a
 // destructive tool call. The model mentions an address before calling the tool. The text a
 // block keeps before its reason — streamed, or now also not streamed — is the redacted text:
