@@ -145,9 +145,11 @@ func (c *Classifier) underscoreAt(sc *scanState, i int) {
 
 // gitHubToken matches a GitHub token of the documented format (ghp_, gho_, ghu_, ghs_,
 // ghr_): 36 base62 characters after the prefix, the last six the checksum of the thirty
-// before them (base62CRCOK). A body of another length or with a wrong checksum is not
-// GitHub's, and no other detector takes it (vendorShaped). A GitHub App's refresh token
-// (ghr_) is longer, 76 characters, and is taken at 60 to 255 without a checksum test.
+// before them (base62CRCOK), or one edit away from such a body (base62CRCNear: an issued
+// token with a character changed, added or left out, which its reader can undo). A body of
+// another length or further from its checksum is not GitHub's, and no other detector takes
+// it (vendorShaped). A GitHub App's refresh token (ghr_) is longer, 76 characters, and is
+// taken at 60 to 255 without a checksum test.
 func (c *Classifier) gitHubToken(sc *scanState, start, body int) {
 	s := sc.s
 	e := body
@@ -158,7 +160,7 @@ func (c *Classifier) gitHubToken(sc *scanState, start, body int) {
 		return
 	}
 	refresh := s[body-2] == 'r' && e-body >= 60
-	if !refresh && (e-body != 36 || !base62CRCOK(s[body:e])) {
+	if !refresh && !base62CRCNear(s[body:e]) {
 		return
 	}
 	if classMix(s[body:e]) < 2 || repeats(s[body:e], 6) {

@@ -1,6 +1,9 @@
 package builtin
 
-import "hash/crc32"
+import (
+	"hash/crc32"
+	"strings"
+)
 
 // Vendor tokens: credentials whose vendor documents a fixed prefix and a body of known
 // alphabet and length (shpat_ and 32 hex digits, dop_v1_ and 64, NRAK- and 27 capitals and
@@ -132,7 +135,7 @@ var coreVendorRules = []vendorRule{
 	{kind: "gitlab-agent-token", prefix: "glagent-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-feature-flag-token", prefix: "glffct-", segs: gitlab, det: detGitLab},
 	{kind: "gitlab-workspace-token", prefix: "glwt-", segs: gitlab, det: detGitLab},
-	{kind: "npm-token", prefix: "npm_", segs: []seg{{"", cB62, 36, 36}}, det: detGenericSecret, check: base62CRCOK},
+	{kind: "npm-token", prefix: "npm_", segs: []seg{{"", cB62, 35, 37}}, det: detGenericSecret, check: base62CRCNear},
 	{kind: "pypi-token", prefix: "pypi-AgEIcHlwaS5vcmc", segs: []seg{{"", cB64URL, 40, 1024}}, det: detGenericSecret},
 	{kind: "pypi-test-token", prefix: "pypi-AgENdGVzdC5weXBpLm9yZw", segs: []seg{{"", cB64URL, 40, 1024}}, det: detGenericSecret},
 	{kind: "rubygems-key", prefix: "rubygems_", segs: []seg{{"", cHex, 48, 48}}, det: detGenericSecret},
@@ -309,6 +312,161 @@ func base62CRCOK(body string) bool {
 	}
 	return true
 }
+
+// base62CRCNear reports whether body is a GitHub or npm token body (base62CRCOK) or one
+// edit away from one: a character changed, added or left out, in the thirty characters or
+// in the checksum. An issued token with one character changed or typed in is still the
+// token, and whoever reads it can undo the edit by trying each (a model told to leak a key
+// can write it so); a value drawn at random is one edit away from a checksum with a
+// chance of about one in a million (body length × 62 edits against a 32-bit checksum),
+// so the near misses of the format stay refused. It runs in time linear in the body: the
+// CRC is run forward over the text before an edit and backward from the checksum over the
+// text after it, and an edit that joins the two is looked up, not searched for.
+func base62CRCNear(body string) bool {
+	switch len(body) {
+	case 36:
+		if base62CRCOK(body) {
+			return true
+		}
+		want := base62CRC32(body[:30])
+		diff := 0
+		for i := range 6 {
+			if want[i] != body[30+i] {
+				diff++
+			}
+		}
+		if diff == 1 {
+			return true // one checksum digit changed
+		}
+		// One of the thirty changed: the register before it (forward) and the one the
+		// checksum needs after it (backward) are joined by one byte.
+		after, ok := crcTarget(body[30:])
+		if !ok {
+			return false
+		}
+		var back [31]uint32
+		back[30] = after
+		for j := 29; j >= 0; j-- {
+			back[j] = crcUnstep(back[j+1], body[j])
+		}
+		reg := ^uint32(0)
+		for p := range 30 {
+			if c, ok := crcJoin(reg, back[p+1]); ok && c != body[p] && isAlnum(c) {
+				return true
+			}
+			reg = crcStep(reg, body[p])
+		}
+		return false
+	case 37:
+		// A character added to the checksum: the six expected digits are the seven less one.
+		if oneLess(body[30:], base62CRC32(body[:30])) {
+			return true
+		}
+		// Added to the thirty: leaving out body[q] joins the register after body[:q] to the
+		// one body[q+1:31] needs before it.
+		after, ok := crcTarget(body[31:])
+		if !ok {
+			return false
+		}
+		var back [32]uint32
+		back[31] = after
+		for j := 30; j >= 1; j-- {
+			back[j] = crcUnstep(back[j+1], body[j])
+		}
+		reg := ^uint32(0)
+		for q := 0; q <= 30; q++ {
+			if reg == back[q+1] {
+				return true
+			}
+			reg = crcStep(reg, body[q])
+		}
+		return false
+	case 35:
+		// A character left out of the checksum: the expected digits less one are the five.
+		if oneLess(base62CRC32(body[:30]), body[30:]) {
+			return true
+		}
+		// Left out of the thirty: one byte joins the register after body[:q] to the one
+		// body[q:29] needs before it.
+		after, ok := crcTarget(body[29:])
+		if !ok {
+			return false
+		}
+		var back [30]uint32
+		back[29] = after
+		for j := 28; j >= 0; j-- {
+			back[j] = crcUnstep(back[j+1], body[j])
+		}
+		reg := ^uint32(0)
+		for q := 0; q <= 29; q++ {
+			if c, ok := crcJoin(reg, back[q]); ok && isAlnum(c) {
+				return true
+			}
+			if q < 29 {
+				reg = crcStep(reg, body[q])
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// oneLess reports whether short is long with one character left out.
+func oneLess(long, short string) bool {
+	if len(long) != len(short)+1 {
+		return false
+	}
+	i := 0
+	for i < len(short) && long[i] == short[i] {
+		i++
+	}
+	return long[i+1:] == short[i:]
+}
+
+// crcTarget returns the CRC register that six base62 checksum digits ask for at the end of
+// the thirty characters (the CRC before its final inversion), and false when the digits
+// are not base62 or stand for more than 32 bits.
+func crcTarget(digits string) (uint32, bool) {
+	var v uint64
+	for i := 0; i < len(digits); i++ {
+		k := strings.IndexByte(base62Digits, digits[i])
+		if k < 0 {
+			return 0, false
+		}
+		v = v*62 + uint64(k)
+	}
+	if v > 0xFFFFFFFF {
+		return 0, false
+	}
+	return ^uint32(v), true
+}
+
+// crcStep is the CRC-32 (IEEE) register after byte b; crcUnstep is the register before b,
+// given the one after it; crcJoin is the byte that takes the register from before to after,
+// if one does. They rely on the top bytes of the table's 256 entries being all different
+// (TestCRCTableTopBytes), so the top byte of the register after b names the entry used.
+func crcStep(reg uint32, b byte) uint32 { return crc32Table[byte(reg)^b] ^ reg>>8 }
+
+func crcUnstep(after uint32, b byte) uint32 {
+	idx := crc32TopIndex[after>>24]
+	return (after^crc32Table[idx])<<8 | uint32(idx^b)
+}
+
+func crcJoin(before, after uint32) (byte, bool) {
+	idx := crc32TopIndex[after>>24]
+	if crc32Table[idx]^before>>8 != after {
+		return 0, false
+	}
+	return idx ^ byte(before), true
+}
+
+// crc32TopIndex is the index of the table entry with a given top byte.
+var crc32TopIndex = func() (t [256]byte) {
+	for i, v := range crc32Table {
+		t[v>>24] = byte(i)
+	}
+	return t
+}()
 
 // base62Digits is the alphabet of base62CRC32.
 const base62Digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
