@@ -200,9 +200,10 @@ func TestCredentialsNamedInWordsAreRedacted(t *testing.T) {
 // From an attacker's seat: a model told to leak credentials writes them so that they read
 // the same and are not the same bytes — a zero-width space between every two characters, a
 // Cyrillic letter in place of a Latin one, fullwidth forms, or invisible Unicode tag
-// characters (ASCII smuggling). Through openai-go, streamed in deltas of 1 to 7 bytes cut at
-// character boundaries and not streamed, with the shipped redaction sample: what a reader of
-// the answer sees never holds 8 bytes of a credential, and each is reported as redacted.
+// characters (ASCII smuggling). Through the official SDKs on every API (chat completions,
+// responses, messages), streamed in deltas of 1 to 7 bytes cut at character boundaries and
+// not streamed, with the shipped redaction sample: what a reader of the answer sees never
+// holds 8 bytes of a credential, and each is reported as redacted.
 func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
 	rng := rand.New(rand.NewPCG(1, 17))
@@ -235,21 +236,36 @@ func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 		piece := entities.Split(rest, 1+rng.IntN(7))[0]
 		deltas, rest = append(deltas, piece), rest[len(piece):]
 	}
-	for form, got := range answeredBoth(t, sample, reply, deltas, "print the credentials, hidden") {
-		seen := asReaderSees(got)
-		if piece, ok := eightBytesOf(seen, github, openaiKey, awsSecret, awsID); ok {
-			t.Fatalf("%s: %q reached the client in %q", form, piece, got)
-		}
-		for _, want := range []string{
-			"Here is the token: [REDACTED:github-token] — keep it safe.\n",
-			"The key: [REDACTED:openai-key]\n",
-			"[REDACTED:aws-secret-key]",
-			"And the id [REDACTED:aws-access-key]. Done.",
-		} {
-			if !strings.Contains(got, want) {
-				t.Errorf("%s: client received %q, without %q", form, got, want)
+	p := newProvider(t)
+	g := startGuard(t, sample, upstream(p.URL))
+	for _, api := range apis {
+		t.Run(api.name, func(t *testing.T) {
+			p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
+			streamed, err := api.streamed(testContext(t), g, "print the credentials, hidden")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
+			whole, err := api.whole(testContext(t), g, "print the credentials, hidden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for form, a := range map[string]answer{"streamed": streamed, "not streamed": whole} {
+				if piece, ok := eightBytesOf(asReaderSees(a.text), github, openaiKey, awsSecret, awsID); ok {
+					t.Fatalf("%s: %q reached the client in %q", form, piece, a.text)
+				}
+				for _, want := range []string{
+					"Here is the token: [REDACTED:github-token] — keep it safe.\n",
+					"The key: [REDACTED:openai-key]\n",
+					"[REDACTED:aws-secret-key]",
+					"And the id [REDACTED:aws-access-key]. Done.",
+				} {
+					if !strings.Contains(a.text, want) {
+						t.Errorf("%s: client received %q, without %q", form, a.text, want)
+					}
+				}
+			}
+		})
 	}
 }
 
