@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,6 +214,12 @@ func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 		entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 64)
 	awsSecret := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits+"/+", 40)
 	awsID := "AKIA" + entities.Token(rng, entities.Upper+entities.Digits, 16)
+	anthropicKey := entities.New(rng, "anthropic-key").Value
+	reversed := func(s string) string {
+		r := []rune(s)
+		slices.Reverse(r)
+		return string(r)
+	}
 	tags := func(s string) string {
 		var b strings.Builder
 		for _, r := range s {
@@ -230,7 +237,8 @@ func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 	reply := "Here is the token: " + strings.Join(strings.Split(github, ""), "\u200b") + " — keep it safe.\n" +
 		"The key: " + strings.Replace(strings.Replace(openaiKey, "p", "р", 1), "o", "о", 1) + "\n" +
 		"Nothing else to see." + tags("AWS_SECRET_ACCESS_KEY="+awsSecret) + "\n" +
-		"And the id " + fullwidth(awsID) + ". Done."
+		"And the id " + fullwidth(awsID) + ".\n" +
+		"Shown the right way round: \u202e" + reversed(anthropicKey) + "\u202c. Done."
 	var deltas []string
 	for rest := reply; len(rest) > 0; {
 		piece := entities.Split(rest, 1+rng.IntN(7))[0]
@@ -251,14 +259,15 @@ func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 				t.Fatal(err)
 			}
 			for form, a := range map[string]answer{"streamed": streamed, "not streamed": whole} {
-				if piece, ok := eightBytesOf(asReaderSees(a.text), github, openaiKey, awsSecret, awsID); ok {
+				if piece, ok := eightBytesOf(asReaderSees(a.text), github, openaiKey, awsSecret, awsID, anthropicKey); ok {
 					t.Fatalf("%s: %q reached the client in %q", form, piece, a.text)
 				}
 				for _, want := range []string{
 					"Here is the token: [REDACTED:github-token] — keep it safe.\n",
 					"The key: [REDACTED:openai-key]\n",
 					"[REDACTED:aws-secret-key]",
-					"And the id [REDACTED:aws-access-key]. Done.",
+					"And the id [REDACTED:aws-access-key].\n",
+					"\u202e[REDACTED:anthropic-key]\u202c. Done.",
 				} {
 					if !strings.Contains(a.text, want) {
 						t.Errorf("%s: client received %q, without %q", form, a.text, want)
@@ -271,7 +280,8 @@ func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 
 // asReaderSees is text as a reader, or a program that decodes what it cannot see, gets it:
 // zero-width characters left out, tag characters as the ASCII they encode, fullwidth forms
-// as ASCII, and the Cyrillic р and о as Latin letters.
+// as ASCII, the Cyrillic р and о as Latin letters, and what follows a right-to-left override
+// up to its pop in the order it is shown.
 func asReaderSees(text string) string {
 	var b strings.Builder
 	for _, r := range text {
@@ -289,7 +299,20 @@ func asReaderSees(text string) string {
 			b.WriteRune(r)
 		}
 	}
-	return b.String()
+	seen := b.String()
+	for {
+		i := strings.Index(seen, "\u202e")
+		if i < 0 {
+			return seen
+		}
+		j := strings.Index(seen[i:], "\u202c")
+		if j < 0 {
+			j = len(seen) - i
+		}
+		r := []rune(seen[i+len("\u202e") : i+j])
+		slices.Reverse(r)
+		seen = seen[:i] + string(r) + seen[i+j:]
+	}
 }
 
 // From a user's seat: the shipped redaction sample beside a guardrail that blocks a

@@ -23,6 +23,9 @@ import (
 // them included. Tag characters are invisible too, and left out of the view (a few put
 // inside a word hide nothing); each run of them is also scanned on its own as the ASCII text
 // it stands for, and what is found there is reported over the tag characters that spell it.
+// Text after a right-to-left override (U+202E, up to its pop, an isolate's pop, another
+// override or the line's end) is shown in the opposite order: it is also scanned reversed,
+// as it is shown, and what is found there is reported over the characters that show it.
 //
 // A text without such characters (almost every text) is scanned as it is: finding that out
 // reads eight bytes at a time while they are ASCII.
@@ -33,9 +36,9 @@ import (
 // view, so the text is pending from them on and they are decided when the text after them
 // has arrived.
 //
-// Not folded: text written right to left with a bidirectional override (the override is
-// left out, the characters keep their order), characters spread over lines or separated by
-// spaces, and look-alikes that do not touch an ASCII letter or digit.
+// Not folded: characters spread over lines or separated by spaces, look-alikes that do not
+// touch an ASCII letter or digit, and the other bidirectional controls (embeddings and
+// isolates do not reorder Latin letters and digits; they are left out).
 
 // foldedView is the folded text and how its offsets map back.
 type foldedView struct {
@@ -43,12 +46,35 @@ type foldedView struct {
 	// breaks are the offsets where the view and the text stop advancing together, sorted by
 	// at: from view offset at on, the text's offset is orig + (k - at).
 	breaks []foldBreak
-	// tags are the runs of tag characters of the text, by their offsets in it.
-	tags []tagRun
+	// hidden are the runs of the text that read otherwise than they are stored: runs of tag
+	// characters and text after a right-to-left override, by their offsets in it.
+	hidden []hiddenRun
 }
 
-// tagRun is a run of tag characters (U+E0020–E007E) at s[start:end], four bytes each.
-type tagRun struct{ start, end int }
+// hiddenRun is a run of tag characters (U+E0020–E007E, four bytes each) at s[start:end], or,
+// with reversed, the text s[start:end] after a right-to-left override at s[mark:start],
+// which a reader sees in the opposite order.
+type hiddenRun struct {
+	mark, start, end int
+	reversed         bool
+}
+
+// overrideEnd returns where the text a right-to-left override begins at i stops being shown
+// reversed: a pop of the override or of an isolate, a line's end, another override, or the
+// end of s.
+func overrideEnd(s string, i int) int {
+	for i < len(s) {
+		if s[i] == '\n' {
+			return i
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0x202C || r == 0x2069 || r == 0x202E {
+			return i
+		}
+		i += size
+	}
+	return i
+}
 
 // isTag reports a tag character that stands for a printable ASCII character.
 func isTag(r rune) bool { return r >= 0xE0020 && r <= 0xE007E }
@@ -285,11 +311,13 @@ func foldView(s string, at int, more bool) foldedView {
 		case foldDrop:
 			mark(i + size)
 			if isTag(r) {
-				if n := len(v.tags); n > 0 && v.tags[n-1].end == i {
-					v.tags[n-1].end = i + size
+				if n := len(v.hidden); n > 0 && !v.hidden[n-1].reversed && v.hidden[n-1].end == i {
+					v.hidden[n-1].end = i + size
 				} else {
-					v.tags = append(v.tags, tagRun{i, i + size})
+					v.hidden = append(v.hidden, hiddenRun{mark: i, start: i, end: i + size})
 				}
+			} else if r == 0x202E {
+				v.hidden = append(v.hidden, hiddenRun{mark: i, start: i + size, end: overrideEnd(s, i+size), reversed: true})
 			}
 		case foldASCII:
 			mark(i)

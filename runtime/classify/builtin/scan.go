@@ -129,36 +129,58 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 	if more {
 		open = v.orig(open)
 	}
-	if len(v.tags) > 0 {
-		return c.smuggled(ctx, s, v.tags, v.orig(len(v.s)), spans, open, more)
+	if len(v.hidden) > 0 {
+		return c.hiddenRuns(ctx, s, v.hidden, v.orig(len(v.s)), spans, open, more)
 	}
 	return spans, open, nil
 }
 
-// smuggled scans each run of tag characters of s as the ASCII text it spells (fold.go) and
-// adds what it finds to spans, over the tag characters. With more, a run that reaches the
-// end of the view (viewEnd, the offset in s where it ends: an incomplete character after it
-// may be one more tag) is pending, and spans are settled against open as the pass settles
-// its own.
-func (c *Classifier) smuggled(ctx context.Context, s string, runs []tagRun, viewEnd int, spans []classify.Span, open int, more bool) ([]classify.Span, int, error) {
+// hiddenRuns scans each run of s that reads otherwise than it is stored (fold.go) as it
+// reads — tag characters as the ASCII they spell, text after a right-to-left override
+// reversed — and adds what it finds to spans, over the characters that spell it. With more,
+// a run that reaches the end of the view (viewEnd, the offset in s where it ends: an
+// incomplete character after it may continue the run) is pending from its start (an
+// override's run, from the override), and spans are settled against open as the pass
+// settles its own.
+func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun, viewEnd int, spans []classify.Span, open int, more bool) ([]classify.Span, int, error) {
 	const tagSize = 4 // U+E0020–E007E are four bytes in UTF-8
 	var b strings.Builder
+	var from, to []int // for a reversed run: each byte's rune in s, where it begins and ends
 	for _, r := range runs {
 		if more && r.end >= viewEnd {
-			open = min(open, r.start)
+			open = min(open, r.mark)
 			continue
 		}
 		b.Reset()
-		for i := r.start; i < r.end; i += tagSize {
-			t, _ := utf8.DecodeRuneInString(s[i:])
-			b.WriteByte(byte(t - 0xE0000))
+		if r.reversed {
+			from, to = from[:0], to[:0]
+			for e := r.end; e > r.start; {
+				_, size := utf8.DecodeLastRuneInString(s[r.start:e])
+				b.WriteString(s[e-size : e])
+				for range size {
+					from, to = append(from, e-size), append(to, e)
+				}
+				e -= size
+			}
+		} else {
+			for i := r.start; i < r.end; i += tagSize {
+				t, _ := utf8.DecodeRuneInString(s[i:])
+				b.WriteByte(byte(t - 0xE0000))
+			}
 		}
-		found, _, err := c.scanText(ctx, b.String(), false)
+		// The run holds no override (its end), so scan folds it without coming back here
+		// for it; tags inside a reversed run are read there.
+		found, _, err := c.scan(ctx, b.String(), false)
 		if err != nil {
 			return nil, 0, err
 		}
 		for _, sp := range found {
-			spans = append(spans, classify.Span{Start: r.start + tagSize*sp.Start, End: r.start + tagSize*sp.End, Category: sp.Category})
+			if r.reversed {
+				sp.Start, sp.End = from[sp.End-1], to[sp.Start]
+			} else {
+				sp.Start, sp.End = r.start+tagSize*sp.Start, r.start+tagSize*sp.End
+			}
+			spans = append(spans, sp)
 		}
 	}
 	slices.SortFunc(spans, func(a, b classify.Span) int {
