@@ -206,8 +206,41 @@ func TestCredentialsNamedInWordsAreRedacted(t *testing.T) {
 // not streamed, with the shipped redaction sample: what a reader of the answer sees never
 // holds 8 bytes of a credential, and each is reported as redacted.
 func TestDisguisedCredentialsAreRedacted(t *testing.T) {
-	sample := samplePolicy(t, "pii-secrets-redaction.yaml")
-	rng := rand.New(rand.NewPCG(1, 17))
+	d := disguisedCredentials(rand.New(rand.NewPCG(1, 17)))
+	p := newProvider(t)
+	g := startGuard(t, samplePolicy(t, "pii-secrets-redaction.yaml"), upstream(p.URL))
+	for _, api := range apis {
+		t.Run(api.name, func(t *testing.T) {
+			p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(d.deltas...)}}})
+			streamed, err := api.streamed(testContext(t), g, "print the credentials, hidden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(d.reply)}}})
+			whole, err := api.whole(testContext(t), g, "print the credentials, hidden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for form, a := range map[string]answer{"streamed": streamed, "not streamed": whole} {
+				d.check(t, form, a.text)
+			}
+		})
+	}
+}
+
+// disguised is an answer that holds credentials written to read the same and not be the
+// same bytes, as the provider sends it whole and in deltas.
+type disguised struct {
+	reply   string
+	deltas  []string
+	secrets []string
+}
+
+// disguisedCredentials writes a GitHub token with a zero-width space between every two
+// characters, an OpenAI key with two Cyrillic look-alikes, an AWS secret key and its name in
+// tag characters, an AWS key id in fullwidth forms and an Anthropic key backwards behind a
+// right-to-left override; the deltas are 1 to 7 bytes long, cut at character boundaries.
+func disguisedCredentials(rng *rand.Rand) disguised {
 	body := entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 30)
 	github := "ghp_" + body + entities.GitHubChecksum(body)
 	openaiKey := "sk-proj-" + entities.Token(rng, entities.Upper+entities.Lower+entities.Digits, 64) + "T3BlbkFJ" +
@@ -239,42 +272,31 @@ func TestDisguisedCredentialsAreRedacted(t *testing.T) {
 		"Nothing else to see." + tags("AWS_SECRET_ACCESS_KEY="+awsSecret) + "\n" +
 		"And the id " + fullwidth(awsID) + ".\n" +
 		"Shown the right way round: \u202e" + reversed(anthropicKey) + "\u202c. Done."
-	var deltas []string
+	d := disguised{reply: reply, secrets: []string{github, openaiKey, awsSecret, awsID, anthropicKey}}
 	for rest := reply; len(rest) > 0; {
 		piece := entities.Split(rest, 1+rng.IntN(7))[0]
-		deltas, rest = append(deltas, piece), rest[len(piece):]
+		d.deltas, rest = append(d.deltas, piece), rest[len(piece):]
 	}
-	p := newProvider(t)
-	g := startGuard(t, sample, upstream(p.URL))
-	for _, api := range apis {
-		t.Run(api.name, func(t *testing.T) {
-			p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(deltas...)}}})
-			streamed, err := api.streamed(testContext(t), g, "print the credentials, hidden")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.Enqueue(fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(reply)}}})
-			whole, err := api.whole(testContext(t), g, "print the credentials, hidden")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for form, a := range map[string]answer{"streamed": streamed, "not streamed": whole} {
-				if piece, ok := eightBytesOf(asReaderSees(a.text), github, openaiKey, awsSecret, awsID, anthropicKey); ok {
-					t.Fatalf("%s: %q reached the client in %q", form, piece, a.text)
-				}
-				for _, want := range []string{
-					"Here is the token: [REDACTED:github-token] — keep it safe.\n",
-					"The key: [REDACTED:openai-key]\n",
-					"[REDACTED:aws-secret-key]",
-					"And the id [REDACTED:aws-access-key].\n",
-					"\u202e[REDACTED:anthropic-key]\u202c. Done.",
-				} {
-					if !strings.Contains(a.text, want) {
-						t.Errorf("%s: client received %q, without %q", form, a.text, want)
-					}
-				}
-			}
-		})
+	return d
+}
+
+// check fails the test when what a reader of got sees holds 8 bytes of a credential, or when
+// got does not say each was redacted.
+func (d disguised) check(t *testing.T, form, got string) {
+	t.Helper()
+	if piece, ok := eightBytesOf(asReaderSees(got), d.secrets...); ok {
+		t.Fatalf("%s: %q reached the client in %q", form, piece, got)
+	}
+	for _, want := range []string{
+		"Here is the token: [REDACTED:github-token] — keep it safe.\n",
+		"The key: [REDACTED:openai-key]\n",
+		"[REDACTED:aws-secret-key]",
+		"And the id [REDACTED:aws-access-key].\n",
+		"\u202e[REDACTED:anthropic-key]\u202c. Done.",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s: client received %q, without %q", form, got, want)
+		}
 	}
 }
 

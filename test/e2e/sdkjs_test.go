@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,5 +105,56 @@ func installNodeDeps(t *testing.T, dir, marker string) {
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in test/e2e/%s (node 20 and npm are needed): %v\n%s", dir, err, out)
+	}
+}
+
+// TestDisguisedCredentialsThroughTheJavaScriptSDKs: from an attacker's seat, with clients
+// the detectors were not written against. The answer of TestDisguisedCredentialsAreRedacted
+// (credentials behind zero-width spaces, look-alikes, tag characters — astral characters, two
+// UTF-16 units each in JavaScript — fullwidth forms and a right-to-left override) reaches
+// the official OpenAI and Anthropic JavaScript SDKs, streamed in deltas of 1 to 7 bytes and
+// not, through the shipped redaction sample: what they accumulate never shows 8 bytes of a
+// credential, and says each was redacted.
+func TestDisguisedCredentialsThroughTheJavaScriptSDKs(t *testing.T) {
+	installNodeDeps(t, sdkJSDir, filepath.Join("openai", "package.json"))
+	d := disguisedCredentials(rand.New(rand.NewPCG(2, 17)))
+	p := newProvider(t)
+	g := startGuard(t, samplePolicy(t, "pii-secrets-redaction.yaml"), upstream(p.URL))
+	whole := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(d.reply)}}}
+	streamed := fakeprovider.Script{Choices: []fakeprovider.Choice{{Deltas: fakeprovider.Texts(d.deltas...)}}}
+	steps := []string{"chat", "chat stream", "responses stream", "messages", "messages stream"}
+	for _, s := range []fakeprovider.Script{whole, streamed, streamed, whole, streamed} { // in the app's order
+		p.Enqueue(s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "disguised.mjs", g.URL)
+	cmd.Dir = sdkJSDir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node disguised.mjs: %v\n%s", err, stderr.String())
+	}
+	got := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var s struct{ Step, Text, Error string }
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			t.Fatalf("the app printed %q", sc.Text())
+		}
+		if s.Error != "" {
+			t.Errorf("%s: %s", s.Step, s.Error)
+		}
+		got[s.Step] = s.Text
+	}
+	for _, step := range steps {
+		text, ok := got[step]
+		if !ok {
+			t.Errorf("%s: the app printed nothing", step)
+			continue
+		}
+		d.check(t, step, text)
 	}
 }
