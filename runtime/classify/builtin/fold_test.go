@@ -265,3 +265,42 @@ func TestLookAlikesAreTwoBytes(t *testing.T) {
 		t.Errorf("%d letters for %d look-alikes", len(lookAlikeLetters), utf8.RuneCountInString(lookAlikeRunes))
 	}
 }
+
+// TestInvisiblePaddingLongerThanTheHint: invisible characters between a key and its value,
+// or inside a token, more than the hold-back hint's worth of them, hide nothing from a
+// stream: the key stays pending until its value has arrived, and the engine's windows
+// (HoldBackHint characters before what was released) still hold it.
+func TestInvisiblePaddingLongerThanTheHint(t *testing.T) {
+	c := streamingClassifier(t)
+	pad := strings.Repeat("\u200b", c.HoldBackHint()+50)
+	value := fakeFrom(alphaB62, 24, 12)
+	body := fakeFrom(alphaB62, 30, 13)
+	for _, text := range []string{
+		"config:\nDB_PASSWORD=" + pad + value + "\nend",
+		"the token ghp_" + pad + body + base62CRC32(body) + " works",
+	} {
+		if spans := spansIn(t, c, text); len(spans) != 1 {
+			t.Fatalf("%q: spans %s, want one", text, describeSpans(c, text, spans))
+		}
+		for _, delta := range []int{1, 7, 64} {
+			checkDeltas(t, c, text, delta)
+		}
+	}
+}
+
+// TestKeywordsReadTheFoldedView: a keyword list matches a keyword disguised with a
+// look-alike or an invisible character, and a Cyrillic keyword in Cyrillic text.
+func TestKeywordsReadTheFoldedView(t *testing.T) {
+	c, err := New(Config{Keywords: []KeywordSet{
+		{Category: "brand", Words: []string{"ACME Corp"}, CaseSensitive: true},
+		{Category: "codename", Words: []string{"секрет"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"a deal with АCME Corp today", "a deal with AC\u200bME Corp today", "это секрет, не говори"} {
+		if spans := spansIn(t, c, text); len(spans) != 1 {
+			t.Errorf("%q: spans %s, want one", text, describeSpans(c, text, spans))
+		}
+	}
+}
