@@ -91,6 +91,7 @@ func TestBase62CRCNear(t *testing.T) {
 			near++
 		}
 	}
+	t.Logf("%d of %d random bodies near", near, n)
 	if near > 1 {
 		t.Errorf("%d of %d random bodies are one edit from a checksum", near, n)
 	}
