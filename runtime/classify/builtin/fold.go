@@ -28,13 +28,15 @@ import (
 // as it is shown, and what is found there is reported over the characters that show it.
 //
 // A text without such characters (almost every text) is scanned as it is: finding that out
-// reads eight bytes at a time while they are ASCII.
+// reads 32 bytes at a time while they are ASCII, and looks at a Greek or Cyrillic letter's
+// neighbours only.
 //
 // Streaming: the view of a prefix is a prefix of the view of the whole text, except at its
 // end. A look-alike there is folded or not by the byte after it, and an incomplete UTF-8
 // sequence there may be an invisible character: with Input.More both are left out of the
 // view, so the text is pending from them on and they are decided when the text after them
-// has arrived.
+// has arrived. A run of tag characters, or an override's text, that reaches the end is
+// pending from its start (the override's) until it ends.
 //
 // Not folded: characters spread over lines or separated by spaces, look-alikes that do not
 // touch an ASCII letter or digit, and the other bidirectional controls (embeddings and
@@ -192,8 +194,7 @@ const (
 // foldRune says how the view folds r, whatever stands around it.
 func foldRune(r rune) (byte, int) {
 	switch {
-	case invisible(r): // tag characters too: smuggled() reads their runs
-
+	case invisible(r): // tag characters and overrides too: hiddenRuns reads their runs
 		return 0, foldDrop
 	case r >= 0xFF01 && r <= 0xFF5E: // fullwidth forms of ASCII
 		return byte(r - 0xFF00 + 0x20), foldASCII
