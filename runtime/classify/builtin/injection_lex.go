@@ -127,11 +127,28 @@ func foldLetter(r rune) byte {
 	case r >= 0x1F1E6 && r <= 0x1F1FF: // regional indicators
 		return byte('a' + r - 0x1F1E6)
 	}
+	if r < confusableLow {
+		return confusablesLow[r] // Latin-1, Latin Extended, Greek, Cyrillic, Armenian…: no search
+	}
 	if b, ok := confusables.letter(r); ok {
 		return b
 	}
 	return 0
 }
+
+// confusableLow bounds the runes of two bytes in UTF-8, whose confusables confusablesLow
+// holds in a table: the letters of Greek and Cyrillic text are looked up once each.
+const confusableLow = 0x800
+
+// confusablesLow is confusables.letter for the runes below confusableLow (0: none).
+var confusablesLow = func() (t [confusableLow]byte) {
+	for r := rune(0); r < confusableLow; r++ {
+		if b, ok := confusables.letter(r); ok {
+			t[r] = b
+		}
+	}
+	return t
+}()
 
 // confusables are the letters of other scripts, and the accented Latin letters, that look
 // like an ASCII letter (Unicode's confusables for the Latin alphabet, the common ones).
