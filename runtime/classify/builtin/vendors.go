@@ -345,10 +345,7 @@ func base62CRCNear(body string) bool {
 			return false
 		}
 		var back [31]uint32
-		back[30] = after
-		for j := 29; j >= 0; j-- {
-			back[j] = crcUnstep(back[j+1], body[j])
-		}
+		crcBackward(body, 0, 30, after, back[:])
 		reg := ^uint32(0)
 		for p := range 30 {
 			if c, ok := crcJoin(reg, back[p+1]); ok && c != body[p] && isAlnum(c) {
@@ -369,10 +366,7 @@ func base62CRCNear(body string) bool {
 			return false
 		}
 		var back [32]uint32
-		back[31] = after
-		for j := 30; j >= 1; j-- {
-			back[j] = crcUnstep(back[j+1], body[j])
-		}
+		crcBackward(body, 1, 31, after, back[:])
 		reg := ^uint32(0)
 		for q := 0; q <= 30; q++ {
 			if reg == back[q+1] {
@@ -393,10 +387,7 @@ func base62CRCNear(body string) bool {
 			return false
 		}
 		var back [30]uint32
-		back[29] = after
-		for j := 28; j >= 0; j-- {
-			back[j] = crcUnstep(back[j+1], body[j])
-		}
+		crcBackward(body, 0, 29, after, back[:])
 		reg := ^uint32(0)
 		for q := 0; q <= 29; q++ {
 			if c, ok := crcJoin(reg, back[q]); ok && isAlnum(c) {
@@ -409,6 +400,15 @@ func base62CRCNear(body string) bool {
 		return false
 	}
 	return false
+}
+
+// crcBackward sets back[j], for j from hi down to lo, to the register that body[j:hi] needs
+// before it to end in after.
+func crcBackward(body string, lo, hi int, after uint32, back []uint32) {
+	back[hi] = after
+	for j := hi - 1; j >= lo; j-- {
+		back[j] = crcUnstep(back[j+1], body[j])
+	}
 }
 
 // oneLess reports whether short is long with one character left out.
