@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,16 +110,7 @@ func TestGeminiWithTheJavaScriptSDK(t *testing.T) {
 	for n := 1; n < len(geminiEmail); n++ {
 		prompts = append(prompts, fmt.Sprintf("email %d", n))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"gemini.mjs", g.URL, geminiKey, "gemini-2.5-flash"}, prompts...)...)
-	cmd.Dir = sdkJSDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node gemini.mjs: %v\n%s", err, stderr.String())
-	}
+	out := runNodeApp(t, sdkJSDir, nil, append([]string{"gemini.mjs", g.URL, geminiKey, "gemini-2.5-flash"}, prompts...)...)
 	var calls []geminiCall
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(nil, 1<<20)
@@ -247,17 +235,8 @@ func TestGeminiCountTokensAndEmbedContentWithTheJavaScriptSDK(t *testing.T) {
 	g := startGuard(t, geminiInputPolicy, upstream(prov.URL), flags("--gemini-upstream", prov.URL))
 
 	prompts := []string{"Say hello.", "Tell me about bluebird.", "Write to " + geminiEmail + " today."}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"gemini.mjs", "--input", geminiKey, "gemini-2.5-flash", "gemini-embedding-001"}, prompts...)...)
-	cmd.Dir = sdkJSDir
-	cmd.Env = append(os.Environ(), "GOOGLE_GEMINI_BASE_URL="+g.URL)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node gemini.mjs --input: %v\n%s", err, stderr.String())
-	}
+	out := runNodeApp(t, sdkJSDir, []string{"GOOGLE_GEMINI_BASE_URL=" + g.URL},
+		append([]string{"gemini.mjs", "--input", geminiKey, "gemini-2.5-flash", "gemini-embedding-001"}, prompts...)...)
 	var calls []geminiInputCall
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var c geminiInputCall

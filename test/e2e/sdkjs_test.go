@@ -36,16 +36,7 @@ func TestKeylessAppsWithTheJavaScriptSDKs(t *testing.T) {
 	c.set(t, "v1", keylessProviders(prov.URL, keylessOpenAIKey)...)
 	g := keylessGuard(t, c, decoy.URL, t.TempDir())
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "keyless.mjs", g.URL, guardv1.PlaceholderAPIKey, keylessAppsOwnKey)
-	cmd.Dir = sdkJSDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node keyless.mjs: %v\n%s", err, stderr.String())
-	}
+	out := runNodeApp(t, sdkJSDir, nil, "keyless.mjs", g.URL, guardv1.PlaceholderAPIKey, keylessAppsOwnKey)
 	type step struct {
 		Step         string `json:"step"`
 		Text         string `json:"text"`
@@ -92,6 +83,27 @@ func TestKeylessAppsWithTheJavaScriptSDKs(t *testing.T) {
 	}
 }
 
+// runNodeApp runs node with args in dir (test/e2e/dir), with env added to the test's
+// environment, and returns what it printed on stdout; it fails the test, with what the app
+// printed on stderr, when the app fails or outlives twice waitTimeout.
+func runNodeApp(t *testing.T, dir string, env []string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
 // installNodeDeps installs a Node app's locked dependencies (npm ci) when marker, a file
 // under its node_modules, is missing, as in a fresh clone.
 func installNodeDeps(t *testing.T, dir, marker string) {
@@ -126,16 +138,7 @@ func TestDisguisedCredentialsThroughTheJavaScriptSDKs(t *testing.T) {
 	for _, s := range []fakeprovider.Script{whole, streamed, streamed, whole, streamed} { // in the app's order
 		p.Enqueue(s)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "disguised.mjs", g.URL)
-	cmd.Dir = sdkJSDir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node disguised.mjs: %v\n%s", err, stderr.String())
-	}
+	out := runNodeApp(t, sdkJSDir, nil, "disguised.mjs", g.URL)
 	got := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(nil, 1<<20)
