@@ -235,3 +235,14 @@ func BenchmarkClassifyFoldedProse64KiB(b *testing.B) {
 	benchClassify(b, benchRepeat("会議は（火）１５時から、会議室Ｂで行います。資料は前日までに共有してください。"+
 		"Thanks for the update 👍🏽 — the family 👨‍👩‍👧 trip is on ❤️, see you Friday.\n", 64<<10))
 }
+
+// BenchmarkClassifyHiddenRuns64KiB: the default packs on 64 KiB of text whose every few
+// words hide eight tag characters, the most runs of the least length that are read (fold.go,
+// hiddenRuns): each costs a scan of itself and the 64 bytes before it.
+func BenchmarkClassifyHiddenRuns64KiB(b *testing.B) {
+	var hidden strings.Builder
+	for _, r := range "k7Qe2mXz" {
+		hidden.WriteRune(0xE0000 + r)
+	}
+	benchClassify(b, benchRepeat("see the notes "+hidden.String()+" and go on. ", 64<<10))
+}

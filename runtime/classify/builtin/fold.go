@@ -26,6 +26,8 @@ import (
 // Text after a right-to-left override (U+202E, up to its pop, an isolate's pop, another
 // override or the line's end) is shown in the opposite order: it is also scanned reversed,
 // as it is shown, and what is found there is reported over the characters that show it.
+// Both kinds of run are read with the 64 bytes before them, the words a reader sees with
+// them (hiddenRuns).
 //
 // A text without such characters (almost every text) is scanned as it is: finding that out
 // reads 32 bytes at a time while they are ASCII, and looks at a Greek or Cyrillic letter's

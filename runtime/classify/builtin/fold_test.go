@@ -235,6 +235,7 @@ func TestFoldStreamingProperty(t *testing.T) {
 		"a", "K", "7", "_", "-", "=", " ", ".", "\n", "ghp_", "sk-", "AKIA", "key=", "@", "x.org",
 		"\u200b", "\u00ad", "\ufe0f", "\U000E0041", "\U000E0067", "\U000E007F", "ａ", "７", "𝐀", "Ⓚ",
 		"р", "А", "Κ", "ο", "é", "日", "👨\u200d👩", "\u202e", "\u202c", "\u2069", "AIKA", "_phg", "jorp-ks",
+		foldDisguises[tagDisguise].of("AKIA"), foldDisguises[tagDisguise].of("=k7Qe2mXz"), foldDisguises[tagDisguise].of("ghp_"),
 	}
 	rng := uint64(42)
 	next := func(n int) int {
@@ -301,6 +302,44 @@ func TestKeywordsReadTheFoldedView(t *testing.T) {
 	for _, text := range []string{"a deal with АCME Corp today", "a deal with AC\u200bME Corp today", "это секрет, не говори"} {
 		if spans := spansIn(t, c, text); len(spans) != 1 {
 			t.Errorf("%q: spans %s, want one", text, describeSpans(c, text, spans))
+		}
+	}
+}
+
+// TestHiddenValuesAfterVisibleWords: a value hidden in tag characters or shown reversed
+// behind an override, after visible words that make it a secret (a key, a vendor's prefix),
+// is found: the words before a hidden run are read with it. Whole and streamed.
+func TestHiddenValuesAfterVisibleWords(t *testing.T) {
+	c := streamingClassifier(t)
+	tags, reversed := foldDisguises[tagDisguise].of, foldDisguises[tagDisguise+1].of
+	value := fakeFrom(alphaB62, 24, 21)
+	body := fakeFrom(alphaB62, 30, 22)
+	ghBody := body + base62CRC32(body)
+	for _, tc := range []struct {
+		name, before, hidden, after, category string
+		marks                                 int // bytes of override marks the span may leave out
+	}{
+		{"a key, the value in tags", "DB_PASSWORD=", tags(value), "\n", "generic-secret", 0},
+		{"a key, the value reversed", "DB_PASSWORD=", reversed(value), "\n", "generic-secret", len("\u202e")},
+		{"a prefix, the body in tags", "the token ghp_", tags(ghBody), " works", "github-token", 0},
+	} {
+		text := tc.before + tc.hidden + tc.after
+		spans := spansIn(t, c, text)
+		found := false
+		for _, sp := range spans {
+			end := len(tc.before) + len(tc.hidden)
+			if c.categories[sp.Category] == tc.category && sp.End <= end && sp.End >= end-tc.marks &&
+				(tc.category == "github-token" && sp.Start == len("the token ") || sp.Start >= len(tc.before) && sp.Start <= len(tc.before)+tc.marks) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: %q: spans %s", tc.name, text, describeSpans(c, text, spans))
+			continue
+		}
+		checkEverySplit(t, c, text)
+		for delta := 1; delta <= 9; delta++ {
+			checkDeltas(t, c, text, delta)
 		}
 	}
 }

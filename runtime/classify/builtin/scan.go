@@ -109,19 +109,29 @@ func (c *Classifier) emit(sc *scanState, d detector, start, end int) {
 // pending text begins (see pending.go) and returns only the spans that end before it, with
 // that offset; otherwise the offset is 0.
 func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.Span, int, error) {
+	spans, open, v, err := c.scanView(ctx, s, more)
+	if err != nil || v == nil || len(v.hidden) == 0 {
+		return spans, open, err
+	}
+	return c.hiddenRuns(ctx, s, v.hidden, v.orig(len(v.s)), spans, open, more)
+}
+
+// scanView is scan without the hidden runs: the pass over s, or over its folded view when
+// s holds invisible characters, other forms of ASCII letters or look-alikes (fold.go), with
+// the offsets mapped back. It returns the view, or nil when s needed none.
+func (c *Classifier) scanView(ctx context.Context, s string, more bool) ([]classify.Span, int, *foldedView, error) {
 	at := -1
 	if len(s) <= maxFolded {
 		at = foldAt(s, more)
 	}
 	if at < 0 {
-		return c.scanText(ctx, s, more)
+		spans, open, err := c.scanText(ctx, s, more)
+		return spans, open, nil, err
 	}
-	// Invisible characters, other forms of ASCII letters or look-alikes (fold.go): the pass
-	// reads the text as a reader sees it, and the offsets are mapped back.
 	v := foldView(s, at, more)
 	spans, open, err := c.scanText(ctx, v.s, more)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	for k := range spans {
 		spans[k].Start, spans[k].End = v.orig(spans[k].Start), v.orig(spans[k].End)
@@ -129,11 +139,17 @@ func (c *Classifier) scan(ctx context.Context, s string, more bool) ([]classify.
 	if more {
 		open = v.orig(open)
 	}
-	if len(v.hidden) > 0 {
-		return c.hiddenRuns(ctx, s, v.hidden, v.orig(len(v.s)), spans, open, more)
-	}
-	return spans, open, nil
+	return spans, open, &v, nil
 }
+
+// hiddenContext is how many bytes before a hidden run are read with it: the key or the words
+// that make a value a secret stand within 64 bytes of it (named.go, assign.go).
+const hiddenContext = 64
+
+// minHidden is the fewest characters a finished hidden run must hold to be read: fewer hide
+// no credential or instruction (the shortest secrets the pack reports have eight), and a
+// text of many short runs would otherwise cost a scan of hiddenContext bytes for each.
+const minHidden = 8
 
 // hiddenRuns scans each run of s that reads otherwise than it is stored (fold.go) as it
 // reads — tag characters as the ASCII they spell, text after a right-to-left override
@@ -147,11 +163,26 @@ func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun,
 	var b strings.Builder
 	var from, to []int // for a reversed run: each byte's rune in s, where it begins and ends
 	for _, r := range runs {
-		if more && r.end >= viewEnd {
-			open = min(open, r.mark)
-			continue
+		// The words before the run, which a reader sees with it ("DB_PASSWORD=", "the key
+		// is", a vendor's prefix), are read before it.
+		cs := max(0, r.mark-hiddenContext)
+		for cs < r.mark && !utf8.RuneStart(s[cs]) {
+			cs++
 		}
 		b.Reset()
+		b.WriteString(s[cs:r.mark])
+		lead := r.mark - cs
+		pending := more && r.end >= viewEnd
+		if pending && r.reversed {
+			// What arrives next is read right after the words: they are pending as a text
+			// that goes on would leave them, and the run from the override on.
+			_, o, _, err := c.scanView(ctx, b.String(), true)
+			if err != nil {
+				return nil, 0, err
+			}
+			open = min(open, cs+o, r.mark)
+			continue
+		}
 		if r.reversed {
 			from, to = from[:0], to[:0]
 			for e := r.end; e > r.start; {
@@ -168,17 +199,42 @@ func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun,
 				b.WriteByte(byte(t - 0xE0000))
 			}
 		}
-		// The run holds no override (its end), so scan folds it without coming back here
-		// for it; tags inside a reversed run are read there.
-		found, _, err := c.scan(ctx, b.String(), false)
+		// The words and the run are read as their view only: hidden runs inside them (an
+		// earlier run among the words, tags written backwards) are not read again, so that a
+		// run costs one scan of at most hiddenContext bytes more than itself.
+		if pending { // tags still arriving: the words and the run so far, as a stream
+			_, o, _, err := c.scanView(ctx, b.String(), true)
+			if err != nil {
+				return nil, 0, err
+			}
+			if o < lead {
+				open = min(open, cs+o)
+			}
+			open = min(open, r.mark)
+			continue
+		}
+		if utf8.RuneCountInString(s[r.start:r.end]) < minHidden {
+			continue // too short to hide anything
+		}
+		found, _, _, err := c.scanView(ctx, b.String(), false)
 		if err != nil {
 			return nil, 0, err
 		}
 		for _, sp := range found {
-			if r.reversed {
-				sp.Start, sp.End = from[sp.End-1], to[sp.Start]
-			} else {
-				sp.Start, sp.End = r.start+tagSize*sp.Start, r.start+tagSize*sp.End
+			switch {
+			case sp.End <= lead:
+				continue // the words alone: the view found what is there
+			case sp.Start < lead: // begins in the words: to the end of what it reads of the run
+				sp.Start = cs + sp.Start
+				if r.reversed {
+					sp.End = r.end
+				} else {
+					sp.End = r.start + tagSize*(sp.End-lead)
+				}
+			case r.reversed:
+				sp.Start, sp.End = from[sp.End-1-lead], to[sp.Start-lead]
+			default:
+				sp.Start, sp.End = r.start+tagSize*(sp.Start-lead), r.start+tagSize*(sp.End-lead)
 			}
 			spans = append(spans, sp)
 		}
