@@ -15,7 +15,7 @@ import (
 // model told to leak a key can write it that way, and whoever reads the answer gets the key.
 //
 // So when a text holds any of those characters, the pass reads a folded view of it: invisible
-// characters left out, fullwidth, mathematical and circled letters and digits as ASCII (case
+// characters and combining marks (a line under or through each letter) left out, fullwidth, mathematical and circled letters and digits as ASCII (case
 // kept), and a look-alike of another script as the Latin letter when it stands next to an
 // ASCII letter or digit (inside a Latin word or token; a Cyrillic or Greek word keeps its
 // letters, and accented Latin letters are never folded). Spans and Open are mapped back to
@@ -198,6 +198,8 @@ func foldRune(r rune) (byte, int) {
 	switch {
 	case invisible(r): // tag characters and overrides too: hiddenRuns reads their runs
 		return 0, foldDrop
+	case combiningMark(r):
+		return 0, foldDrop
 	case r >= 0xFF01 && r <= 0xFF5E: // fullwidth forms of ASCII
 		return byte(r - 0xFF00 + 0x20), foldASCII
 	case r >= 0x1D400 && r <= 0x1D6A3: // mathematical letters: 13 styles of A-Z a-z
@@ -214,6 +216,15 @@ func foldRune(r rune) (byte, int) {
 		return byte('a' + r - 0x24D0), foldASCII
 	}
 	return 0, foldKeep
+}
+
+// combiningMark reports a combining mark of the blocks that "fancy text" draws with: a line
+// under, over or through a letter, an accent, an enclosing circle. Put after each character
+// of a token, they leave it readable and not the same bytes. A text in decomposed form
+// (NFD) writes its accents with them too; its letters are read without them.
+func combiningMark(r rune) bool {
+	return r >= 0x0300 && r <= 0x036F || r >= 0x1AB0 && r <= 0x1AFF || r >= 0x1DC0 && r <= 0x1DFF ||
+		r >= 0x20D0 && r <= 0x20FF || r >= 0xFE20 && r <= 0xFE2F
 }
 
 // lookAlike returns the ASCII letter that a Cyrillic or Greek letter is drawn as, case

@@ -27,6 +27,14 @@ var foldDisguises = []struct {
 		return v[:3] + "\u200d" + v[3:7] + "\u200c\u2060" + v[7:len(v)-2] + "\ufeff" + v[len(v)-2:]
 	}, false, 0},
 	{"a soft hyphen", func(v string) string { return v[:5] + "\u00ad" + v[5:] }, false, 0},
+	{"combining marks: underlined and struck through", func(v string) string {
+		var b strings.Builder
+		for i, r := range v {
+			b.WriteRune(r)
+			b.WriteRune([]rune{0x0332, 0x0336, 0x20E3}[i%3])
+		}
+		return b.String()
+	}, false, 0},
 	{"variation selectors", func(v string) string { return v[:4] + "\ufe0f" + v[4:9] + "\ufe0e" + v[9:] }, false, 0},
 	{"a bidirectional mark", func(v string) string { return v[:6] + "\u200e" + v[6:] }, false, 0},
 	{"tag characters (ASCII smuggling)", func(v string) string {
@@ -71,7 +79,7 @@ var foldDisguises = []struct {
 }
 
 // tagDisguise is the index of tag characters in foldDisguises.
-const tagDisguise = 6
+const tagDisguise = 7
 
 // foldValues are values of several detectors, each in a context that makes it a match.
 func foldValues() []struct{ category, before, value, after string } {
@@ -157,6 +165,7 @@ func TestOrdinaryUnicodeIsNotFolded(t *testing.T) {
 		{"Our family 👨‍👩‍👧‍👦 says ❤️ and 👍🏽, see you 🇫🇷!", true},
 		{"Die Donau\u00addampf\u00adschiff\u00adfahrts\u00adgesellschaft fährt heute.", true},
 		{"The letters Α, Β and Γ begin the Greek alphabet; x = α + β.", false},
+		{"Un cafe\u0301 cre\u0300me, s'il vous pla\u0302it (decomposed accents).", true},
 	} {
 		if got := foldAt(tc.text, false) >= 0; got != tc.folded {
 			t.Errorf("%q: folded %v, want %v", tc.text, got, tc.folded)
