@@ -244,7 +244,7 @@ func TestFoldStreamingProperty(t *testing.T) {
 		"a", "K", "7", "_", "-", "=", " ", ".", "\n", "ghp_", "sk-", "AKIA", "key=", "@", "x.org",
 		"\u200b", "\u00ad", "\ufe0f", "\U000E0041", "\U000E0067", "\U000E007F", "ａ", "７", "𝐀", "Ⓚ",
 		"р", "А", "Κ", "ο", "é", "日", "👨\u200d👩", "\u202e", "\u202c", "\u2069", "AIKA", "_phg", "jorp-ks",
-		foldDisguises[tagDisguise].of("AKIA"), foldDisguises[tagDisguise].of("=k7Qe2mXz"), foldDisguises[tagDisguise].of("ghp_"),
+		"\u0332", "\u0336", foldDisguises[tagDisguise].of("AKIA"), foldDisguises[tagDisguise].of("=k7Qe2mXz"), foldDisguises[tagDisguise].of("ghp_"),
 	}
 	rng := uint64(42)
 	next := func(n int) int {
