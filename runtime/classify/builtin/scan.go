@@ -173,6 +173,9 @@ func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun,
 		b.WriteString(s[cs:r.mark])
 		lead := r.mark - cs
 		pending := more && r.end >= viewEnd
+		if !pending && utf8.RuneCountInString(s[r.start:r.end]) < minHidden {
+			continue // too short to hide anything
+		}
 		if pending && r.reversed {
 			// What arrives next is read right after the words: they are pending as a text
 			// that goes on would leave them, and the run from the override on.
@@ -199,9 +202,9 @@ func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun,
 				b.WriteByte(byte(t - 0xE0000))
 			}
 		}
-		// The words and the run are read as their view only: hidden runs inside them (an
-		// earlier run among the words, tags written backwards) are not read again, so that a
-		// run costs one scan of at most hiddenContext bytes more than itself.
+		// The words and the run are read as their view only (scanView): hidden runs inside
+		// them (an earlier run among the words, tags written backwards) are not read again,
+		// so that a run costs one scan of at most hiddenContext bytes more than itself.
 		if pending { // tags still arriving: the words and the run so far, as a stream
 			_, o, _, err := c.scanView(ctx, b.String(), true)
 			if err != nil {
@@ -212,9 +215,6 @@ func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun,
 			}
 			open = min(open, r.mark)
 			continue
-		}
-		if utf8.RuneCountInString(s[r.start:r.end]) < minHidden {
-			continue // too short to hide anything
 		}
 		found, _, _, err := c.scanView(ctx, b.String(), false)
 		if err != nil {
