@@ -25,10 +25,11 @@
 // small window at their own trigger bytes (see custom.go). A call that matches nothing
 // allocates only the Scores slice.
 //
-// A text that holds invisible characters, fullwidth, mathematical or circled forms of ASCII,
-// look-alike letters of other scripts inside a Latin token, or Unicode tag characters is
-// scanned through a folded view of it, as a reader sees it, and its spans are mapped back
-// (see fold.go); finding out costs a look at eight bytes at a time while they are ASCII.
+// A text that holds invisible characters, combining marks, fullwidth, mathematical or
+// circled forms of ASCII, look-alike letters of other scripts inside a Latin token, Unicode
+// tag characters or a right-to-left override is scanned through a folded view of it, as a
+// reader sees it, and its spans are mapped back (see fold.go); finding out reads 32 bytes
+// at a time while they are ASCII.
 //
 // # Spans and streaming
 //
