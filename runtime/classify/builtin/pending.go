@@ -3,6 +3,8 @@ package builtin
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/guardrail-dev/guardrail-operator/runtime/classify"
 )
 
 // Pending text: the streaming half of Classify (Input.More, Result.Open).
@@ -110,22 +112,29 @@ func (sc *scanState) settle(open int) int {
 			open = min(open, sp.Start)
 		}
 	}
+	sc.spans, open = settleAt(sc.spans, open)
+	return open
+}
+
+// settleAt keeps the spans that end at or before open, after lowering open to the start of
+// any span it cuts, until it cuts none (settle; scan's hidden runs, which add spans after
+// the pass has settled its own). It returns the spans kept, in spans' array, and open.
+func settleAt(spans []classify.Span, open int) ([]classify.Span, int) {
 	for cut := true; cut; {
 		cut = false
-		for _, sp := range sc.spans {
+		for _, sp := range spans {
 			if sp.Start < open && sp.End > open {
 				open, cut = sp.Start, true
 			}
 		}
 	}
-	kept := sc.spans[:0]
-	for _, sp := range sc.spans {
+	kept := spans[:0]
+	for _, sp := range spans {
 		if sp.End <= open {
 			kept = append(kept, sp)
 		}
 	}
-	sc.spans = kept
-	return open
+	return kept, open
 }
 
 // partialRuneStart returns where an incomplete UTF-8 sequence at the end of s begins: a rune

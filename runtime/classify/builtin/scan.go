@@ -246,21 +246,8 @@ func (c *Classifier) hiddenRuns(ctx context.Context, s string, runs []hiddenRun,
 	if !more {
 		return spans, 0, nil
 	}
-	for cut := true; cut; { // as settle does
-		cut = false
-		for _, sp := range spans {
-			if sp.Start < open && sp.End > open {
-				open, cut = sp.Start, true
-			}
-		}
-	}
-	kept := spans[:0]
-	for _, sp := range spans {
-		if sp.End <= open {
-			kept = append(kept, sp)
-		}
-	}
-	return kept, open, nil
+	spans, open = settleAt(spans, open)
+	return spans, open, nil
 }
 
 // scanText is scan of a text that needs no folding.
