@@ -528,3 +528,30 @@ func TestPersonaJailbreaksAreBlockedBeforeTheProvider(t *testing.T) {
 		t.Errorf("the provider received %d persona prompts, want 3", n)
 	}
 }
+
+// From a user's seat: an ordinary answer full of the characters the detectors now read
+// through — emoji sequences joined by zero-width joiners, a flag written with tag
+// characters, variation selectors, accents in decomposed form, Japanese with fullwidth
+// digits and punctuation, Russian and Greek next to Latin words and digits, a soft hyphen, an
+// Arabic sentence with a right-to-left mark — reaches openai-go exactly as the provider
+// wrote it, streamed in deltas of 1 to 7 bytes cut at character boundaries and not streamed,
+// with the shipped redaction sample: nothing redacted, nothing reordered, nothing lost.
+func TestOrdinaryUnicodeAnswersPassUnchanged(t *testing.T) {
+	reply := "Family trip 👨\u200d👩\u200d👧\u200d👦 booked ❤\ufe0f — flag 🏴\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F packed.\n" +
+		"Cafe\u0301 cre\u0300me bru\u0302le\u0301e, na\u0308ive re\u0301sume\u0301.\n" +
+		"会議は（火）１５時から、会議室Ｂで。資料：ＰＤＦ２件。\n" +
+		"Отчёт за Q3 готов: 12 страниц, версия v2 в папке Docs. Αθήνα 2024, θερμοκρασία 25°C.\n" +
+		"Donau\u00addampf\u00adschiff\u00adfahrt im iPhone-Kalender.\n" +
+		"مرحبا بالعالم\u200f 2024.\n"
+	rng := rand.New(rand.NewPCG(5, 17))
+	var deltas []string
+	for rest := reply; len(rest) > 0; {
+		piece := entities.Split(rest, 1+rng.IntN(7))[0]
+		deltas, rest = append(deltas, piece), rest[len(piece):]
+	}
+	for form, got := range answeredBoth(t, samplePolicy(t, "pii-secrets-redaction.yaml"), reply, deltas, "how was the trip?") {
+		if got != reply {
+			t.Errorf("%s: client received %q, want the provider's %q", form, got, reply)
+		}
+	}
+}
