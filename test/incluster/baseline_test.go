@@ -70,7 +70,7 @@ subjects: [{kind: ServiceAccount, name: tenant-admin, namespace: %[1]s}]
 		// Busybox wget prints a refusal's status, not its body, and fails: keep both.
 		cmd := `wget -qO- --header 'Content-Type: application/json' --post-data '` + chatBody(content, false) +
 			`' "$OPENAI_BASE_URL/chat/completions" 2>&1 || true`
-		return u.kubectl("-n", ns, "exec", "deploy/chat", "-c", "app", "--", "sh", "-c", cmd)
+		return u.kubectlStdout("-n", ns, "exec", "deploy/chat", "-c", "app", "--", "sh", "-c", cmd)
 	}
 
 	t.Run("a tenant namespace without Guardrails of its own is enforced", func(t *testing.T) {

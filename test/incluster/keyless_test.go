@@ -128,7 +128,7 @@ spec:
 	u.kubectl("-n", ns, "rollout", "status", "deploy/chat", "--timeout=2m")
 	exec := func(u user, cmd string) string {
 		u.t.Helper()
-		return u.kubectl("-n", ns, "exec", "deploy/chat", "-c", "app", "--", "sh", "-c", cmd)
+		return u.kubectlStdout("-n", ns, "exec", "deploy/chat", "-c", "app", "--", "sh", "-c", cmd)
 	}
 	// What an SDK does with OPENAI_API_KEY and OPENAI_BASE_URL; busybox wget prints a
 	// refusal's status line and fails: keep both.

@@ -34,6 +34,25 @@ func (u user) run(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// kubectlStdout is kubectl's standard output alone: for `kubectl exec`, what the command in
+// the container printed, without the client's own warnings on stderr (a websocket's
+// "Unknown stream id 1, discarding message"), which are added to the failure's message only.
+func (u user) kubectlStdout(args ...string) string {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+u.c.Kubeconfig())
+	cmd.Dir = u.c.Root
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		u.t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
 func (u user) kubectl(args ...string) string {
 	u.t.Helper()
 	out, err := u.run("kubectl", args...)
